@@ -1,0 +1,228 @@
+//! Everything a handler needs besides its input: environment, engine paths, project root,
+//! owner PID, clock, deadlines, output budget and the delivery log.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::delivery::{self, EventLog};
+use crate::env::{self, Env};
+use crate::input::HookInput;
+use crate::lock;
+use crate::paths::{self, EnginePaths};
+
+/// Default largest file delivered by content.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// `NAME=value` settings of the engine's `config.sh`, read as text and never executed.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    values: HashMap<String, String>,
+}
+
+impl Config {
+    /// Parse `NAME=value` lines: `export ` prefixes, quotes and trailing comments are removed.
+    pub fn parse(text: &str) -> Self {
+        let mut values = HashMap::new();
+        for line in text.lines() {
+            let line = line.trim();
+            let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+            if line.starts_with('#') {
+                continue;
+            }
+            let Some((name, value)) = line.split_once('=') else {
+                continue;
+            };
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                continue;
+            }
+            let value = value.trim();
+            let value = if let Some(inner) = value
+                .strip_prefix('"')
+                .and_then(|v| v.split_once('"'))
+                .map(|(a, _)| a)
+            {
+                inner
+            } else if let Some(inner) = value
+                .strip_prefix('\'')
+                .and_then(|v| v.split_once('\''))
+                .map(|(a, _)| a)
+            {
+                inner
+            } else {
+                value.split_once(" #").map_or(value, |(a, _)| a).trim()
+            };
+            values.insert(name.to_owned(), value.to_owned());
+        }
+        Self { values }
+    }
+
+    /// A value.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+}
+
+/// The per-call context.
+#[derive(Debug)]
+pub struct Context {
+    /// The environment snapshot.
+    pub env: Env,
+    /// Binary name without the `preload-` prefix (the log's `hook`).
+    pub hook: &'static str,
+    /// The engine layout under `$HOME/.claude`.
+    pub paths: EnginePaths,
+    /// Where Claude is working: stdin `cwd`, else `CLAUDE_PROJECT_DIR`, else the process's.
+    pub cwd: PathBuf,
+    /// Nearest ancestor of `cwd` with a `.claude/` directory.
+    pub project_root: Option<PathBuf>,
+    /// The owning Claude process.
+    pub owner_pid: u32,
+    /// When the call started.
+    pub now: SystemTime,
+    /// When the call must be finished.
+    pub deadline: Instant,
+    /// Character budget of one output string.
+    pub budget: usize,
+    /// The delivery event log.
+    pub log: EventLog,
+    config: OnceLock<Config>,
+}
+
+impl Context {
+    /// Build the context of a call for `hook` with the time budget `budget`.
+    pub fn new(env: Env, hook: &'static str, input: &HookInput, budget: Duration) -> Self {
+        let home = env
+            .get(env::HOME)
+            .map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        let cwd = input
+            .cwd()
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| env.get(env::CLAUDE_PROJECT_DIR).map(PathBuf::from))
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let cwd = paths::lexical_clean(&cwd);
+        let project_root = paths::find_project_root(&cwd);
+        let owner_pid = paths::owner_pid(&env);
+        let budget_chars = env
+            .number::<usize>(env::PRELOAD_OUTPUT_BUDGET)
+            .unwrap_or(delivery::DEFAULT_BUDGET)
+            .clamp(delivery::MIN_BUDGET, 9_990);
+        let log = EventLog::new(
+            env.get(env::PRELOAD_TEST_LOG).map(PathBuf::from),
+            hook,
+            env.number(env::TOOL_CALL_NUM).unwrap_or(0),
+        );
+        Self {
+            paths: EnginePaths::new(&home),
+            hook,
+            cwd,
+            project_root,
+            owner_pid,
+            now: SystemTime::now(),
+            deadline: Instant::now() + budget,
+            budget: budget_chars,
+            log,
+            env,
+            config: OnceLock::new(),
+        }
+    }
+
+    /// The sessions directories, primary first (empty without a project root).
+    pub fn sessions_dirs(&self) -> Vec<PathBuf> {
+        self.project_root
+            .as_deref()
+            .map(|root| paths::sessions_dirs(root, self.env.get(env::WORKSPACE)))
+            .unwrap_or_default()
+    }
+
+    /// The primary sessions directory, when it exists.
+    pub fn sessions_dir(&self) -> Option<PathBuf> {
+        self.sessions_dirs()
+            .into_iter()
+            .next()
+            .filter(|d| d.is_dir())
+    }
+
+    /// The deadline for taking a lock: the lock timeout, cut by the call's own deadline.
+    pub fn lock_deadline(&self) -> Instant {
+        let wait = self
+            .env
+            .number::<u64>(env::PRELOAD_LOCK_TIMEOUT_MS)
+            .map_or(lock::DEFAULT_TIMEOUT, Duration::from_millis);
+        (Instant::now() + wait).min(self.deadline)
+    }
+
+    /// True when the call has run out of time.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// The largest file delivered by content.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.env
+            .number(env::PRELOAD_MAX_FILE_BYTES)
+            .unwrap_or(DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// The engine's `config.sh`, read once.
+    pub fn config(&self) -> &Config {
+        self.config.get_or_init(|| {
+            std::fs::read_to_string(&self.paths.config)
+                .map(|t| Config::parse(&t))
+                .unwrap_or_default()
+        })
+    }
+
+    /// Normalise a path the engine's way against this `HOME`.
+    pub fn normalize(&self, path: &str) -> String {
+        paths::normalize(path, &self.paths.home)
+    }
+
+    /// Normalise a path given relative to `base`.
+    pub fn normalize_in(&self, base: &Path, path: &str) -> String {
+        if path.starts_with('/') || path.starts_with('~') {
+            self.normalize(path)
+        } else {
+            self.normalize(&base.join(path).to_string_lossy())
+        }
+    }
+
+    /// True when `HOOK_DEBUG` is set.
+    pub fn debug(&self) -> bool {
+        self.env.get(env::HOOK_DEBUG).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_is_read_as_text() {
+        let cfg = Config::parse(
+            "# comment\nOVERFLOW_THRESHOLD=0.80\nexport A=\"quoted value\" # c\nB='x'\nC=plain # trailing\nrm -rf /\n",
+        );
+        assert_eq!(cfg.get("OVERFLOW_THRESHOLD"), Some("0.80"));
+        assert_eq!(cfg.get("A"), Some("quoted value"));
+        assert_eq!(cfg.get("B"), Some("x"));
+        assert_eq!(cfg.get("C"), Some("plain"));
+        assert_eq!(cfg.get("rm -rf /"), None);
+    }
+
+    #[test]
+    fn cwd_from_input_locates_project_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("p/.claude")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("p/src")).unwrap();
+        let cwd = tmp.path().join("p/src");
+        let input = HookInput::from_value(serde_json::json!({"cwd": cwd}));
+        let env = Env::from_pairs([(env::HOME, "/h"), (env::CLAUDE_SUPERVISOR_PID, "5")]);
+        let ctx = Context::new(env, "t", &input, Duration::from_secs(1));
+        assert_eq!(ctx.project_root, Some(tmp.path().join("p")));
+        assert_eq!(ctx.owner_pid, 5);
+        assert_eq!(ctx.sessions_dirs(), vec![tmp.path().join("p/sessions")]);
+    }
+}

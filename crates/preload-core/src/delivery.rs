@@ -1,0 +1,379 @@
+//! What goes out: `[Preloaded: …]` blocks with real newlines, the character budget that keeps
+//! every output under Claude Code's 10,000-character cap (with carry-over and labelled parts),
+//! and the delivery event log.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::clock;
+
+/// Default character budget of one `additionalContext` or reason.
+pub const DEFAULT_BUDGET: usize = 9_500;
+/// The smallest budget honoured; a smaller setting is raised to this.
+pub const MIN_BUDGET: usize = 200;
+
+/// Character count (what Claude Code's cap counts).
+pub fn chars(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Trim trailing newlines (and carriage returns) as shell command substitution does.
+pub fn trim_trailing_newlines(text: &str) -> &str {
+    text.trim_end_matches(['\n', '\r'])
+}
+
+/// One delivered file: header, newline, content without trailing newlines, newline.
+pub fn block(path: &str, content: &str) -> String {
+    format!("[Preloaded: {path}]\n{}\n", trim_trailing_newlines(content))
+}
+
+/// Join blocks so that one blank line separates them.
+pub fn join_blocks<S: AsRef<str>>(blocks: &[S]) -> String {
+    let mut out = String::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(b.as_ref());
+    }
+    out
+}
+
+/// Cut `content` into the blocks that deliver it within `limit` characters each.
+///
+/// One block when it fits; otherwise parts labelled `[Preloaded: <path> (part i/n)]`, cut at a
+/// line end where one falls in the last fifth of a part. Deterministic for the same input.
+pub fn file_parts(path: &str, content: &str, limit: usize) -> Vec<String> {
+    let limit = limit.max(MIN_BUDGET);
+    let whole = block(path, content);
+    if chars(&whole) <= limit {
+        return vec![whole];
+    }
+    let body: Vec<char> = trim_trailing_newlines(content).chars().collect();
+    let mut n = 2usize;
+    loop {
+        let header = chars(&format!("[Preloaded: {path} (part {n}/{n})]\n")) + 1;
+        let room = limit.saturating_sub(header).max(64);
+        let chunks = split_chars(&body, room);
+        if chunks.len() <= n {
+            let total = chunks.len();
+            return chunks
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    format!(
+                        "[Preloaded: {path} (part {}/{total})]\n{}\n",
+                        i + 1,
+                        trim_trailing_newlines(&c)
+                    )
+                })
+                .collect();
+        }
+        n = chunks.len();
+    }
+}
+
+fn split_chars(body: &[char], room: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < body.len() {
+        let mut end = (start + room).min(body.len());
+        if end < body.len() {
+            let floor = start + room * 4 / 5;
+            if let Some(nl) = (floor..end).rev().find(|&i| body[i] == '\n') {
+                end = nl + 1;
+            }
+        }
+        out.push(body[start..end].iter().collect());
+        start = end;
+    }
+    out
+}
+
+/// Packs blocks into one output string within a character budget.
+#[derive(Debug, Clone)]
+pub struct Packer {
+    budget: usize,
+    used: usize,
+    blocks: Vec<String>,
+}
+
+impl Packer {
+    /// An empty packer with `budget` characters.
+    pub fn new(budget: usize) -> Self {
+        Self {
+            budget: budget.max(MIN_BUDGET),
+            used: 0,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Characters left for one more block (its separator accounted for).
+    pub fn room(&self) -> usize {
+        let sep = usize::from(!self.blocks.is_empty());
+        self.budget.saturating_sub(self.used + sep)
+    }
+
+    /// Add `text` when it fits; true when added.
+    pub fn try_add(&mut self, text: impl Into<String>) -> bool {
+        let text = text.into();
+        let len = chars(&text);
+        if len > self.room() {
+            return false;
+        }
+        self.used += len + usize::from(!self.blocks.is_empty());
+        self.blocks.push(text);
+        true
+    }
+
+    /// True when nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// The joined text.
+    pub fn finish(&self) -> String {
+        join_blocks(&self.blocks)
+    }
+}
+
+/// Events of the delivery log (CONTRACT section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// SessionStart seeded a file as already in context.
+    Seed,
+    /// Delivered directly in this hook's output.
+    DirectDeliver,
+    /// Claimed from the queue and delivered (or stashed for PostToolUse).
+    ClaimDeliver,
+    /// Added to `pendingPreloads`.
+    QueuePending,
+    /// Content handed to `pendingAllowInjections`.
+    StashInject,
+    /// Found as a § reference of a delivered file.
+    ResolveRef,
+    /// Skipped: already in context by path.
+    SkipDedup,
+    /// Skipped: already in context by inode.
+    SkipInode,
+    /// A local CMD file shadows a preloaded global one.
+    OverrideDetect,
+}
+
+impl Event {
+    /// The log's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Seed => "seed",
+            Self::DirectDeliver => "direct-deliver",
+            Self::ClaimDeliver => "claim-deliver",
+            Self::QueuePending => "queue-pending",
+            Self::StashInject => "stash-inject",
+            Self::ResolveRef => "resolve-ref",
+            Self::SkipDedup => "skip-dedup",
+            Self::SkipInode => "skip-inode",
+            Self::OverrideDetect => "override-detect",
+        }
+    }
+}
+
+/// The delivery event log: JSON lines appended with a single write each.
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    path: Option<PathBuf>,
+    hook: String,
+    tool_call: i64,
+}
+
+impl EventLog {
+    /// A log for `hook` (binary name without `preload-`), writing to `path` when set.
+    pub fn new(path: Option<PathBuf>, hook: &str, tool_call: i64) -> Self {
+        Self {
+            path,
+            hook: hook.to_owned(),
+            tool_call,
+        }
+    }
+
+    /// A log that records nothing.
+    pub fn disabled() -> Self {
+        Self::new(None, "", 0)
+    }
+
+    /// True when events are written.
+    pub fn enabled(&self) -> bool {
+        self.path.is_some()
+    }
+
+    /// Append one event. Failures are ignored: the log never breaks a hook.
+    pub fn record(
+        &self,
+        event: Event,
+        file: &str,
+        source: &str,
+        session_exists: bool,
+        dedup: &str,
+    ) {
+        let Some(path) = &self.path else { return };
+        let line = json!({
+            "ts": clock::iso_utc(SystemTime::now()),
+            "hook": self.hook,
+            "event": event.as_str(),
+            "file": file,
+            "source": source,
+            "toolCall": self.tool_call,
+            "sessionExists": session_exists,
+            "dedupResult": dedup,
+        });
+        let mut text = line.to_string();
+        text.push('\n');
+        if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_use_real_newlines_and_one_blank_line() {
+        let text = join_blocks(&[block("/a.md", "alpha\n\n"), block("/b.md", "bravo")]);
+        assert_eq!(
+            text,
+            "[Preloaded: /a.md]\nalpha\n\n[Preloaded: /b.md]\nbravo\n"
+        );
+        assert!(!text.contains("\\n"));
+    }
+
+    #[test]
+    fn packer_carries_over_what_does_not_fit() {
+        let mut p = Packer::new(300);
+        assert!(p.try_add("x".repeat(150)));
+        assert!(!p.try_add("y".repeat(150)), "150 + separator + 150 > 300");
+        assert!(p.try_add("z".repeat(149)));
+        assert_eq!(chars(&p.finish()), 300);
+    }
+
+    #[test]
+    fn large_files_go_out_in_labelled_parts_within_budget() {
+        let content: String = (0..400)
+            .map(|i| format!("line {i} of the big file\n"))
+            .collect();
+        let parts = file_parts("/big.md", &content, 1000);
+        assert!(parts.len() > 1);
+        let n = parts.len();
+        for (i, p) in parts.iter().enumerate() {
+            assert!(chars(p) <= 1000, "part {i} has {} chars", chars(p));
+            assert!(p.starts_with(&format!("[Preloaded: /big.md (part {}/{n})]\n", i + 1)));
+        }
+        let rebuilt: String = parts
+            .iter()
+            .map(|p| {
+                p.split_once('\n')
+                    .unwrap()
+                    .1
+                    .strip_suffix('\n')
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(rebuilt, trim_trailing_newlines(&content));
+    }
+
+    #[test]
+    fn multibyte_content_is_split_on_char_boundaries() {
+        let content = "§é😀".repeat(500);
+        for p in file_parts("/u.md", &content, 300) {
+            assert!(chars(&p) <= 300);
+        }
+    }
+
+    #[test]
+    fn event_log_appends_json_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("log.jsonl");
+        let log = EventLog::new(Some(path.clone()), "templates", 3);
+        log.record(Event::DirectDeliver, "/a.md", "templates(x)", true, "new");
+        log.record(Event::SkipDedup, "/a.md", "templates(x)", true, "skip-path");
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["event"], "direct-deliver");
+        assert_eq!(lines[0]["toolCall"], 3);
+        assert_eq!(lines[1]["dedupResult"], "skip-path");
+    }
+}
+
+/// What reading a file for delivery gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileBody {
+    /// The text (lossy UTF-8).
+    Text(String),
+    /// Larger than the cap: deliver a pointer instead of the content.
+    TooLarge(u64),
+    /// Missing, not a regular file, unreadable.
+    Unavailable,
+    /// Zero bytes (or only whitespace).
+    Empty,
+}
+
+/// Read a regular file for delivery, at most `max_bytes` (never blocks on a FIFO or device).
+pub fn read_for_delivery(path: &std::path::Path, max_bytes: u64) -> FileBody {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)
+    else {
+        return FileBody::Unavailable;
+    };
+    let Ok(meta) = file.metadata() else {
+        return FileBody::Unavailable;
+    };
+    if !meta.is_file() {
+        return FileBody::Unavailable;
+    }
+    if meta.len() > max_bytes {
+        return FileBody::TooLarge(meta.len());
+    }
+    let mut bytes = Vec::new();
+    if file.take(max_bytes + 1).read_to_end(&mut bytes).is_err() {
+        return FileBody::Unavailable;
+    }
+    if bytes.len() as u64 > max_bytes {
+        return FileBody::TooLarge(bytes.len() as u64);
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if text.trim().is_empty() {
+        FileBody::Empty
+    } else {
+        FileBody::Text(text)
+    }
+}
+
+/// The block that stands for a file too large to deliver by content.
+pub fn pointer_block(path: &str, size: u64, max_bytes: u64) -> String {
+    block(
+        path,
+        &format!(
+            "(not inlined: {size} bytes, more than the {max_bytes}-byte preload limit; Read this file when you need it)"
+        ),
+    )
+}

@@ -1,0 +1,6 @@
+//! Placeholder for the `overflow` policy module.
+
+/// Entry point of the binary.
+pub fn main() -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,32 @@
+//! The shared library of the native preload hooks.
+//!
+//! Layers, top to bottom (imports point down only):
+//! 1. `hooks`: one policy module per hook binary;
+//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`];
+//! 3. mechanisms: [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
+//! 4. primitives: [`paths`], [`process`], [`lock`], [`delivery`], [`input`], [`env`], [`clock`].
+//!
+//! Nothing here writes to stdout except [`runner`].
+
+pub mod clock;
+pub mod context;
+pub mod dedup;
+pub mod delivery;
+pub mod discovery;
+pub mod env;
+pub mod hooks;
+pub mod input;
+pub mod lock;
+pub mod paths;
+pub mod preload;
+pub mod process;
+pub mod refs;
+pub mod rules;
+pub mod runner;
+pub mod session;
+pub mod skill;
+pub mod state;
+
+pub use context::Context;
+pub use input::HookInput;
+pub use runner::{HookError, HookEvent, HookOutput};

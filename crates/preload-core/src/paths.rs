@@ -1,0 +1,230 @@
+//! Path rules shared by every hook: `~` expansion, the engine's normalisation, the project
+//! root, the sessions directory, the engine's install layout and the owner PID.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::env::{self, Env};
+use crate::process;
+
+/// Replace a leading `~` or `~/` with `home`.
+pub fn expand_tilde(path: &str, home: &Path) -> PathBuf {
+    if path == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        PathBuf::from(path)
+    }
+}
+
+/// Remove `.` and `..` components lexically (no file system access).
+pub fn lexical_clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The engine's `normalize_preload_path`: `~` expanded, and for an existing regular file the
+/// directory replaced by its physical path (the basename is kept, so a symlinked file keeps its
+/// own name). Anything else comes back expanded and lexically cleaned.
+///
+/// `~/.claude/.directives/X` and `~/.claude/engine/.directives/X` (with the first a symlink to
+/// the second) normalise to the same string.
+pub fn normalize(path: &str, home: &Path) -> String {
+    let expanded = expand_tilde(path, home);
+    let cleaned = lexical_clean(&expanded);
+    if cleaned.is_file() {
+        if let (Some(dir), Some(name)) = (cleaned.parent(), cleaned.file_name()) {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(physical) = std::fs::canonicalize(dir) {
+                return physical.join(name).to_string_lossy().into_owned();
+            }
+        }
+    }
+    cleaned.to_string_lossy().into_owned()
+}
+
+/// The nearest ancestor of `start` (itself included) that contains a `.claude/` directory.
+pub fn find_project_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".claude").is_dir())
+        .map(Path::to_path_buf)
+}
+
+/// The sessions directories to search, the primary first: `<root>[/$WORKSPACE]/sessions`, then
+/// `<root>/sessions` when a workspace is set.
+pub fn sessions_dirs(root: &Path, workspace: Option<&str>) -> Vec<PathBuf> {
+    match workspace {
+        Some(ws) if !ws.is_empty() => {
+            let nested = lexical_clean(&root.join(ws)).join("sessions");
+            vec![nested, root.join("sessions")]
+        }
+        _ => vec![root.join("sessions")],
+    }
+}
+
+/// The engine's install layout under `$HOME/.claude`.
+#[derive(Debug, Clone)]
+pub struct EnginePaths {
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// `$HOME/.claude`.
+    pub claude: PathBuf,
+    /// `$HOME/.claude/engine`.
+    pub engine: PathBuf,
+    /// `$HOME/.claude/skills`.
+    pub skills: PathBuf,
+    /// `$HOME/.claude/.directives` (usually a symlink to `engine/.directives`).
+    pub directives: PathBuf,
+    /// `$HOME/.claude/engine/.directives`.
+    pub engine_directives: PathBuf,
+    /// `$HOME/.claude/engine/guards.json`.
+    pub guards: PathBuf,
+    /// `$HOME/.claude/engine/config.sh`.
+    pub config: PathBuf,
+}
+
+impl EnginePaths {
+    /// The layout under `home`.
+    pub fn new(home: &Path) -> Self {
+        let claude = home.join(".claude");
+        let engine = claude.join("engine");
+        Self {
+            home: home.to_path_buf(),
+            skills: claude.join("skills"),
+            directives: claude.join(".directives"),
+            engine_directives: engine.join(".directives"),
+            guards: engine.join("guards.json"),
+            config: engine.join("config.sh"),
+            engine,
+            claude,
+        }
+    }
+
+    /// `$HOME/.claude/skills/<name>/SKILL.md`.
+    pub fn skill_file(&self, name: &str) -> PathBuf {
+        self.skills.join(name).join("SKILL.md")
+    }
+
+    /// `$HOME/.claude/engine/.directives/commands/CMD_<name>.md`.
+    pub fn command_file(&self, name: &str) -> PathBuf {
+        self.engine_directives
+            .join("commands")
+            .join(format!("CMD_{name}.md"))
+    }
+}
+
+/// True when `name` is a plain identifier usable inside a path: `[A-Za-z0-9._-]`, not `.`/`..`.
+pub fn is_safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The PID of the Claude process that owns the session, in the one order every hook and
+/// `preload activate` use: `CLAUDE_SUPERVISOR_PID`, `CLAUDE_PID`, the nearest ancestor that is
+/// not a shell, the parent.
+pub fn owner_pid(vars: &Env) -> u32 {
+    [env::CLAUDE_SUPERVISOR_PID, env::CLAUDE_PID]
+        .iter()
+        .find_map(|name| vars.number::<u32>(name).filter(|pid| *pid > 0))
+        .unwrap_or_else(process::nearest_non_shell_ancestor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tilde_expands_only_at_the_start() {
+        let home = Path::new("/h");
+        assert_eq!(expand_tilde("~/a/b", home), PathBuf::from("/h/a/b"));
+        assert_eq!(expand_tilde("~", home), PathBuf::from("/h"));
+        assert_eq!(expand_tilde("/x/~/y", home), PathBuf::from("/x/~/y"));
+    }
+
+    #[test]
+    fn normalisation_meets_through_a_directory_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let real = home.join(".claude/engine/.directives");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("X.md"), "x").unwrap();
+        std::os::unix::fs::symlink(&real, home.join(".claude/.directives")).unwrap();
+        let a = normalize("~/.claude/.directives/X.md", home);
+        let b = normalize(&real.join("X.md").to_string_lossy(), home);
+        assert_eq!(a, b);
+        assert!(a.ends_with(".claude/engine/.directives/X.md"));
+    }
+
+    #[test]
+    fn missing_files_stay_expanded_and_clean() {
+        let home = Path::new("/nowhere-home");
+        assert_eq!(normalize("~/a/../b/./c.md", home), "/nowhere-home/b/c.md");
+    }
+
+    #[test]
+    fn project_root_is_nearest_dot_claude() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outer = tmp.path().join("p");
+        let inner = outer.join("pkg/sub");
+        std::fs::create_dir_all(outer.join(".claude")).unwrap();
+        std::fs::create_dir_all(inner.join("deep")).unwrap();
+        assert_eq!(find_project_root(&inner.join("deep")), Some(outer.clone()));
+        std::fs::create_dir_all(inner.join(".claude")).unwrap();
+        assert_eq!(find_project_root(&inner.join("deep")), Some(inner));
+    }
+
+    #[test]
+    fn workspace_nests_sessions_with_global_fallback() {
+        let dirs = sessions_dirs(Path::new("/p"), Some("apps/web"));
+        assert_eq!(
+            dirs,
+            vec![
+                PathBuf::from("/p/apps/web/sessions"),
+                PathBuf::from("/p/sessions")
+            ]
+        );
+        assert_eq!(
+            sessions_dirs(Path::new("/p"), None),
+            vec![PathBuf::from("/p/sessions")]
+        );
+    }
+
+    #[test]
+    fn owner_pid_prefers_supervisor_then_claude_pid() {
+        let vars = Env::from_pairs([(env::CLAUDE_SUPERVISOR_PID, "42"), (env::CLAUDE_PID, "7")]);
+        assert_eq!(owner_pid(&vars), 42);
+        let vars = Env::from_pairs([(env::CLAUDE_PID, "7")]);
+        assert_eq!(owner_pid(&vars), 7);
+        let vars = Env::from_pairs([(env::CLAUDE_PID, "junk")]);
+        assert!(owner_pid(&vars) > 0);
+    }
+
+    #[test]
+    fn safe_names_reject_traversal() {
+        assert!(is_safe_name("abc-123_x.y"));
+        assert!(!is_safe_name("../../etc/x"));
+        assert!(!is_safe_name(".."));
+        assert!(!is_safe_name(""));
+        assert!(!is_safe_name("a/b"));
+    }
+}

@@ -1,0 +1,598 @@
+//! `preload_ensure`: the single way a file enters the agent's context or the queue.
+//!
+//! Every operation works on a [`State`] inside the caller's locked update, so counting,
+//! discovery, claiming and stashing can share one read-modify-write. Events are collected in the
+//! [`Batch`] and written to the delivery log only after the update was saved.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::dedup::{Hit, InContext};
+use crate::delivery::{self, Event, FileBody, Packer};
+use crate::refs::Resolver;
+use crate::runner::HookError;
+use crate::session::PreloadState;
+use crate::state::{self, State};
+
+/// `preloadedFiles`.
+pub const PRELOADED: &str = "preloadedFiles";
+/// `pendingPreloads`.
+pub const PENDING: &str = "pendingPreloads";
+/// Progress of files delivered in parts: `{path: parts already out}`.
+pub const PARTS: &str = "preloadParts";
+
+/// How requested files are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Deliver now in this hook's output (`direct-deliver`).
+    Direct,
+    /// Deliver now from the queue (`claim-deliver`).
+    Claim,
+    /// Queue in `pendingPreloads` for the next tool call (`queue-pending`).
+    Queue,
+}
+
+/// One file to ensure, and why it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The path (normalised inside).
+    pub path: String,
+    /// Why (`templates(implement)`, `phase-cmds(1)`, …).
+    pub source: String,
+}
+
+impl Request {
+    /// A request.
+    pub fn new(path: impl Into<String>, source: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// What happened to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Its content (or its last part) is in the batch text.
+    Delivered,
+    /// Some parts went out; the rest stays queued.
+    Partial,
+    /// In `pendingPreloads` (queued now, or did not fit the budget).
+    Queued,
+    /// Already in context.
+    InContext(Hit),
+    /// Already queued.
+    AlreadyQueued,
+    /// Missing, not a regular file, or empty: dropped from the queue.
+    Unavailable,
+}
+
+/// One event waiting for the delivery log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedEvent {
+    /// The event.
+    pub event: Event,
+    /// The file.
+    pub file: String,
+    /// Why.
+    pub source: String,
+    /// `dedupResult`.
+    pub dedup: String,
+}
+
+/// The result of one ensure pass.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Blocks for the output, in delivery order.
+    pub blocks: Vec<String>,
+    /// Outcome per request (normalised path, outcome).
+    pub outcomes: Vec<(String, Outcome)>,
+    /// Log events.
+    pub events: Vec<LoggedEvent>,
+}
+
+impl Batch {
+    /// The blocks joined.
+    pub fn text(&self) -> String {
+        delivery::join_blocks(&self.blocks)
+    }
+
+    /// Paths fully delivered.
+    pub fn delivered(&self) -> impl Iterator<Item = &str> {
+        self.outcomes
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Delivered)
+            .map(|(p, _)| p.as_str())
+    }
+
+    fn note(&mut self, event: Event, file: &str, source: &str, dedup: &str) {
+        self.events.push(LoggedEvent {
+            event,
+            file: file.into(),
+            source: source.into(),
+            dedup: dedup.into(),
+        });
+    }
+
+    /// Write the collected events to the delivery log.
+    pub fn log(&self, ctx: &Context, session_exists: bool) {
+        for e in &self.events {
+            ctx.log
+                .record(e.event, &e.file, &e.source, session_exists, &e.dedup);
+        }
+    }
+
+    /// Append another batch.
+    pub fn extend(&mut self, other: Batch) {
+        self.blocks.extend(other.blocks);
+        self.outcomes.extend(other.outcomes);
+        self.events.extend(other.events);
+    }
+}
+
+/// The reference resolver for this call.
+pub fn resolver(ctx: &Context) -> Resolver {
+    Resolver {
+        project_root: ctx.project_root.clone(),
+        claude_dir: ctx.paths.claude.clone(),
+        engine_directives: ctx.paths.engine_directives.clone(),
+    }
+}
+
+const ENGINE_COMMANDS: &str = "/engine/.directives/commands/";
+
+/// `[Override: shadows <global>]` when a local CMD file shadows a preloaded engine one.
+fn override_of(state: &State, normalized: &str) -> Option<String> {
+    let name = Path::new(normalized).file_name()?.to_str()?;
+    if !(name.starts_with("CMD_") && name.ends_with(".md")) || normalized.contains(ENGINE_COMMANDS)
+    {
+        return None;
+    }
+    let suffix = format!("{ENGINE_COMMANDS}{name}");
+    state
+        .strings(PRELOADED)
+        .into_iter()
+        .find(|p| p.ends_with(&suffix))
+}
+
+fn parts_done(state: &State, path: &str) -> usize {
+    state
+        .get(PARTS)
+        .and_then(|v| v.get(path))
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
+}
+
+fn set_parts_done(state: &mut State, path: &str, done: Option<usize>) {
+    match done {
+        Some(n) => {
+            state.object_mut(PARTS).insert(path.to_owned(), json!(n));
+        }
+        None => {
+            let now_empty = match state.0.get_mut(PARTS) {
+                Some(Value::Object(map)) => {
+                    map.shift_remove(path);
+                    map.is_empty()
+                }
+                _ => false,
+            };
+            if now_empty {
+                state.remove(PARTS);
+            }
+        }
+    }
+}
+
+/// The core of `preload_ensure` on a state inside the caller's locked update.
+pub fn apply(
+    ctx: &Context,
+    state: &mut State,
+    requests: &[Request],
+    mode: Mode,
+    packer: &mut Packer,
+) -> Batch {
+    let mut batch = Batch::default();
+    let mut in_context = InContext::new(&state.strings(PRELOADED));
+    let resolver = resolver(ctx);
+    let max_bytes = ctx.max_file_bytes();
+    for request in requests {
+        let path = ctx.normalize(&request.path);
+        if let Some(hit) = in_context.check(&path) {
+            let event = if hit == Hit::Inode {
+                Event::SkipInode
+            } else {
+                Event::SkipDedup
+            };
+            batch.note(event, &path, &request.source, hit.as_str());
+            // A stale queue entry of a file already in context is dropped.
+            state.remove_item(PENDING, &path);
+            state.remove_item(PENDING, &request.path);
+            batch.outcomes.push((path, Outcome::InContext(hit)));
+            continue;
+        }
+        if mode == Mode::Queue {
+            let outcome = if state.push_unique(PENDING, &path) {
+                batch.note(Event::QueuePending, &path, &request.source, "new");
+                Outcome::Queued
+            } else {
+                Outcome::AlreadyQueued
+            };
+            batch.outcomes.push((path, outcome));
+            continue;
+        }
+        let (parts, content) = match delivery::read_for_delivery(Path::new(&path), max_bytes) {
+            FileBody::Text(text) => (
+                delivery::file_parts(&path, &text, packer.budget()),
+                Some(text),
+            ),
+            FileBody::TooLarge(size) => {
+                (vec![delivery::pointer_block(&path, size, max_bytes)], None)
+            }
+            FileBody::Unavailable | FileBody::Empty => {
+                state.remove_item(PENDING, &path);
+                state.remove_item(PENDING, &request.path);
+                set_parts_done(state, &path, None);
+                batch.outcomes.push((path, Outcome::Unavailable));
+                continue;
+            }
+        };
+        let mut parts = parts;
+        let first = parts_done(state, &path).min(parts.len().saturating_sub(1));
+        let shadow = if first == 0 {
+            override_of(state, &path)
+        } else {
+            None
+        };
+        if let Some(global) = &shadow {
+            parts[0] = format!("[Override: shadows {global}]\n{}", parts[0]);
+        }
+        let mut next = first;
+        while next < parts.len() && packer.try_add(parts[next].clone()) {
+            next += 1;
+        }
+        if next == first {
+            // Nothing fit: stays queued for the next call.
+            if state.push_unique(PENDING, &path) {
+                batch.note(Event::QueuePending, &path, &request.source, "deferred");
+            }
+            batch.outcomes.push((path, Outcome::Queued));
+            continue;
+        }
+        if let Some(global) = &shadow {
+            batch.note(Event::OverrideDetect, &path, global, "new");
+        }
+        batch.blocks.extend(parts[first..next].iter().cloned());
+        if next < parts.len() {
+            set_parts_done(state, &path, Some(next));
+            state.push_unique(PENDING, &path);
+            batch.outcomes.push((path, Outcome::Partial));
+            continue;
+        }
+        // Fully out: into preloadedFiles, out of the queue, in the same write.
+        set_parts_done(state, &path, None);
+        state.push_unique(PRELOADED, &path);
+        state.remove_item(PENDING, &path);
+        if request.path != path {
+            state.remove_item(PENDING, &request.path);
+        }
+        in_context.add(&path);
+        let event = if mode == Mode::Direct {
+            Event::DirectDeliver
+        } else {
+            Event::ClaimDeliver
+        };
+        batch.note(event, &path, &request.source, "new");
+        batch.outcomes.push((path.clone(), Outcome::Delivered));
+        // The pipeline is the recursion: a delivered file's references are queued once.
+        if let Some(text) = content {
+            let source = format!("resolve_refs({})", file_name(&path));
+            for found in resolver.references_of(Path::new(&path), &text) {
+                let found = ctx.normalize(&found.to_string_lossy());
+                if in_context.check(&found).is_some() {
+                    continue;
+                }
+                if state.push_unique(PENDING, &found) {
+                    batch.note(Event::ResolveRef, &found, &source, "new");
+                    batch.note(Event::QueuePending, &found, &source, "new");
+                }
+            }
+        }
+    }
+    batch
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The queued files as claim requests (the preload rule's `$pendingPreloads`).
+pub fn pending_requests(state: &State, source: &str) -> Vec<Request> {
+    state
+        .strings(PENDING)
+        .into_iter()
+        .map(|p| Request::new(p, source))
+        .collect()
+}
+
+/// `preload_ensure` as one locked update of `target`; events are logged after the save.
+pub fn ensure(
+    ctx: &Context,
+    target: &PreloadState,
+    requests: &[Request],
+    mode: Mode,
+    packer: &mut Packer,
+) -> Result<Batch, HookError> {
+    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+        apply(ctx, s, requests, mode, packer)
+    })?;
+    batch.log(ctx, target.is_session);
+    Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{self, Env};
+    use crate::input::HookInput;
+    use std::fs;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        home: PathBuf,
+        project: PathBuf,
+        state: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("proj");
+        fs::create_dir_all(home.join(".claude/engine/.directives/commands")).unwrap();
+        fs::create_dir_all(project.join(".claude")).unwrap();
+        fs::create_dir_all(project.join("sessions/s")).unwrap();
+        let state = project.join("sessions/s/.state.json");
+        fs::write(
+            &state,
+            "{\"pid\": 1, \"preloadedFiles\": [], \"pendingPreloads\": []}",
+        )
+        .unwrap();
+        Fixture {
+            _tmp: tmp,
+            home,
+            project,
+            state,
+        }
+    }
+
+    impl Fixture {
+        fn cmd(&self, name: &str, body: &str) -> String {
+            let p = self
+                .home
+                .join(".claude/engine/.directives/commands")
+                .join(format!("CMD_{name}.md"));
+            fs::write(&p, body).unwrap();
+            p.to_string_lossy().into_owned()
+        }
+        fn ctx(&self) -> Context {
+            let env = Env::from_pairs([(env::HOME, self.home.to_string_lossy().into_owned())]);
+            let input = HookInput::from_value(json!({"cwd": self.project}));
+            Context::new(env, "test", &input, Duration::from_secs(5))
+        }
+        fn target(&self) -> PreloadState {
+            PreloadState {
+                path: self.state.clone(),
+                is_session: true,
+            }
+        }
+        fn load(&self) -> State {
+            state::load(&self.state).unwrap()
+        }
+    }
+
+    #[test]
+    fn direct_delivery_tracks_and_queues_references() {
+        let f = fixture();
+        let a = f.cmd("A", "# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n");
+        let b = f.cmd("B", "# B\n");
+        let ctx = f.ctx();
+        let mut packer = Packer::new(9_500);
+        let batch = ensure(
+            &ctx,
+            &f.target(),
+            &[Request::new(&a, "t")],
+            Mode::Direct,
+            &mut packer,
+        )
+        .unwrap();
+        assert_eq!(
+            batch.text(),
+            format!("[Preloaded: {a}]\n# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n")
+        );
+        let s = f.load();
+        assert_eq!(s.strings(PRELOADED), vec![a.clone()]);
+        assert_eq!(
+            s.strings(PENDING),
+            vec![b.clone()],
+            "self-reference not queued, B queued"
+        );
+        // Second pass: A skipped, B claimed from the queue.
+        let mut packer = Packer::new(9_500);
+        let again = ensure(
+            &ctx,
+            &f.target(),
+            &pending_requests(&f.load(), "rule"),
+            Mode::Claim,
+            &mut packer,
+        )
+        .unwrap();
+        assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
+        assert!(f.load().strings(PENDING).is_empty());
+    }
+
+    #[test]
+    fn a_cycle_terminates_with_each_file_queued_once() {
+        let f = fixture();
+        let a = f.cmd("A", "§CMD_B §CMD_A");
+        let b = f.cmd("B", "§CMD_A §CMD_B");
+        let ctx = f.ctx();
+        let mut delivered = Vec::new();
+        let mut queued = 0;
+        let mut requests = vec![Request::new(&a, "start")];
+        for _ in 0..10 {
+            let mut packer = Packer::new(9_500);
+            let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+            queued += batch
+                .events
+                .iter()
+                .filter(|e| e.event == Event::QueuePending)
+                .count();
+            delivered.extend(batch.delivered().map(str::to_owned));
+            requests = pending_requests(&f.load(), "rule");
+            if requests.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(delivered, vec![a, b]);
+        assert_eq!(queued, 1, "only B is ever queued");
+        assert!(f.load().strings(PENDING).is_empty());
+    }
+
+    #[test]
+    fn queue_mode_skips_files_in_context_and_duplicates() {
+        let f = fixture();
+        let a = f.cmd("A", "a");
+        let ctx = f.ctx();
+        let mut packer = Packer::new(9_500);
+        let reqs = [Request::new(&a, "p1"), Request::new(&a, "p1")];
+        let batch = ensure(&ctx, &f.target(), &reqs, Mode::Queue, &mut packer).unwrap();
+        assert_eq!(batch.outcomes[0].1, Outcome::Queued);
+        assert_eq!(batch.outcomes[1].1, Outcome::AlreadyQueued);
+        ensure(
+            &ctx,
+            &f.target(),
+            &pending_requests(&f.load(), "r"),
+            Mode::Claim,
+            &mut packer,
+        )
+        .unwrap();
+        let batch = ensure(
+            &ctx,
+            &f.target(),
+            &[Request::new(&a, "p2")],
+            Mode::Queue,
+            &mut packer,
+        )
+        .unwrap();
+        assert_eq!(batch.outcomes[0].1, Outcome::InContext(Hit::Path));
+        assert!(f.load().strings(PENDING).is_empty());
+    }
+
+    #[test]
+    fn budget_carries_over_and_large_files_go_in_parts() {
+        let f = fixture();
+        let big: String = (0..300)
+            .map(|i| format!("line {i} of a long command file\n"))
+            .collect();
+        let a = f.cmd("BIG", &big);
+        let small = f.cmd("SMALL", "small");
+        let ctx = f.ctx();
+        let mut calls = 0;
+        let mut parts_seen = Vec::new();
+        let mut requests = vec![Request::new(&a, "t"), Request::new(&small, "t")];
+        while !requests.is_empty() && calls < 20 {
+            calls += 1;
+            let mut packer = Packer::new(2_000);
+            let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+            assert!(delivery::chars(&batch.text()) <= 2_000);
+            parts_seen.extend(
+                batch
+                    .blocks
+                    .iter()
+                    .map(|b| b.lines().next().unwrap().to_owned()),
+            );
+            requests = pending_requests(&f.load(), "rule");
+        }
+        let s = f.load();
+        assert!(s.strings(PRELOADED).contains(&a) && s.strings(PRELOADED).contains(&small));
+        assert!(s.get(PARTS).is_none(), "progress removed once complete");
+        let n = parts_seen
+            .iter()
+            .filter(|h| h.contains("CMD_BIG.md (part"))
+            .count();
+        assert!(n > 2);
+        assert!(
+            parts_seen
+                .iter()
+                .any(|h| h.ends_with(&format!("(part {n}/{n})]")))
+        );
+    }
+
+    #[test]
+    fn missing_files_leave_the_queue_and_oversized_go_as_pointer() {
+        let f = fixture();
+        let ctx = f.ctx();
+        fs::write(
+            &f.state,
+            format!(
+                "{{\"pendingPreloads\": [\"{}/nope.md\"]}}",
+                f.project.display()
+            ),
+        )
+        .unwrap();
+        let mut packer = Packer::new(9_500);
+        ensure(
+            &ctx,
+            &f.target(),
+            &pending_requests(&f.load(), "r"),
+            Mode::Claim,
+            &mut packer,
+        )
+        .unwrap();
+        assert!(f.load().strings(PENDING).is_empty());
+        assert!(f.load().strings(PRELOADED).is_empty());
+        let huge = f.cmd("HUGE", &"x".repeat(300 * 1024));
+        let batch = ensure(
+            &ctx,
+            &f.target(),
+            &[Request::new(&huge, "t")],
+            Mode::Direct,
+            &mut packer,
+        )
+        .unwrap();
+        assert!(batch.text().contains("not inlined"));
+        assert!(batch.text().len() < 1_000);
+    }
+
+    #[test]
+    fn local_command_shadowing_a_global_one_is_labelled() {
+        let f = fixture();
+        let global = f.cmd("X", "global");
+        let local_dir = f.project.join(".directives/commands");
+        fs::create_dir_all(&local_dir).unwrap();
+        fs::write(local_dir.join("CMD_X.md"), "local").unwrap();
+        let local = ctx_norm(&f, &local_dir.join("CMD_X.md"));
+        fs::write(&f.state, format!("{{\"preloadedFiles\": [\"{global}\"]}}")).unwrap();
+        let mut packer = Packer::new(9_500);
+        let batch = ensure(
+            &f.ctx(),
+            &f.target(),
+            &[Request::new(&local, "t")],
+            Mode::Direct,
+            &mut packer,
+        )
+        .unwrap();
+        assert!(batch.text().starts_with(&format!(
+            "[Override: shadows {global}]\n[Preloaded: {local}]\nlocal"
+        )));
+    }
+
+    fn ctx_norm(f: &Fixture, p: &Path) -> String {
+        f.ctx().normalize(&p.to_string_lossy())
+    }
+}

@@ -1,0 +1,312 @@
+//! The § reference scanner and the walk-up resolver.
+//!
+//! A reference is `§CMD_NAME`, `§FMT_NAME` or `§INV_NAME` outside fenced blocks and inline
+//! backtick spans (those are inert). A lowercase suffix (`§CMD_GENERATE_DEBRIEF_file`) is dropped
+//! with its underscore. Names are `[A-Z0-9_]` only, so a reference can never name a path.
+
+use std::path::{Path, PathBuf};
+
+/// The three kinds of reference and their folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `§CMD_` → `commands/`.
+    Cmd,
+    /// `§FMT_` → `formats/`.
+    Fmt,
+    /// `§INV_` → `invariants/`.
+    Inv,
+}
+
+impl Kind {
+    /// The sigil prefix without `§`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Self::Cmd => "CMD_",
+            Self::Fmt => "FMT_",
+            Self::Inv => "INV_",
+        }
+    }
+
+    /// The folder under `.directives/`.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Self::Cmd => "commands",
+            Self::Fmt => "formats",
+            Self::Inv => "invariants",
+        }
+    }
+}
+
+/// One reference: its kind and its name without the prefix (`ASK_ROUND`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reference {
+    /// The kind.
+    pub kind: Kind,
+    /// The upper-case name.
+    pub name: String,
+}
+
+impl Reference {
+    /// The file name it resolves to: `CMD_ASK_ROUND.md`.
+    pub fn file_name(&self) -> String {
+        format!("{}{}.md", self.kind.prefix(), self.name)
+    }
+}
+
+/// Remove inline backtick spans (paired backticks) from a line.
+fn strip_backticks(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        match after.find('`') {
+            Some(close) => {
+                out.push_str(&rest[..open]);
+                rest = &after[close + 1..];
+            }
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Extract the references of one already-stripped line, in order.
+fn scan_line(line: &str, out: &mut Vec<Reference>) {
+    for (at, _) in line.match_indices('§') {
+        let tail = &line[at + '§'.len_utf8()..];
+        let Some(kind) = [Kind::Cmd, Kind::Fmt, Kind::Inv]
+            .into_iter()
+            .find(|k| tail.starts_with(k.prefix()))
+        else {
+            continue;
+        };
+        let body = &tail[kind.prefix().len()..];
+        if !body.starts_with(|c: char| c.is_ascii_uppercase()) {
+            continue;
+        }
+        let end = body
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(body.len());
+        let name = body[..end].trim_end_matches('_');
+        if name.is_empty() {
+            continue;
+        }
+        let reference = Reference {
+            kind,
+            name: name.to_owned(),
+        };
+        if !out.contains(&reference) {
+            out.push(reference);
+        }
+    }
+}
+
+/// All references of a text, in order of first appearance, without duplicates.
+pub fn scan(text: &str) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence || !line.contains('§') {
+            continue;
+        }
+        scan_line(&strip_backticks(line), &mut out);
+    }
+    out
+}
+
+/// Where references resolve.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    /// The project root (walk-up cap for project files).
+    pub project_root: Option<PathBuf>,
+    /// `~/.claude` (walk-up cap for engine files).
+    pub claude_dir: PathBuf,
+    /// `~/.claude/engine/.directives`, the fallback.
+    pub engine_directives: PathBuf,
+}
+
+impl Resolver {
+    /// The directory the walk-up stops at for a file in `dir`.
+    fn cap_for(&self, dir: &Path) -> Option<&Path> {
+        if let Some(root) = self.project_root.as_deref().filter(|r| dir.starts_with(r)) {
+            return Some(root);
+        }
+        dir.starts_with(&self.claude_dir)
+            .then_some(self.claude_dir.as_path())
+    }
+
+    /// The file a reference made from a file in `dir` names: the nearest
+    /// `.directives/<folder>/<file>` walking up to the cap, else the engine's.
+    pub fn resolve(&self, reference: &Reference, dir: &Path) -> Option<PathBuf> {
+        let file = reference.file_name();
+        let folder = reference.kind.folder();
+        let cap = self.cap_for(dir);
+        let mut current = Some(dir);
+        while let Some(d) = current {
+            let candidate = d.join(".directives").join(folder).join(&file);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+            if cap.is_none_or(|c| d == c) {
+                break;
+            }
+            current = d.parent();
+        }
+        let fallback = self.engine_directives.join(folder).join(&file);
+        fallback.is_file().then_some(fallback)
+    }
+
+    /// The resolved references of `content` (the file at `path`), SKILL.md's CMD references
+    /// excluded (phase commands load lazily). Unresolvable references are skipped.
+    pub fn references_of(&self, path: &Path, content: &str) -> Vec<PathBuf> {
+        let is_skill = path.file_name().is_some_and(|n| n == "SKILL.md");
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let mut out: Vec<PathBuf> = Vec::new();
+        for reference in scan(content) {
+            if is_skill && reference.kind == Kind::Cmd {
+                continue;
+            }
+            if let Some(found) = self.resolve(&reference, dir) {
+                if !out.contains(&found) {
+                    out.push(found);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> Vec<String> {
+        scan(text)
+            .into_iter()
+            .map(|r| format!("{}{}", r.kind.prefix(), r.name))
+            .collect()
+    }
+
+    #[test]
+    fn bare_references_are_found_in_order_once() {
+        let text = "Run §CMD_ASK_ROUND then §FMT_LOG and §INV_X1; again §CMD_ASK_ROUND.";
+        assert_eq!(names(text), ["CMD_ASK_ROUND", "FMT_LOG", "INV_X1"]);
+    }
+
+    #[test]
+    fn fenced_and_backticked_references_are_inert() {
+        let text = "Execute §CMD_REAL_REF.\nSee `§CMD_MENTION_ONLY` here.\n```json\n{\"steps\": [\"§CMD_IN_FENCE\"]}\n```\nAfter §INV_AFTER.\n  ```\n§CMD_INDENTED_FENCE\n  ```\n";
+        assert_eq!(names(text), ["CMD_REAL_REF", "INV_AFTER"]);
+    }
+
+    #[test]
+    fn lowercase_suffixes_are_dropped_with_their_underscore() {
+        assert_eq!(
+            names("§CMD_GENERATE_DEBRIEF_file and §CMD_X_"),
+            ["CMD_GENERATE_DEBRIEF", "CMD_X"]
+        );
+        assert!(names("§CMD_lower §CMD_ §XYZ_A ¶INV_DEF").is_empty());
+    }
+
+    #[test]
+    fn unmatched_backtick_keeps_the_rest() {
+        assert_eq!(names("a ` b §CMD_KEPT"), ["CMD_KEPT"]);
+    }
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+
+    #[test]
+    fn walk_up_prefers_the_nearest_directives() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        let home_claude = tmp.path().join("home/.claude");
+        let engine = home_claude.join("engine/.directives");
+        touch(&engine.join("commands/CMD_A.md"));
+        touch(&engine.join("commands/CMD_ONLY_GLOBAL.md"));
+        touch(&root.join(".directives/commands/CMD_A.md"));
+        touch(&root.join("pkg/.directives/commands/CMD_A.md"));
+        let resolver = Resolver {
+            project_root: Some(root.clone()),
+            claude_dir: home_claude.clone(),
+            engine_directives: engine.clone(),
+        };
+        let a = Reference {
+            kind: Kind::Cmd,
+            name: "A".into(),
+        };
+        assert_eq!(
+            resolver.resolve(&a, &root.join("pkg/src")),
+            Some(root.join("pkg/.directives/commands/CMD_A.md"))
+        );
+        assert_eq!(
+            resolver.resolve(&a, &root.join("other")),
+            Some(root.join(".directives/commands/CMD_A.md"))
+        );
+        let g = Reference {
+            kind: Kind::Cmd,
+            name: "ONLY_GLOBAL".into(),
+        };
+        assert_eq!(
+            resolver.resolve(&g, &root.join("pkg")),
+            Some(engine.join("commands/CMD_ONLY_GLOBAL.md"))
+        );
+        let missing = Reference {
+            kind: Kind::Fmt,
+            name: "NOPE".into(),
+        };
+        assert_eq!(resolver.resolve(&missing, &root), None);
+        // Outside both caps: the file's own directory, then the engine.
+        assert_eq!(
+            resolver.resolve(&a, Path::new("/")),
+            Some(engine.join("commands/CMD_A.md"))
+        );
+    }
+
+    #[test]
+    fn skill_files_contribute_no_command_references() {
+        let tmp = tempfile::tempdir().unwrap();
+        let engine = tmp.path().join("e");
+        touch(&engine.join("commands/CMD_A.md"));
+        touch(&engine.join("formats/FMT_B.md"));
+        let resolver = Resolver {
+            project_root: None,
+            claude_dir: tmp.path().join("c"),
+            engine_directives: engine.clone(),
+        };
+        let text = "§CMD_A and §FMT_B";
+        assert_eq!(
+            resolver.references_of(&tmp.path().join("s/SKILL.md"), text),
+            vec![engine.join("formats/FMT_B.md")]
+        );
+        assert_eq!(
+            resolver
+                .references_of(&tmp.path().join("s/OTHER.md"), text)
+                .len(),
+            2
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanner_never_panics_and_names_are_safe(text in "\\PC{0,400}") {
+            for r in scan(&text) {
+                proptest::prop_assert!(r.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+                proptest::prop_assert!(!r.name.ends_with('_'));
+            }
+        }
+
+        #[test]
+        fn references_inside_backticks_never_count(name in "[A-Z][A-Z0-9_]{0,10}[A-Z0-9]") {
+            let text = format!("`§CMD_{name}`\n```\n§CMD_{name}\n```\n");
+            proptest::prop_assert!(scan(&text).is_empty());
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The rule engine of `guards.json`: triggers, payload references, whitelists, composition.

@@ -1,0 +1,327 @@
+//! The one entry point of every hook binary: bounded stdin read, context, handler, exactly one
+//! compact JSON object (or nothing) on stdout, a time budget, and fail-open on every error.
+//!
+//! This is the only module that writes to stdout.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::env::{self, Env};
+use crate::input::{HookInput, InputError};
+use crate::lock::LockError;
+use crate::state::StateError;
+
+/// How long stdin may take to arrive and close.
+pub const STDIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The Claude Code events the hooks serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// SessionStart.
+    SessionStart,
+    /// UserPromptSubmit.
+    UserPromptSubmit,
+    /// PreToolUse.
+    PreToolUse,
+    /// PostToolUse.
+    PostToolUse,
+    /// PreCompact.
+    PreCompact,
+    /// Stop.
+    Stop,
+}
+
+impl HookEvent {
+    /// The name Claude Code uses (`hookEventName`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SessionStart => "SessionStart",
+            Self::UserPromptSubmit => "UserPromptSubmit",
+            Self::PreToolUse => "PreToolUse",
+            Self::PostToolUse => "PostToolUse",
+            Self::PreCompact => "PreCompact",
+            Self::Stop => "Stop",
+        }
+    }
+
+    /// The default time budget of one call.
+    pub fn default_budget(self) -> Duration {
+        match self {
+            Self::PreToolUse => Duration::from_millis(300),
+            Self::SessionStart => Duration::from_secs(5),
+            _ => Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a handler answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookOutput {
+    /// Print nothing.
+    Silent,
+    /// `hookSpecificOutput.additionalContext` (empty text prints nothing, except PreToolUse,
+    /// which always prints its allow decision).
+    Context(String),
+    /// PreToolUse allow, with optional context.
+    Allow(Option<String>),
+    /// PreToolUse deny with a reason.
+    Deny(String),
+    /// Top-level `decision: "block"` with a reason (Stop, PreCompact, PostToolUse).
+    Block(String),
+}
+
+/// A handler's internal failure; the runner fails open on every one.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// A state file could not be read, parsed or written.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// A lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// Another file operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The call ran out of its time budget.
+    #[error("time budget exhausted")]
+    OutOfTime,
+    /// Anything else, described.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Render `output` as the one JSON line for `event`, or nothing.
+pub fn render(event: HookEvent, output: &HookOutput) -> Option<String> {
+    let name = event.name();
+    let value: Value = match output {
+        HookOutput::Silent => return None,
+        HookOutput::Context(text) if text.is_empty() => {
+            if event == HookEvent::PreToolUse {
+                return render(event, &HookOutput::Allow(None));
+            }
+            return None;
+        }
+        HookOutput::Context(text) if event == HookEvent::PreToolUse => {
+            return render(event, &HookOutput::Allow(Some(text.clone())));
+        }
+        HookOutput::Context(text) => {
+            json!({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
+        }
+        HookOutput::Allow(context) => {
+            let mut specific = json!({"hookEventName": name, "permissionDecision": "allow"});
+            if let Some(text) = context.as_ref().filter(|t| !t.is_empty()) {
+                specific["additionalContext"] = Value::String(text.clone());
+            }
+            json!({ "hookSpecificOutput": specific })
+        }
+        HookOutput::Deny(reason) => json!({"hookSpecificOutput": {
+            "hookEventName": name,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }}),
+        HookOutput::Block(reason) => json!({"decision": "block", "reason": reason}),
+    };
+    Some(value.to_string())
+}
+
+/// What a failed call prints for `event`: the allow decision for PreToolUse, else nothing.
+pub fn fail_open(event: HookEvent) -> HookOutput {
+    if event == HookEvent::PreToolUse {
+        HookOutput::Allow(None)
+    } else {
+        HookOutput::Silent
+    }
+}
+
+fn emit(line: Option<String>) {
+    if let Some(mut line) = line {
+        line.push('\n');
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        // A closed pipe (Claude Code gave up) is not an error of ours.
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+#[allow(clippy::print_stderr)]
+fn debug_note(env: &Env, hook: &str, message: &str) {
+    if env.get(env::HOOK_DEBUG).is_some() {
+        eprintln!("preload-{hook}: {message}");
+    }
+}
+
+/// The time budget for `event`, honouring `PRELOAD_BUDGET_MS`.
+pub fn budget_for(env: &Env, event: HookEvent) -> Duration {
+    env.number::<u64>(env::PRELOAD_BUDGET_MS)
+        .map_or_else(|| event.default_budget(), Duration::from_millis)
+}
+
+/// What a hook binary is: its name, event and `--help` text.
+#[derive(Debug, Clone, Copy)]
+pub struct HookSpec {
+    /// Binary name without `preload-` (the delivery log's `hook`).
+    pub name: &'static str,
+    /// The event it serves.
+    pub event: HookEvent,
+    /// One screen: the event, the env vars it reads, the files it touches.
+    pub help: &'static str,
+}
+
+/// Print text to stdout as the answer to `--help` or `--version` (not a hook call).
+pub fn print_text(text: &str) {
+    emit(Some(text.trim_end().to_owned()));
+}
+
+/// The `--version` line of a binary.
+pub fn version_line(binary: &str) -> String {
+    format!("{binary} {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// If the first argument is `--help`/`-h` or `--version`/`-V`, answer it and return true.
+pub fn answer_meta_flag(binary: &str, help: &str, args: &[String]) -> bool {
+    match args.first().map(String::as_str) {
+        Some("--help" | "-h") => {
+            print_text(help);
+            true
+        }
+        Some("--version" | "-V") => {
+            print_text(&version_line(binary));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The `main` of a hook binary: `--help`, `--version`, else one hook call.
+pub fn main<H>(spec: &HookSpec, handler: H) -> ExitCode
+where
+    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + 'static,
+{
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, &args) {
+        return ExitCode::SUCCESS;
+    }
+    run(spec.name, spec.event, handler)
+}
+
+enum Progress {
+    Read,
+    Done(HookOutput),
+    Failed(String),
+}
+
+/// Run one hook call in this process and return its exit code (always success).
+///
+/// `handler` runs on a worker thread; when stdin does not close within [`STDIN_TIMEOUT`] or the
+/// handler outlives its budget, the call fails open and the process ends without waiting for it.
+pub fn run<H>(hook: &'static str, event: HookEvent, handler: H) -> ExitCode
+where
+    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + 'static,
+{
+    let env = Env::from_process();
+    if env.get(env::HOOK_DEBUG).is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+    let budget = budget_for(&env, event);
+    let (tx, rx) = mpsc::channel();
+    let worker_env = env.clone();
+    let spawned = std::thread::Builder::new()
+        .name(hook.into())
+        .spawn(move || {
+            let input = HookInput::read_from(std::io::stdin().lock());
+            let _ = tx.send(Progress::Read);
+            let message = match input {
+                Ok(input) => {
+                    let ctx = Context::new(worker_env, hook, &input, budget);
+                    match handler(&input, &ctx) {
+                        Ok(output) => Progress::Done(output),
+                        Err(err) => Progress::Failed(err.to_string()),
+                    }
+                }
+                Err(InputError::Empty) => Progress::Failed("empty stdin".into()),
+                Err(err) => Progress::Failed(err.to_string()),
+            };
+            let _ = tx.send(message);
+        });
+    if spawned.is_err() {
+        emit(render(event, &fail_open(event)));
+        return ExitCode::SUCCESS;
+    }
+    let output = match rx.recv_timeout(STDIN_TIMEOUT) {
+        Ok(Progress::Read) => match rx.recv_timeout(budget + Duration::from_millis(50)) {
+            Ok(Progress::Done(output)) => output,
+            Ok(Progress::Failed(why)) => {
+                debug_note(&env, hook, &why);
+                fail_open(event)
+            }
+            Ok(Progress::Read) | Err(_) => {
+                debug_note(&env, hook, "handler failed or ran out of time");
+                fail_open(event)
+            }
+        },
+        _ => {
+            debug_note(&env, hook, "stdin did not close in time");
+            fail_open(event)
+        }
+    };
+    emit(render(event, &output));
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pre_tool_use_always_decides() {
+        let allow = render(HookEvent::PreToolUse, &HookOutput::Silent);
+        assert_eq!(allow, None);
+        let allow = render(HookEvent::PreToolUse, &fail_open(HookEvent::PreToolUse)).unwrap();
+        assert_eq!(
+            allow,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#
+        );
+        let ctx = render(HookEvent::PreToolUse, &HookOutput::Context(String::new())).unwrap();
+        assert_eq!(ctx, allow);
+    }
+
+    #[test]
+    fn context_is_compact_with_event_name() {
+        let line = render(HookEvent::PostToolUse, &HookOutput::Context("a\nb".into())).unwrap();
+        assert!(!line.contains('\n'));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+        assert_eq!(v["hookSpecificOutput"]["additionalContext"], "a\nb");
+        assert_eq!(
+            render(HookEvent::PostToolUse, &HookOutput::Context(String::new())),
+            None
+        );
+    }
+
+    #[test]
+    fn deny_and_block_shapes() {
+        let v: Value = serde_json::from_str(
+            &render(HookEvent::PreToolUse, &HookOutput::Deny("r".into())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "r");
+        let v: Value =
+            serde_json::from_str(&render(HookEvent::Stop, &HookOutput::Block("r".into())).unwrap())
+                .unwrap();
+        assert_eq!(v, json!({"decision": "block", "reason": "r"}));
+    }
+}

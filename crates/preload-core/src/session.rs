@@ -1,0 +1,351 @@
+//! Which state file a hook works on: the owner's active session (`session.sh find`), else the
+//! per-process seed `sessions/.seeds/<owner-pid>.json`, created on demand.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::context::Context;
+use crate::env;
+use crate::process;
+use crate::state::{self, State, StateError};
+
+/// Directory of seed files inside a sessions directory.
+pub const SEEDS_DIR: &str = ".seeds";
+/// The session state file name.
+pub const STATE_FILE: &str = ".state.json";
+/// `lifecycle` of a seed file.
+pub const SEEDING: &str = "seeding";
+/// Field of a seed that records the owner's process start time (PID reuse check).
+pub const PID_START_FIELD: &str = "pidStartTime";
+
+/// The six core standards, relative to `~/.claude/.directives`.
+pub const CORE_STANDARDS: [&str; 6] = [
+    "COMMANDS.md",
+    "INVARIANTS.md",
+    "SIGILS.md",
+    "commands/CMD_DEHYDRATE.md",
+    "commands/CMD_RESUME_SESSION.md",
+    "commands/CMD_PARSE_PARAMETERS.md",
+];
+
+/// The normalised paths of the core standards (`get_session_start_seeds`).
+pub fn core_seeds(ctx: &Context) -> Vec<String> {
+    CORE_STANDARDS
+        .iter()
+        .map(|rel| ctx.normalize(&ctx.paths.directives.join(rel).to_string_lossy()))
+        .collect()
+}
+
+/// The state file hooks read and write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreloadState {
+    /// The file.
+    pub path: PathBuf,
+    /// True for a session `.state.json`, false for a seed.
+    pub is_session: bool,
+}
+
+/// The owner's active session directory, as `session.sh find` resolves it: the PID cache, then
+/// a state whose `pid` is the owner, then one whose `lastKnownPid` is (unless another live
+/// process holds it). The cache is rewritten on success.
+pub fn find_session(ctx: &Context) -> Option<PathBuf> {
+    let pid = ctx.owner_pid;
+    let cache = cache_file(ctx);
+    if let Some(dir) = fs::read_to_string(&cache)
+        .ok()
+        .map(|t| PathBuf::from(t.trim()))
+    {
+        if !dir.as_os_str().is_empty() && state_pid(&dir.join(STATE_FILE), "pid") == Some(pid) {
+            return Some(dir);
+        }
+    }
+    let roots = ctx.sessions_dirs();
+    let found = roots
+        .iter()
+        .find_map(|root| scan(root, pid, "pid"))
+        .or_else(|| {
+            roots
+                .iter()
+                .find_map(|root| scan(root, pid, "lastKnownPid"))
+        })?;
+    let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+    Some(found)
+}
+
+/// `${CLAUDE_SESSION_CACHE_DIR:-/tmp}/claude-session-cache-<pid>`.
+pub fn cache_file(ctx: &Context) -> PathBuf {
+    let dir = ctx.env.get(env::CLAUDE_SESSION_CACHE_DIR).unwrap_or("/tmp");
+    Path::new(dir).join(format!("claude-session-cache-{}", ctx.owner_pid))
+}
+
+fn state_pid(path: &Path, field: &str) -> Option<u32> {
+    let text = fs::read_to_string(path).ok()?;
+    let state = State::parse(&text).ok()?;
+    state.number(field).and_then(|n| {
+        if n >= 1.0 && n <= f64::from(u32::MAX) {
+            Some(n as u32)
+        } else {
+            None
+        }
+    })
+}
+
+/// Find `sessions/*/.state.json` whose `field` is `pid`; cheap text check before parsing.
+fn scan(root: &Path, pid: u32, field: &str) -> Option<PathBuf> {
+    let needle = pid.to_string();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs.into_iter().find(|dir| {
+        let file = dir.join(STATE_FILE);
+        let Ok(text) = fs::read_to_string(&file) else {
+            return false;
+        };
+        if !text.contains(&needle) {
+            return false;
+        }
+        let Ok(state) = State::parse(&text) else {
+            return false;
+        };
+        let matches = state
+            .number(field)
+            .is_some_and(|n| (n - f64::from(pid)).abs() < 0.5);
+        if !matches {
+            return false;
+        }
+        if field == "lastKnownPid" {
+            // Another live process owning it wins.
+            if let Some(owner) = state.number("pid") {
+                let owner = owner as u32;
+                if owner != pid && process::is_alive(owner) {
+                    return false;
+                }
+            }
+        }
+        true
+    })
+}
+
+/// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
+pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
+    sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))
+}
+
+/// A fresh seed document for `pid` with `preloaded` already in context.
+pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
+    let mut seed = State::default();
+    seed.set("pid", json!(pid));
+    seed.set("lifecycle", json!(SEEDING));
+    seed.set("preloadedFiles", json!(preloaded));
+    seed.set("pendingPreloads", json!([]));
+    seed.set("touchedDirs", json!({}));
+    if let Some(start) = process::start_time(pid) {
+        seed.set(PID_START_FIELD, json!(start));
+    }
+    seed
+}
+
+/// `find_preload_state()`: the owner's session state, else its seed, else a new seed.
+///
+/// `None` when the project has no sessions directory (no engine here: stay silent).
+pub fn find_preload_state(ctx: &Context) -> Result<Option<PreloadState>, StateError> {
+    if let Some(dir) = find_session(ctx) {
+        let path = dir.join(STATE_FILE);
+        if path.is_file() {
+            return Ok(Some(PreloadState {
+                path,
+                is_session: true,
+            }));
+        }
+    }
+    let Some(sessions) = ctx.sessions_dir() else {
+        return Ok(None);
+    };
+    let path = seed_path(&sessions, ctx.owner_pid);
+    if !path.exists() {
+        let seeds_dir = sessions.join(SEEDS_DIR);
+        fs::create_dir_all(&seeds_dir).map_err(|source| StateError::Io {
+            action: "create",
+            path: seeds_dir.clone(),
+            source,
+        })?;
+        state::create_if_absent(
+            &path,
+            &new_seed(ctx.owner_pid, &core_seeds(ctx)),
+            ctx.lock_deadline(),
+        )?;
+    }
+    Ok(Some(PreloadState {
+        path,
+        is_session: false,
+    }))
+}
+
+/// True when the seed at `path` belongs to a dead process or to an earlier process that had the
+/// same PID.
+pub fn seed_is_stale(path: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(path) else {
+        return false;
+    };
+    let Ok(seed) = State::parse(&text) else {
+        return false;
+    };
+    let pid = seed
+        .number("pid")
+        .filter(|n| *n >= 1.0)
+        .map(|n| n as u32)
+        .or_else(|| path.file_stem()?.to_str()?.parse().ok());
+    let Some(pid) = pid else { return true };
+    let started = seed.get(PID_START_FIELD).and_then(Value::as_u64);
+    !process::is_same_live_process(pid, started)
+}
+
+/// Delete stale seeds (and leftover temporary files) under `<sessions>/.seeds`; returns how
+/// many seeds were removed. Corrupt seeds are left for `preload doctor`.
+pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
+    let dir = sessions_dir.join(SEEDS_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.contains(".tmp.") {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 60);
+            if old {
+                let _ = fs::remove_file(&path);
+            }
+            continue;
+        }
+        if name.ends_with(".json") && seed_is_stale(&path) && fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::Env;
+    use crate::input::HookInput;
+    use std::time::Duration;
+
+    fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
+        let env = Env::from_pairs([
+            (env::HOME, home.to_string_lossy().into_owned()),
+            (env::CLAUDE_SUPERVISOR_PID, pid.to_string()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                cache.to_string_lossy().into_owned(),
+            ),
+        ]);
+        let input = HookInput::from_value(json!({"cwd": project}));
+        Context::new(env, "test", &input, Duration::from_secs(2))
+    }
+
+    fn project() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("proj");
+        fs::create_dir_all(project.join(".claude")).unwrap();
+        fs::create_dir_all(project.join("sessions")).unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        (tmp, project, home)
+    }
+
+    #[test]
+    fn finds_the_owners_session_and_caches_it() {
+        let (tmp, project, home) = project();
+        for (name, pid) in [("a", 11), ("b", 22)] {
+            let dir = project.join("sessions").join(name);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(
+                dir.join(STATE_FILE),
+                format!("{{\"pid\": {pid}, \"lifecycle\": \"active\"}}"),
+            )
+            .unwrap();
+        }
+        let ctx = ctx_in(&project, &home, 22, tmp.path());
+        assert_eq!(find_session(&ctx), Some(project.join("sessions/b")));
+        let cached = fs::read_to_string(cache_file(&ctx)).unwrap();
+        assert_eq!(cached.trim(), project.join("sessions/b").to_string_lossy());
+        let other = ctx_in(&project, &home, 33, tmp.path());
+        assert_eq!(find_session(&other), None);
+    }
+
+    #[test]
+    fn a_stale_cache_entry_is_not_trusted() {
+        let (tmp, project, home) = project();
+        let dir = project.join("sessions/a");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+        let ctx = ctx_in(&project, &home, 44, tmp.path());
+        fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
+        assert_eq!(find_session(&ctx), None);
+    }
+
+    #[test]
+    fn preload_state_falls_back_to_a_created_seed() {
+        let (tmp, project, home) = project();
+        let ctx = ctx_in(&project, &home, std::process::id(), tmp.path());
+        let found = find_preload_state(&ctx).unwrap().unwrap();
+        assert!(!found.is_session);
+        assert_eq!(
+            found.path,
+            project
+                .join("sessions/.seeds")
+                .join(format!("{}.json", std::process::id()))
+        );
+        let seed = state::load(&found.path).unwrap();
+        assert_eq!(seed.str("lifecycle"), Some(SEEDING));
+        assert_eq!(seed.strings("preloadedFiles").len(), 6);
+        assert!(!seed_is_stale(&found.path));
+    }
+
+    #[test]
+    fn no_sessions_dir_means_no_state() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("p");
+        fs::create_dir_all(project.join(".claude")).unwrap();
+        let ctx = ctx_in(&project, tmp.path(), 7, tmp.path());
+        assert_eq!(find_preload_state(&ctx).unwrap(), None);
+    }
+
+    #[test]
+    fn dead_and_reused_pids_make_seeds_stale() {
+        let (_tmp, project, _home) = project();
+        let sessions = project.join("sessions");
+        fs::create_dir_all(sessions.join(SEEDS_DIR)).unwrap();
+        let dead = seed_path(&sessions, 4_000_000);
+        fs::write(&dead, "{\"pid\": 4000000, \"lifecycle\": \"seeding\"}").unwrap();
+        let me = std::process::id();
+        let reused = seed_path(&sessions, me);
+        let wrong_start = process::start_time(me).unwrap() + 7;
+        fs::write(
+            &reused,
+            format!("{{\"pid\": {me}, \"{PID_START_FIELD}\": {wrong_start}}}"),
+        )
+        .unwrap();
+        let live = seed_path(&sessions, std::os::unix::process::parent_id());
+        fs::write(
+            &live,
+            format!("{{\"pid\": {}}}", std::os::unix::process::parent_id()),
+        )
+        .unwrap();
+        assert_eq!(remove_stale_seeds(&sessions), 2);
+        assert!(!dead.exists() && !reused.exists() && live.exists());
+    }
+}

@@ -1,0 +1,295 @@
+//! SKILL.md: its JSON block, phase lookup by label, and the one phase-command resolver every
+//! hook uses (`resolve_phase_cmds`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::paths::EnginePaths;
+use crate::refs::{self, Kind};
+
+/// Template fields of a skill, in delivery order.
+pub const TEMPLATE_FIELDS: [&str; 3] = ["logTemplate", "debriefTemplate", "planTemplate"];
+
+/// Every ```json block of a Markdown text that parses, in order.
+pub fn json_blocks(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match current.as_mut() {
+            None if line.trim_end() == "```json" => current = Some(String::new()),
+            None => {}
+            Some(_) if line.trim_end() == "```" => {
+                if let Some(body) = current.take() {
+                    if let Ok(value) = serde_json::from_str::<Value>(&body) {
+                        out.push(value);
+                    }
+                }
+            }
+            Some(body) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The skill's definition: the first JSON object block with `phases`, else the first object.
+pub fn definition(text: &str) -> Option<Map<String, Value>> {
+    let objects: Vec<Map<String, Value>> = json_blocks(text)
+        .into_iter()
+        .filter_map(|v| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let with_phases = objects
+        .iter()
+        .position(|m| m.get("phases").is_some_and(Value::is_array));
+    objects.into_iter().nth(with_phases.unwrap_or(0))
+}
+
+/// A skill on disk.
+#[derive(Debug, Clone)]
+pub struct Skill {
+    /// Its name (`implement`).
+    pub name: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Its SKILL.md.
+    pub file: PathBuf,
+    /// Its JSON definition (empty when it has none).
+    pub definition: Map<String, Value>,
+}
+
+/// True for a usable skill name: `[A-Za-z0-9._-]`, no traversal.
+pub fn is_valid_name(name: &str) -> bool {
+    crate::paths::is_safe_name(name)
+}
+
+impl Skill {
+    /// Load `~/.claude/skills/<name>/SKILL.md`; `None` when the name is unsafe or the file missing.
+    pub fn load(paths: &EnginePaths, name: &str) -> Option<Self> {
+        if !is_valid_name(name) {
+            return None;
+        }
+        let file = paths.skill_file(name);
+        let text = std::fs::read_to_string(&file).ok()?;
+        Some(Self {
+            name: name.to_owned(),
+            dir: paths.skills.join(name),
+            definition: definition(&text).unwrap_or_default(),
+            file,
+        })
+    }
+
+    /// The `phases` array (empty when absent).
+    pub fn phases(&self) -> &[Value] {
+        self.definition
+            .get("phases")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The template files that exist, resolved against the skill folder.
+    pub fn templates(&self) -> Vec<PathBuf> {
+        templates_of(&self.definition, &self.dir)
+    }
+}
+
+/// Template files named by `logTemplate`, `debriefTemplate`, `planTemplate` of `fields`
+/// (relative to `skill_dir`, or absolute), kept when they exist.
+pub fn templates_of(fields: &Map<String, Value>, skill_dir: &Path) -> Vec<PathBuf> {
+    TEMPLATE_FIELDS
+        .iter()
+        .filter_map(|f| {
+            fields
+                .get(*f)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        })
+        .map(|rel| {
+            if rel.starts_with('/') {
+                PathBuf::from(rel)
+            } else {
+                skill_dir.join(rel)
+            }
+        })
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// The label of a phase string: `"3.A: Build Loop"` → `"3.A"`, `"Phase 1: Setup"` → `"1"`.
+pub fn label_of(current_phase: &str) -> String {
+    let text = current_phase.trim();
+    let text = text.strip_prefix("Phase ").unwrap_or(text);
+    text.split_once(':')
+        .map_or(text, |(label, _)| label)
+        .trim()
+        .to_owned()
+}
+
+fn label_string(phase: &Map<String, Value>) -> Option<String> {
+    match phase.get("label")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn legacy_label(phase: &Map<String, Value>) -> Option<String> {
+    let major = phase.get("major")?.as_i64()?;
+    match phase.get("minor").and_then(Value::as_i64).unwrap_or(0) {
+        0 => Some(major.to_string()),
+        minor => Some(format!("{major}.{minor}")),
+    }
+}
+
+/// The phase whose label (or legacy `major`/`minor`) is `label`.
+pub fn find_phase<'a>(phases: &'a [Value], label: &str) -> Option<&'a Map<String, Value>> {
+    let objects = || phases.iter().filter_map(Value::as_object);
+    objects()
+        .find(|p| label_string(p).as_deref() == Some(label))
+        .or_else(|| objects().find(|p| legacy_label(p).as_deref() == Some(label)))
+}
+
+/// The command names of a phase: `steps` then `commands`, entries starting with `§CMD_`,
+/// suffix-stripped, without duplicates. `proof` is never read.
+pub fn command_names(phase: &Map<String, Value>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for field in ["steps", "commands"] {
+        let Some(items) = phase.get(field).and_then(Value::as_array) else {
+            continue;
+        };
+        for entry in items
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|s| s.starts_with("§CMD_"))
+        {
+            for reference in refs::scan(entry)
+                .into_iter()
+                .filter(|r| r.kind == Kind::Cmd)
+                .take(1)
+            {
+                if !out.contains(&reference.name) {
+                    out.push(reference.name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `resolve_phase_cmds`: the existing command files of phase `label` in `phases`, then the
+/// skill's templates. One resolver for Phase 0 (templates hook) and Phase N (phase commands).
+pub fn resolve_phase_cmds(
+    paths: &EnginePaths,
+    phases: &[Value],
+    label: &str,
+    template_fields: &Map<String, Value>,
+    skill_dir: &Path,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = find_phase(phases, label)
+        .map(|phase| {
+            command_names(phase)
+                .iter()
+                .map(|n| paths.command_file(n))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    for template in templates_of(template_fields, skill_dir) {
+        if !out.contains(&template) {
+            out.push(template);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SKILL: &str = r#"# Implement
+Intro §CMD_PROSE.
+```json
+{"note": "first block without phases"}
+```
+```json
+{
+  "taskType": "IMPLEMENTATION",
+  "logTemplate": "assets/TEMPLATE_IMPLEMENTATION_LOG.md",
+  "phases": [
+    {"label": "0", "name": "Setup", "steps": ["§CMD_REPORT_INTENT", "§CMD_PARSE_PARAMETERS"], "commands": [], "proof": ["mode"]},
+    {"label": "1", "name": "Interrogation", "steps": ["§CMD_INTERROGATE"], "commands": ["§CMD_ASK_ROUND", "§CMD_LOG_INTERACTION"], "proof": ["§CMD_NOT_A_COMMAND"]},
+    {"label": "3.A", "name": "Build Loop", "steps": ["§CMD_GENERATE_DEBRIEF_file", "depthChosen", "§CMD_REPORT_INTENT"]}
+  ]
+}
+```
+```json
+not json at all
+```
+"#;
+
+    #[test]
+    fn the_block_with_phases_is_chosen() {
+        let def = definition(SKILL).unwrap();
+        assert_eq!(def["taskType"], "IMPLEMENTATION");
+        assert_eq!(json_blocks(SKILL).len(), 2);
+    }
+
+    #[test]
+    fn letter_branch_phases_resolve() {
+        let def = definition(SKILL).unwrap();
+        let phases = def["phases"].as_array().unwrap();
+        let p = find_phase(phases, "3.A").unwrap();
+        assert_eq!(command_names(p), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
+        assert_eq!(
+            command_names(find_phase(phases, "1").unwrap()),
+            ["INTERROGATE", "ASK_ROUND", "LOG_INTERACTION"]
+        );
+        assert!(find_phase(phases, "9").is_none());
+    }
+
+    #[test]
+    fn legacy_major_minor_labels() {
+        let phases = vec![
+            json!({"major": 4, "minor": 2, "steps": ["§CMD_X"]}),
+            json!({"major": 2, "minor": 0}),
+        ];
+        assert!(find_phase(&phases, "4.2").is_some());
+        assert!(find_phase(&phases, "2").is_some());
+    }
+
+    #[test]
+    fn labels_come_from_phase_strings() {
+        assert_eq!(label_of("3.A: Build Loop"), "3.A");
+        assert_eq!(label_of("Phase 1: Setup"), "1");
+        assert_eq!(label_of("4.2: Agent Handoff"), "4.2");
+        assert_eq!(label_of("0"), "0");
+    }
+
+    #[test]
+    fn resolver_keeps_existing_files_and_templates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = EnginePaths::new(tmp.path());
+        let cmds = paths.engine_directives.join("commands");
+        std::fs::create_dir_all(&cmds).unwrap();
+        std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+        let skill_dir = paths.skills.join("implement");
+        std::fs::create_dir_all(skill_dir.join("assets")).unwrap();
+        std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
+        let def = definition(SKILL).unwrap();
+        let phases = def["phases"].as_array().unwrap();
+        let got = resolve_phase_cmds(&paths, phases, "0", &def, &skill_dir);
+        assert_eq!(
+            got,
+            vec![
+                cmds.join("CMD_REPORT_INTENT.md"),
+                skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
+            ]
+        );
+    }
+}

@@ -1,0 +1,419 @@
+//! Lossless load and save of `.state.json` and seed files, and the locked read-modify-write.
+//!
+//! Unknown fields and their order survive a rewrite; output is indented by 2 spaces like jq.
+//! Writes go to a temporary file in the same directory (created exclusively, so a planted
+//! symlink is never followed) and are renamed over the old file. A file that is not a JSON object
+//! is reported as [`StateError::Corrupt`] and never written.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::lock::{LockError, StateLock};
+
+/// Largest state file the hooks will read (a larger one is treated as corrupt).
+pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Errors of loading and saving state files.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The file does not exist.
+    #[error("state file {path} does not exist")]
+    Missing {
+        /// The state file.
+        path: PathBuf,
+    },
+    /// The file exists but is not a JSON object; it is left untouched.
+    #[error(
+        "state file {path} is not a JSON object ({reason}); left untouched, see `preload doctor`"
+    )]
+    Corrupt {
+        /// The state file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Reading or writing failed.
+    #[error("cannot {action} state file {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The state file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
+/// A state document: a JSON object whose key order is kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct State(pub Map<String, Value>);
+
+impl State {
+    /// Parse a document; anything but an object is an error message.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Ok(Self(map)),
+            Ok(other) => Err(format!("top level is {}", kind_of(&other))),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    /// Serialise as jq does: 2-space indentation and a final newline.
+    pub fn to_pretty(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.0).unwrap_or_else(|_| "{}".to_owned());
+        text.push('\n');
+        text
+    }
+
+    /// A field.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    /// A string field.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// A boolean field (`false` when absent or not a boolean).
+    pub fn flag(&self, key: &str) -> bool {
+        self.0.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// A numeric field.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        match self.0.get(key)? {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The strings of an array field (other entries are skipped).
+    pub fn strings(&self, key: &str) -> Vec<String> {
+        match self.0.get(key) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Set a field, keeping its position when it exists.
+    pub fn set(&mut self, key: &str, value: Value) {
+        self.0.insert(key.to_owned(), value);
+    }
+
+    /// Remove a field.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.0.shift_remove(key)
+    }
+
+    /// The array field `key`, created (empty) when absent or not an array.
+    pub fn array_mut(&mut self, key: &str) -> &mut Vec<Value> {
+        let slot = self
+            .0
+            .entry(key.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !slot.is_array() {
+            *slot = Value::Array(Vec::new());
+        }
+        match slot {
+            Value::Array(items) => items,
+            _ => unreachable!("just made an array"),
+        }
+    }
+
+    /// The object field `key`, created (empty) when absent or not an object.
+    pub fn object_mut(&mut self, key: &str) -> &mut Map<String, Value> {
+        let slot = self
+            .0
+            .entry(key.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        match slot {
+            Value::Object(map) => map,
+            _ => unreachable!("just made an object"),
+        }
+    }
+
+    /// Append `item` to the string array `key` unless it is already there; true when added.
+    pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
+        let items = self.array_mut(key);
+        if items.iter().any(|v| v.as_str() == Some(item)) {
+            false
+        } else {
+            items.push(Value::String(item.to_owned()));
+            true
+        }
+    }
+
+    /// Remove every occurrence of `item` from the string array `key`; true when any was removed.
+    pub fn remove_item(&mut self, key: &str, item: &str) -> bool {
+        let Some(Value::Array(items)) = self.0.get_mut(key) else {
+            return false;
+        };
+        let before = items.len();
+        items.retain(|v| v.as_str() != Some(item));
+        before != items.len()
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Read and parse a state file.
+pub fn load(path: &Path) -> Result<State, StateError> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(StateError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(source) => {
+            return Err(StateError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if !meta.is_file() {
+        return Err(StateError::Corrupt {
+            path: path.to_path_buf(),
+            reason: "not a regular file".into(),
+        });
+    }
+    if meta.len() > MAX_STATE_BYTES {
+        return Err(StateError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!("{} bytes, more than the {MAX_STATE_BYTES} read", meta.len()),
+        });
+    }
+    let bytes = fs::read(path).map_err(|source| StateError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason: "not UTF-8".into(),
+    })?;
+    State::parse(&text).map_err(|reason| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
+pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
+    write_atomic(path, state.to_pretty().as_bytes()).map_err(|source| StateError::Io {
+        action: "write",
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!("{name}.tmp.{}.{n}", std::process::id()));
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        drop(file);
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Create `path` with `state` unless it already exists; true when this call created it.
+///
+/// Uses the same lock as [`update`], so two creators cannot both win.
+pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result<bool, StateError> {
+    let _lock = StateLock::acquire(path, deadline)?;
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    save(path, state)?;
+    Ok(true)
+}
+
+/// Read-modify-write under the lock, from the read to the rename.
+///
+/// `change` edits the state and returns a value; the file is rewritten only when the state
+/// changed. A missing or corrupt file is an error and is never written.
+pub fn update<T>(
+    path: &Path,
+    deadline: Instant,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let lock = StateLock::acquire(path, deadline)?;
+    let mut state = load(path)?;
+    let before = state.clone();
+    let out = change(&mut state);
+    if state != before {
+        save(path, &state)?;
+    }
+    lock.release();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const REAL_SHAPED: &str = r#"{
+  "pid": 424242,
+  "skill": "implement",
+  "lifecycle": "active",
+  "loading": true,
+  "zUnknownField": {"b": 1, "a": [3, 2, 1]},
+  "currentPhase": "0: Setup",
+  "toolUseWithoutLogsWarnAfter": 3,
+  "preloadedFiles": [
+    "/h/.claude/engine/.directives/COMMANDS.md"
+  ],
+  "touchedDirs": {},
+  "pendingPreloads": [],
+  "contextUsage": 0.4312,
+  "aaa": null
+}
+"#;
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(2)
+    }
+
+    #[test]
+    fn round_trip_keeps_unknown_fields_and_order() {
+        let state = State::parse(REAL_SHAPED).unwrap();
+        let keys: Vec<_> = state.0.keys().cloned().collect();
+        assert_eq!(keys[4], "zUnknownField");
+        assert_eq!(keys.last().unwrap(), "aaa");
+        let text = state.to_pretty();
+        let again = State::parse(&text).unwrap();
+        assert_eq!(state, again);
+        assert!(
+            text.contains("\n  \"pid\": 424242,\n"),
+            "2-space indentation: {text}"
+        );
+        assert!(text.contains("0.4312"));
+    }
+
+    #[test]
+    fn update_changes_one_field_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(".state.json");
+        fs::write(&path, REAL_SHAPED).unwrap();
+        update(&path, soon(), |s| s.push_unique("pendingPreloads", "/x.md")).unwrap();
+        let after = load(&path).unwrap();
+        assert_eq!(after.strings("pendingPreloads"), vec!["/x.md"]);
+        assert_eq!(
+            after.get("zUnknownField"),
+            State::parse(REAL_SHAPED).unwrap().get("zUnknownField")
+        );
+        assert!(!crate::lock::lock_dir_for(&path).exists());
+    }
+
+    #[test]
+    fn corrupt_files_are_never_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        for bad in ["{not json", "", "[1,2]", "\"text\""] {
+            let path = tmp.path().join("bad.json");
+            fs::write(&path, bad).unwrap();
+            let err = update(&path, soon(), |s| s.set("x", Value::Bool(true))).unwrap_err();
+            assert!(matches!(err, StateError::Corrupt { .. }), "{bad:?}: {err}");
+            assert_eq!(fs::read_to_string(&path).unwrap(), bad);
+            assert!(!crate::lock::lock_dir_for(&path).exists());
+        }
+    }
+
+    #[test]
+    fn unchanged_state_is_not_rewritten() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        fs::write(&path, "{\"a\":1}").unwrap();
+        update(&path, soon(), |_| ()).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+    }
+
+    #[test]
+    fn create_if_absent_never_replaces() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("seed.json");
+        let mut first = State::default();
+        first.set("n", Value::from(1));
+        assert!(create_if_absent(&path, &first, soon()).unwrap());
+        let mut second = State::default();
+        second.set("n", Value::from(2));
+        assert!(!create_if_absent(&path, &second, soon()).unwrap());
+        assert_eq!(load(&path).unwrap().number("n"), Some(1.0));
+    }
+
+    #[test]
+    fn atomic_write_does_not_follow_a_planted_temp_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("victim");
+        fs::write(&target, "keep").unwrap();
+        let path = tmp.path().join("s.json");
+        // Plant symlinks at the next few temp names.
+        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        for n in next..next + 4 {
+            let name = format!("s.json.tmp.{}.{n}", std::process::id());
+            let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
+        }
+        let _ = write_atomic(&path, b"{}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_object_round_trips(keys in proptest::collection::vec("[a-zA-Z_]{1,8}", 0..12), n in 0i64..1000) {
+            let mut state = State::default();
+            for (i, k) in keys.iter().enumerate() {
+                state.set(k, Value::from(n + i64::try_from(i).unwrap()));
+            }
+            let again = State::parse(&state.to_pretty()).unwrap();
+            proptest::prop_assert_eq!(state, again);
+        }
+    }
+}
