@@ -1,0 +1,327 @@
+//! The test sandbox: a temporary `HOME` with the bundled example engine, a project with
+//! `.claude/` and `sessions/`, and helpers to run the real binaries and read what they left.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use preload_core::env;
+use serde_json::{Value, json};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copy a directory tree (files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A binary's path (built by cargo for the integration tests).
+pub fn bin(name: &str) -> PathBuf {
+    assert_cmd::cargo::cargo_bin(name)
+}
+
+/// What a hook printed.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Exit code.
+    pub code: i32,
+    /// Raw stdout.
+    pub stdout: String,
+    /// Raw stderr.
+    pub stderr: String,
+    /// stdout parsed, when it is one JSON object.
+    pub json: Option<Value>,
+}
+
+impl Answer {
+    fn from_output(out: &Output) -> Self {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let json = serde_json::from_str::<Value>(stdout.trim()).ok().filter(Value::is_object);
+        Self {
+            code: out.status.code().unwrap_or(-1),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            json,
+            stdout,
+        }
+    }
+
+    /// `hookSpecificOutput.additionalContext`, or "".
+    pub fn context(&self) -> String {
+        self.field(&["hookSpecificOutput", "additionalContext"])
+    }
+
+    /// `hookSpecificOutput.permissionDecision`, or "".
+    pub fn decision(&self) -> String {
+        self.field(&["hookSpecificOutput", "permissionDecision"])
+    }
+
+    /// `hookSpecificOutput.permissionDecisionReason`, or "".
+    pub fn reason(&self) -> String {
+        self.field(&["hookSpecificOutput", "permissionDecisionReason"])
+    }
+
+    /// Top-level `decision`, or "".
+    pub fn top_decision(&self) -> String {
+        self.field(&["decision"])
+    }
+
+    /// Top-level `reason`, or "".
+    pub fn top_reason(&self) -> String {
+        self.field(&["reason"])
+    }
+
+    fn field(&self, path: &[&str]) -> String {
+        let mut v = match &self.json {
+            Some(v) => v,
+            None => return String::new(),
+        };
+        for key in path {
+            match v.get(key) {
+                Some(next) => v = next,
+                None => return String::new(),
+            }
+        }
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The contract's output shape: exit 0, empty stderr, stdout empty or exactly one compact
+    /// JSON object on one line, with `hookEventName` whenever `hookSpecificOutput` is present,
+    /// no literal backslash-n in the texts, every text within the budget.
+    pub fn assert_contract(&self) {
+        assert_eq!(self.code, 0, "exit code; stderr: {}", self.stderr);
+        assert!(self.stderr.is_empty(), "stderr must stay empty: {}", self.stderr);
+        if self.stdout.is_empty() {
+            return;
+        }
+        assert!(self.stdout.ends_with('\n') && self.stdout.matches('\n').count() == 1, "one line: {:?}", self.stdout);
+        let v = self.json.as_ref().expect("stdout is one JSON object");
+        if let Some(specific) = v.get("hookSpecificOutput") {
+            assert!(specific.get("hookEventName").and_then(Value::as_str).is_some(), "hookEventName set");
+        }
+        for text in [self.context(), self.reason(), self.top_reason()] {
+            assert!(!text.contains("\\n"), "literal backslash-n in output: {text}");
+            assert!(text.chars().count() <= 10_000, "over Claude Code's cap");
+        }
+    }
+}
+
+/// A temporary `HOME` + project for running the real hook binaries.
+pub struct Sandbox {
+    tmp: tempfile::TempDir,
+    /// The temporary `HOME`.
+    pub home: PathBuf,
+    /// The project root (has `.claude/`).
+    pub project: PathBuf,
+    /// `project/sessions`.
+    pub sessions: PathBuf,
+    /// The delivery event log.
+    pub log: PathBuf,
+    /// The owner PID the hooks see (`CLAUDE_SUPERVISOR_PID`): this test process, alive.
+    pub pid: u32,
+    /// Extra environment for every call.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Sandbox {
+    /// A sandbox with the bundled example engine, skills and project.
+    pub fn new() -> Self {
+        let sandbox = Self::bare();
+        let claude = sandbox.home.join(".claude");
+        copy_tree(&repo().join("examples/engine"), &claude.join("engine"));
+        copy_tree(&repo().join("examples/skills"), &claude.join("skills"));
+        std::os::unix::fs::symlink(claude.join("engine/.directives"), claude.join(".directives")).unwrap();
+        let guards = repo().join("hooks/guards.json");
+        if guards.is_file() {
+            fs::copy(guards, claude.join("engine/guards.json")).unwrap();
+        }
+        copy_tree(&repo().join("examples/project"), &sandbox.project);
+        fs::create_dir_all(&sandbox.sessions).unwrap();
+        sandbox
+    }
+
+    /// A sandbox with empty `~/.claude/{engine,skills}` and a project with `.claude/` and
+    /// `sessions/`.
+    pub fn bare() -> Self {
+        let tmp = tempfile::Builder::new().prefix("preload-test").tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let project = root.join("project");
+        fs::create_dir_all(home.join(".claude/engine/.directives/commands")).unwrap();
+        fs::create_dir_all(home.join(".claude/skills")).unwrap();
+        fs::create_dir_all(project.join(".claude")).unwrap();
+        fs::create_dir_all(project.join("sessions")).unwrap();
+        Self {
+            log: root.join("delivery-log.jsonl"),
+            sessions: project.join("sessions"),
+            home,
+            project,
+            pid: std::process::id(),
+            extra_env: Vec::new(),
+            tmp,
+        }
+    }
+
+    /// The sandbox's own temporary root.
+    pub fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// A command for binary `name` with a clean environment holding only the contract's vars.
+    pub fn command(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin(name));
+        cmd.env_clear()
+            .env(env::HOME, &self.home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(env::CLAUDE_SUPERVISOR_PID, self.pid.to_string())
+            .env(env::PRELOAD_TEST_LOG, &self.log)
+            .env(env::CLAUDE_SESSION_CACHE_DIR, self.tmp.path())
+            .env(env::TMPDIR, self.tmp.path())
+            .current_dir(&self.project)
+            .timeout(Duration::from_secs(30));
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Run binary `name` with `args` and `input` on stdin (`cwd` defaulted to the project).
+    pub fn run_args(&self, name: &str, args: &[&str], mut input: Value) -> Answer {
+        if let Some(obj) = input.as_object_mut() {
+            obj.entry("cwd").or_insert_with(|| json!(self.project));
+            obj.entry("session_id").or_insert_with(|| json!("test-session"));
+            obj.entry("transcript_path").or_insert_with(|| json!("/tmp/x/test.jsonl"));
+        }
+        let out = self.command(name).args(args).write_stdin(input.to_string()).output().unwrap();
+        Answer::from_output(&out)
+    }
+
+    /// Run binary `name` with `input` on stdin.
+    pub fn run(&self, name: &str, input: Value) -> Answer {
+        self.run_args(name, &[], input)
+    }
+
+    /// Run binary `name` with raw stdin bytes.
+    pub fn run_raw(&self, name: &str, args: &[&str], stdin: impl Into<Vec<u8>>) -> Answer {
+        let out = self.command(name).args(args).write_stdin(stdin.into()).output().unwrap();
+        Answer::from_output(&out)
+    }
+
+    /// `~/.claude/engine/.directives/<rel>` written with `body`; returns its path.
+    pub fn directive(&self, rel: &str, body: &str) -> PathBuf {
+        let path = self.home.join(".claude/engine/.directives").join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, body).unwrap();
+        path
+    }
+
+    /// The normalised path of an engine directive (what the hooks record).
+    pub fn engine_path(&self, rel: &str) -> String {
+        self.home.join(".claude/engine/.directives").join(rel).to_string_lossy().into_owned()
+    }
+
+    /// Write a file under the project; returns its path.
+    pub fn project_file(&self, rel: &str, body: &str) -> PathBuf {
+        let path = self.project.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, body).unwrap();
+        path
+    }
+
+    /// Create `sessions/<name>/.state.json` with `state`; returns the session directory.
+    pub fn session(&self, name: &str, state: &Value) -> PathBuf {
+        let dir = self.sessions.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(".state.json"), serde_json::to_string_pretty(state).unwrap()).unwrap();
+        dir
+    }
+
+    /// An active session owned by this sandbox's PID, with `extra` fields merged in.
+    pub fn active_session(&self, name: &str, extra: &Value) -> PathBuf {
+        let mut state = json!({"pid": self.pid, "skill": "implement", "lifecycle": "active",
+            "currentPhase": "0: Setup", "preloadedFiles": [], "pendingPreloads": [], "touchedDirs": {}});
+        if let (Some(base), Some(more)) = (state.as_object_mut(), extra.as_object()) {
+            for (k, v) in more {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        self.session(name, &state)
+    }
+
+    /// The parsed `.state.json` of session `name`.
+    pub fn state(&self, name: &str) -> Value {
+        read_json(&self.sessions.join(name).join(".state.json"))
+    }
+
+    /// The seed file of this sandbox's PID.
+    pub fn seed_path(&self) -> PathBuf {
+        self.sessions.join(".seeds").join(format!("{}.json", self.pid))
+    }
+
+    /// The parsed seed file of this sandbox's PID.
+    pub fn seed(&self) -> Value {
+        read_json(&self.seed_path())
+    }
+
+    /// Every delivery-log event.
+    pub fn events(&self) -> Vec<Value> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("log lines are JSON"))
+            .collect()
+    }
+
+    /// How many times a file whose path ends with `suffix` was delivered (direct or claim).
+    pub fn delivery_count(&self, suffix: &str) -> usize {
+        self.deliveries().iter().filter(|(_, f)| f.ends_with(suffix)).count()
+    }
+
+    /// (hook, file) of every delivery event.
+    pub fn deliveries(&self) -> Vec<(String, String)> {
+        self.events()
+            .into_iter()
+            .filter(|e| matches!(e["event"].as_str(), Some("direct-deliver" | "claim-deliver")))
+            .map(|e| (e["hook"].as_str().unwrap_or("").to_owned(), e["file"].as_str().unwrap_or("").to_owned()))
+            .collect()
+    }
+
+    /// Fail with a report when any file was delivered more than once.
+    pub fn assert_no_duplicates(&self) {
+        let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for (hook, file) in self.deliveries() {
+            seen.entry(file).or_default().push(hook);
+        }
+        let dupes: Vec<_> = seen.iter().filter(|(_, hooks)| hooks.len() > 1).collect();
+        assert!(dupes.is_empty(), "duplicate deliveries: {dupes:?}");
+    }
+}
+
+/// Parse a JSON file.
+pub fn read_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}\n{text}", path.display()))
+}
+
+/// The strings of an array field.
+pub fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
