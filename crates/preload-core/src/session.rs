@@ -187,6 +187,18 @@ pub fn find_preload_state(ctx: &Context) -> Result<Option<PreloadState>, StateEr
     }))
 }
 
+/// The owner's session state or existing seed, without creating anything.
+pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
+    if let Some(dir) = find_session(ctx) {
+        let path = dir.join(STATE_FILE);
+        if path.is_file() {
+            return Some(PreloadState { path, is_session: true });
+        }
+    }
+    let path = seed_path(&ctx.sessions_dir()?, ctx.owner_pid);
+    path.is_file().then_some(PreloadState { path, is_session: false })
+}
+
 /// True when the seed at `path` belongs to a dead process or to an earlier process that had the
 /// same PID.
 pub fn seed_is_stale(path: &Path) -> bool {
