@@ -4,3 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
 mod common;
+
+mod auto_answer;
+mod compaction;
+mod install;
+mod overflow;
+mod pipeline;

@@ -1,6 +1,48 @@
-//! Placeholder for the `cli` policy module.
+//! The `preload` command line for people and scripts.
+//!
+//! Subcommands: `activate` and `phase` (session state, for engines and tests without
+//! `session.sh`), `install` and `uninstall` (wiring), `doctor`, `status`, `report`.
 
-/// Entry point of the binary.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+use std::process::ExitCode;
+
+use crate::runner;
+
+/// `preload --help`.
+pub const HELP: &str = "preload: the command line of the native preload hooks.
+
+Usage:
+  preload activate <session-dir> [--skill NAME]   create or update a session's .state.json,
+                                                  merging this process's seed
+  preload phase <session-dir> \"<label>: <name>\"   set currentPhase; prints `Phase: …`
+  preload install [--prefix DIR] [--settings PATH] [--shims]
+  preload uninstall [--settings PATH]
+  preload doctor                                  check the installation and state files
+  preload status [--json]                         the active session or seed of this process
+  preload report [LOG]                            summary of a delivery event log
+
+Env: HOME, CLAUDE_SUPERVISOR_PID / CLAUDE_PID, WORKSPACE, CLAUDE_PROJECT_DIR,
+     CLAUDE_SESSION_CACHE_DIR, PRELOAD_TEST_LOG.";
+
+/// Entry point of the `preload` binary.
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.is_empty() {
+        runner::print_text(HELP);
+        return ExitCode::from(2);
+    }
+    if runner::answer_meta_flag("preload", HELP, &args) {
+        return ExitCode::SUCCESS;
+    }
+    let rest = &args[1..];
+    match args[0].as_str() {
+        "activate" | "phase" => cli_session::main(&args[0], rest),
+        "install" | "uninstall" => cli_install::main(&args[0], rest),
+        "doctor" | "status" | "report" => cli_inspect::main(&args[0], rest),
+        _ => {
+            runner::print_text(HELP);
+            ExitCode::from(2)
+        }
+    }
 }
+
+use super::{cli_inspect, cli_install, cli_session};

@@ -1,0 +1,1 @@
+//! Scenarios: auto_answer.
