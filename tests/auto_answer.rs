@@ -1,1 +1,1 @@
-//! Scenarios: auto_answer.
+//! Scenarios: `auto_answer`.

@@ -1,1 +1,1 @@
-//! Scenarios: compaction.
+//! Scenarios: `compaction`.

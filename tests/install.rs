@@ -1,1 +1,1 @@
-//! Scenarios: install.
+//! Scenarios: `install`.

@@ -1,1 +1,1 @@
-//! Scenarios: overflow.
+//! Scenarios: `overflow`.

@@ -1,1 +1,1 @@
-//! Scenarios: pipeline.
+//! Scenarios: `pipeline`.

@@ -1,7 +1,13 @@
 //! The test sandbox: a temporary `HOME` with the bundled example engine, a project with
 //! `.claude/` and `sessions/`, and helpers to run the real binaries and read what they left.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc
+)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -52,7 +58,9 @@ pub struct Answer {
 impl Answer {
     fn from_output(out: &Output) -> Self {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let json = serde_json::from_str::<Value>(stdout.trim()).ok().filter(Value::is_object);
+        let json = serde_json::from_str::<Value>(stdout.trim())
+            .ok()
+            .filter(Value::is_object);
         Self {
             code: out.status.code().unwrap_or(-1),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -87,9 +95,8 @@ impl Answer {
     }
 
     fn field(&self, path: &[&str]) -> String {
-        let mut v = match &self.json {
-            Some(v) => v,
-            None => return String::new(),
+        let Some(mut v) = self.json.as_ref() else {
+            return String::new();
         };
         for key in path {
             match v.get(key) {
@@ -105,17 +112,34 @@ impl Answer {
     /// no literal backslash-n in the texts, every text within the budget.
     pub fn assert_contract(&self) {
         assert_eq!(self.code, 0, "exit code; stderr: {}", self.stderr);
-        assert!(self.stderr.is_empty(), "stderr must stay empty: {}", self.stderr);
+        assert!(
+            self.stderr.is_empty(),
+            "stderr must stay empty: {}",
+            self.stderr
+        );
         if self.stdout.is_empty() {
             return;
         }
-        assert!(self.stdout.ends_with('\n') && self.stdout.matches('\n').count() == 1, "one line: {:?}", self.stdout);
+        assert!(
+            self.stdout.ends_with('\n') && self.stdout.matches('\n').count() == 1,
+            "one line: {:?}",
+            self.stdout
+        );
         let v = self.json.as_ref().expect("stdout is one JSON object");
         if let Some(specific) = v.get("hookSpecificOutput") {
-            assert!(specific.get("hookEventName").and_then(Value::as_str).is_some(), "hookEventName set");
+            assert!(
+                specific
+                    .get("hookEventName")
+                    .and_then(Value::as_str)
+                    .is_some(),
+                "hookEventName set"
+            );
         }
         for text in [self.context(), self.reason(), self.top_reason()] {
-            assert!(!text.contains("\\n"), "literal backslash-n in output: {text}");
+            assert!(
+                !text.contains("\\n"),
+                "literal backslash-n in output: {text}"
+            );
             assert!(text.chars().count() <= 10_000, "over Claude Code's cap");
         }
     }
@@ -145,7 +169,11 @@ impl Sandbox {
         let claude = sandbox.home.join(".claude");
         copy_tree(&repo().join("examples/engine"), &claude.join("engine"));
         copy_tree(&repo().join("examples/skills"), &claude.join("skills"));
-        std::os::unix::fs::symlink(claude.join("engine/.directives"), claude.join(".directives")).unwrap();
+        std::os::unix::fs::symlink(
+            claude.join("engine/.directives"),
+            claude.join(".directives"),
+        )
+        .unwrap();
         let guards = repo().join("hooks/guards.json");
         if guards.is_file() {
             fs::copy(guards, claude.join("engine/guards.json")).unwrap();
@@ -158,7 +186,10 @@ impl Sandbox {
     /// A sandbox with empty `~/.claude/{engine,skills}` and a project with `.claude/` and
     /// `sessions/`.
     pub fn bare() -> Self {
-        let tmp = tempfile::Builder::new().prefix("preload-test").tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("preload-test")
+            .tempdir()
+            .unwrap();
         let root = tmp.path().canonicalize().unwrap();
         let home = root.join("home");
         let project = root.join("project");
@@ -204,10 +235,17 @@ impl Sandbox {
     pub fn run_args(&self, name: &str, args: &[&str], mut input: Value) -> Answer {
         if let Some(obj) = input.as_object_mut() {
             obj.entry("cwd").or_insert_with(|| json!(self.project));
-            obj.entry("session_id").or_insert_with(|| json!("test-session"));
-            obj.entry("transcript_path").or_insert_with(|| json!("/tmp/x/test.jsonl"));
+            obj.entry("session_id")
+                .or_insert_with(|| json!("test-session"));
+            obj.entry("transcript_path")
+                .or_insert_with(|| json!("/tmp/x/test.jsonl"));
         }
-        let out = self.command(name).args(args).write_stdin(input.to_string()).output().unwrap();
+        let out = self
+            .command(name)
+            .args(args)
+            .write_stdin(input.to_string())
+            .output()
+            .unwrap();
         Answer::from_output(&out)
     }
 
@@ -218,7 +256,12 @@ impl Sandbox {
 
     /// Run binary `name` with raw stdin bytes.
     pub fn run_raw(&self, name: &str, args: &[&str], stdin: impl Into<Vec<u8>>) -> Answer {
-        let out = self.command(name).args(args).write_stdin(stdin.into()).output().unwrap();
+        let out = self
+            .command(name)
+            .args(args)
+            .write_stdin(stdin.into())
+            .output()
+            .unwrap();
         Answer::from_output(&out)
     }
 
@@ -232,7 +275,11 @@ impl Sandbox {
 
     /// The normalised path of an engine directive (what the hooks record).
     pub fn engine_path(&self, rel: &str) -> String {
-        self.home.join(".claude/engine/.directives").join(rel).to_string_lossy().into_owned()
+        self.home
+            .join(".claude/engine/.directives")
+            .join(rel)
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// Write a file under the project; returns its path.
@@ -247,7 +294,11 @@ impl Sandbox {
     pub fn session(&self, name: &str, state: &Value) -> PathBuf {
         let dir = self.sessions.join(name);
         fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(".state.json"), serde_json::to_string_pretty(state).unwrap()).unwrap();
+        fs::write(
+            dir.join(".state.json"),
+            serde_json::to_string_pretty(state).unwrap(),
+        )
+        .unwrap();
         dir
     }
 
@@ -270,7 +321,9 @@ impl Sandbox {
 
     /// The seed file of this sandbox's PID.
     pub fn seed_path(&self) -> PathBuf {
-        self.sessions.join(".seeds").join(format!("{}.json", self.pid))
+        self.sessions
+            .join(".seeds")
+            .join(format!("{}.json", self.pid))
     }
 
     /// The parsed seed file of this sandbox's PID.
@@ -289,21 +342,34 @@ impl Sandbox {
 
     /// How many times a file whose path ends with `suffix` was delivered (direct or claim).
     pub fn delivery_count(&self, suffix: &str) -> usize {
-        self.deliveries().iter().filter(|(_, f)| f.ends_with(suffix)).count()
+        self.deliveries()
+            .iter()
+            .filter(|(_, f)| f.ends_with(suffix))
+            .count()
     }
 
     /// (hook, file) of every delivery event.
     pub fn deliveries(&self) -> Vec<(String, String)> {
         self.events()
             .into_iter()
-            .filter(|e| matches!(e["event"].as_str(), Some("direct-deliver" | "claim-deliver")))
-            .map(|e| (e["hook"].as_str().unwrap_or("").to_owned(), e["file"].as_str().unwrap_or("").to_owned()))
+            .filter(|e| {
+                matches!(
+                    e["event"].as_str(),
+                    Some("direct-deliver" | "claim-deliver")
+                )
+            })
+            .map(|e| {
+                (
+                    e["hook"].as_str().unwrap_or("").to_owned(),
+                    e["file"].as_str().unwrap_or("").to_owned(),
+                )
+            })
             .collect()
     }
 
     /// Fail with a report when any file was delivered more than once.
     pub fn assert_no_duplicates(&self) {
-        let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
         for (hook, file) in self.deliveries() {
             seen.entry(file).or_default().push(hook);
         }
@@ -322,6 +388,10 @@ pub fn read_json(path: &Path) -> Value {
 pub fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }

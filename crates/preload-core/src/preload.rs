@@ -147,8 +147,8 @@ const ENGINE_COMMANDS: &str = "/engine/.directives/commands/";
 /// `[Override: shadows <global>]` when a local CMD file shadows a preloaded engine one.
 fn override_of(state: &State, normalized: &str) -> Option<String> {
     let name = Path::new(normalized).file_name()?.to_str()?;
-    if !(name.starts_with("CMD_") && name.ends_with(".md")) || normalized.contains(ENGINE_COMMANDS)
-    {
+    let is_md = Path::new(name).extension().is_some_and(|e| e == "md");
+    if !(name.starts_with("CMD_") && is_md) || normalized.contains(ENGINE_COMMANDS) {
         return None;
     }
     let suffix = format!("{ENGINE_COMMANDS}{name}");
@@ -168,22 +168,19 @@ fn parts_done(state: &State, path: &str) -> usize {
 }
 
 fn set_parts_done(state: &mut State, path: &str, done: Option<usize>) {
-    match done {
-        Some(n) => {
-            state.object_mut(PARTS).insert(path.to_owned(), json!(n));
+    if let Some(n) = done {
+        state.object_mut(PARTS).insert(path.to_owned(), json!(n));
+        return;
+    }
+    let now_empty = match state.0.get_mut(PARTS) {
+        Some(Value::Object(map)) => {
+            map.shift_remove(path);
+            map.is_empty()
         }
-        None => {
-            let now_empty = match state.0.get_mut(PARTS) {
-                Some(Value::Object(map)) => {
-                    map.shift_remove(path);
-                    map.is_empty()
-                }
-                _ => false,
-            };
-            if now_empty {
-                state.remove(PARTS);
-            }
-        }
+        _ => false,
+    };
+    if now_empty {
+        state.remove(PARTS);
     }
 }
 
@@ -195,55 +192,90 @@ pub fn apply(
     mode: Mode,
     packer: &mut Packer,
 ) -> Batch {
-    let mut batch = Batch::default();
-    let mut in_context = InContext::new(&state.strings(PRELOADED));
-    let resolver = resolver(ctx);
-    let max_bytes = ctx.max_file_bytes();
+    let mut pass = Pass {
+        ctx,
+        in_context: InContext::new(&state.strings(PRELOADED)),
+        resolver: resolver(ctx),
+        max_bytes: ctx.max_file_bytes(),
+        batch: Batch::default(),
+    };
     for request in requests {
         let path = ctx.normalize(&request.path);
-        if let Some(hit) = in_context.check(&path) {
-            let event = if hit == Hit::Inode {
-                Event::SkipInode
-            } else {
-                Event::SkipDedup
-            };
-            batch.note(event, &path, &request.source, hit.as_str());
-            // A stale queue entry of a file already in context is dropped.
-            state.remove_item(PENDING, &path);
-            state.remove_item(PENDING, &request.path);
-            batch.outcomes.push((path, Outcome::InContext(hit)));
-            continue;
-        }
-        if mode == Mode::Queue {
-            let outcome = if state.push_unique(PENDING, &path) {
-                batch.note(Event::QueuePending, &path, &request.source, "new");
-                Outcome::Queued
-            } else {
-                Outcome::AlreadyQueued
-            };
-            batch.outcomes.push((path, outcome));
-            continue;
-        }
-        let (parts, content) = match delivery::read_for_delivery(Path::new(&path), max_bytes) {
-            FileBody::Text(text) => (
-                delivery::file_parts(&path, &text, packer.budget()),
-                Some(text),
-            ),
-            FileBody::TooLarge(size) => {
-                (vec![delivery::pointer_block(&path, size, max_bytes)], None)
-            }
-            FileBody::Unavailable | FileBody::Empty => {
-                state.remove_item(PENDING, &path);
-                state.remove_item(PENDING, &request.path);
-                set_parts_done(state, &path, None);
-                batch.outcomes.push((path, Outcome::Unavailable));
-                continue;
-            }
+        let outcome = if let Some(hit) = pass.in_context.check(&path) {
+            pass.skip(state, request, &path, hit)
+        } else if mode == Mode::Queue {
+            pass.queue(state, request, &path)
+        } else {
+            pass.deliver(state, request, &path, mode, packer)
         };
-        let mut parts = parts;
-        let first = parts_done(state, &path).min(parts.len().saturating_sub(1));
+        pass.batch.outcomes.push((path, outcome));
+    }
+    pass.batch
+}
+
+/// One ensure pass over a state.
+struct Pass<'a> {
+    ctx: &'a Context,
+    in_context: InContext,
+    resolver: Resolver,
+    max_bytes: u64,
+    batch: Batch,
+}
+
+impl Pass<'_> {
+    /// Already in context: note it, and drop a stale queue entry.
+    fn skip(&mut self, state: &mut State, request: &Request, path: &str, hit: Hit) -> Outcome {
+        let event = if hit == Hit::Inode {
+            Event::SkipInode
+        } else {
+            Event::SkipDedup
+        };
+        self.batch.note(event, path, &request.source, hit.as_str());
+        state.remove_item(PENDING, path);
+        state.remove_item(PENDING, &request.path);
+        Outcome::InContext(hit)
+    }
+
+    /// Queue for the next tool call.
+    fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
+        if state.push_unique(PENDING, path) {
+            self.batch
+                .note(Event::QueuePending, path, &request.source, "new");
+            Outcome::Queued
+        } else {
+            Outcome::AlreadyQueued
+        }
+    }
+
+    /// Deliver as much of the file as the budget holds; track it in the same state.
+    fn deliver(
+        &mut self,
+        state: &mut State,
+        request: &Request,
+        path: &str,
+        mode: Mode,
+        packer: &mut Packer,
+    ) -> Outcome {
+        let (mut parts, content) =
+            match delivery::read_for_delivery(Path::new(path), self.max_bytes) {
+                FileBody::Text(text) => (
+                    delivery::file_parts(path, &text, packer.budget()),
+                    Some(text),
+                ),
+                FileBody::TooLarge(size) => (
+                    vec![delivery::pointer_block(path, size, self.max_bytes)],
+                    None,
+                ),
+                FileBody::Unavailable | FileBody::Empty => {
+                    state.remove_item(PENDING, path);
+                    state.remove_item(PENDING, &request.path);
+                    set_parts_done(state, path, None);
+                    return Outcome::Unavailable;
+                }
+            };
+        let first = parts_done(state, path).min(parts.len().saturating_sub(1));
         let shadow = if first == 0 {
-            override_of(state, &path)
+            override_of(state, path)
         } else {
             None
         };
@@ -256,53 +288,51 @@ pub fn apply(
         }
         if next == first {
             // Nothing fit: stays queued for the next call.
-            if state.push_unique(PENDING, &path) {
-                batch.note(Event::QueuePending, &path, &request.source, "deferred");
+            if state.push_unique(PENDING, path) {
+                self.batch
+                    .note(Event::QueuePending, path, &request.source, "deferred");
             }
-            batch.outcomes.push((path, Outcome::Queued));
-            continue;
+            return Outcome::Queued;
         }
         if let Some(global) = &shadow {
-            batch.note(Event::OverrideDetect, &path, global, "new");
+            self.batch.note(Event::OverrideDetect, path, global, "new");
         }
-        batch.blocks.extend(parts[first..next].iter().cloned());
+        self.batch.blocks.extend(parts[first..next].iter().cloned());
         if next < parts.len() {
-            set_parts_done(state, &path, Some(next));
-            state.push_unique(PENDING, &path);
-            batch.outcomes.push((path, Outcome::Partial));
-            continue;
+            set_parts_done(state, path, Some(next));
+            state.push_unique(PENDING, path);
+            return Outcome::Partial;
         }
         // Fully out: into preloadedFiles, out of the queue, in the same write.
-        set_parts_done(state, &path, None);
-        state.push_unique(PRELOADED, &path);
-        state.remove_item(PENDING, &path);
-        if request.path != path {
-            state.remove_item(PENDING, &request.path);
-        }
-        in_context.add(&path);
+        set_parts_done(state, path, None);
+        state.push_unique(PRELOADED, path);
+        state.remove_item(PENDING, path);
+        state.remove_item(PENDING, &request.path);
+        self.in_context.add(path);
         let event = if mode == Mode::Direct {
             Event::DirectDeliver
         } else {
             Event::ClaimDeliver
         };
-        batch.note(event, &path, &request.source, "new");
-        batch.outcomes.push((path.clone(), Outcome::Delivered));
+        self.batch.note(event, path, &request.source, "new");
         // The pipeline is the recursion: a delivered file's references are queued once.
         if let Some(text) = content {
-            let source = format!("resolve_refs({})", file_name(&path));
-            for found in resolver.references_of(Path::new(&path), &text) {
-                let found = ctx.normalize(&found.to_string_lossy());
-                if in_context.check(&found).is_some() {
-                    continue;
-                }
-                if state.push_unique(PENDING, &found) {
-                    batch.note(Event::ResolveRef, &found, &source, "new");
-                    batch.note(Event::QueuePending, &found, &source, "new");
-                }
+            self.queue_references(state, path, &text);
+        }
+        Outcome::Delivered
+    }
+
+    /// Queue the resolved references of a delivered file that are neither in context nor queued.
+    fn queue_references(&mut self, state: &mut State, path: &str, text: &str) {
+        let source = format!("resolve_refs({})", file_name(path));
+        for found in self.resolver.references_of(Path::new(path), text) {
+            let found = self.ctx.normalize(&found.to_string_lossy());
+            if self.in_context.check(&found).is_none() && state.push_unique(PENDING, &found) {
+                self.batch.note(Event::ResolveRef, &found, &source, "new");
+                self.batch.note(Event::QueuePending, &found, &source, "new");
             }
         }
     }
-    batch
 }
 
 fn file_name(path: &str) -> &str {
@@ -338,6 +368,7 @@ mod tests {
     use super::*;
     use crate::env::{self, Env};
     use crate::input::HookInput;
+    use std::fmt::Write as _;
     use std::fs;
     use std::path::PathBuf;
     use std::time::Duration;
@@ -496,9 +527,10 @@ mod tests {
     #[test]
     fn budget_carries_over_and_large_files_go_in_parts() {
         let f = fixture();
-        let big: String = (0..300)
-            .map(|i| format!("line {i} of a long command file\n"))
-            .collect();
+        let big = (0..300).fold(String::new(), |mut acc, i| {
+            let _ = writeln!(acc, "line {i} of a long command file");
+            acc
+        });
         let a = f.cmd("BIG", &big);
         let small = f.cmd("SMALL", "small");
         let ctx = f.ctx();

@@ -260,8 +260,8 @@ where
         emit(render(event, &fail_open(event)));
         return ExitCode::SUCCESS;
     }
-    let output = match rx.recv_timeout(STDIN_TIMEOUT) {
-        Ok(Progress::Read) => match rx.recv_timeout(budget + Duration::from_millis(50)) {
+    let output = if let Ok(Progress::Read) = rx.recv_timeout(STDIN_TIMEOUT) {
+        match rx.recv_timeout(budget + Duration::from_millis(50)) {
             Ok(Progress::Done(output)) => output,
             Ok(Progress::Failed(why)) => {
                 debug_note(&env, hook, &why);
@@ -271,11 +271,10 @@ where
                 debug_note(&env, hook, "handler failed or ran out of time");
                 fail_open(event)
             }
-        },
-        _ => {
-            debug_note(&env, hook, "stdin did not close in time");
-            fail_open(event)
         }
+    } else {
+        debug_note(&env, hook, "stdin did not close in time");
+        fail_open(event)
     };
     emit(render(event, &output));
     ExitCode::SUCCESS

@@ -82,14 +82,7 @@ pub fn cache_file(ctx: &Context) -> PathBuf {
 
 fn state_pid(path: &Path, field: &str) -> Option<u32> {
     let text = fs::read_to_string(path).ok()?;
-    let state = State::parse(&text).ok()?;
-    state.number(field).and_then(|n| {
-        if n >= 1.0 && n <= f64::from(u32::MAX) {
-            Some(n as u32)
-        } else {
-            None
-        }
-    })
+    State::parse(&text).ok()?.pid(field)
 }
 
 /// Find `sessions/*/.state.json` whose `field` is `pid`; cheap text check before parsing.
@@ -113,22 +106,14 @@ fn scan(root: &Path, pid: u32, field: &str) -> Option<PathBuf> {
         let Ok(state) = State::parse(&text) else {
             return false;
         };
-        let matches = state
-            .number(field)
-            .is_some_and(|n| (n - f64::from(pid)).abs() < 0.5);
-        if !matches {
+        if state.pid(field) != Some(pid) {
             return false;
         }
-        if field == "lastKnownPid" {
-            // Another live process owning it wins.
-            if let Some(owner) = state.number("pid") {
-                let owner = owner as u32;
-                if owner != pid && process::is_alive(owner) {
-                    return false;
-                }
-            }
-        }
-        true
+        // For `lastKnownPid`, another live process owning the session wins.
+        field == "pid"
+            || state
+                .pid("pid")
+                .is_none_or(|owner| owner == pid || !process::is_alive(owner))
     })
 }
 
@@ -192,11 +177,17 @@ pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
     if let Some(dir) = find_session(ctx) {
         let path = dir.join(STATE_FILE);
         if path.is_file() {
-            return Some(PreloadState { path, is_session: true });
+            return Some(PreloadState {
+                path,
+                is_session: true,
+            });
         }
     }
     let path = seed_path(&ctx.sessions_dir()?, ctx.owner_pid);
-    path.is_file().then_some(PreloadState { path, is_session: false })
+    path.is_file().then_some(PreloadState {
+        path,
+        is_session: false,
+    })
 }
 
 /// True when the seed at `path` belongs to a dead process or to an earlier process that had the
@@ -209,9 +200,7 @@ pub fn seed_is_stale(path: &Path) -> bool {
         return false;
     };
     let pid = seed
-        .number("pid")
-        .filter(|n| *n >= 1.0)
-        .map(|n| n as u32)
+        .pid("pid")
         .or_else(|| path.file_stem()?.to_str()?.parse().ok());
     let Some(pid) = pid else { return true };
     let started = seed.get(PID_START_FIELD).and_then(Value::as_u64);
@@ -241,7 +230,10 @@ pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
             }
             continue;
         }
-        if name.ends_with(".json") && seed_is_stale(&path) && fs::remove_file(&path).is_ok() {
+        if Path::new(&name).extension().is_some_and(|e| e == "json")
+            && seed_is_stale(&path)
+            && fs::remove_file(&path).is_ok()
+        {
             removed += 1;
         }
     }

@@ -11,7 +11,7 @@ use crate::refs::{self, Kind};
 /// Template fields of a skill, in delivery order.
 pub const TEMPLATE_FIELDS: [&str; 3] = ["logTemplate", "debriefTemplate", "planTemplate"];
 
-/// Every ```json block of a Markdown text that parses, in order.
+/// Every fenced `json` block of a Markdown text that parses, in order.
 pub fn json_blocks(text: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut current: Option<String> = None;

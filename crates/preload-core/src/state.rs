@@ -97,6 +97,16 @@ impl State {
         }
     }
 
+    /// A field holding a process ID (a positive whole number, or a string of one).
+    pub fn pid(&self, key: &str) -> Option<u32> {
+        match self.0.get(key)? {
+            Value::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .filter(|pid| *pid > 0)
+    }
+
     /// The strings of an array field (other entries are skipped).
     pub fn strings(&self, key: &str) -> Vec<String> {
         match self.0.get(key) {
