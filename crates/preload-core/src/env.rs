@@ -44,6 +44,12 @@ pub const PRELOAD_AUTO_ACTIVATE: &str = "PRELOAD_AUTO_ACTIVATE";
 pub const PRELOAD_CACHE_DIR: &str = "PRELOAD_CACHE_DIR";
 /// Directory of the compaction markers (default `${TMPDIR:-/tmp}/claude-preload-<uid>`).
 pub const PRELOAD_MARKER_DIR: &str = "PRELOAD_MARKER_DIR";
+/// Directory of the legacy hooks' markers (`claude-handler-<sid>`, `claude-loop-<sid>`,
+/// `claude-handler-active`), read for compatibility; default `/tmp`, independent of `TMPDIR`.
+pub const PRELOAD_LEGACY_MARKER_DIR: &str = "PRELOAD_LEGACY_MARKER_DIR";
+/// Directory holding `handler-state.md` and `handler-dispatches/` of a handler session
+/// (default: the nearest `docs/` with a `handler-state.md` above the session's `cwd`).
+pub const PRELOAD_HANDLER_DIR: &str = "PRELOAD_HANDLER_DIR";
 /// Temporary directory used for caches and markers.
 pub const TMPDIR: &str = "TMPDIR";
 /// Enables the AskUserQuestion auto-answer hook and names its strategy.
@@ -74,6 +80,8 @@ pub const ALL: &[&str] = &[
     PRELOAD_AUTO_ACTIVATE,
     PRELOAD_CACHE_DIR,
     PRELOAD_MARKER_DIR,
+    PRELOAD_LEGACY_MARKER_DIR,
+    PRELOAD_HANDLER_DIR,
     TMPDIR,
     E2E_AUTO_ANSWER,
     E2E_AUTO_ANSWER_SEED,

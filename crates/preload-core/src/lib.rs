@@ -4,7 +4,8 @@
 //! 1. `hooks`: one policy module per hook binary;
 //! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`];
 //! 3. mechanisms: [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
-//! 4. primitives: [`paths`], [`process`], [`lock`], [`delivery`], [`input`], [`env`], [`clock`].
+//! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
+//!    [`env`], [`clock`].
 //!
 //! Nothing here writes to stdout except [`runner`].
 
@@ -17,6 +18,7 @@ pub mod env;
 pub mod hooks;
 pub mod input;
 pub mod lock;
+pub mod markers;
 pub mod paths;
 pub mod preload;
 pub mod process;

@@ -1,0 +1,512 @@
+//! Small per-user marker files that hooks leave for each other between calls.
+//!
+//! The mechanism, independent of any one hook:
+//! - a private directory per user (default `${TMPDIR:-/tmp}/claude-preload-<uid>`, mode 0700,
+//!   `PRELOAD_MARKER_DIR` overrides) that is used only when it is a real directory (never a
+//!   symbolic link) owned by the current user;
+//! - writes that create a fresh file exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) and
+//!   rename it into place, so a planted link is replaced, never written through;
+//! - reads that never follow a symbolic link and trust only a regular file with one link owned
+//!   by the current user ([`read_trusted`], also used for legacy markers in `/tmp`);
+//! - a one-shot consume ([`MarkerDir::take`]) that renames the marker to a unique name before
+//!   reading it, so of many concurrent consumers exactly one gets it.
+//!
+//! Marker names are built with [`marker_name`], which refuses anything but a plain file name.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use crate::env::{self, Env};
+use crate::paths;
+
+/// Largest marker read; a bigger file is not a marker of ours.
+pub const MAX_MARKER_BYTES: u64 = 64 * 1024;
+/// Longest session id (or other key) accepted inside a marker name.
+pub const MAX_KEY_CHARS: usize = 128;
+/// Where the legacy hooks kept their markers when `PRELOAD_LEGACY_MARKER_DIR` is not set.
+pub const DEFAULT_LEGACY_DIR: &str = "/tmp";
+
+/// Prefix of the files a write creates before renaming them into place.
+const TEMP_PREFIX: &str = ".tmp-";
+/// Prefix of the files a consume renames a marker to before reading it.
+const TAKEN_PREFIX: &str = ".taken-";
+
+/// Why the marker directory or a marker could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerError {
+    /// A file operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The directory belongs to someone else.
+    #[error("{path} belongs to uid {owner}, not {expected}; remove it or set PRELOAD_MARKER_DIR")]
+    NotOwned {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The current user.
+        expected: u32,
+    },
+    /// The directory path is a symbolic link.
+    #[error("{path} is a symbolic link; marker directories are never followed through links")]
+    Symlink {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The directory path is something other than a directory.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A marker name that is not a plain file name.
+    #[error("marker name {name:?} is not a plain file name")]
+    UnsafeName {
+        /// The name.
+        name: String,
+    },
+}
+
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> MarkerError {
+    let path = path.to_path_buf();
+    move |source| MarkerError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// The effective uid: the owner of every file this process creates.
+pub fn current_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// `<prefix>-<key>` when `key` is a plain name (`[A-Za-z0-9._-]`, not `.`/`..`, at most
+/// [`MAX_KEY_CHARS`]); `None` otherwise, so a session id like `../../etc/x` never reaches a path.
+pub fn marker_name(prefix: &str, key: &str) -> Option<String> {
+    (paths::is_safe_name(key) && key.len() <= MAX_KEY_CHARS).then(|| format!("{prefix}-{key}"))
+}
+
+/// The default marker directory for `env`: `${TMPDIR:-/tmp}/claude-preload-<uid>`, or
+/// `PRELOAD_MARKER_DIR` when set.
+pub fn default_dir(env: &Env) -> PathBuf {
+    if let Some(dir) = env.get(env::PRELOAD_MARKER_DIR) {
+        return PathBuf::from(dir);
+    }
+    let tmp = env.get(env::TMPDIR).unwrap_or("/tmp");
+    Path::new(tmp).join(format!("claude-preload-{}", current_uid()))
+}
+
+/// The directory of the legacy hooks' markers: `PRELOAD_LEGACY_MARKER_DIR`, else `/tmp`
+/// (independent of `TMPDIR`, as the legacy hooks wrote there).
+pub fn legacy_dir(env: &Env) -> PathBuf {
+    PathBuf::from(
+        env.get(env::PRELOAD_LEGACY_MARKER_DIR)
+            .unwrap_or(DEFAULT_LEGACY_DIR),
+    )
+}
+
+fn no_follow_flags() -> i32 {
+    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
+}
+
+/// Read `path` only when it is a regular file with one link, owned by `uid`, at most
+/// [`MAX_MARKER_BYTES`]; never follows a symbolic link. `Ok(None)` when it is missing or not
+/// trusted; `Err` only when reading a trusted file failed.
+pub fn read_trusted(path: &Path, uid: u32) -> Result<Option<Vec<u8>>, MarkerError> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow_flags())
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(err) => {
+            let link = err.raw_os_error() == Some(nix::libc::ELOOP);
+            if link || err.kind() == io::ErrorKind::NotFound {
+                return Ok(None);
+            }
+            return Err(io_error("open", path)(err));
+        }
+    };
+    let meta = file.metadata().map_err(io_error("inspect", path))?;
+    if !meta.is_file() || meta.uid() != uid || meta.nlink() != 1 || meta.len() > MAX_MARKER_BYTES {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_MARKER_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error("read", path))?;
+    if bytes.len() as u64 > MAX_MARKER_BYTES {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+/// A unique suffix within this machine: pid, clock and a process-wide counter.
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos}-{n}", std::process::id())
+}
+
+/// A private marker directory of the current user.
+#[derive(Debug, Clone)]
+pub struct MarkerDir {
+    path: PathBuf,
+    uid: u32,
+}
+
+impl MarkerDir {
+    /// The directory for `env` ([`default_dir`]), created (mode 0700) when missing.
+    pub fn open(env: &Env) -> Result<Self, MarkerError> {
+        let path = default_dir(env);
+        Self::at(&path, true)?.ok_or(MarkerError::NotADirectory { path })
+    }
+
+    /// The directory for `env` when it already exists; `Ok(None)` when it does not.
+    pub fn existing(env: &Env) -> Result<Option<Self>, MarkerError> {
+        Self::at(&default_dir(env), false)
+    }
+
+    /// The directory at `path`, checked (a real directory owned by the current user, access
+    /// for the owner only, tightened when looser); created when missing and `create` is set.
+    pub fn at(path: &Path, create: bool) -> Result<Option<Self>, MarkerError> {
+        let uid = current_uid();
+        let meta = match fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                if !create {
+                    return Ok(None);
+                }
+                match DirBuilder::new().recursive(true).mode(0o700).create(path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(err) => return Err(io_error("create", path)(err)),
+                }
+                fs::symlink_metadata(path).map_err(io_error("inspect", path))?
+            }
+            Err(err) => return Err(io_error("inspect", path)(err)),
+        };
+        if meta.file_type().is_symlink() {
+            return Err(MarkerError::Symlink {
+                path: path.to_path_buf(),
+            });
+        }
+        if !meta.is_dir() {
+            return Err(MarkerError::NotADirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        if meta.uid() != uid {
+            return Err(MarkerError::NotOwned {
+                path: path.to_path_buf(),
+                owner: meta.uid(),
+                expected: uid,
+            });
+        }
+        if meta.mode() & 0o077 != 0 {
+            fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+                .map_err(io_error("restrict", path))?;
+        }
+        Ok(Some(Self {
+            path: path.to_path_buf(),
+            uid,
+        }))
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn child(&self, name: &str) -> Result<PathBuf, MarkerError> {
+        if paths::is_safe_name(name)
+            && !name.starts_with(TEMP_PREFIX)
+            && !name.starts_with(TAKEN_PREFIX)
+        {
+            Ok(self.path.join(name))
+        } else {
+            Err(MarkerError::UnsafeName { name: name.into() })
+        }
+    }
+
+    fn create_exclusive(&self, path: &Path, bytes: &[u8]) -> Result<bool, MarkerError> {
+        let mut file = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(no_follow_flags())
+            .open(path)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(err) => return Err(io_error("create", path)(err)),
+        };
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        if let Err(err) = written {
+            let _ = fs::remove_file(path);
+            return Err(io_error("write", path)(err));
+        }
+        Ok(true)
+    }
+
+    /// Create marker `name` with `bytes` only when no file (or link) of that name exists;
+    /// true when this call created it.
+    pub fn create(&self, name: &str, bytes: &[u8]) -> Result<bool, MarkerError> {
+        let path = self.child(name)?;
+        self.create_exclusive(&path, bytes)
+    }
+
+    /// Write marker `name` with `bytes`, replacing any earlier marker (or planted link) of that
+    /// name atomically: a fresh file is created exclusively and renamed into place.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), MarkerError> {
+        let target = self.child(name)?;
+        let temp = self.path.join(format!("{TEMP_PREFIX}{}", unique_suffix()));
+        if !self.create_exclusive(&temp, bytes)? {
+            return Err(io_error("create", &temp)(
+                io::ErrorKind::AlreadyExists.into(),
+            ));
+        }
+        fs::rename(&temp, &target).map_err(|err| {
+            let _ = fs::remove_file(&temp);
+            io_error("rename", &target)(err)
+        })
+    }
+
+    /// Read marker `name` without consuming it; `None` when missing or not trusted.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>, MarkerError> {
+        read_trusted(&self.child(name)?, self.uid)
+    }
+
+    /// Consume marker `name`: of any number of concurrent callers, exactly one gets its
+    /// content. A marker that is not a trusted file (a planted link, another user's file) is
+    /// removed and reads as `None`.
+    pub fn take(&self, name: &str) -> Result<Option<Vec<u8>>, MarkerError> {
+        let source = self.child(name)?;
+        let taken = self
+            .path
+            .join(format!("{TAKEN_PREFIX}{}-{name}", unique_suffix()));
+        match fs::rename(&source, &taken) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(io_error("claim", &source)(err)),
+        }
+        let content = read_trusted(&taken, self.uid);
+        let _ = fs::remove_file(&taken);
+        content
+    }
+
+    /// Remove marker `name`; true when there was one.
+    pub fn remove(&self, name: &str) -> Result<bool, MarkerError> {
+        let path = self.child(name)?;
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(err) => Err(io_error("remove", &path)(err)),
+        }
+    }
+
+    /// Remove what crashed writers and consumers left behind (temporary and claimed files)
+    /// older than `age`. Best effort: failures are ignored.
+    pub fn sweep(&self, age: Duration) {
+        let Ok(entries) = fs::read_dir(&self.path) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.starts_with(TEMP_PREFIX) || name.starts_with(TAKEN_PREFIX)) {
+                continue;
+            }
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .is_some_and(|d| d >= age);
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::sync::{Arc, Barrier};
+
+    fn dir_in(tmp: &Path) -> MarkerDir {
+        MarkerDir::at(&tmp.join("m"), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn names_refuse_traversal_and_long_keys() {
+        assert_eq!(marker_name("c", "abc-1.2_x"), Some("c-abc-1.2_x".into()));
+        assert_eq!(marker_name("c", "../../etc/x"), None);
+        assert_eq!(marker_name("c", ".."), None);
+        assert_eq!(marker_name("c", ""), None);
+        assert_eq!(marker_name("c", &"a".repeat(MAX_KEY_CHARS + 1)), None);
+    }
+
+    #[test]
+    fn directory_is_private_and_created_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        let mode = fs::metadata(dir.path()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let again = MarkerDir::at(dir.path(), false).unwrap().unwrap();
+        assert_eq!(fs::metadata(again.path()).unwrap().mode() & 0o777, 0o700);
+        assert!(
+            MarkerDir::at(&tmp.path().join("absent"), false)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn directory_symlink_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir(tmp.path().join("real")).unwrap();
+        symlink(tmp.path().join("real"), tmp.path().join("link")).unwrap();
+        let err = MarkerDir::at(&tmp.path().join("link"), true).unwrap_err();
+        assert!(matches!(err, MarkerError::Symlink { .. }), "{err}");
+    }
+
+    #[test]
+    fn write_read_take_round_trip_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        dir.write("a", b"one").unwrap();
+        dir.write("a", b"two").unwrap();
+        assert_eq!(dir.read("a").unwrap(), Some(b"two".to_vec()));
+        assert_eq!(
+            fs::metadata(dir.path().join("a")).unwrap().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(dir.take("a").unwrap(), Some(b"two".to_vec()));
+        assert_eq!(dir.take("a").unwrap(), None);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing left behind"
+        );
+    }
+
+    #[test]
+    fn create_is_exclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        assert!(dir.create("once", b"1").unwrap());
+        assert!(!dir.create("once", b"2").unwrap());
+        assert_eq!(dir.read("once").unwrap(), Some(b"1".to_vec()));
+        assert!(matches!(
+            dir.create("../x", b""),
+            Err(MarkerError::UnsafeName { .. })
+        ));
+    }
+
+    #[test]
+    fn planted_links_are_neither_followed_nor_trusted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        let victim = tmp.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        symlink(&victim, dir.path().join("m1")).unwrap();
+        assert_eq!(dir.read("m1").unwrap(), None);
+        assert_eq!(dir.take("m1").unwrap(), None);
+        assert!(!dir.path().join("m1").exists());
+        symlink(&victim, dir.path().join("m2")).unwrap();
+        assert!(
+            !dir.create("m2", b"x").unwrap(),
+            "exclusive create refuses the link"
+        );
+        dir.write("m2", b"mine").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(
+            !fs::symlink_metadata(dir.path().join("m2"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[test]
+    fn hard_links_and_foreign_owners_are_not_trusted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        dir.write("h", b"x").unwrap();
+        fs::hard_link(dir.path().join("h"), tmp.path().join("other")).unwrap();
+        assert_eq!(dir.read("h").unwrap(), None);
+        let plain = tmp.path().join("plain");
+        fs::write(&plain, "x").unwrap();
+        assert_eq!(
+            read_trusted(&plain, current_uid().wrapping_add(1)).unwrap(),
+            None
+        );
+        assert_eq!(
+            read_trusted(&plain, current_uid()).unwrap(),
+            Some(b"x".to_vec())
+        );
+    }
+
+    #[test]
+    fn concurrent_takes_see_the_marker_exactly_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        for _ in 0..20 {
+            dir.write("c", b"m").unwrap();
+            let barrier = Arc::new(Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let dir = dir.clone();
+                    let barrier = Arc::clone(&barrier);
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        dir.take("c").unwrap().is_some()
+                    })
+                })
+                .collect();
+            let winners = handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|won| *won)
+                .count();
+            assert_eq!(winners, 1);
+        }
+    }
+
+    #[test]
+    fn sweep_removes_only_old_leftovers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_in(tmp.path());
+        fs::write(dir.path().join(".tmp-1"), "").unwrap();
+        fs::write(dir.path().join(".taken-1-x"), "").unwrap();
+        dir.write("keep", b"k").unwrap();
+        dir.sweep(Duration::from_secs(3600));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
+        dir.sweep(Duration::ZERO);
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("keep")]);
+    }
+}
