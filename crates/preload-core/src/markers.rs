@@ -244,7 +244,7 @@ impl MarkerDir {
         }
     }
 
-    fn create_exclusive(&self, path: &Path, bytes: &[u8]) -> Result<bool, MarkerError> {
+    fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, MarkerError> {
         let mut file = match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -268,7 +268,7 @@ impl MarkerDir {
     /// true when this call created it.
     pub fn create(&self, name: &str, bytes: &[u8]) -> Result<bool, MarkerError> {
         let path = self.child(name)?;
-        self.create_exclusive(&path, bytes)
+        Self::create_exclusive(&path, bytes)
     }
 
     /// Write marker `name` with `bytes`, replacing any earlier marker (or planted link) of that
@@ -276,7 +276,7 @@ impl MarkerDir {
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), MarkerError> {
         let target = self.child(name)?;
         let temp = self.path.join(format!("{TEMP_PREFIX}{}", unique_suffix()));
-        if !self.create_exclusive(&temp, bytes)? {
+        if !Self::create_exclusive(&temp, bytes)? {
             return Err(io_error("create", &temp)(
                 io::ErrorKind::AlreadyExists.into(),
             ));
