@@ -1,6 +1,6 @@
 //! Scenarios: compaction re-read (`preload-compaction-reread`): the smoke tests of the
 //! handler, worker, loop and regular chains, one-shot consumption on every path, the
-//! SessionStart injection, concurrency, and hostile session ids, links and owners.
+//! `SessionStart` injection, concurrency, and hostile session ids, links and owners.
 
 use std::fs;
 use std::io::Write;
@@ -456,9 +456,10 @@ fn sessionstart_splits_a_large_file_and_names_what_does_not_fit() {
         .push((env::PRELOAD_OUTPUT_BUDGET.into(), "3000".into()));
     let worker_home = sb.root().join("worker-home");
     fs::create_dir_all(worker_home.join(".claude")).unwrap();
-    let body: String = (0..600)
-        .map(|i| format!("- progress entry {i:04}\n"))
-        .collect();
+    let body = (0..600)
+        .map(|i| format!("- progress entry {i:04}"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let dispatch = sb.project_file(
         "docs/big-dispatch.md",
         &format!("# Dispatch\n## Progress\n{body}"),
@@ -578,9 +579,7 @@ fn traversal_session_id_never_reaches_a_path() {
         .stdout,
         ""
     );
-    let created = fs::read_dir(marker_dir(&sb))
-        .map(|d| d.count())
-        .unwrap_or(0);
+    let created = fs::read_dir(marker_dir(&sb)).map_or(0, Iterator::count);
     assert_eq!(created, 0, "no marker for an unsafe session id");
     for escaped in [
         sb.root().join("etc/x"),
@@ -712,7 +711,7 @@ fn nobody() -> (nix::unistd::Uid, nix::unistd::Gid) {
 #[test]
 fn markers_of_another_user_are_ignored() {
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: changing owners needs root");
+        // Changing a file's owner needs root; the unit tests of `markers` cover the check.
         return;
     }
     let (uid, gid) = nobody();

@@ -722,6 +722,7 @@ pub fn session_start(input: &HookInput, ctx: &Context) -> Result<HookOutput, Hoo
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::env::Env;
@@ -867,7 +868,10 @@ mod tests {
     fn injection_parts_and_names_what_does_not_fit() {
         let tmp = tempfile::tempdir().unwrap();
         let ctx = ctx_with(tmp.path(), Some("2000"));
-        let big: String = (0..300).map(|i| format!("progress line {i}\n")).collect();
+        let big = (0..300)
+            .map(|i| format!("progress line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let a = tmp.path().join("a.md");
         let b = tmp.path().join("b.md");
         fs::write(&a, &big).unwrap();
