@@ -1,4 +1,5 @@
-//! Hook binary: see `preload_core::hooks::e2e_auto_answer`.
+//! `PreToolUse` (`AskUserQuestion`), test sessions only: answers the agent's questions by
+//! strategy while `E2E_AUTO_ANSWER` is set; otherwise exits at once without reading stdin.
 
 fn main() -> std::process::ExitCode {
     preload_core::hooks::e2e_auto_answer::main()

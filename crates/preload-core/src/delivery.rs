@@ -26,6 +26,19 @@ pub fn trim_trailing_newlines(text: &str) -> &str {
     text.trim_end_matches(['\n', '\r'])
 }
 
+/// Cut `text` to at most `limit` characters, marking a cut with `…` (within the limit).
+pub fn shorten(text: &str, limit: usize) -> String {
+    if chars(text) <= limit {
+        return text.to_owned();
+    }
+    if limit == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(limit - 1).collect();
+    out.push('…');
+    out
+}
+
 /// One delivered file: header, newline, content without trailing newlines, newline.
 pub fn block(path: &str, content: &str) -> String {
     format!("[Preloaded: {path}]\n{}\n", trim_trailing_newlines(content))

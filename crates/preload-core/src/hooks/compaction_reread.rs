@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::clock;
-use crate::delivery::{self, FileBody, chars};
+use crate::delivery::{self, FileBody, chars, shorten};
 use crate::env;
 use crate::markers::{self, MarkerDir, MarkerError};
 use crate::runner::{self, HookEvent};
@@ -463,16 +463,6 @@ pub fn targets(ctx: &Context, reread: &Reread) -> Vec<PathBuf> {
             ..
         } => vec![file.clone()],
     }
-}
-
-/// Cut `text` to at most `limit` characters, marking a cut with `…`.
-pub fn shorten(text: &str, limit: usize) -> String {
-    if chars(text) <= limit {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(limit.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// `items` as `- item` lines within `room` characters; what does not fit is counted in a
