@@ -52,7 +52,7 @@ pub const PRELOAD_LEGACY_MARKER_DIR: &str = "PRELOAD_LEGACY_MARKER_DIR";
 pub const PRELOAD_HANDLER_DIR: &str = "PRELOAD_HANDLER_DIR";
 /// Temporary directory used for caches and markers.
 pub const TMPDIR: &str = "TMPDIR";
-/// Enables the `AskUserQuestion` auto-answer hook and names its strategy.
+/// Enables the AskUserQuestion auto-answer hook and names its strategy.
 pub const E2E_AUTO_ANSWER: &str = "E2E_AUTO_ANSWER";
 /// Seed that makes the `random` auto-answer strategy reproducible.
 pub const E2E_AUTO_ANSWER_SEED: &str = "E2E_AUTO_ANSWER_SEED";

@@ -712,7 +712,6 @@ pub fn session_start(input: &HookInput, ctx: &Context) -> Result<HookOutput, Hoo
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::env::Env;

@@ -346,7 +346,6 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
