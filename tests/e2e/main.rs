@@ -1,0 +1,22 @@
+//! End-to-end scenarios: the real Claude Code client runs a scripted lifecycle against a scripted
+//! model on loopback, with the product's hooks installed the way users install them; the
+//! scenarios judge what the model received. See `docs/e2e.md`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::missing_panics_doc,
+    clippy::similar_names,
+    missing_docs
+)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod client;
+mod harness;
+mod model;
+mod received;
+mod scenarios;
+mod support;
+mod world;

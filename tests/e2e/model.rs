@@ -1,0 +1,480 @@
+//! A scripted model on loopback: a tiny HTTP/1.1 server speaking the Messages API's streaming
+//! format well enough for the Claude Code client, answering each conversation from a script of
+//! steps and recording every request it receives.
+//!
+//! Bounds: it listens on `127.0.0.1:0` only, stops by itself after [`LIFETIME`], answers at most
+//! [`MAX_REQUESTS`] requests, reads with timeouts and caps request sizes.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long a server lives at most, whatever the test does.
+pub const LIFETIME: Duration = Duration::from_secs(150);
+/// How many requests a server answers at most (a runaway loop ends here).
+pub const MAX_REQUESTS: usize = 400;
+/// Largest request body read.
+const MAX_BODY: usize = 32 << 20;
+/// Marker of the client's compaction request (its last user message).
+const COMPACTION_MARKER: &str = "CRITICAL: Respond with TEXT ONLY";
+/// What the scripted model says when a conversation has no steps left.
+pub const FINAL_TEXT: &str = "Done.";
+
+/// One scripted model turn.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Tool calls, made together in one assistant message (`name`, `input`).
+    Tools(Vec<(String, Value)>),
+    /// A final text answer (ends the turn).
+    Text(String),
+}
+
+/// One tool call.
+pub fn tool(name: &str, input: Value) -> Step {
+    Step::Tools(vec![(name.to_owned(), input)])
+}
+
+/// A Bash tool call.
+pub fn bash(command: &str) -> Step {
+    tool(
+        "Bash",
+        json!({"command": command, "description": "scripted step"}),
+    )
+}
+
+/// A conversation the model takes part in: the main one, or a sub-agent's, recognised by a
+/// marker in its first user message.
+#[derive(Debug, Clone)]
+struct Conversation {
+    name: String,
+    marker: Option<String>,
+    steps: VecDeque<Step>,
+}
+
+/// What the model will say, per conversation.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    conversations: Vec<Conversation>,
+}
+
+impl Script {
+    /// A script whose main conversation takes `steps`, then ends with [`FINAL_TEXT`].
+    pub fn main(steps: Vec<Step>) -> Self {
+        Self {
+            conversations: vec![Conversation {
+                name: "main".into(),
+                marker: None,
+                steps: steps.into(),
+            }],
+        }
+    }
+
+    /// Adds a sub-agent conversation named `name`, recognised by `marker` in its first user
+    /// message (put the marker in the Agent tool's `prompt`).
+    pub fn agent(mut self, name: &str, marker: &str, steps: Vec<Step>) -> Self {
+        self.conversations.push(Conversation {
+            name: name.into(),
+            marker: Some(marker.into()),
+            steps: steps.into(),
+        });
+        self
+    }
+
+    fn next(&mut self, first_user_text: &str) -> (String, Step) {
+        let index = self
+            .conversations
+            .iter()
+            .position(|c| {
+                c.marker
+                    .as_deref()
+                    .is_some_and(|m| first_user_text.contains(m))
+            })
+            .unwrap_or(0);
+        match self.conversations.get_mut(index) {
+            Some(c) => (
+                c.name.clone(),
+                c.steps.pop_front().unwrap_or(Step::Text(FINAL_TEXT.into())),
+            ),
+            None => ("main".into(), Step::Text(FINAL_TEXT.into())),
+        }
+    }
+}
+
+/// What kind of request the client sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A model turn of a scripted conversation (by name).
+    Turn(String),
+    /// The client's compaction request.
+    Compaction,
+    /// A side request: title generation, token counting, a probe without tools.
+    Side,
+    /// Anything that is not `POST /v1/messages` (HEAD or GET probes).
+    Other,
+}
+
+/// One recorded request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// HTTP method.
+    pub method: String,
+    /// Request target.
+    pub path: String,
+    /// How the server classified it.
+    pub kind: Kind,
+    /// The parsed JSON body, when there was one.
+    pub body: Option<Value>,
+}
+
+struct Shared {
+    script: Mutex<Script>,
+    requests: Mutex<Vec<Request>>,
+    stop: AtomicBool,
+    served: AtomicUsize,
+    tool_ids: AtomicUsize,
+    deadline: Instant,
+}
+
+/// The running server; stops when dropped.
+pub struct ModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ModelServer {
+    /// Starts a server on `127.0.0.1:0` answering from `script`.
+    pub fn start(script: Script) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
+        let addr = listener.local_addr().expect("local addr");
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script),
+            requests: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            served: AtomicUsize::new(0),
+            tool_ids: AtomicUsize::new(0),
+            deadline: Instant::now() + LIFETIME,
+        });
+        let accept_shared = Arc::clone(&shared);
+        let thread = std::thread::spawn(move || accept_loop(&listener, &accept_shared));
+        Self {
+            addr,
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    /// The base URL for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Replaces the script (for the next client run).
+    pub fn set_script(&self, script: Script) {
+        *self.shared.script.lock().expect("script lock") = script;
+    }
+
+    /// Every request recorded so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.requests.lock().expect("requests lock").clone()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    let mut workers = Vec::new();
+    while !shared.stop.load(Ordering::SeqCst) && Instant::now() < shared.deadline {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                if !peer.ip().is_loopback() || shared.served.load(Ordering::SeqCst) >= MAX_REQUESTS
+                {
+                    continue;
+                }
+                let shared = Arc::clone(shared);
+                workers.push(std::thread::spawn(move || {
+                    let _ = serve(stream, &shared);
+                }));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    for worker in workers {
+        let _ = worker.join();
+    }
+}
+
+/// Serves one connection: one request, one answer, then close.
+fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(20)))?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut length = 0usize;
+    let mut chunked = false;
+    let mut header_bytes = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 {
+            break;
+        }
+        header_bytes += header.len();
+        let header = header.trim_end();
+        if header.is_empty() || header_bytes > 256 << 10 {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap_or((header, ""));
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+        if name == "content-length" {
+            length = value.parse().unwrap_or(0).min(MAX_BODY);
+        } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
+            chunked = true;
+        } else if name == "expect" && value.eq_ignore_ascii_case("100-continue") {
+            writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        }
+    }
+    let body = if chunked {
+        read_chunked(&mut reader)?
+    } else {
+        read_exact(&mut reader, length)?
+    };
+    shared.served.fetch_add(1, Ordering::SeqCst);
+    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+    let (kind, status, content_type, payload) = answer(&method, &path, parsed.as_ref(), shared);
+    shared
+        .requests
+        .lock()
+        .expect("requests lock")
+        .push(Request {
+            method: method.clone(),
+            path,
+            kind,
+            body: parsed,
+        });
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
+         request-id: req_e2e\r\nconnection: close\r\n\r\n",
+        payload.len()
+    );
+    writer.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        writer.write_all(&payload)?;
+    }
+    writer.flush()
+}
+
+fn read_exact(reader: &mut impl Read, length: usize) -> std::io::Result<Vec<u8>> {
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(body)
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size)?;
+        let size =
+            usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+        if size == 0 || body.len() + size > MAX_BODY {
+            let mut end = String::new();
+            let _ = reader.read_line(&mut end);
+            return Ok(body);
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0u8; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+/// Classifies a request and builds the answer: (kind, status line, content type, body).
+fn answer(
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    shared: &Shared,
+) -> (Kind, &'static str, &'static str, Vec<u8>) {
+    const JSON: &str = "application/json";
+    if method != "POST" || !path.starts_with("/v1/messages") {
+        return (Kind::Other, "200 OK", JSON, b"{}".to_vec());
+    }
+    let Some(body) = body else {
+        let error = json!({"type": "error",
+            "error": {"type": "invalid_request_error", "message": "body is not JSON"}});
+        return (
+            Kind::Side,
+            "400 Bad Request",
+            JSON,
+            error.to_string().into_bytes(),
+        );
+    };
+    if path.contains("count_tokens") {
+        let tokens = body.to_string().len() / 4;
+        return (
+            Kind::Side,
+            "200 OK",
+            JSON,
+            json!({"input_tokens": tokens}).to_string().into_bytes(),
+        );
+    }
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let (kind, step) = if last_user_text(body).contains(COMPACTION_MARKER) {
+        (
+            Kind::Compaction,
+            Step::Text("<summary>Scripted summary of the work so far.</summary>".into()),
+        )
+    } else if has_tools {
+        let (name, step) = shared
+            .script
+            .lock()
+            .expect("script lock")
+            .next(&first_user_text(body));
+        (Kind::Turn(name), step)
+    } else {
+        (Kind::Side, Step::Text("Scripted side answer".into()))
+    };
+    let content = content_blocks(&step, shared);
+    let model = body["model"]
+        .as_str()
+        .unwrap_or("claude-scripted")
+        .to_owned();
+    if body["stream"].as_bool() == Some(true) {
+        return (
+            kind,
+            "200 OK",
+            "text/event-stream",
+            stream_events(&model, &content),
+        );
+    }
+    let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+        "model": model, "content": content, "stop_reason": stop_reason(&content),
+        "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}});
+    (kind, "200 OK", JSON, message.to_string().into_bytes())
+}
+
+fn content_blocks(step: &Step, shared: &Shared) -> Vec<Value> {
+    match step {
+        Step::Text(text) => vec![json!({"type": "text", "text": text})],
+        Step::Tools(calls) => calls
+            .iter()
+            .map(|(name, input)| {
+                let n = shared.tool_ids.fetch_add(1, Ordering::SeqCst);
+                json!({"type": "tool_use", "id": format!("toolu_e2e_{n:04}"), "name": name,
+                    "input": input})
+            })
+            .collect(),
+    }
+}
+
+fn stop_reason(content: &[Value]) -> &'static str {
+    if content.iter().any(|c| c["type"] == "tool_use") {
+        "tool_use"
+    } else {
+        "end_turn"
+    }
+}
+
+/// The server-sent events of one streamed message holding `content`.
+fn stream_events(model: &str, content: &[Value]) -> Vec<u8> {
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_e2e",
+        "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    for (index, block) in content.iter().enumerate() {
+        if block["type"] == "tool_use" {
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"],
+                "input": {}}}),
+            );
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}}),
+            );
+        } else {
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""}}),
+            );
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "text_delta", "text": block["text"]}}),
+            );
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta",
+        "delta": {"stop_reason": stop_reason(content), "stop_sequence": null},
+        "usage": {"output_tokens": 5}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out.into_bytes()
+}
+
+/// Every text of a message's content (a string, or text blocks).
+pub fn message_texts(message: &Value) -> Vec<String> {
+    match &message["content"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn first_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| message_texts(m).join("\n"))
+        .unwrap_or_default()
+}
+
+fn last_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| message_texts(m).join("\n"))
+        .unwrap_or_default()
+}

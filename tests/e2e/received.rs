@@ -1,0 +1,341 @@
+//! What the model received: the messages of one recorded request, the `[Preloaded: …]` blocks
+//! in them, the hook contexts the client wrapped around them, and the checks the scenarios make.
+//!
+//! Every check returns the problems it found (empty = pass), so the harness's own tests can show
+//! that a double delivery or a dropped file is caught.
+
+use serde_json::Value;
+
+use crate::model::{Kind, Request};
+
+/// Header of a delivered block.
+pub const HEADER: &str = "[Preloaded: ";
+/// What the client puts between a hook's label and its `additionalContext`.
+const HOOK_CONTEXT: &str = " hook additional context: ";
+/// Texts the client appends after a hook context inside the same system text.
+const CLIENT_SECTIONS: &[&str] = &[
+    "\n\n# Environment\n",
+    "\n\nToday's date is ",
+    "\n\n<system-reminder>",
+];
+
+/// One message as the model sees it.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// `user`, `assistant` or `system`.
+    pub role: String,
+    /// Its texts: text blocks, tool results, string content.
+    pub texts: Vec<String>,
+    /// Its tool calls (`name`, `input`).
+    pub tool_uses: Vec<(String, Value)>,
+}
+
+/// A `[Preloaded: …]` header the model received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The whole header text between the brackets, after `Preloaded: ` (path and part label).
+    pub label: String,
+    /// The file path.
+    pub path: String,
+    /// Index of the message holding it.
+    pub message: usize,
+}
+
+/// One hook's `additionalContext` as the client passed it on.
+#[derive(Debug, Clone)]
+pub struct HookContext {
+    /// The client's label (`SessionStart`, `PostToolUse:Bash`, …).
+    pub label: String,
+    /// The text the hook returned.
+    pub text: String,
+    /// Index of the message holding it.
+    pub message: usize,
+}
+
+/// The conversation carried by one request.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Its messages, in order.
+    pub messages: Vec<Message>,
+}
+
+impl Received {
+    /// The conversation in a request body.
+    pub fn from_body(body: &Value) -> Self {
+        let messages = body["messages"]
+            .as_array()
+            .map(|ms| ms.iter().map(message).collect())
+            .unwrap_or_default();
+        Self { messages }
+    }
+
+    /// The last request of conversation `name` (it carries the whole conversation).
+    pub fn last_of(requests: &[Request], name: &str) -> Option<Self> {
+        requests
+            .iter()
+            .rev()
+            .find(|r| r.kind == Kind::Turn(name.into()))
+            .and_then(|r| r.body.as_ref())
+            .map(Self::from_body)
+    }
+
+    /// The conversation the client asked the model to summarise (the last compaction request).
+    pub fn compacted(requests: &[Request]) -> Option<Self> {
+        requests
+            .iter()
+            .rev()
+            .find(|r| r.kind == Kind::Compaction)
+            .and_then(|r| r.body.as_ref())
+            .map(Self::from_body)
+    }
+
+    /// Every `[Preloaded: …]` header, in order.
+    pub fn headers(&self) -> Vec<Header> {
+        let mut headers = Vec::new();
+        for (index, message) in self.messages.iter().enumerate() {
+            for text in &message.texts {
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find(HEADER) {
+                    let after = &rest[at + HEADER.len()..];
+                    let end = after.find(['\n', ']']).unwrap_or(after.len());
+                    let label = after[..end].to_owned();
+                    let path = label.split(" (part ").next().unwrap_or_default().to_owned();
+                    headers.push(Header {
+                        label,
+                        path,
+                        message: index,
+                    });
+                    rest = &after[end..];
+                }
+            }
+        }
+        headers
+    }
+
+    /// How many headers name `path` (whole files and parts alike).
+    pub fn count(&self, path: &str) -> usize {
+        self.headers().iter().filter(|h| h.path == path).count()
+    }
+
+    /// Index of the first message holding a header for `path`.
+    pub fn first(&self, path: &str) -> Option<usize> {
+        self.headers()
+            .iter()
+            .find(|h| h.path == path)
+            .map(|h| h.message)
+    }
+
+    /// Every hook context, in order.
+    pub fn hook_contexts(&self) -> Vec<HookContext> {
+        let mut found = Vec::new();
+        for (index, message) in self.messages.iter().enumerate() {
+            for text in &message.texts {
+                found.extend(
+                    hook_contexts_in(text)
+                        .into_iter()
+                        .map(|(label, text)| HookContext {
+                            label,
+                            text,
+                            message: index,
+                        }),
+                );
+            }
+        }
+        found
+    }
+
+    /// Characters the hooks added to this conversation.
+    pub fn hook_chars(&self) -> usize {
+        self.hook_contexts()
+            .iter()
+            .map(|c| c.text.chars().count())
+            .sum()
+    }
+
+    /// Index of the assistant message whose Bash call ran a command containing `needle`.
+    pub fn bash_call(&self, needle: &str) -> Option<usize> {
+        self.messages.iter().position(|m| {
+            m.tool_uses.iter().any(|(name, input)| {
+                name == "Bash"
+                    && input["command"]
+                        .as_str()
+                        .is_some_and(|c| c.contains(needle))
+            })
+        })
+    }
+
+    /// Index of the first message with a text containing `needle`.
+    pub fn text_position(&self, needle: &str) -> Option<usize> {
+        self.messages
+            .iter()
+            .position(|m| m.texts.iter().any(|t| t.contains(needle)))
+    }
+
+    /// Problems: a header received more than once, or an `expected` file never received.
+    pub fn check_each_once(&self, expected: &[String]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let headers = self.headers();
+        let mut seen: Vec<&str> = Vec::new();
+        for header in &headers {
+            if seen.contains(&header.label.as_str()) {
+                continue;
+            }
+            seen.push(&header.label);
+            let messages: Vec<usize> = headers
+                .iter()
+                .filter(|h| h.label == header.label)
+                .map(|h| h.message)
+                .collect();
+            if messages.len() > 1 {
+                problems.push(format!(
+                    "delivered {} times (messages {messages:?}): {}",
+                    messages.len(),
+                    header.label
+                ));
+            }
+        }
+        for path in expected {
+            if !headers.iter().any(|h| &h.path == path) {
+                problems.push(format!("never delivered: {path}"));
+            }
+        }
+        problems
+    }
+
+    /// Problems: a file of `paths` first received outside messages `from..=to`.
+    pub fn check_arrives_within(
+        &self,
+        paths: &[String],
+        from: usize,
+        to: usize,
+        when: &str,
+    ) -> Vec<String> {
+        paths
+            .iter()
+            .filter_map(|path| match self.first(path) {
+                Some(at) if (from..=to).contains(&at) => None,
+                Some(at) => Some(format!(
+                    "{path} arrived at message {at}, not {when} ({from}..={to})"
+                )),
+                None => Some(format!("{path} never arrived ({when})")),
+            })
+            .collect()
+    }
+
+    /// Problems: a header for a file ending with `suffix` at or after message `from`.
+    pub fn check_absent_after(&self, suffix: &str, from: usize) -> Vec<String> {
+        self.headers()
+            .iter()
+            .filter(|h| h.path.ends_with(suffix) && h.message >= from)
+            .map(|h| {
+                format!(
+                    "{} re-sent at message {} (after message {from})",
+                    h.label, h.message
+                )
+            })
+            .collect()
+    }
+
+    /// Problems: a hook context holding the two characters backslash-n.
+    pub fn check_no_literal_newlines(&self) -> Vec<String> {
+        self.hook_contexts()
+            .iter()
+            .filter(|c| c.text.contains("\\n"))
+            .map(|c| {
+                let at = c.text.find("\\n").unwrap_or(0);
+                let from = c.text[..at]
+                    .char_indices()
+                    .rev()
+                    .nth(40)
+                    .map_or(0, |(i, _)| i);
+                format!(
+                    "literal backslash-n in {} context: …{}…",
+                    c.label,
+                    &c.text[from..at + 2]
+                )
+            })
+            .collect()
+    }
+}
+
+fn message(value: &Value) -> Message {
+    let role = value["role"].as_str().unwrap_or_default().to_owned();
+    let mut texts = Vec::new();
+    let mut tool_uses = Vec::new();
+    match &value["content"] {
+        Value::String(s) => texts.push(s.clone()),
+        Value::Array(blocks) => {
+            for block in blocks {
+                match block["type"].as_str() {
+                    Some("tool_use") => tool_uses.push((
+                        block["name"].as_str().unwrap_or_default().to_owned(),
+                        block["input"].clone(),
+                    )),
+                    Some("tool_result") => match &block["content"] {
+                        Value::String(s) => texts.push(s.clone()),
+                        Value::Array(parts) => {
+                            texts.extend(
+                                parts
+                                    .iter()
+                                    .filter_map(|p| p["text"].as_str().map(str::to_owned)),
+                            );
+                        }
+                        _ => {}
+                    },
+                    _ => texts.extend(block["text"].as_str().map(str::to_owned)),
+                }
+            }
+        }
+        _ => {}
+    }
+    Message {
+        role,
+        texts,
+        tool_uses,
+    }
+}
+
+/// The (label, text) of every hook context in one text.
+fn hook_contexts_in(text: &str) -> Vec<(String, String)> {
+    let mut starts = Vec::new();
+    let mut search = 0;
+    while let Some(found) = text[search..].find(HOOK_CONTEXT) {
+        let at = search + found;
+        let label_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        starts.push((
+            label_start,
+            at + HOOK_CONTEXT.len(),
+            text[label_start..at].to_owned(),
+        ));
+        search = at + HOOK_CONTEXT.len();
+    }
+    let mut contexts = Vec::new();
+    for (i, (_, body_start, label)) in starts.iter().enumerate() {
+        let mut end = starts
+            .get(i + 1)
+            .map_or(text.len(), |(label_start, _, _)| *label_start);
+        for section in CLIENT_SECTIONS {
+            if let Some(at) = text[*body_start..end].find(section) {
+                end = end.min(body_start + at);
+            }
+        }
+        let body = text[*body_start..end].trim_end_matches('\n').to_owned();
+        contexts.push((label.clone(), body));
+    }
+    contexts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_contexts_are_cut_at_the_next_label_and_client_sections() {
+        let text = "SessionStart hook additional context: [Preloaded: /a]\nA\n\n[Preloaded: /b]\nB\n\n\
+                    SessionStart hook additional context: C\n\n# Environment\nYou have been";
+        let found = hook_contexts_in(text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].1, "[Preloaded: /a]\nA\n\n[Preloaded: /b]\nB");
+        assert_eq!(found[1].1, "C");
+    }
+}
