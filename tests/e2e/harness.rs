@@ -45,7 +45,7 @@ fn run_with(scenario: &str, world: &mut World, hooks: &[Hook]) -> Option<Receive
     let run = client::run(&claude, world, &server, "Read the parser.", None);
     run.assert_ok();
     let requests = server.requests();
-    dump(scenario, &requests);
+    dump(scenario, &requests, world);
     Some(Received::last_of(&requests, "main").expect("the main conversation reached the model"))
 }
 

@@ -137,7 +137,7 @@ struct Shared {
     requests: Mutex<Vec<Request>>,
     stop: AtomicBool,
     served: AtomicUsize,
-    tool_ids: AtomicUsize,
+    ids: AtomicUsize,
     deadline: Instant,
 }
 
@@ -161,7 +161,7 @@ impl ModelServer {
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             served: AtomicUsize::new(0),
-            tool_ids: AtomicUsize::new(0),
+            ids: AtomicUsize::new(0),
             deadline: Instant::now() + LIFETIME,
         });
         let accept_shared = Arc::clone(&shared);
@@ -362,15 +362,13 @@ fn answer(
         .as_str()
         .unwrap_or("claude-scripted")
         .to_owned();
+    // Every message needs its own id: the client merges the blocks of messages sharing one.
+    let id = format!("msg_e2e_{:04}", shared.ids.fetch_add(1, Ordering::SeqCst));
     if body["stream"].as_bool() == Some(true) {
-        return (
-            kind,
-            "200 OK",
-            "text/event-stream",
-            stream_events(&model, &content),
-        );
+        let events = stream_events(&id, &model, &content);
+        return (kind, "200 OK", "text/event-stream", events);
     }
-    let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+    let message = json!({"id": id, "type": "message", "role": "assistant",
         "model": model, "content": content, "stop_reason": stop_reason(&content),
         "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}});
     (kind, "200 OK", JSON, message.to_string().into_bytes())
@@ -382,7 +380,7 @@ fn content_blocks(step: &Step, shared: &Shared) -> Vec<Value> {
         Step::Tools(calls) => calls
             .iter()
             .map(|(name, input)| {
-                let n = shared.tool_ids.fetch_add(1, Ordering::SeqCst);
+                let n = shared.ids.fetch_add(1, Ordering::SeqCst);
                 json!({"type": "tool_use", "id": format!("toolu_e2e_{n:04}"), "name": name,
                     "input": input})
             })
@@ -399,14 +397,14 @@ fn stop_reason(content: &[Value]) -> &'static str {
 }
 
 /// The server-sent events of one streamed message holding `content`.
-fn stream_events(model: &str, content: &[Value]) -> Vec<u8> {
+fn stream_events(id: &str, model: &str, content: &[Value]) -> Vec<u8> {
     let mut out = String::new();
     let mut event = |name: &str, data: Value| {
         out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
     };
     event(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_e2e",
+        json!({"type": "message_start", "message": {"id": id,
         "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": null, "stop_sequence": null,
         "usage": {"input_tokens": 10, "output_tokens": 1}}}),

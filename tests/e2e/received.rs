@@ -100,11 +100,11 @@ impl Received {
                     let end = after.find(['\n', ']']).unwrap_or(after.len());
                     let label = after[..end].to_owned();
                     let path = label.split(" (part ").next().unwrap_or_default().to_owned();
-                    headers.push(Header {
-                        label,
-                        path,
-                        message: index,
-                    });
+                    // Only an absolute path names a delivered file; prose that shows the
+                    // header's form (`[Preloaded: …]`) is no block.
+                    if path.starts_with('/') {
+                        headers.push(Header { label, path, message: index });
+                    }
                     rest = &after[end..];
                 }
             }

@@ -118,11 +118,14 @@ pub fn report_cost(scenario: &str, conversation: &str, received: &Received) {
     ));
 }
 
-/// Saves every recorded request of `scenario` under `target/e2e/` and returns the file.
-pub fn dump(scenario: &str, requests: &[Request]) -> PathBuf {
-    let dir = repo().join("target/e2e");
+/// Saves every recorded request of `scenario` under `target/e2e/<scenario>/requests.json`, with
+/// the hooks' delivery log, the settings and the state files of `world`; returns the requests
+/// file.
+pub fn dump(scenario: &str, requests: &[Request], world: &World) -> PathBuf {
+    let dir = repo().join("target/e2e").join(scenario);
+    let _ = fs::remove_dir_all(&dir);
     let _ = fs::create_dir_all(&dir);
-    let path = dir.join(format!("{scenario}.json"));
+    let path = dir.join("requests.json");
     let all: Vec<Value> = requests
         .iter()
         .map(|r| {
@@ -130,11 +133,27 @@ pub fn dump(scenario: &str, requests: &[Request]) -> PathBuf {
                 "body": r.body})
         })
         .collect();
-    let _ = fs::write(
-        &path,
-        serde_json::to_string_pretty(&all).unwrap_or_default(),
-    );
+    let _ = fs::write(&path, serde_json::to_string_pretty(&all).unwrap_or_default());
+    let _ = fs::copy(&world.sandbox.log, dir.join("delivery-log.jsonl"));
+    let _ = fs::copy(world.settings_path(), dir.join("settings.local.json"));
+    if world.sandbox.sessions.is_dir() {
+        let _ = copy_tree_files(&world.sandbox.sessions, &dir.join("sessions"));
+    }
     path
+}
+
+fn copy_tree_files(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree_files(&entry.path(), &target)?;
+        } else if entry.file_type()?.is_file() {
+            fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Fails with every problem, the headers received, and where the requests were saved.
@@ -236,18 +255,29 @@ impl<'a> Paths<'a> {
             .collect()
     }
 
-    /// Directives a Read under `packages/estimate/` discovers for `/implement` (which declares
-    /// `TESTING.md` and `PITFALLS.md`).
-    pub fn estimate_directives(&self) -> Vec<String> {
+    /// Directives any first touch under `packages/estimate/` discovers (core names).
+    pub fn core_directives(&self) -> Vec<String> {
         [
             ".directives/AGENTS.md",
             ".directives/INVARIANTS.md",
             "packages/estimate/.directives/INVARIANTS.md",
-            "packages/estimate/.directives/TESTING.md",
-            "packages/estimate/.directives/PITFALLS.md",
         ]
         .iter()
         .map(|f| self.project(f))
         .collect()
+    }
+
+    /// Directives only an Edit or Write under `packages/estimate/` discovers, because
+    /// `/implement` declares them.
+    pub fn skill_directives(&self) -> Vec<String> {
+        ["TESTING.md", "PITFALLS.md"]
+            .iter()
+            .map(|f| self.project(&format!("packages/estimate/.directives/{f}")))
+            .collect()
+    }
+
+    /// Command files by name.
+    pub fn cmds(&self, names: &[&str]) -> Vec<String> {
+        names.iter().map(|c| self.cmd(c)).collect()
     }
 }

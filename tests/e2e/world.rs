@@ -15,6 +15,17 @@ use crate::common::{Sandbox, bin};
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
 
+/// The engine's rules file for the scenarios: its `preload` rule alone (delivers
+/// `pendingPreloads` on the next tool call), without the session gate and heartbeat rules that a
+/// scripted model with a stand-in engine cannot satisfy.
+pub const PRELOAD_RULE: &str = r#"[
+  {"id": "preload", "description": "deliver queued preloads",
+   "trigger": {"type": "discovery", "condition": {"field": "pendingPreloads", "nonEmpty": true}},
+   "payload": {"preload": "$pendingPreloads"}, "mode": "preload", "urgency": "allow",
+   "priority": 20, "inject": "always"}
+]
+"#;
+
 /// One hook registration: event, matcher, executable, arguments, timeout in seconds.
 #[derive(Debug, Clone)]
 pub struct Hook {
@@ -142,6 +153,7 @@ impl World {
         let bin_dir = sandbox.root().join("bin");
         fs::create_dir_all(&bin_dir).expect("bin dir");
         write_script(&bin_dir.join("engine"), &engine_stand_in(&bin("preload")));
+        fs::write(sandbox.home.join(".claude/engine/guards.json"), PRELOAD_RULE).expect("guards.json");
         Self {
             cwd: sandbox.project.clone(),
             sandbox,
