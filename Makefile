@@ -46,3 +46,8 @@ check: lint test
 
 clean:
 	$(CARGO) clean
+
+## The end-to-end scenarios alone: the real Claude Code client (PRELOAD_E2E_CLAUDE, or the
+## project-local install in .e2e/ that .ci/run makes) against a scripted model on loopback.
+e2e:
+	$(CARGO) test --locked --test e2e -- --nocapture

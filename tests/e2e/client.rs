@@ -110,7 +110,9 @@ pub fn run(
     let mut cmd = Command::new(claude);
     cmd.arg("-p")
         .arg(prompt)
-        .args(["--output-format", "json", "--max-turns", "60"]);
+        .args(["--output-format", "json", "--max-turns", "60"])
+        // A 100k window, so a scripted answer reporting a nearly full one triggers compaction.
+        .args(["--autocompact", "100000"]);
     cmd.arg("--allowedTools").args(ALLOWED_TOOLS);
     if let Some(id) = resume {
         cmd.args(["--resume", id]);

@@ -101,7 +101,9 @@ fn harness_catches_a_dropped_file_and_passes_a_clean_delivery() {
         vec![format!("never delivered: {b}")]
     );
     assert!(
-        received.check_each_once(&[a.clone()]).is_empty(),
+        received
+            .check_each_once(std::slice::from_ref(&a))
+            .is_empty(),
         "a clean delivery passes"
     );
     assert!(received.check_no_literal_newlines().is_empty());

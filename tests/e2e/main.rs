@@ -6,6 +6,7 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::missing_panics_doc,
+    clippy::panic,
     clippy::similar_names,
     missing_docs
 )]

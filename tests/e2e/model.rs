@@ -6,6 +6,7 @@
 //! [`MAX_REQUESTS`] requests, reads with timeouts and caps request sizes.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,6 +34,17 @@ pub enum Step {
     Tools(Vec<(String, Value)>),
     /// A final text answer (ends the turn).
     Text(String),
+    /// A step whose answer reports a nearly full context window ([`HEAVY_INPUT_TOKENS`] input
+    /// tokens), so the client compacts before its next request.
+    Heavy(Box<Step>),
+}
+
+/// Input tokens a [`Step::Heavy`] answer reports.
+pub const HEAVY_INPUT_TOKENS: u64 = 960_000;
+
+/// Marks `step` as filling the context window.
+pub fn heavy(step: Step) -> Step {
+    Step::Heavy(Box::new(step))
 }
 
 /// One tool call.
@@ -357,6 +369,10 @@ fn answer(
     } else {
         (Kind::Side, Step::Text("Scripted side answer".into()))
     };
+    let (step, input_tokens) = match step {
+        Step::Heavy(inner) => (*inner, HEAVY_INPUT_TOKENS),
+        other => (other, 10),
+    };
     let content = content_blocks(&step, shared);
     let model = body["model"]
         .as_str()
@@ -365,18 +381,19 @@ fn answer(
     // Every message needs its own id: the client merges the blocks of messages sharing one.
     let id = format!("msg_e2e_{:04}", shared.ids.fetch_add(1, Ordering::SeqCst));
     if body["stream"].as_bool() == Some(true) {
-        let events = stream_events(&id, &model, &content);
+        let events = stream_events(&id, &model, &content, input_tokens);
         return (kind, "200 OK", "text/event-stream", events);
     }
     let message = json!({"id": id, "type": "message", "role": "assistant",
         "model": model, "content": content, "stop_reason": stop_reason(&content),
-        "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5}});
+        "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 5}});
     (kind, "200 OK", JSON, message.to_string().into_bytes())
 }
 
 fn content_blocks(step: &Step, shared: &Shared) -> Vec<Value> {
     match step {
         Step::Text(text) => vec![json!({"type": "text", "text": text})],
+        Step::Heavy(inner) => content_blocks(inner, shared),
         Step::Tools(calls) => calls
             .iter()
             .map(|(name, input)| {
@@ -397,17 +414,17 @@ fn stop_reason(content: &[Value]) -> &'static str {
 }
 
 /// The server-sent events of one streamed message holding `content`.
-fn stream_events(id: &str, model: &str, content: &[Value]) -> Vec<u8> {
+fn stream_events(id: &str, model: &str, content: &[Value], input_tokens: u64) -> Vec<u8> {
     let mut out = String::new();
     let mut event = |name: &str, data: Value| {
-        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        let _ = write!(out, "event: {name}\ndata: {data}\n\n");
     };
     event(
         "message_start",
         json!({"type": "message_start", "message": {"id": id,
         "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}),
     );
     for (index, block) in content.iter().enumerate() {
         if block["type"] == "tool_use" {
@@ -443,7 +460,7 @@ fn stream_events(id: &str, model: &str, content: &[Value]) -> Vec<u8> {
         "message_delta",
         json!({"type": "message_delta",
         "delta": {"stop_reason": stop_reason(content), "stop_sequence": null},
-        "usage": {"output_tokens": 5}}),
+        "usage": {"input_tokens": input_tokens, "output_tokens": 5}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out.into_bytes()

@@ -22,8 +22,6 @@ const CLIENT_SECTIONS: &[&str] = &[
 /// One message as the model sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
-    /// `user`, `assistant` or `system`.
-    pub role: String,
     /// Its texts: text blocks, tool results, string content.
     pub texts: Vec<String>,
     /// Its tool calls (`name`, `input`).
@@ -48,8 +46,6 @@ pub struct HookContext {
     pub label: String,
     /// The text the hook returned.
     pub text: String,
-    /// Index of the message holding it.
-    pub message: usize,
 }
 
 /// The conversation carried by one request.
@@ -103,7 +99,11 @@ impl Received {
                     // Only an absolute path names a delivered file; prose that shows the
                     // header's form (`[Preloaded: …]`) is no block.
                     if path.starts_with('/') {
-                        headers.push(Header { label, path, message: index });
+                        headers.push(Header {
+                            label,
+                            path,
+                            message: index,
+                        });
                     }
                     rest = &after[end..];
                 }
@@ -128,16 +128,12 @@ impl Received {
     /// Every hook context, in order.
     pub fn hook_contexts(&self) -> Vec<HookContext> {
         let mut found = Vec::new();
-        for (index, message) in self.messages.iter().enumerate() {
+        for message in &self.messages {
             for text in &message.texts {
                 found.extend(
                     hook_contexts_in(text)
                         .into_iter()
-                        .map(|(label, text)| HookContext {
-                            label,
-                            text,
-                            message: index,
-                        }),
+                        .map(|(label, text)| HookContext { label, text }),
                 );
             }
         }
@@ -259,7 +255,6 @@ impl Received {
 }
 
 fn message(value: &Value) -> Message {
-    let role = value["role"].as_str().unwrap_or_default().to_owned();
     let mut texts = Vec::new();
     let mut tool_uses = Vec::new();
     match &value["content"] {
@@ -288,11 +283,7 @@ fn message(value: &Value) -> Message {
         }
         _ => {}
     }
-    Message {
-        role,
-        texts,
-        tool_uses,
-    }
+    Message { texts, tool_uses }
 }
 
 /// The (label, text) of every hook context in one text.

@@ -133,7 +133,10 @@ pub fn dump(scenario: &str, requests: &[Request], world: &World) -> PathBuf {
                 "body": r.body})
         })
         .collect();
-    let _ = fs::write(&path, serde_json::to_string_pretty(&all).unwrap_or_default());
+    let _ = fs::write(
+        &path,
+        serde_json::to_string_pretty(&all).unwrap_or_default(),
+    );
     let _ = fs::copy(&world.sandbox.log, dir.join("delivery-log.jsonl"));
     let _ = fs::copy(world.settings_path(), dir.join("settings.local.json"));
     if world.sandbox.sessions.is_dir() {

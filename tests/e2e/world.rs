@@ -153,7 +153,11 @@ impl World {
         let bin_dir = sandbox.root().join("bin");
         fs::create_dir_all(&bin_dir).expect("bin dir");
         write_script(&bin_dir.join("engine"), &engine_stand_in(&bin("preload")));
-        fs::write(sandbox.home.join(".claude/engine/guards.json"), PRELOAD_RULE).expect("guards.json");
+        fs::write(
+            sandbox.home.join(".claude/engine/guards.json"),
+            PRELOAD_RULE,
+        )
+        .expect("guards.json");
         Self {
             cwd: sandbox.project.clone(),
             sandbox,
