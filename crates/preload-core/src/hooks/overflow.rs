@@ -206,6 +206,13 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
             return Ok(Target::Session(dir));
         }
     }
+    // The session this process last used, now unreadable: fail open rather than gate.
+    if let Ok(text) = fs::read_to_string(session::cache_file(ctx)) {
+        let cached = Path::new(text.trim()).join(STATE_FILE);
+        if let Err(err @ state::StateError::Corrupt { .. }) = state::load(&cached) {
+            return Err(err.into());
+        }
+    }
     if ctx.env.is_one(env::PRELOAD_AUTO_ACTIVATE) {
         if let Some(dir) = auto_activate(ctx, sessions)? {
             return Ok(Target::Session(dir));
@@ -302,9 +309,8 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
             return Plan::default();
         }
     }
-    let quiet = s.flag("loading")
-        || s.flag("overflowed")
-        || QUIET_LIFECYCLES.contains(&lifecycle.as_str());
+    let quiet =
+        s.flag("loading") || s.flag("overflowed") || QUIET_LIFECYCLES.contains(&lifecycle.as_str());
     if in_session && !quiet && !UNCOUNTED_TOOLS.contains(&call.tool) {
         count(call, s);
     }
@@ -351,11 +357,25 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
     };
     let mut delivered: Vec<String> = Vec::new();
     if !verdict.deny.is_empty() {
-        plan.deny = Some(deny_reason(ctx, call, s, session_dir, &verdict.deny, &mut plan));
+        plan.deny = Some(deny_reason(
+            ctx,
+            call,
+            s,
+            session_dir,
+            &verdict.deny,
+            &mut plan,
+        ));
         delivered.extend(verdict.deny.iter().map(|m| m.id.clone()));
     }
     if !matches!(target, Target::Nowhere) {
-        delivered.extend(stash_allow(ctx, call, s, session_dir, &verdict.allow, &mut plan));
+        delivered.extend(stash_allow(
+            ctx,
+            call,
+            s,
+            session_dir,
+            &verdict.allow,
+            &mut plan,
+        ));
         if !delivered.is_empty() {
             let injected = s.object_mut("injectedRules");
             for id in &delivered {
@@ -433,7 +453,13 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
 
 /// Claim a preload rule's files within `room` characters; the blocks, or none when there is no
 /// room (the files stay queued).
-fn claim(ctx: &Context, s: &mut State, rule: &Matched, room: usize, plan: &mut Plan) -> Vec<String> {
+fn claim(
+    ctx: &Context,
+    s: &mut State,
+    rule: &Matched,
+    room: usize,
+    plan: &mut Plan,
+) -> Vec<String> {
     if room < MIN_BUDGET {
         return Vec::new();
     }
@@ -480,12 +506,7 @@ fn deny_reason(
         .iter()
         .map(|m| text_of(ctx, call, s, session_dir, m, true))
         .collect();
-    let fixed: usize = chars(&header)
-        + texts
-            .iter()
-            .flatten()
-            .map(|t| chars(t) + 1)
-            .sum::<usize>();
+    let fixed: usize = chars(&header) + texts.iter().flatten().map(|t| chars(t) + 1).sum::<usize>();
     let mut parts = Vec::with_capacity(deny.len());
     for (rule, text) in deny.iter().zip(texts) {
         if rule.urgency.is_blocking() && rule.mode == Mode::Paste {
@@ -759,7 +780,10 @@ mod tests {
         let stash = s.get(STASH).unwrap().as_array().unwrap();
         assert_eq!(stash.len(), 1);
         let content = stash[0]["content"].as_str().unwrap();
-        assert!(content.starts_with("[warn: heartbeat] §CMD_APPEND_LOG (3/10) ["), "{content}");
+        assert!(
+            content.starts_with("[warn: heartbeat] §CMD_APPEND_LOG (3/10) ["),
+            "{content}"
+        );
         assert!(content.contains("| Context: 42%]\n    $ engine log sessions/s/IMPLEMENTATION_LOG.md <<'EOF' [Template: TEMPLATE_IMPLEMENTATION_LOG.md] ... EOF"), "{content}");
         for _ in 3..9 {
             handle(&read, &ctx).unwrap();
@@ -767,10 +791,14 @@ mod tests {
         let HookOutput::Deny(reason) = handle(&read, &ctx).unwrap() else {
             panic!("tenth call is denied")
         };
-        assert!(reason.starts_with("[block: heartbeat-block]\n[warn: heartbeat] §CMD_APPEND_LOG (10/10)"));
+        assert!(
+            reason
+                .starts_with("[block: heartbeat-block]\n[warn: heartbeat] §CMD_APPEND_LOG (10/10)")
+        );
         let task = input(json!({"tool_name": "Task", "tool_input": {}}));
         assert_eq!(handle(&task, &ctx).unwrap(), HookOutput::Allow(None));
-        let log = input(json!({"tool_name": "Bash", "tool_input": {"command": "engine log x <<'EOF'"}}));
+        let log =
+            input(json!({"tool_name": "Bash", "tool_input": {"command": "engine log x <<'EOF'"}}));
         assert_eq!(handle(&log, &ctx).unwrap(), HookOutput::Allow(None));
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 0);
@@ -788,13 +816,19 @@ mod tests {
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 1);
         assert_eq!(s.str("lastEditFile_main.jsonl"), Some("/x/a.rs"));
-        let sub = input(json!({"tool_name": "Edit", "agent_id": "a1", "tool_input": {"file_path": "/x/a.rs"}}));
+        let sub = input(
+            json!({"tool_name": "Edit", "agent_id": "a1", "tool_input": {"file_path": "/x/a.rs"}}),
+        );
         handle(&sub, &ctx).unwrap();
         handle(&sub, &ctx).unwrap();
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "sub:a1"), 1);
         assert_eq!(s.str("lastEditFile_sub:a1"), Some("/x/a.rs"));
-        assert_eq!(s.number(SINCE_LAST_LOG), Some(1.0), "parent's copy untouched");
+        assert_eq!(
+            s.number(SINCE_LAST_LOG),
+            Some(1.0),
+            "parent's copy untouched"
+        );
         let other = input(json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}));
         handle(&other, &ctx).unwrap();
         let s = state::load(&path).unwrap();
@@ -809,11 +843,17 @@ mod tests {
             "mode": "inline", "urgency": "block", "priority": 2, "whitelist": ["AskUserQuestion"]}]);
         let f = fixture(&gate);
         let ctx = f.ctx(&[]);
-        let out = handle(&input(json!({"tool_name": "Grep", "tool_input": {"pattern": "x"}})), &ctx)
-            .unwrap();
+        let out = handle(
+            &input(json!({"tool_name": "Grep", "tool_input": {"pattern": "x"}})),
+            &ctx,
+        )
+        .unwrap();
         assert_eq!(
             out,
-            HookOutput::Deny("[block: session-gate]\n[block: session] no active session (lifecycle: none).".into())
+            HookOutput::Deny(
+                "[block: session-gate]\n[block: session] no active session (lifecycle: none)."
+                    .into()
+            )
         );
         let ask = handle(&input(json!({"tool_name": "AskUserQuestion"})), &ctx).unwrap();
         assert_eq!(ask, HookOutput::Allow(None));
@@ -825,7 +865,11 @@ mod tests {
     fn auto_activation_is_opt_in() {
         let f = fixture(&json!([]));
         let ctx = f.ctx(&[(env::PRELOAD_AUTO_ACTIVATE, "1")]);
-        handle(&input(json!({"tool_name": "Bash", "tool_input": {"command": "ls"}})), &ctx).unwrap();
+        handle(
+            &input(json!({"tool_name": "Bash", "tool_input": {"command": "ls"}})),
+            &ctx,
+        )
+        .unwrap();
         let made: Vec<_> = fs::read_dir(f.project.join("sessions"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -835,17 +879,27 @@ mod tests {
         let s = state::load(&f.project.join("sessions").join(&made[0]).join(STATE_FILE)).unwrap();
         assert_eq!(s.str("skill"), Some("do"));
         assert_eq!(s.str("lifecycle"), Some("active"));
-        assert_eq!(rules::counter(&s, "main.jsonl"), 1, "the call that created it counts");
+        assert_eq!(
+            rules::counter(&s, "main.jsonl"),
+            1,
+            "the call that created it counts"
+        );
     }
 
     #[test]
     fn block_paths_are_read_from_headers() {
-        assert_eq!(block_path("[Preloaded: /a/b.md]\nx\n"), Some("/a/b.md".into()));
+        assert_eq!(
+            block_path("[Preloaded: /a/b.md]\nx\n"),
+            Some("/a/b.md".into())
+        );
         assert_eq!(
             block_path("[Override: shadows /g]\n[Preloaded: /a/CMD_X.md]\nx"),
             Some("/a/CMD_X.md".into())
         );
-        assert_eq!(block_path("[Preloaded: /a/big.md (part 2/3)]\nx"), Some("/a/big.md".into()));
+        assert_eq!(
+            block_path("[Preloaded: /a/big.md (part 2/3)]\nx"),
+            Some("/a/big.md".into())
+        );
         assert_eq!(block_path("nothing"), None);
     }
 }
