@@ -11,6 +11,7 @@ use crate::common::{Answer, Sandbox, read_json, strings};
 pub const BIN: &str = "preload-overflow";
 
 /// Run the hook for a parent call.
+#[allow(clippy::needless_pass_by_value)]
 pub fn call(sb: &Sandbox, tool: &str, input: Value) -> Answer {
     let answer = sb.run(BIN, json!({"tool_name": tool, "tool_input": input}));
     answer.assert_contract();
@@ -18,6 +19,7 @@ pub fn call(sb: &Sandbox, tool: &str, input: Value) -> Answer {
 }
 
 /// Run the hook for a sub-agent call.
+#[allow(clippy::needless_pass_by_value)]
 pub fn sub_call(sb: &Sandbox, agent: &str, tool: &str, input: Value) -> Answer {
     let answer = sb.run(
         BIN,
@@ -224,7 +226,7 @@ fn low_context_and_no_matching_rule_allow() {
 #[test]
 fn stale_new_and_missing_pending_files() {
     let sb = Sandbox::new();
-    let stale = sb
+    let old = sb
         .project
         .join("docs/TOC.md")
         .to_string_lossy()
@@ -242,14 +244,14 @@ fn stale_new_and_missing_pending_files() {
     let missing = sb.project.join("nope.md").to_string_lossy().into_owned();
     sb.active_session(
         "s",
-        &json!({"preloadedFiles": [stale], "pendingPreloads": [stale, a, b, missing]}),
+        &json!({"preloadedFiles": [old], "pendingPreloads": [old, a, b, missing]}),
     );
     assert!(allowed(&call(&sb, "Bash", json!({"command": "ls"}))));
     let state = sb.state("s");
     assert!(strings(&state, "pendingPreloads").is_empty(), "{state}");
-    let pre = strings(&state, "preloadedFiles");
-    assert!(pre.contains(&a) && pre.contains(&b) && !pre.contains(&missing));
-    assert_eq!(pre.iter().filter(|p| **p == stale).count(), 1);
+    let in_context = strings(&state, "preloadedFiles");
+    assert!(in_context.contains(&a) && in_context.contains(&b) && !in_context.contains(&missing));
+    assert_eq!(in_context.iter().filter(|p| **p == old).count(), 1);
     let content = stash(&state)[0]["content"].as_str().unwrap().to_owned();
     assert!(
         content.starts_with(&format!("[Preloaded: {a}]\n")),

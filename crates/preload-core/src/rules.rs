@@ -39,7 +39,7 @@ pub enum Mode {
     Inline,
     /// "REQUIRED: Read these files: …".
     Read,
-    /// `payload.command` typed into the tmux pane (the text itself without tmux).
+    /// `payload.command` typed into the `tmux` pane (the text itself without `tmux`).
     Paste,
     /// The files of `payload.preload` delivered as `[Preloaded: …]` blocks.
     Preload,
@@ -59,7 +59,7 @@ impl Mode {
 /// Whether a matched rule lets the tool run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Urgency {
-    /// The tool runs; the content is stashed for PostToolUse.
+    /// The tool runs; the content is stashed for `PostToolUse`.
     Allow,
     /// The tool is denied with the content as the reason.
     Block,
@@ -296,8 +296,18 @@ pub fn counter(state: &State, key: &str) -> u64 {
         .get("toolCallsByTranscript")
         .and_then(|m| m.get(key))
         .and_then(number_of)
-        .filter(|n| *n >= 0.0)
-        .map_or(0, |n| n as u64)
+        .map_or(0, whole)
+}
+
+/// A JSON number as a whole count: negative and non-finite values are 0, fractions cut,
+/// values past `u64::MAX` saturate.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn whole(n: f64) -> u64 {
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
 }
 
 /// A rule that matched, with its payload resolved against the state.
@@ -693,16 +703,20 @@ pub fn rule_text(rule: &Matched, blocking: bool) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn state(v: Value) -> State {
-        State(v.as_object().unwrap().clone())
+        match v {
+            Value::Object(map) => State(map),
+            other => panic!("not an object: {other}"),
+        }
     }
 
-    fn rule(v: Value) -> Rule {
-        Rule::from_value(&v, 0).unwrap()
+    fn rule(v: &Value) -> Rule {
+        Rule::from_value(v, 0).unwrap()
     }
 
     fn facts<'a>(s: &'a State, key: Option<&'a str>, tool: Option<&'a str>) -> Facts<'a> {
@@ -757,7 +771,7 @@ mod tests {
     #[test]
     fn seeding_none_and_missing_lifecycles_are_not_active_sessions() {
         let gate = rule(
-            json!({"id": "g", "trigger": {"type": "lifecycle", "condition": {"noActiveSession": true}}}),
+            &json!({"id": "g", "trigger": {"type": "lifecycle", "condition": {"noActiveSession": true}}}),
         );
         for (lc, hit) in [
             (json!("seeding"), true),
@@ -782,7 +796,7 @@ mod tests {
         assert!((overflow_threshold(true, Some("0.5")) - 0.95).abs() < 1e-9);
         assert!((overflow_threshold(false, Some("junk")) - 0.76).abs() < 1e-9);
         let r = rule(
-            json!({"id": "o", "trigger": {"type": "contextThreshold", "condition": {"gte": "OVERFLOW_THRESHOLD"}}}),
+            &json!({"id": "o", "trigger": {"type": "contextThreshold", "condition": {"gte": "OVERFLOW_THRESHOLD"}}}),
         );
         let s = state(json!({"contextUsage": 0.8}));
         let mut f = facts(&s, None, None);

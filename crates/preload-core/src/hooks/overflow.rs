@@ -1,4 +1,4 @@
-//! `preload-overflow` (PreToolUse `*`): the guard engine of `guards.json`.
+//! `preload-overflow` (`PreToolUse` `*`): the guard engine of `guards.json`.
 //!
 //! One call: the `engine log` / `engine session` bypasses, then ONE locked update of the state
 //! that does the lifecycle bypasses, the per-agent tool-call counter, directive discovery, rule
@@ -515,14 +515,13 @@ fn deny_reason(
                 interrupt: rule.urgency == Urgency::Interrupt,
             });
         }
-        match text {
-            Some(t) => parts.push(t),
-            None => {
-                let room = ctx.budget.saturating_sub(fixed + 1);
-                let blocks = claim(ctx, s, rule, room, plan);
-                if !blocks.is_empty() {
-                    parts.push(delivery::join_blocks(&blocks));
-                }
+        if let Some(t) = text {
+            parts.push(t);
+        } else {
+            let room = ctx.budget.saturating_sub(fixed + 1);
+            let blocks = claim(ctx, s, rule, room, plan);
+            if !blocks.is_empty() {
+                parts.push(delivery::join_blocks(&blocks));
             }
         }
     }
@@ -560,24 +559,21 @@ fn stash_allow(
     let mut delivered = Vec::new();
     let mut entries = Vec::new();
     for (rule, text) in allow.iter().zip(texts) {
-        let content = match text {
-            Some(t) => {
-                if rule.mode == Mode::Paste {
-                    plan.pastes.push(Paste {
-                        text: t.clone(),
-                        interrupt: false,
-                    });
-                }
-                t
+        let content = if let Some(t) = text {
+            if rule.mode == Mode::Paste {
+                plan.pastes.push(Paste {
+                    text: t.clone(),
+                    interrupt: false,
+                });
             }
-            None => {
-                let room = ctx.budget.saturating_sub(waiting + fresh);
-                let blocks = claim(ctx, s, rule, room, plan);
-                for path in blocks.iter().filter_map(|b| block_path(b)) {
-                    plan.stashed.push((path, format!("overflow({})", rule.id)));
-                }
-                delivery::join_blocks(&blocks)
+            t
+        } else {
+            let room = ctx.budget.saturating_sub(waiting + fresh);
+            let blocks = claim(ctx, s, rule, room, plan);
+            for path in blocks.iter().filter_map(|b| block_path(b)) {
+                plan.stashed.push((path, format!("overflow({})", rule.id)));
             }
+            delivery::join_blocks(&blocks)
         };
         if content.is_empty() {
             continue;
@@ -641,11 +637,11 @@ fn enrich_heartbeat(
     let count = if call.is_sub() {
         rules::counter(s, &call.key)
     } else {
-        s.number(SINCE_LAST_LOG).map_or(0, |n| n.max(0.0) as u64)
+        s.number(SINCE_LAST_LOG).map_or(0, rules::whole)
     };
     let limit = s
         .number("toolUseWithoutLogsBlockAfter")
-        .map_or(10, |n| n.max(0.0) as u64);
+        .map_or(10, rules::whole);
     let percent = (s.number("contextUsage").unwrap_or(0.0) * 100.0).round();
     let (_, _, _, hh, mm, _) = clock::utc_parts(ctx.now);
     let head = format!("{text} ({count}/{limit}) [{hh:02}:{mm:02} | Context: {percent}%]");
@@ -680,6 +676,7 @@ fn tmux_paste(ctx: &Context, paste: &Paste) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::env::Env;
