@@ -177,11 +177,17 @@ pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
     if let Some(dir) = find_session(ctx) {
         let path = dir.join(STATE_FILE);
         if path.is_file() {
-            return Some(PreloadState { path, is_session: true });
+            return Some(PreloadState {
+                path,
+                is_session: true,
+            });
         }
     }
     let path = seed_path(&ctx.sessions_dir()?, ctx.owner_pid);
-    path.is_file().then_some(PreloadState { path, is_session: false })
+    path.is_file().then_some(PreloadState {
+        path,
+        is_session: false,
+    })
 }
 
 /// True when the seed at `path` belongs to a dead process or to an earlier process that had the

@@ -55,7 +55,11 @@ pub fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String
             kept.push(entry);
             continue;
         }
-        let content = entry.get("content").and_then(Value::as_str).unwrap_or("").to_owned();
+        let content = entry
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let text = delivery::trim_trailing_newlines(&content).to_owned();
         if text.is_empty() {
             continue;
@@ -93,7 +97,9 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let agent = input.agent_id().unwrap_or("").to_owned();
     let budget = ctx.budget.saturating_sub(1);
     let taken = state::update(&target.path, ctx.lock_deadline(), |s| {
-        let Some(Value::Array(entries)) = s.0.get_mut(STASH) else { return Vec::new() };
+        let Some(Value::Array(entries)) = s.0.get_mut(STASH) else {
+            return Vec::new();
+        };
         drain(entries, &agent, budget)
     })?;
     if taken.is_empty() {
