@@ -7,6 +7,8 @@ mod common;
 
 mod auto_answer;
 mod compaction;
+mod discovery;
+mod guard_rules;
 mod install;
 mod overflow;
 mod pipeline;

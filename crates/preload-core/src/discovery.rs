@@ -1,2 +1,522 @@
-//! Directive discovery: walk up from a touched directory to the project root (or the
-//! `~/.claude` cap), collecting `.directives/` files.
+//! Directive discovery: when a directory is touched, walk up from it to the project root (or the
+//! `~/.claude` cap), collecting directive files (`.directives/<NAME>`, else `<NAME>` directly in
+//! the directory), and record the walk in `touchedDirs`.
+//!
+//! `touchedDirs` maps each directory already walked to the directive files first found there.
+//! A directory that is a key is never walked again, and a walk stops below the first ancestor
+//! that is a key (everything above it was walked then), so a sibling of a walked directory only
+//! scans its own new levels. A file recorded under any key is never reported twice.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::paths;
+use crate::state::State;
+
+/// `touchedDirs`.
+pub const TOUCHED: &str = "touchedDirs";
+/// `discoveredChecklists`.
+pub const CHECKLISTS: &str = "discoveredChecklists";
+/// `directiveReadsWithoutClearing` (reset when new directives are found).
+pub const READS_WITHOUT_CLEARING: &str = "directiveReadsWithoutClearing";
+/// The checklist file name (tracked for the deactivation gate).
+pub const CHECKLIST: &str = "CHECKLIST.md";
+/// Directive names every caller accepts.
+pub const CORE_DIRECTIVES: [&str; 3] = ["AGENTS.md", "INVARIANTS.md", "COMMANDS.md"];
+/// Every directive name looked for, in output order.
+pub const DIRECTIVE_NAMES: [&str; 9] = [
+    "AGENTS.md",
+    "INVARIANTS.md",
+    "ARCHITECTURE.md",
+    "COMMANDS.md",
+    "TESTING.md",
+    "PITFALLS.md",
+    "CONTRIBUTING.md",
+    "TEMPLATE.md",
+    "CHECKLIST.md",
+];
+/// Directory names never scanned (when they appear inside the walked tree).
+pub const EXCLUDED_DIRS: [&str; 6] = ["node_modules", ".git", "sessions", "tmp", "dist", "build"];
+
+/// Where walks may go.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// `~/.claude`: a directory under it walks up to it and no further.
+    pub claude_dir: PathBuf,
+    /// The project root: a directory under it walks up to it and no further.
+    pub project_root: Option<PathBuf>,
+    /// `$HOME`, for normalising found paths.
+    pub home: PathBuf,
+    /// The working directory, against which relative tool paths are read.
+    pub cwd: PathBuf,
+}
+
+/// Which directive names a call accepts besides [`CORE_DIRECTIVES`].
+#[derive(Debug, Clone, Default)]
+pub struct Accept {
+    /// Extra basenames (the skill's declared `directives`, for Edit and Write).
+    pub declared: Vec<String>,
+}
+
+impl Accept {
+    /// Whether a directive file name is accepted.
+    pub fn accepts(&self, name: &str) -> bool {
+        CORE_DIRECTIVES.contains(&name) || self.declared.iter().any(|d| d == name)
+    }
+
+    /// True when names beyond the core ones are accepted: walked ancestors are then scanned
+    /// again for those names (nothing already recorded is reported twice).
+    fn widens(&self) -> bool {
+        self.declared
+            .iter()
+            .any(|d| !CORE_DIRECTIVES.contains(&d.as_str()))
+    }
+}
+
+/// The directory a tool path stands for: the path itself when it is a directory, else its
+/// parent; relative paths are read against `cwd`. `None` for an empty path.
+pub fn touched_dir(raw: &str, cwd: &Path) -> Option<PathBuf> {
+    if raw.trim().is_empty() {
+        return None;
+    }
+    let path = paths::lexical_clean(&cwd.join(raw));
+    if path.is_dir() {
+        Some(path)
+    } else {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+    }
+}
+
+/// The top of a walk from `dir`: `~/.claude` for directories under it, else the project root
+/// for directories under it, else `None` (outside both: no discovery).
+pub fn boundary(scope: &Scope, dir: &Path) -> Option<PathBuf> {
+    if dir.starts_with(&scope.claude_dir) {
+        return Some(scope.claude_dir.clone());
+    }
+    scope
+        .project_root
+        .as_ref()
+        .filter(|root| dir.starts_with(root))
+        .cloned()
+}
+
+/// True when a component of `dir` below `top` is an excluded name (`node_modules`, `tmp`, …).
+/// Components of `top` itself never count, so projects under `/tmp` work.
+pub fn is_excluded(dir: &Path, top: &Path) -> bool {
+    dir.strip_prefix(top).is_ok_and(|rel| {
+        rel.components()
+            .any(|c| EXCLUDED_DIRS.iter().any(|x| c.as_os_str() == *x))
+    })
+}
+
+/// The directive files of one directory, in [`DIRECTIVE_NAMES`] order: `.directives/<NAME>`
+/// when it is a file, else `<NAME>`.
+pub fn directive_files(dir: &Path) -> Vec<PathBuf> {
+    DIRECTIVE_NAMES
+        .iter()
+        .filter_map(|name| {
+            let preferred = dir.join(".directives").join(name);
+            let flat = dir.join(name);
+            if preferred.is_file() {
+                Some(preferred)
+            } else if flat.is_file() {
+                Some(flat)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// What one discovery found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// The claimed directory.
+    pub dir: String,
+    /// New accepted directive files (normalised), most general first.
+    pub files: Vec<String>,
+}
+
+fn key_of(dir: &Path) -> String {
+    dir.to_string_lossy().into_owned()
+}
+
+/// Every file already recorded under any `touchedDirs` key: full paths, or bare names recorded
+/// by the engine's `session activate` (joined with their key).
+fn recorded(state: &State) -> Vec<String> {
+    let Some(Value::Object(map)) = state.get(TOUCHED) else {
+        return Vec::new();
+    };
+    map.iter()
+        .flat_map(|(dir, files)| {
+            let files = files.as_array().cloned().unwrap_or_default();
+            files.into_iter().filter_map(move |f| {
+                let f = f.as_str()?;
+                Some(if f.starts_with('/') {
+                    f.to_owned()
+                } else {
+                    format!("{}/{f}", dir.trim_end_matches('/'))
+                })
+            })
+        })
+        .collect()
+}
+
+fn is_walked(state: &State, dir: &Path) -> bool {
+    state
+        .get(TOUCHED)
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(&key_of(dir)))
+}
+
+/// Discover directives for a tool touching `raw_path`, inside the caller's locked update.
+///
+/// Claims the directory in `touchedDirs` (an already-claimed directory gives `None`), walks up
+/// within the [`boundary`], records each walked level with the new files found there, adds new
+/// checklists to `discoveredChecklists`, and resets `directiveReadsWithoutClearing` when
+/// anything new was found. Paths outside the project root and `~/.claude` give `None` and
+/// change nothing.
+pub fn discover(
+    state: &mut State,
+    scope: &Scope,
+    raw_path: &str,
+    accept: &Accept,
+) -> Option<Found> {
+    let dir = touched_dir(raw_path, &scope.cwd)?;
+    let top = boundary(scope, &dir)?;
+    if is_walked(state, &dir) {
+        return None;
+    }
+    let mut seen = recorded(state);
+    // Levels from the touched directory up to the boundary, stopping below a walked ancestor.
+    let mut levels: Vec<PathBuf> = Vec::new();
+    for level in dir.ancestors() {
+        if !level.starts_with(&top) {
+            break;
+        }
+        if level != dir && is_walked(state, level) && !accept.widens() {
+            break;
+        }
+        levels.push(level.to_path_buf());
+    }
+    let mut per_level: Vec<(String, Vec<String>)> = Vec::new();
+    for level in &levels {
+        let mut new_here = Vec::new();
+        if !is_excluded(level, &top) {
+            for file in directive_files(level) {
+                let name = file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if !accept.accepts(&name) {
+                    continue;
+                }
+                let normalized = paths::normalize(&file.to_string_lossy(), &scope.home);
+                let spelled = file.to_string_lossy().into_owned();
+                if seen.contains(&normalized) || seen.contains(&spelled) {
+                    continue;
+                }
+                seen.push(normalized.clone());
+                new_here.push(normalized);
+            }
+        }
+        per_level.push((key_of(level), new_here));
+    }
+    let touched = state.object_mut(TOUCHED);
+    for (key, files) in &per_level {
+        match touched.get_mut(key) {
+            Some(Value::Array(existing)) => {
+                for f in files {
+                    if !existing.iter().any(|v| v.as_str() == Some(f)) {
+                        existing.push(json!(f));
+                    }
+                }
+            }
+            _ => {
+                touched.insert(key.clone(), json!(files));
+            }
+        }
+    }
+    // Most general level first: the project's rules before the package's.
+    let files: Vec<String> = per_level
+        .into_iter()
+        .rev()
+        .flat_map(|(_, files)| files)
+        .collect();
+    for file in &files {
+        if file.ends_with(&format!("/{CHECKLIST}")) {
+            state.push_unique(CHECKLISTS, file);
+        }
+    }
+    if !files.is_empty() {
+        state.set(READS_WITHOUT_CLEARING, json!(0));
+    }
+    Some(Found {
+        dir: key_of(&dir),
+        files,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    struct Tree {
+        _tmp: tempfile::TempDir,
+        root: PathBuf,
+        scope: Scope,
+    }
+
+    fn tree() -> Tree {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let project = root.join("tmp/project");
+        for (rel, body) in [
+            (".directives/AGENTS.md", "a"),
+            (".directives/INVARIANTS.md", "i"),
+            ("packages/estimate/.directives/INVARIANTS.md", "pi"),
+            ("packages/estimate/.directives/PITFALLS.md", "pp"),
+            ("packages/estimate/.directives/CONTRIBUTING.md", "pc"),
+            ("packages/estimate/src/x.ts", ""),
+            ("packages/estimate/tests/y.ts", ""),
+            ("src/utils/CHECKLIST.md", "c"),
+            ("node_modules/pkg/INVARIANTS.md", "n"),
+            ("tmp/out/INVARIANTS.md", "t"),
+        ] {
+            let p = project.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, body).unwrap();
+        }
+        let home = root.join("home");
+        fs::create_dir_all(home.join(".claude/.directives")).unwrap();
+        fs::create_dir_all(home.join(".claude/skills/s")).unwrap();
+        fs::write(home.join(".claude/.directives/INVARIANTS.md"), "e").unwrap();
+        fs::write(home.join("AGENTS.md"), "above the cap").unwrap();
+        let scope = Scope {
+            claude_dir: home.join(".claude"),
+            project_root: Some(project.clone()),
+            home,
+            cwd: project,
+        };
+        Tree {
+            _tmp: tmp,
+            root,
+            scope,
+        }
+    }
+
+    fn names(found: &Found) -> Vec<String> {
+        found
+            .files
+            .iter()
+            .map(|f| {
+                let p = Path::new(f);
+                let parent = p.parent().unwrap().parent().unwrap();
+                format!(
+                    "{}/{}",
+                    parent.file_name().unwrap().to_string_lossy(),
+                    p.file_name().unwrap().to_string_lossy()
+                )
+            })
+            .collect()
+    }
+
+    fn edit() -> Accept {
+        Accept {
+            declared: vec!["TESTING.md".into(), "PITFALLS.md".into()],
+        }
+    }
+
+    #[test]
+    fn walk_up_finds_every_level_under_a_tmp_sandbox() {
+        let t = tree();
+        let mut s = State::default();
+        let found = discover(&mut s, &t.scope, "packages/estimate/src/x.ts", &edit()).unwrap();
+        assert_eq!(
+            names(&found),
+            vec![
+                "project/AGENTS.md",
+                "project/INVARIANTS.md",
+                "estimate/INVARIANTS.md",
+                "estimate/PITFALLS.md"
+            ],
+            "core at both levels plus the declared PITFALLS, not CONTRIBUTING"
+        );
+        assert!(found.dir.ends_with("packages/estimate/src"));
+        let touched = s.get(TOUCHED).unwrap().as_object().unwrap();
+        assert_eq!(touched.len(), 4, "src, estimate, packages, project");
+        assert_eq!(s.get(READS_WITHOUT_CLEARING), Some(&json!(0)));
+    }
+
+    #[test]
+    fn read_accepts_only_core_names() {
+        let t = tree();
+        let mut s = State::default();
+        let found = discover(
+            &mut s,
+            &t.scope,
+            "packages/estimate/src/x.ts",
+            &Accept::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&found),
+            vec![
+                "project/AGENTS.md",
+                "project/INVARIANTS.md",
+                "estimate/INVARIANTS.md"
+            ]
+        );
+    }
+
+    #[test]
+    fn same_directory_and_siblings_are_not_walked_again() {
+        let t = tree();
+        let mut s = State::default();
+        discover(
+            &mut s,
+            &t.scope,
+            "packages/estimate/src/x.ts",
+            &Accept::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            discover(
+                &mut s,
+                &t.scope,
+                "packages/estimate/src/other.ts",
+                &Accept::default()
+            ),
+            None
+        );
+        let before = s.get(TOUCHED).unwrap().as_object().unwrap().len();
+        let sibling = discover(
+            &mut s,
+            &t.scope,
+            "packages/estimate/tests/y.ts",
+            &Accept::default(),
+        )
+        .unwrap();
+        assert!(sibling.files.is_empty());
+        assert_eq!(
+            s.get(TOUCHED).unwrap().as_object().unwrap().len(),
+            before + 1,
+            "only the sibling itself is new"
+        );
+        // An Edit with declared names re-checks the ancestors for them, once.
+        let wider = discover(&mut s, &t.scope, "packages/estimate/src2/z.ts", &edit());
+        let wider = wider.unwrap();
+        assert_eq!(names(&wider), vec!["estimate/PITFALLS.md"]);
+        let again = discover(&mut s, &t.scope, "packages/new/other.ts", &edit()).unwrap();
+        assert!(again.files.is_empty(), "{:?}", again.files);
+    }
+
+    #[test]
+    fn excluded_components_inside_the_project_are_skipped() {
+        let t = tree();
+        let mut s = State::default();
+        let found = discover(
+            &mut s,
+            &t.scope,
+            "node_modules/pkg/index.ts",
+            &Accept::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&found),
+            vec!["project/AGENTS.md", "project/INVARIANTS.md"]
+        );
+        let mut s = State::default();
+        let found = discover(&mut s, &t.scope, "tmp/out/f.ts", &Accept::default()).unwrap();
+        assert!(!names(&found).iter().any(|n| n.starts_with("out/")));
+        assert!(
+            t.root.join("tmp/project").starts_with(&t.root),
+            "sandbox under a tmp dir"
+        );
+    }
+
+    #[test]
+    fn the_claude_dir_caps_the_walk() {
+        let t = tree();
+        let mut s = State::default();
+        let skill = t.scope.claude_dir.join("skills/s/SKILL.md");
+        let found = discover(
+            &mut s,
+            &t.scope,
+            &skill.to_string_lossy(),
+            &Accept::default(),
+        )
+        .unwrap();
+        assert_eq!(found.files.len(), 1);
+        assert!(found.files[0].ends_with(".claude/.directives/INVARIANTS.md"));
+        assert!(!found.files.iter().any(|f| f.ends_with("home/AGENTS.md")));
+    }
+
+    #[test]
+    fn outside_both_roots_nothing_happens() {
+        let t = tree();
+        let mut s = State::default();
+        let outside = t.root.join("elsewhere/file.ts");
+        assert_eq!(
+            discover(
+                &mut s,
+                &t.scope,
+                &outside.to_string_lossy(),
+                &Accept::default()
+            ),
+            None
+        );
+        assert_eq!(discover(&mut s, &t.scope, "", &Accept::default()), None);
+        assert!(s.0.is_empty(), "state untouched");
+    }
+
+    #[test]
+    fn checklists_and_recorded_names_dedup() {
+        let t = tree();
+        let accept = Accept {
+            declared: vec!["CHECKLIST.md".into()],
+        };
+        let mut s = State::default();
+        let utils = t.scope.cwd.join("src/utils");
+        // The engine's activate records bare names under their directory.
+        let dot = t.scope.cwd.join(".directives");
+        s.object_mut(TOUCHED)
+            .insert(dot.to_string_lossy().into_owned(), json!(["AGENTS.md"]));
+        let found = discover(&mut s, &t.scope, "src/utils/a.ts", &accept).unwrap();
+        assert_eq!(found.dir, utils.to_string_lossy());
+        assert!(
+            found
+                .files
+                .iter()
+                .any(|f| f.ends_with("utils/CHECKLIST.md"))
+        );
+        assert!(!found.files.iter().any(|f| f.ends_with("AGENTS.md")));
+        assert_eq!(s.strings(CHECKLISTS).len(), 1);
+        s.remove(TOUCHED);
+        discover(&mut s, &t.scope, "src/utils/b.ts", &accept).unwrap();
+        assert_eq!(
+            s.strings(CHECKLISTS).len(),
+            1,
+            "not duplicated on rediscovery"
+        );
+    }
+
+    #[test]
+    fn directory_paths_are_used_directly() {
+        let t = tree();
+        assert_eq!(
+            touched_dir("src/utils", &t.scope.cwd),
+            Some(t.scope.cwd.join("src/utils"))
+        );
+        assert_eq!(
+            touched_dir("src/utils/missing.ts", &t.scope.cwd),
+            Some(t.scope.cwd.join("src/utils"))
+        );
+        assert_eq!(touched_dir("  ", &t.scope.cwd), None);
+    }
+}

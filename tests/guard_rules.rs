@@ -1,0 +1,417 @@
+//! The black-box cases of the engine's `test-rule-engine.sh` (whitelists, triggers, gate,
+//! composition, malformed rules, preload rules) against preload-overflow, and what the native
+//! engine does better (allow rules delivered alongside a block, seeds, budget, tmux paste).
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, strings};
+use crate::overflow::{allowed, call, counter, denied, session_with, stash, sub_call};
+
+fn guards(sb: &Sandbox, rules: &Value) {
+    fs::write(
+        sb.home.join(".claude/engine/guards.json"),
+        rules.to_string(),
+    )
+    .unwrap();
+}
+
+fn write_state(sb: &Sandbox, state: &Value) {
+    fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
+}
+
+#[test]
+fn whitelist_passes_blocks_and_unions() {
+    let sb = session_with(&json!({"lifecycle": "completed"}));
+    assert!(allowed(&call(&sb, "AskUserQuestion", json!({}))));
+    assert!(allowed(&call(&sb, "Skill", json!({"skill": "implement"}))));
+    assert!(allowed(&call(
+        &sb,
+        "Read",
+        json!({"file_path": sb.project.join("CLAUDE.md")})
+    )));
+    assert!(allowed(&call(
+        &sb,
+        "Bash",
+        json!({"command": "engine find-sessions today"})
+    )));
+    assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&call(
+        &sb,
+        "Read",
+        json!({"file_path": sb.project.join("docs/TOC.md")})
+    )));
+    assert!(
+        allowed(&call(&sb, "Bash", json!({"command": "engine log x"}))),
+        "bypass"
+    );
+}
+
+#[test]
+fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
+    let sb = session_with(&json!({"lifecycle": "completed"}));
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert!(
+        a.reason()
+            .contains("no active session (lifecycle: completed)"),
+        "{}",
+        a.reason()
+    );
+    let sb = session_with(&json!({}));
+    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    let sb = session_with(&json!({"lifecycle": "idle"}));
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert!(
+        a.reason().starts_with("[block: idle-gate]\n[block: idle]"),
+        "{}",
+        a.reason()
+    );
+    assert!(allowed(&call(
+        &sb,
+        "Bash",
+        json!({"command": "engine session idle"})
+    )));
+}
+
+#[test]
+fn counters_are_per_transcript_and_eq_fires_only_at_three() {
+    let sb = session_with(&json!({}));
+    for _ in 0..2 {
+        call(&sb, "Bash", json!({"command": "ls"}));
+    }
+    let other = sb.run(
+        crate::overflow::BIN,
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "transcript_path": "/t/other.jsonl"}),
+    );
+    assert!(allowed(&other));
+    let state = sb.state("s");
+    assert_eq!(
+        (
+            counter(&state, "test.jsonl"),
+            counter(&state, "other.jsonl")
+        ),
+        (2, 1)
+    );
+    call(&sb, "Bash", json!({"command": "ls"}));
+    assert_eq!(stash(&sb.state("s")).len(), 1, "warn at exactly 3");
+    call(&sb, "Bash", json!({"command": "ls"}));
+    assert_eq!(stash(&sb.state("s")).len(), 1, "not again at 4");
+}
+
+#[test]
+fn block_beats_allow_but_the_allow_rule_is_still_delivered() {
+    let sb = session_with(&json!({"currentPhase": "4: Synthesis"}));
+    let mut state = sb.state("s");
+    state["toolCallsByTranscript"] = json!({"test.jsonl": 9});
+    write_state(&sb, &state);
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert!(denied(&a));
+    let state = sb.state("s");
+    let entries = stash(&state);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["ruleId"], "synthesis-commands");
+    assert_eq!(state["injectedRules"]["synthesis-commands"], true);
+    assert_eq!(state["injectedRules"]["heartbeat-block"], true);
+    // inject: once — never again.
+    call(&sb, "Task", json!({}));
+    assert_eq!(stash(&sb.state("s")).len(), 1);
+}
+
+#[test]
+fn a_whitelisted_call_still_gets_the_allow_stash() {
+    let sb = session_with(&json!({"currentPhase": "4: Synthesis"}));
+    let mut state = sb.state("s");
+    state["toolCallsByTranscript"] = json!({"test.jsonl": 12});
+    write_state(&sb, &state);
+    assert!(allowed(&call(&sb, "Task", json!({}))));
+    assert_eq!(stash(&sb.state("s"))[0]["ruleId"], "synthesis-commands");
+}
+
+#[test]
+fn union_of_blocking_whitelists_prevents_a_deadlock() {
+    // Gate (completed) and heartbeat-block both fire: Skill is only in the gate's whitelist,
+    // Task only in the heartbeat's; either passes both.
+    let sb = session_with(&json!({"lifecycle": "completed"}));
+    let mut state = sb.state("s");
+    state["toolCallsByTranscript"] = json!({"test.jsonl": 15});
+    write_state(&sb, &state);
+    assert!(allowed(&call(&sb, "Skill", json!({"skill": "do"}))));
+    assert!(allowed(&call(&sb, "Task", json!({}))));
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert!(
+        a.reason()
+            .starts_with("[block: session-gate, heartbeat-block]\n"),
+        "{}",
+        a.reason()
+    );
+}
+
+#[test]
+fn warn_escalates_to_block() {
+    let sb = session_with(&json!({}));
+    let mut kinds = Vec::new();
+    for _ in 0..10 {
+        let a = call(&sb, "Bash", json!({"command": "git status"}));
+        kinds.push(a.decision());
+    }
+    assert_eq!(kinds.iter().filter(|k| *k == "deny").count(), 1);
+    assert_eq!(kinds.last().unwrap(), "deny");
+    assert_eq!(stash(&sb.state("s"))[0]["ruleId"], "heartbeat-warn");
+}
+
+#[test]
+fn missing_empty_and_malformed_guards_allow() {
+    for text in [None, Some(""), Some("{ not json"), Some("\"a string\"")] {
+        let sb = session_with(&json!({"contextUsage": 0.99}));
+        let path = sb.home.join(".claude/engine/guards.json");
+        match text {
+            None => fs::remove_file(&path).unwrap(),
+            Some(t) => fs::write(&path, t).unwrap(),
+        }
+        let a = call(
+            &sb,
+            "Read",
+            json!({"file_path": sb.project.join("docs/TOC.md")}),
+        );
+        assert!(allowed(&a), "{text:?}");
+        assert_eq!(
+            counter(&sb.state("s"), "test.jsonl"),
+            1,
+            "counting still happens"
+        );
+    }
+}
+
+#[test]
+fn unknown_triggers_are_skipped_and_missing_fields_defaulted() {
+    let sb = session_with(&json!({"currentPhase": "1: X"}));
+    guards(
+        &sb,
+        &json!([
+            {"id": "weird", "trigger": {"type": "moonPhase", "condition": {}}, "urgency": "block"},
+            {"id": "bare", "trigger": {"type": "phase", "condition": {"matches": "X"}}, "payload": {"text": "hi"}}
+        ]),
+    );
+    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    let entries = stash(&sb.state("s"));
+    assert_eq!(entries.len(), 1, "bare rule: inline + allow by default");
+    assert_eq!(entries[0]["content"], "hi");
+}
+
+#[test]
+fn overflowed_skips_counting_and_kill_requested_allows() {
+    let sb = session_with(&json!({"overflowed": true}));
+    call(&sb, "Bash", json!({"command": "ls"}));
+    assert_eq!(counter(&sb.state("s"), "test.jsonl"), 0);
+    let sb = session_with(&json!({"killRequested": true, "lifecycle": "completed"}));
+    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+}
+
+#[test]
+fn a_custom_preload_rule_matches_once() {
+    let sb = session_with(&json!({"currentPhase": "1: X"}));
+    let file = sb.project.join("docs/TOC.md");
+    guards(
+        &sb,
+        &json!([{"id": "toc", "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"preload": [file]}, "mode": "preload", "urgency": "allow", "inject": "once"}]),
+    );
+    call(&sb, "Bash", json!({"command": "ls"}));
+    call(&sb, "Bash", json!({"command": "ls"}));
+    let state = sb.state("s");
+    let entries = stash(&state);
+    assert_eq!(entries.len(), 1);
+    assert!(
+        entries[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("[Preloaded: {}]\n# Docs", file.display()))
+    );
+    assert!(strings(&state, "preloadedFiles").contains(&file.to_string_lossy().into_owned()));
+    assert_eq!(state["injectedRules"]["toc"], true);
+}
+
+#[test]
+fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
+    let sb = session_with(&json!({"currentPhase": "1: X"}));
+    let file = sb.project.join("docs/TOC.md");
+    guards(
+        &sb,
+        &json!([{"id": "must-have", "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"preload": [file]}, "mode": "preload", "urgency": "block", "inject": "once"}]),
+    );
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert_eq!(
+        a.reason(),
+        format!(
+            "[block: must-have]\n[Preloaded: {}]\n# Docs\n\n- packages/estimate: cost estimates.\n",
+            file.display()
+        )
+    );
+    assert_eq!(sb.delivery_count("docs/TOC.md"), 1);
+    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))), "once");
+}
+
+#[test]
+fn overflow_threshold_follows_config_and_disable_auto_compact() {
+    let sb = session_with(&json!({"contextUsage": 0.6}));
+    let grep = || call(&sb, "Grep", json!({"pattern": "x"}));
+    assert!(allowed(&grep()));
+    fs::write(
+        sb.home.join(".claude/engine/config.sh"),
+        "OVERFLOW_THRESHOLD=0.5\n",
+    )
+    .unwrap();
+    assert!(denied(&grep()));
+    let mut sb2 = session_with(&json!({"contextUsage": 0.80}));
+    sb2.extra_env
+        .push(("DISABLE_AUTO_COMPACT".into(), "1".into()));
+    assert!(allowed(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+    sb2.extra_env.clear();
+    assert!(denied(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+}
+
+#[test]
+fn read_throttle_blocks_only_read() {
+    let sb = session_with(&json!({"contextUsage": 0.91}));
+    fs::write(
+        sb.home.join(".claude/engine/config.sh"),
+        "OVERFLOW_THRESHOLD=0.99\n",
+    )
+    .unwrap();
+    let a = call(
+        &sb,
+        "Read",
+        json!({"file_path": sb.project.join("docs/TOC.md")}),
+    );
+    assert!(a.reason().starts_with("[block: read-throttle]\n"));
+    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&sub_call(
+        &sb,
+        "a1",
+        "Read",
+        json!({"file_path": sb.project.join("docs/TOC.md")})
+    )));
+}
+
+#[test]
+fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
+    let sb = Sandbox::new();
+    let mut pending = Vec::new();
+    for i in 0..12 {
+        let f = sb.project_file(
+            &format!("docs/big{i}.md"),
+            &format!("{}\n", "x".repeat(2_000)),
+        );
+        pending.push(f.to_string_lossy().into_owned());
+    }
+    sb.active_session("s", &json!({"pendingPreloads": pending}));
+    call(&sb, "Bash", json!({"command": "ls"}));
+    let state = sb.state("s");
+    let content = stash(&state)[0]["content"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .count();
+    assert!(content <= 9_500, "{content}");
+    let left = strings(&state, "pendingPreloads").len();
+    assert!(left > 0 && left < 12, "{left} left");
+    // A second call with the stash not yet drained adds nothing more.
+    call(&sb, "Bash", json!({"command": "ls"}));
+    assert_eq!(strings(&sb.state("s"), "pendingPreloads").len(), left);
+    let mut rounds = 0;
+    while !strings(&sb.state("s"), "pendingPreloads").is_empty() && rounds < 12 {
+        let out = sb.run("preload-injections", json!({"tool_name": "Bash"}));
+        out.assert_contract();
+        call(&sb, "Bash", json!({"command": "ls"}));
+        rounds += 1;
+    }
+    assert!(strings(&sb.state("s"), "pendingPreloads").is_empty());
+    sb.assert_no_duplicates();
+    assert_eq!(sb.deliveries().len(), 12);
+}
+
+#[test]
+fn before_activation_the_seed_lends_its_queue_and_the_gate_applies() {
+    let sb = Sandbox::new();
+    let toc = sb
+        .project
+        .join("docs/TOC.md")
+        .to_string_lossy()
+        .into_owned();
+    fs::create_dir_all(sb.seed_path().parent().unwrap()).unwrap();
+    fs::write(
+        sb.seed_path(),
+        json!({"pid": sb.pid, "lifecycle": "seeding", "preloadedFiles": [], "pendingPreloads": [toc], "touchedDirs": {}}).to_string(),
+    )
+    .unwrap();
+    let file = sb.project.join("packages/estimate/src/parser.ts");
+    let a = call(&sb, "Read", json!({"file_path": file}));
+    assert!(denied(&a));
+    assert!(a.reason().contains("(lifecycle: none)"), "{}", a.reason());
+    let seed = sb.seed();
+    assert_eq!(seed["lifecycle"], "seeding", "the seed keeps its lifecycle");
+    assert!(
+        seed["touchedDirs"]
+            .get(file.parent().unwrap().to_string_lossy().as_ref())
+            .is_some()
+    );
+    let pre = strings(&seed, "preloadedFiles");
+    assert!(pre.contains(&toc), "{seed}");
+    assert!(
+        pre.iter()
+            .any(|p| p.ends_with("estimate/.directives/INVARIANTS.md"))
+    );
+    assert!(
+        seed.get("toolCallsByTranscript").is_none(),
+        "no heartbeat before a session"
+    );
+    // The stash waits for the next call that runs.
+    assert!(allowed(&call(&sb, "Skill", json!({"skill": "implement"}))));
+    let out = sb.run("preload-injections", json!({"tool_name": "Skill"}));
+    assert!(out.context().contains(&format!("[Preloaded: {toc}]")));
+    assert!(sb.events().iter().all(|e| e["sessionExists"] == false));
+}
+
+#[test]
+fn paste_rules_type_into_tmux_when_present() {
+    let mut sb = session_with(&json!({"currentPhase": "1: X"}));
+    let bin = sb.root().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let record = sb.root().join("tmux.log");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s|' \"$@\" >> '{}'\necho >> '{}'\n",
+        record.display(),
+        record.display()
+    );
+    let tmux = bin.join("tmux");
+    fs::write(&tmux, script).unwrap();
+    fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    guards(
+        &sb,
+        &json!([{"id": "nudge", "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"command": "/session dehydrate"}, "mode": "paste", "urgency": "block"}]),
+    );
+    sb.extra_env.push((
+        "PATH".into(),
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+    ));
+    sb.extra_env
+        .push(("TMUX".into(), "/tmp/tmux-1/default,1,0".into()));
+    sb.extra_env.push(("TMUX_PANE".into(), "%7".into()));
+    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    assert_eq!(a.reason(), "[block: nudge]\n/session dehydrate");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::read_to_string(&record).map_or(0, |t| t.lines().count()) < 2
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = fs::read_to_string(&record).unwrap();
+    assert_eq!(
+        log,
+        "send-keys|-t|%7|-l|/session dehydrate|\nsend-keys|-t|%7|Enter|\n"
+    );
+}
