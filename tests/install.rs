@@ -1,1 +1,618 @@
-//! Scenarios: `install`.
+//! Scenarios: install, uninstall, the committed wiring, doctor, status and report.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use preload_core::hooks::cli_install::{self, SESSION_START_CHUNKS};
+use serde_json::{Value, json};
+
+use crate::common::{Answer, Sandbox, bin, read_json, repo};
+
+/// CONTRACT section 2: every wired binary and its event (the e2e hook is never wired).
+const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
+    ("preload-session-start", &["SessionStart"]),
+    ("preload-prompt-submit", &["UserPromptSubmit"]),
+    ("preload-templates", &["PostToolUse"]),
+    ("preload-phase-commands", &["PostToolUse"]),
+    ("preload-overflow", &["PreToolUse"]),
+    ("preload-injections", &["PostToolUse"]),
+    (
+        "preload-compaction-reread",
+        &[
+            "PreCompact",
+            "PreToolUse",
+            "Stop",
+            "PostToolUse",
+            "SessionStart",
+        ],
+    ),
+];
+
+/// The directory of the built binaries: `--prefix` there installs without copying.
+fn built() -> PathBuf {
+    bin("preload").parent().unwrap().to_path_buf()
+}
+
+fn bash_entry(script: &str) -> Value {
+    json!({"type": "command", "command": format!("~/.claude/hooks/{script}"), "timeout": 5})
+}
+
+/// Settings as the engine's installer leaves them, plus foreign hooks and other keys.
+fn engine_settings() -> String {
+    let chunks: Vec<Value> = (0..48)
+        .map(|i| json!({"type": "command", "command": format!("~/.claude/hooks/session-start-chunk.sh {i} 48"), "timeout": 30}))
+        .collect();
+    let doc = json!({
+        "permissions": {"allow": ["Bash(git *)"]},
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [
+                bash_entry("pre-tool-use-overflow-v2.sh"),
+                bash_entry("pre-tool-use-one-strike.sh"),
+            ]}],
+            "PostToolUse": [{"matcher": "*", "hooks": [
+                bash_entry("post-tool-use-injections.sh"),
+                bash_entry("post-tool-use-phase-commands.sh"),
+                bash_entry("post-tool-use-templates.sh"),
+                bash_entry("post-tool-use-details-log.sh"),
+            ]}],
+            "UserPromptSubmit": [{"hooks": [
+                bash_entry("user-prompt-working.sh"),
+                bash_entry("user-prompt-submit-session-gate.sh"),
+            ]}],
+            "SessionStart": [{"hooks": chunks}],
+            "Notification": [{"matcher": "idle_prompt", "hooks": [bash_entry("notification-idle.sh")]}]
+        },
+        "statusLine": {"type": "command", "command": "x"}
+    });
+    format!("{}\n", serde_json::to_string_pretty(&doc).unwrap())
+}
+
+fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
+    sb.run_raw("preload", args, "")
+}
+
+fn commands(settings: &Value, event: &str) -> Vec<String> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|h| h["command"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// (event, binary) of every handler of ours in a settings document.
+fn wired(settings: &Value) -> BTreeSet<(String, String)> {
+    cli_install::all_handlers(settings)
+        .filter_map(|(event, _, h)| {
+            cli_install::our_binary(h).map(|b| (event.to_owned(), b.to_owned()))
+        })
+        .collect()
+}
+
+fn assert_contract_wiring(settings: &Value, what: &str) {
+    let wired = wired(settings);
+    for (binary, events) in CONTRACT_EVENTS {
+        for event in *events {
+            assert!(
+                wired.contains(&((*event).to_owned(), (*binary).to_owned())),
+                "{what}: {binary} not wired to {event}"
+            );
+        }
+    }
+    assert!(
+        !wired.iter().any(|(_, b)| b == "preload-e2e-auto-answer"),
+        "{what}: the e2e hook is for test sessions only"
+    );
+    for (event, binary) in &wired {
+        let allowed = CONTRACT_EVENTS
+            .iter()
+            .find(|(b, _)| b == binary)
+            .map(|(_, e)| *e)
+            .unwrap_or_default();
+        assert!(
+            allowed.contains(&event.as_str()),
+            "{what}: {binary} wired to unexpected {event}"
+        );
+    }
+}
+
+#[test]
+fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    let original = engine_settings();
+    fs::write(&settings, &original).unwrap();
+    let prefix = sb.root().join("bin");
+    let prefix_s = prefix.to_str().unwrap();
+
+    let first = preload(&sb, &["install", "--prefix", prefix_s]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    for name in cli_install::BINARIES {
+        let meta = fs::metadata(prefix.join(name)).unwrap();
+        assert!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0,
+            "{name} executable"
+        );
+    }
+    let backup = cli_install::backup_of(&settings);
+    assert_eq!(
+        fs::read_to_string(&backup).unwrap(),
+        original,
+        "backup is the file before install"
+    );
+    let after = fs::read_to_string(&settings).unwrap();
+    let doc: Value = serde_json::from_str(&after).unwrap();
+
+    // Other keys, in their order; foreign hooks kept; replaced bash hooks gone.
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["permissions", "hooks", "statusLine"]);
+    let pre = commands(&doc, "PreToolUse");
+    assert!(pre.contains(&"~/.claude/hooks/pre-tool-use-one-strike.sh".to_owned()));
+    assert!(!pre.iter().any(|c| c.contains("overflow-v2")));
+    let post = commands(&doc, "PostToolUse");
+    assert!(post.contains(&"~/.claude/hooks/post-tool-use-details-log.sh".to_owned()));
+    assert!(
+        !post.iter().any(|c| c.contains("post-tool-use-templates.sh")
+            || c.contains("post-tool-use-injections.sh"))
+    );
+    assert!(
+        commands(&doc, "UserPromptSubmit")
+            .contains(&"~/.claude/hooks/user-prompt-working.sh".to_owned())
+    );
+    assert_eq!(
+        commands(&doc, "Notification"),
+        ["~/.claude/hooks/notification-idle.sh"]
+    );
+    let starts = commands(&doc, "SessionStart");
+    assert!(
+        !starts.iter().any(|c| c.contains("session-start-chunk.sh")),
+        "the 48 bash chunks are replaced"
+    );
+    let native_chunks = starts
+        .iter()
+        .filter(|c| c.ends_with("/preload-session-start"))
+        .count();
+    assert_eq!(native_chunks, SESSION_START_CHUNKS);
+
+    // Exec form: absolute command, args array, timeout in seconds.
+    for (_, _, h) in cli_install::all_handlers(&doc) {
+        if cli_install::our_binary(h).is_some() {
+            let cmd = h["command"].as_str().unwrap();
+            assert!(cmd.starts_with(prefix_s), "{cmd}");
+            assert!(h["args"].is_array(), "exec form needs args: {h}");
+            let t = h["timeout"].as_u64().unwrap();
+            assert!((1..=60).contains(&t), "timeout in seconds: {t}");
+        }
+    }
+    assert_contract_wiring(&doc, "preload install");
+
+    let mtime = fs::metadata(&settings).unwrap().modified().unwrap();
+    let second = preload(&sb, &["install", "--prefix", prefix_s]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        after,
+        "second run is byte-identical"
+    );
+    assert_eq!(
+        fs::metadata(&settings).unwrap().modified().unwrap(),
+        mtime,
+        "not even rewritten"
+    );
+    assert_eq!(
+        fs::read_to_string(&backup).unwrap(),
+        original,
+        "backup still the pre-install file"
+    );
+    assert!(
+        second.stdout.contains("(0 updated)"),
+        "binaries not copied again: {}",
+        second.stdout
+    );
+}
+
+#[test]
+fn uninstall_restores_the_backup_when_nothing_else_changed() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    let original = engine_settings().replace("  ", "    ");
+    fs::write(&settings, &original).unwrap();
+    let prefix = built();
+    let a = preload(&sb, &["install", "--prefix", prefix.to_str().unwrap()]);
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    let installed = fs::read_to_string(&settings).unwrap();
+    assert!(
+        installed.contains("\n    \"hooks\""),
+        "the file's 4-space indent is kept"
+    );
+    let b = preload(&sb, &["uninstall"]);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert_eq!(fs::read_to_string(&settings).unwrap(), original);
+    assert!(
+        !cli_install::backup_of(&settings).exists(),
+        "the backup is consumed"
+    );
+}
+
+#[test]
+fn uninstall_after_other_edits_removes_only_ours_and_puts_bash_back() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    fs::write(&settings, engine_settings()).unwrap();
+    let prefix = built();
+    assert_eq!(
+        preload(&sb, &["install", "--prefix", prefix.to_str().unwrap()]).code,
+        0
+    );
+    // The user adds a hook and a key after installing.
+    let mut doc = read_json(&settings);
+    doc["hooks"]["Stop"] = json!([{"hooks": [bash_entry("stop-notify.sh")]}]);
+    doc["model"] = json!("opus");
+    fs::write(&settings, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    let out = preload(&sb, &["uninstall"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = read_json(&settings);
+    assert!(wired(&doc).is_empty(), "no handler of ours left");
+    assert_eq!(commands(&doc, "Stop"), ["~/.claude/hooks/stop-notify.sh"]);
+    assert_eq!(doc["model"], "opus");
+    let pre = commands(&doc, "PreToolUse");
+    assert_eq!(
+        pre,
+        [
+            "~/.claude/hooks/pre-tool-use-overflow-v2.sh",
+            "~/.claude/hooks/pre-tool-use-one-strike.sh"
+        ]
+    );
+    assert_eq!(
+        commands(&doc, "SessionStart").len(),
+        48,
+        "the bash chunks are back"
+    );
+    let original: Value = serde_json::from_str(&engine_settings()).unwrap();
+    assert_eq!(
+        commands(&doc, "PostToolUse"),
+        commands(&original, "PostToolUse")
+    );
+}
+
+#[test]
+fn install_into_a_project_without_settings_and_back() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    let sub = sb.project.join("packages/x");
+    fs::create_dir_all(&sub).unwrap();
+    let out = sb
+        .command("preload")
+        .args(["install", "--prefix", built().to_str().unwrap()])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_contract_wiring(&read_json(&settings), "fresh project");
+    assert_eq!(preload(&sb, &["uninstall"]).code, 0);
+    assert!(!settings.exists(), "the file did not exist before");
+}
+
+#[test]
+fn install_refuses_a_corrupt_settings_file() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    fs::write(&settings, "{\"hooks\": ").unwrap();
+    let out = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("not a JSON object"), "{}", out.stderr);
+    assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
+    assert!(!cli_install::backup_of(&settings).exists());
+}
+
+#[test]
+fn committed_wiring_and_shims_match_the_table() {
+    let committed = fs::read_to_string(repo().join("hooks/settings.json")).unwrap();
+    assert_eq!(
+        committed,
+        cli_install::settings_template(),
+        "hooks/settings.json is stale: regenerate it from the wiring table"
+    );
+    let doc: Value = serde_json::from_str(&committed).unwrap();
+    assert_contract_wiring(&doc, "hooks/settings.json");
+    let printed = Sandbox::bare();
+    let out = preload(
+        &printed,
+        &["install", "--print", "--prefix", "/opt/preload"],
+    );
+    let printed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        serde_json::to_string(&printed)
+            .unwrap()
+            .replace("/opt/preload", cli_install::TEMPLATE_PREFIX),
+        serde_json::to_string(&doc).unwrap(),
+        "preload install writes the same wiring"
+    );
+    let mut names = BTreeSet::new();
+    for shim in cli_install::SHIMS {
+        let path = repo().join("hooks/shims").join(shim.script);
+        assert!(path.is_file(), "missing shim {}", path.display());
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            cli_install::shim_text(shim, None),
+            "{} is stale",
+            shim.script
+        );
+        assert_eq!(text.lines().filter(|l| l.starts_with("exec ")).count(), 1);
+        names.insert(shim.script.to_owned());
+    }
+    let on_disk: BTreeSet<String> = fs::read_dir(repo().join("hooks/shims"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(on_disk, names, "one shim per replaced script, nothing else");
+}
+
+#[test]
+fn shims_replace_the_engine_scripts_and_come_back_out() {
+    let sb = Sandbox::bare();
+    let engine_hooks = sb.home.join(".claude/engine/hooks");
+    let hooks = sb.home.join(".claude/hooks");
+    fs::create_dir_all(&engine_hooks).unwrap();
+    fs::create_dir_all(&hooks).unwrap();
+    for name in ["session-start-chunk.sh", "pre-tool-use-overflow-v2.sh"] {
+        fs::write(engine_hooks.join(name), "#!/bin/bash\necho bash\n").unwrap();
+        std::os::unix::fs::symlink(engine_hooks.join(name), hooks.join(name)).unwrap();
+    }
+    let settings = sb.project.join(".claude/settings.local.json");
+    fs::write(&settings, engine_settings()).unwrap();
+    let prefix = built();
+    let out = preload(
+        &sb,
+        &["install", "--shims", "--prefix", prefix.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let chunk = fs::read_to_string(hooks.join("session-start-chunk.sh")).unwrap();
+    assert!(
+        chunk.contains(&format!(
+            "exec \"{}/preload-session-start\" --chunk",
+            prefix.display()
+        )),
+        "{chunk}"
+    );
+    assert_eq!(
+        fs::read_to_string(engine_hooks.join("session-start-chunk.sh")).unwrap(),
+        "#!/bin/bash\necho bash\n",
+        "never written through the symlink"
+    );
+    assert!(
+        fs::symlink_metadata(hooks.join("session-start-chunk.sh.preload-backup"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        engine_settings(),
+        "with shims the bash wiring stays as it is"
+    );
+    // The shim runs the binary: `--chunk 0/48`.
+    let run = std::process::Command::new("bash")
+        .arg(hooks.join("session-start-chunk.sh"))
+        .args(["0", "48"])
+        .env("HOME", &sb.home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+
+    assert_eq!(preload(&sb, &["uninstall"]).code, 0);
+    let link = fs::symlink_metadata(hooks.join("session-start-chunk.sh")).unwrap();
+    assert!(
+        link.file_type().is_symlink(),
+        "the engine's symlink is back"
+    );
+    assert!(!hooks.join("session-start-chunk.sh.preload-backup").exists());
+}
+
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn doctor_flags_double_wiring_stale_locks_and_corrupt_state() {
+    let sb = Sandbox::new();
+    let prefix = sb.root().join("bin");
+    let prefix_s = prefix.to_str().unwrap();
+    let settings = sb.project.join(".claude/settings.local.json");
+    assert_eq!(preload(&sb, &["install", "--prefix", prefix_s]).code, 0);
+
+    let clean = preload(&sb, &["doctor", "--prefix", prefix_s]);
+    assert_eq!(
+        clean.code, 0,
+        "a fresh install is healthy:\n{}",
+        clean.stdout
+    );
+
+    // The bash guard engine wired again next to the native one, and a second native copy.
+    let mut doc = read_json(&settings);
+    let pre = doc["hooks"]["PreToolUse"][0]["hooks"]
+        .as_array_mut()
+        .unwrap();
+    pre.push(bash_entry("pre-tool-use-overflow-v2.sh"));
+    doc["hooks"]["PostToolUse"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"matcher": "*", "hooks": [{"type": "command", "command": "/elsewhere/preload-injections", "args": [], "timeout": 5}]}));
+    fs::write(&settings, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    // A lock left by a dead writer, and a corrupt state file.
+    let lock = sb.sessions.join("2026_01_01_A/.state.json.lock");
+    fs::create_dir_all(&lock).unwrap();
+    fs::write(lock.join("pid"), format!("{}\n", dead_pid())).unwrap();
+    let corrupt = sb.sessions.join("2026_01_02_B/.state.json");
+    fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
+    fs::write(&corrupt, "{\"pid\": 1, \"preloadedFiles\": [").unwrap();
+
+    let out = preload(&sb, &["doctor", "--prefix", prefix_s]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let text = out.stdout;
+    assert!(text.contains("preload-overflow (PreToolUse) is wired natively and through the bash hook pre-tool-use-overflow-v2.sh"), "{text}");
+    assert!(
+        text.contains("preload-injections (PostToolUse) is wired twice"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("lock: {} is stale", lock.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("state: {} is corrupt", corrupt.display())),
+        "{text}"
+    );
+    assert!(
+        text.matches("hint:").count() >= 4,
+        "a hint for each finding: {text}"
+    );
+    assert_eq!(
+        fs::read_to_string(&corrupt).unwrap(),
+        "{\"pid\": 1, \"preloadedFiles\": [",
+        "left untouched"
+    );
+    assert!(lock.join("pid").exists(), "doctor changes nothing");
+}
+
+#[test]
+fn doctor_reports_missing_binaries_and_bad_rules() {
+    let sb = Sandbox::new();
+    fs::write(
+        sb.home.join(".claude/engine/guards.json"),
+        "{\"not\": \"an array\"}",
+    )
+    .unwrap();
+    let out = preload(
+        &sb,
+        &[
+            "doctor",
+            "--prefix",
+            sb.root().join("nowhere").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("preload-overflow missing"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("is JSON but not an array"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("is not wired"), "{}", out.stdout);
+}
+
+#[test]
+fn status_shows_the_session_files_and_cost() {
+    let sb = Sandbox::new();
+    let standard = sb.engine_path("COMMANDS.md");
+    let queued = sb.engine_path("commands/CMD_ASK_ROUND.md");
+    sb.active_session(
+        "2026_01_01_S",
+        &json!({"currentPhase": "1: Interrogation", "preloadedFiles": [standard], "pendingPreloads": [queued],
+                "toolCallsSinceLastLog": 4,
+                "pendingAllowInjections": [{"ruleId": "preload", "content": "abcd", "agentId": ""}]}),
+    );
+    let out = preload(&sb, &["status", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "session");
+    assert_eq!(v["lifecycle"], "active");
+    assert_eq!(v["phase"], "1: Interrogation");
+    assert_eq!(v["counters"]["toolCallsSinceLastLog"], 4);
+    let size = fs::metadata(&standard).unwrap().len();
+    assert_eq!(v["preloaded"], json!([{"path": standard, "bytes": size}]));
+    assert_eq!(v["pending"][0]["path"], json!(queued));
+    assert_eq!(
+        v["stashed"],
+        json!([{"ruleId": "preload", "agentId": "", "chars": 4}])
+    );
+    let chars = fs::read_to_string(&standard)
+        .unwrap()
+        .trim_end_matches('\n')
+        .chars()
+        .count();
+    assert_eq!(v["contextChars"], chars);
+    assert_eq!(v["estimatedTokens"], chars / 4);
+    let human = preload(&sb, &["status"]);
+    assert!(
+        human.stdout.contains("phase:     1: Interrogation"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn report_counts_a_known_log() {
+    let sb = Sandbox::bare();
+    let line = |hook: &str, event: &str, file: &str| {
+        json!({"ts": "2026-01-01T00:00:00Z", "hook": hook, "event": event, "file": file, "source": "s",
+               "toolCall": 1, "sessionExists": true, "dedupResult": "new"})
+        .to_string()
+    };
+    let log = [
+        line("session-start", "seed", "/e/COMMANDS.md"),
+        line("templates", "direct-deliver", "/e/CMD_A.md"),
+        line("templates", "direct-deliver", "/s/SKILL.md"),
+        line("overflow", "queue-pending", "/e/CMD_B.md"),
+        line("overflow", "claim-deliver", "/e/CMD_B.md"),
+        line("injections", "claim-deliver", "/e/CMD_A.md"),
+        line("phase-commands", "skip-dedup", "/e/CMD_A.md"),
+        line("overflow", "skip-inode", "/e/CMD_C.md"),
+    ]
+    .join("\n");
+    let path = sb.root().join("log.jsonl");
+    fs::write(&path, log).unwrap();
+    let out = preload(&sb, &["report", path.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = out.stdout;
+    assert!(t.contains("Total delivery events: 8"), "{t}");
+    assert!(t.contains("Unique files delivered: 3"), "{t}");
+    assert!(t.contains("Duplicate deliveries: 1"), "{t}");
+    assert!(t.contains("Dedup skips: 2"), "{t}");
+    assert!(t.contains("  templates: 2\n"), "{t}");
+    assert!(
+        t.contains("  overflow: 1\n") && t.contains("  injections: 1\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("/e/CMD_A.md: 2x via templates, injections"),
+        "{t}"
+    );
+    // Default: $PRELOAD_TEST_LOG.
+    fs::copy(&path, &sb.log).unwrap();
+    assert_eq!(preload(&sb, &["report"]).stdout, t);
+}
+
+#[test]
+fn report_without_a_log_is_a_usage_error() {
+    let sb = Sandbox::bare();
+    let out = sb
+        .command("preload")
+        .env_remove("PRELOAD_TEST_LOG")
+        .arg("report")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let missing = preload(
+        &sb,
+        &["report", Path::new("/nonexistent/log").to_str().unwrap()],
+    );
+    assert_eq!(missing.code, 1);
+}

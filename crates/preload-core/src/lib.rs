@@ -5,7 +5,7 @@
 //! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`];
 //! 3. mechanisms: [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
 //! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
-//!    [`env`], [`clock`].
+//!    [`env`], [`clock`], [`report`] (delivery log summaries).
 //!
 //! Nothing here writes to stdout except [`runner`].
 
@@ -23,6 +23,7 @@ pub mod paths;
 pub mod preload;
 pub mod process;
 pub mod refs;
+pub mod report;
 pub mod rules;
 pub mod runner;
 pub mod session;

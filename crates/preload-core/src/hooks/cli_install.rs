@@ -26,7 +26,7 @@ use crate::paths;
 use crate::runner;
 use crate::state;
 
-/// How many `--chunk I/N` registrations SessionStart gets.
+/// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
 /// Each slice stays within the 9,500-character output budget, so 8 slices carry up to 76,000
 /// characters (about 19,000 tokens): the banner, the six standards, the active skill's SKILL.md,
@@ -232,7 +232,7 @@ pub const SHIMS: &[Shim] = &[
 /// directory under `$HOME`, spelled so bash expands it).
 pub fn shim_text(shim: &Shim, prefix: Option<&Path>) -> String {
     let dir = prefix.map_or_else(
-        || format!("${{PRELOAD_BIN:-$HOME/{DEFAULT_PREFIX}}}"),
+        || format!("$HOME/{DEFAULT_PREFIX}"),
         |p| p.display().to_string(),
     );
     format!(
@@ -245,7 +245,8 @@ pub fn shim_text(shim: &Shim, prefix: Option<&Path>) -> String {
 
 /// True when `path` is a shim written by `preload install --shims`.
 pub fn is_shim(path: &Path) -> bool {
-    fs::read_to_string(path).is_ok_and(|t| t.lines().nth(1).is_some_and(|l| l.starts_with(SHIM_MARKER)))
+    fs::read_to_string(path)
+        .is_ok_and(|t| t.lines().nth(1).is_some_and(|l| l.starts_with(SHIM_MARKER)))
 }
 
 /// Scripts whose bash handlers the native wiring replaces (the e2e hook is never wired).
@@ -256,12 +257,10 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
         .map(|s| s.script)
 }
 
-/// The handlers of one wiring row, expanded (`--chunk I/N` for SessionStart).
+/// The handlers of one wiring row, expanded (`--chunk I/N` for `SessionStart`).
 fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
-    let handler = |args: Vec<String>| {
-        json!({"type": "command", "command": command, "args": args, "timeout": row.timeout})
-    };
+    let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
     if row.chunked {
         (0..SESSION_START_CHUNKS)
             .map(|i| {
@@ -335,7 +334,9 @@ fn same_matcher(a: &str, b: Option<&str>) -> bool {
 pub fn our_binary(handler: &Value) -> Option<&'static str> {
     let command = handler.get("command")?.as_str()?;
     let first = command.split_whitespace().next()?;
-    let name = Path::new(first.trim_matches(|c| c == '"' || c == '\'')).file_name()?.to_str()?;
+    let name = Path::new(first.trim_matches(|c| c == '"' || c == '\''))
+        .file_name()?
+        .to_str()?;
     WIRING.iter().map(|w| w.binary).find(|b| *b == name)
 }
 
@@ -365,7 +366,9 @@ struct Stripped {
 fn strip(hooks: &mut Map<String, Value>, drop: &dyn Fn(&Value) -> bool) -> Stripped {
     let mut out = Stripped::default();
     for (event, groups) in hooks.iter_mut() {
-        let Value::Array(groups) = groups else { continue };
+        let Value::Array(groups) = groups else {
+            continue;
+        };
         for (gi, g) in groups.iter_mut().enumerate() {
             let matcher = matcher_of(g).to_owned();
             let Some(Value::Array(list)) = g.get_mut("hooks") else {
@@ -385,7 +388,11 @@ fn strip(hooks: &mut Map<String, Value>, drop: &dyn Fn(&Value) -> bool) -> Strip
                 !remove
             });
             if let Some(h) = at {
-                if !out.first.iter().any(|(e, m, _, _)| e == event && *m == matcher) {
+                if !out
+                    .first
+                    .iter()
+                    .any(|(e, m, _, _)| e == event && *m == matcher)
+                {
                     out.first.push((event.clone(), matcher, gi, h));
                 }
             }
@@ -441,12 +448,16 @@ fn insert(
     }
     let Value::Array(groups) = groups else { return };
     let index = match at {
-        Some((g, _)) if groups.get(g).is_some_and(|x| same_matcher(matcher_of(x), matcher)) => {
+        Some((g, _))
+            if groups
+                .get(g)
+                .is_some_and(|x| same_matcher(matcher_of(x), matcher)) =>
+        {
             Some(g)
         }
-        _ => groups
-            .iter()
-            .position(|g| same_matcher(matcher_of(g), matcher) && g.get("hooks").is_some_and(Value::is_array)),
+        _ => groups.iter().position(|g| {
+            same_matcher(matcher_of(g), matcher) && g.get("hooks").is_some_and(Value::is_array)
+        }),
     };
     match index {
         Some(g) => {
@@ -497,7 +508,11 @@ pub fn wire(settings: &Value, prefix: &str, native: bool) -> Value {
         }
         tidy(hooks, &stripped);
     }
-    if !had_hooks && doc.get("hooks").is_some_and(|h| h.as_object().is_some_and(Map::is_empty)) {
+    if !had_hooks
+        && doc
+            .get("hooks")
+            .is_some_and(|h| h.as_object().is_some_and(Map::is_empty))
+    {
         doc.shift_remove("hooks");
     }
     Value::Object(doc)
@@ -517,13 +532,16 @@ pub fn unwire(settings: &Value, backup: Option<&Value>) -> Value {
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(hooks) = hooks {
             for (event, matcher, gi, hi, handler) in restore {
-                let present = hooks.get(&event).and_then(Value::as_array).is_some_and(|gs| {
-                    gs.iter().any(|g| {
-                        g.get("hooks")
-                            .and_then(Value::as_array)
-                            .is_some_and(|l| l.contains(&handler))
-                    })
-                });
+                let present = hooks
+                    .get(&event)
+                    .and_then(Value::as_array)
+                    .is_some_and(|gs| {
+                        gs.iter().any(|g| {
+                            g.get("hooks")
+                                .and_then(Value::as_array)
+                                .is_some_and(|l| l.contains(&handler))
+                        })
+                    });
                 if !present {
                     let matcher = (!matcher.is_empty()).then_some(matcher.as_str());
                     insert(hooks, &event, matcher, vec![handler], Some((gi, hi)));
@@ -542,7 +560,13 @@ fn replaced_handlers(settings: &Value) -> Vec<(String, String, usize, usize, Val
     };
     for (event, groups) in hooks {
         for (gi, g) in groups.as_array().into_iter().flatten().enumerate() {
-            for (hi, h) in g.get("hooks").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            for (hi, h) in g
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 if replaced_script(h).is_some() {
                     out.push((event.clone(), matcher_of(g).to_owned(), gi, hi, h.clone()));
                 }
@@ -726,7 +750,9 @@ impl Targets {
             .get(env::HOME)
             .map(PathBuf::from)
             .ok_or_else(|| InstallError::Usage("HOME is not set".into()))?;
-        let absolute = |p: &Path| paths::lexical_clean(&cwd.join(paths::expand_tilde(&p.to_string_lossy(), &home)));
+        let absolute = |p: &Path| {
+            paths::lexical_clean(&cwd.join(paths::expand_tilde(&p.to_string_lossy(), &home)))
+        };
         let prefix = opts
             .prefix
             .as_deref()
@@ -856,7 +882,9 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, InstallError> {
         if t.trim().is_empty() {
             Some(Value::Object(Map::new()))
         } else {
-            serde_json::from_str::<Value>(t).ok().filter(Value::is_object)
+            serde_json::from_str::<Value>(t)
+                .ok()
+                .filter(Value::is_object)
         }
     });
     if let (Some(text), Some(doc)) = (&backup, &backup_doc) {
@@ -890,7 +918,9 @@ fn installed_prefix(settings: &Value) -> Option<String> {
         .filter(|(_, _, h)| our_binary(h).is_some())
         .filter_map(|(_, _, h)| {
             let cmd = h.get("command")?.as_str()?;
-            Path::new(cmd).parent().map(|p| p.to_string_lossy().into_owned())
+            Path::new(cmd)
+                .parent()
+                .map(|p| p.to_string_lossy().into_owned())
         });
     let first = dirs.next()?;
     dirs.all(|d| d == first).then_some(first)
@@ -943,7 +973,10 @@ fn make_executable(path: &Path) -> Result<(), InstallError> {
 
 /// Write the shims over the engine's scripts in `hooks_dir` (originals renamed to
 /// `<script>.preload-backup`); returns (written, skipped because the engine has no such script).
-pub fn install_shims(hooks_dir: &Path, prefix: &Path) -> Result<(Vec<&'static str>, Vec<&'static str>), InstallError> {
+pub fn install_shims(
+    hooks_dir: &Path,
+    prefix: &Path,
+) -> Result<(Vec<&'static str>, Vec<&'static str>), InstallError> {
     let mut written = Vec::new();
     let mut skipped = Vec::new();
     for shim in SHIMS {
@@ -1025,7 +1058,10 @@ pub(crate) fn complain(message: &str) {
 
 fn install(opts: &Options, targets: &Targets) -> Result<Vec<String>, InstallError> {
     if opts.print {
-        let text = to_pretty(&json!({ "hooks": hooks_value(&targets.prefix.to_string_lossy()) }), b"  ");
+        let text = to_pretty(
+            &json!({ "hooks": hooks_value(&targets.prefix.to_string_lossy()) }),
+            b"  ",
+        );
         return Ok(vec![text]);
     }
     let mut lines = Vec::new();
@@ -1059,7 +1095,10 @@ fn install(opts: &Options, targets: &Targets) -> Result<Vec<String>, InstallErro
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
     if change != Change::Unchanged {
-        lines.push(format!("backup: {}", backup_of(&targets.settings).display()));
+        lines.push(format!(
+            "backup: {}",
+            backup_of(&targets.settings).display()
+        ));
     }
     lines.push("check with: preload doctor".into());
     Ok(lines)
@@ -1089,6 +1128,7 @@ fn uninstall(targets: &Targets) -> Result<Vec<String>, InstallError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -1116,11 +1156,19 @@ mod tests {
             Some("session-start-chunk.sh")
         );
         assert_eq!(
-            replaced_script(&bash("bash \"$HOME/.claude/hooks/pre-tool-use-overflow-v2.sh\"")),
+            replaced_script(&bash(
+                "bash \"$HOME/.claude/hooks/pre-tool-use-overflow-v2.sh\""
+            )),
             Some("pre-tool-use-overflow-v2.sh")
         );
-        assert_eq!(replaced_script(&bash("~/.claude/hooks/stop-notify.sh")), None);
-        assert_eq!(replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")), None);
+        assert_eq!(
+            replaced_script(&bash("~/.claude/hooks/stop-notify.sh")),
+            None
+        );
+        assert_eq!(
+            replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")),
+            None
+        );
     }
 
     #[test]
@@ -1142,8 +1190,14 @@ mod tests {
         let pre = &wired["hooks"]["PreToolUse"][0]["hooks"];
         assert_eq!(pre[0]["command"], "/bin/preload-overflow");
         assert_eq!(pre[1]["args"], json!(["pretooluse"]));
-        assert_eq!(pre[2]["command"], "~/.claude/hooks/pre-tool-use-one-strike.sh");
-        assert_eq!(wired["hooks"]["Stop"][0]["hooks"][0]["command"], "~/.claude/hooks/stop-notify.sh");
+        assert_eq!(
+            pre[2]["command"],
+            "~/.claude/hooks/pre-tool-use-one-strike.sh"
+        );
+        assert_eq!(
+            wired["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "~/.claude/hooks/stop-notify.sh"
+        );
         assert_eq!(wire(&wired, "/bin", true), wired, "idempotent");
         let back = unwire(&wired, Some(&settings));
         assert_eq!(back, settings);
@@ -1158,19 +1212,28 @@ mod tests {
             .filter(|h| h["command"] == "/b/preload-session-start")
             .collect();
         assert_eq!(chunks.len(), SESSION_START_CHUNKS);
-        assert_eq!(chunks[3]["args"], json!(["--chunk", format!("3/{SESSION_START_CHUNKS}")]));
+        assert_eq!(
+            chunks[3]["args"],
+            json!(["--chunk", format!("3/{SESSION_START_CHUNKS}")])
+        );
     }
 
     #[test]
     fn layout_keeps_indent_and_final_newline() {
         let layout = Layout::of("{\n    \"a\": 1\n}");
         assert_eq!(layout.render(&json!({"a": 1})), "{\n    \"a\": 1\n}");
-        assert_eq!(Layout::of("").render(&json!({"a": 1})), "{\n  \"a\": 1\n}\n");
+        assert_eq!(
+            Layout::of("").render(&json!({"a": 1})),
+            "{\n  \"a\": 1\n}\n"
+        );
     }
 
     #[test]
     fn chunk_shim_maps_positional_arguments() {
-        let shim = SHIMS.iter().find(|s| s.script == "session-start-chunk.sh").unwrap();
+        let shim = SHIMS
+            .iter()
+            .find(|s| s.script == "session-start-chunk.sh")
+            .unwrap();
         let text = shim_text(shim, Some(Path::new("/opt/b")));
         assert!(text.contains("exec \"/opt/b/preload-session-start\" --chunk \"${1:-0}/${2:-1}\""));
         assert_eq!(text.lines().filter(|l| l.starts_with("exec")).count(), 1);
