@@ -22,18 +22,24 @@ test:
 		$(CARGO) test --workspace --locked --no-fail-fast; \
 	fi
 
-## Runs a whole preload lifecycle on the bundled example and prints the report.
+## Runs a whole preload lifecycle on the bundled example through the release binaries and
+## prints the report (in a temporary HOME; nothing outside it is touched).
 demo: release
-	@bash scripts/demo.sh
+	$(CARGO) run --release --locked --quiet --example demo
 
 bench: release
 	@bash scripts/bench.sh
 
+## make install PROJECT=/path/to/project [SHIMS=1] [PREFIX=dir]: copy the binaries to PREFIX and
+## wire them into PROJECT/.claude/settings.local.json (or write the bash shims with SHIMS=1).
 install: release
-	./target/release/preload install --prefix "$(PREFIX)"
+	@test -n "$(PROJECT)" || { echo "usage: make install PROJECT=/path/to/your/project [SHIMS=1] [PREFIX=dir]"; exit 2; }
+	cd "$(PROJECT)" && "$(CURDIR)/target/release/preload" install --prefix "$(PREFIX)" $(if $(SHIMS),--shims,)
 
+## make uninstall PROJECT=/path/to/project: take the wiring out again (binaries stay in PREFIX).
 uninstall:
-	./target/release/preload uninstall
+	@test -n "$(PROJECT)" || { echo "usage: make uninstall PROJECT=/path/to/your/project"; exit 2; }
+	cd "$(PROJECT)" && "$(CURDIR)/target/release/preload" uninstall --prefix "$(PREFIX)"
 
 fmt:
 	$(CARGO) fmt --all
