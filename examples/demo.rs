@@ -326,8 +326,21 @@ impl Demo {
             json!({"tool_name": name, "tool_input": tool_input, "tool_use_id": format!("toolu_{}", self.tool_call)}),
         );
         if let Some(denied) = pre.iter().find(|c| c.denied()) {
+            let reason = denied.json().map_or_else(String::new, |v| {
+                let text = v["hookSpecificOutput"]["permissionDecisionReason"]
+                    .as_str()
+                    .or_else(|| v["reason"].as_str())
+                    .unwrap_or_default()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(100)
+                    .collect::<String>();
+                format!(": {text}")
+            });
             self.notes.push(format!(
-                "tool call {} ({name}) denied by {}",
+                "tool call {} ({name}) denied by {}{reason}",
                 self.tool_call, denied.label
             ));
             return;
@@ -428,8 +441,7 @@ impl Demo {
             json!({"skill": "implement", "args": "add a running total to the estimate parser"}),
             json!({"success": true, "commandName": "implement"}),
         );
-        self.read("packages/estimate/src/parser.ts");
-        // 3. The agent activates its session.
+        // 3. The agent activates its session (the session gate holds other tools until then).
         let activated = self.cli(&["activate", &dir_s, "--skill", "implement"]);
         self.bash(
             &format!("engine session activate {rel} implement"),

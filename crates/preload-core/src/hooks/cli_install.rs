@@ -95,8 +95,8 @@ pub const WIRING: &[Wiring] = &[
         binary: "preload-compaction-reread",
         args: &["sessionstart"],
         event: "SessionStart",
-        matcher: None,
-        timeout: 5,
+        matcher: Some("compact"),
+        timeout: 10,
         chunked: false,
     },
     Wiring {
@@ -160,7 +160,7 @@ pub const WIRING: &[Wiring] = &[
         args: &["precompact"],
         event: "PreCompact",
         matcher: None,
-        timeout: 10,
+        timeout: 5,
         chunked: false,
     },
     Wiring {
