@@ -180,6 +180,7 @@ impl Demo {
             .env("TMPDIR", &self.root)
             .env("PRELOAD_CACHE_DIR", self.root.join("cache"))
             .env("PRELOAD_MARKER_DIR", self.root.join("markers"))
+            .env("PRELOAD_LEGACY_MARKER_DIR", self.root.join("markers"))
             .env("TOOL_CALL_NUM", self.tool_call.to_string())
             .current_dir(&self.project)
             .stdin(Stdio::piped())
