@@ -107,41 +107,67 @@ fn split_chars(body: &[char], room: usize) -> Vec<String> {
     out
 }
 
-/// Packs blocks into one output string within a character budget.
+/// Packs blocks into one output string within a character budget, or into several outputs
+/// ("slots", one per SessionStart registration) each within its own budget.
+///
+/// Blocks keep their order: a block that does not fit the current slot opens the next one.
 #[derive(Debug, Clone)]
 pub struct Packer {
     budget: usize,
     used: usize,
     blocks: Vec<String>,
+    /// Budgets of the slots not opened yet, next first.
+    later: Vec<usize>,
+    /// Slots already closed, in order.
+    closed: Vec<Vec<String>>,
 }
 
 impl Packer {
     /// An empty packer with `budget` characters.
     pub fn new(budget: usize) -> Self {
+        Self::slots(&[budget])
+    }
+
+    /// An empty packer with one slot per entry of `budgets` (at least one slot).
+    pub fn slots(budgets: &[usize]) -> Self {
+        let mut budgets: Vec<usize> = budgets.iter().map(|b| (*b).max(MIN_BUDGET)).collect();
+        if budgets.is_empty() {
+            budgets.push(DEFAULT_BUDGET);
+        }
+        let first = budgets.remove(0);
+        budgets.reverse();
         Self {
-            budget: budget.max(MIN_BUDGET),
+            budget: first,
             used: 0,
             blocks: Vec::new(),
+            later: budgets,
+            closed: Vec::new(),
         }
     }
 
-    /// The budget.
+    /// The budget of the current slot.
     pub fn budget(&self) -> usize {
         self.budget
     }
 
-    /// Characters left for one more block (its separator accounted for).
+    /// Characters left for one more block in the current slot (its separator accounted for).
     pub fn room(&self) -> usize {
         let sep = usize::from(!self.blocks.is_empty());
         self.budget.saturating_sub(self.used + sep)
     }
 
-    /// Add `text` when it fits; true when added.
+    /// Add `text` when it fits (in the current slot, else in the next one); true when added.
     pub fn try_add(&mut self, text: impl Into<String>) -> bool {
         let text = text.into();
         let len = chars(&text);
         if len > self.room() {
-            return false;
+            let fits_next = self.later.last().is_some_and(|next| len <= *next);
+            if self.blocks.is_empty() || !fits_next {
+                return false;
+            }
+            self.closed.push(std::mem::take(&mut self.blocks));
+            self.budget = self.later.pop().unwrap_or(self.budget);
+            self.used = 0;
         }
         self.used += len + usize::from(!self.blocks.is_empty());
         self.blocks.push(text);
@@ -150,12 +176,21 @@ impl Packer {
 
     /// True when nothing was added.
     pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
+        self.blocks.is_empty() && self.closed.is_empty()
     }
 
-    /// The joined text.
+    /// The joined text of every slot.
     pub fn finish(&self) -> String {
-        join_blocks(&self.blocks)
+        let all: Vec<&String> = self.closed.iter().flatten().chain(&self.blocks).collect();
+        join_blocks(&all)
+    }
+
+    /// The blocks of each slot, one entry per slot (unused slots are empty).
+    pub fn slot_blocks(&self) -> Vec<Vec<String>> {
+        let mut out = self.closed.clone();
+        out.push(self.blocks.clone());
+        out.extend(self.later.iter().map(|_| Vec::new()));
+        out
     }
 }
 
@@ -277,6 +312,22 @@ mod tests {
         assert!(!p.try_add("y".repeat(150)), "150 + separator + 150 > 300");
         assert!(p.try_add("z".repeat(149)));
         assert_eq!(chars(&p.finish()), 300);
+    }
+
+    #[test]
+    fn slots_keep_block_order_and_their_own_budgets() {
+        let mut p = Packer::slots(&[300, 300, 250]);
+        assert!(p.try_add("a".repeat(200)));
+        assert!(p.try_add("b".repeat(200)), "opens slot 2");
+        assert!(p.try_add("c".repeat(90)), "still fits slot 2");
+        assert!(!p.try_add("d".repeat(260)), "larger than the last slot");
+        assert!(p.try_add("e".repeat(250)));
+        assert!(!p.try_add("f"), "every slot is full");
+        let slots = p.slot_blocks();
+        assert_eq!(slots.len(), 3);
+        assert_eq!(slots[1].len(), 2);
+        assert_eq!(slots[2], vec!["e".repeat(250)]);
+        assert_eq!(Packer::slots(&[300, 300]).slot_blocks().len(), 2);
     }
 
     #[test]

@@ -207,6 +207,87 @@ pub fn resolve_phase_cmds(
     out
 }
 
+/// The sort key of a phase label: numeric segments zero-padded to 3 (`"3.A"` → `"003.A"`),
+/// so `"10"` sorts after `"9"` as `session.sh` sorts them.
+pub fn label_sort_key(label: &str) -> String {
+    label
+        .split('.')
+        .map(|seg| {
+            if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+                format!("{seg:0>3}")
+            } else {
+                seg.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `"<label>: <name>"` of a phase (the form of `currentPhase`).
+pub fn phase_string(phase: &Map<String, Value>) -> Option<String> {
+    let label = label_string(phase).or_else(|| legacy_label(phase))?;
+    let name = phase.get("name").and_then(Value::as_str).unwrap_or("");
+    Some(format!("{label}: {name}").trim_end().to_owned())
+}
+
+/// The first phase by label sort, as `"<label>: <name>"`.
+pub fn first_phase(phases: &[Value]) -> Option<String> {
+    phases
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|p| {
+            let label = label_string(p).or_else(|| legacy_label(p))?;
+            Some((label_sort_key(&label), p))
+        })
+        .min_by(|a, b| a.0.cmp(&b.0))
+        .and_then(|(_, p)| phase_string(p))
+}
+
+/// True when `fields` names at least one template.
+fn has_template_field(fields: &Map<String, Value>) -> bool {
+    TEMPLATE_FIELDS.iter().any(|f| {
+        fields
+            .get(*f)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    })
+}
+
+/// `resolve_phase_cmds` for a session or seed state: the skill is the state's `skill`, the
+/// phases are the state's `phases` when present (else the skill's SKILL.md), the templates the
+/// state's template fields when present (else the skill's). Empty without a usable skill.
+pub fn session_phase_cmds(
+    paths: &EnginePaths,
+    state: &Map<String, Value>,
+    label: &str,
+) -> Vec<PathBuf> {
+    let Some(name) = state.get("skill").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let skill = Skill::load(paths, name);
+    let state_phases = state
+        .get("phases")
+        .and_then(Value::as_array)
+        .filter(|p| !p.is_empty());
+    let phases = state_phases.map_or_else(
+        || skill.as_ref().map_or(&[][..], Skill::phases),
+        Vec::as_slice,
+    );
+    let empty = Map::new();
+    let fields = if has_template_field(state) {
+        state
+    } else {
+        skill.as_ref().map_or(&empty, |s| &s.definition)
+    };
+    let skill_dir = skill
+        .as_ref()
+        .map_or_else(|| paths.skills.join(name), |s| s.dir.clone());
+    if skill.is_none() && !is_valid_name(name) {
+        return Vec::new();
+    }
+    resolve_phase_cmds(paths, phases, label, fields, &skill_dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +372,39 @@ not json at all
                 skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
             ]
         );
+    }
+
+    #[test]
+    fn first_phase_sorts_labels_numerically() {
+        let phases = vec![
+            json!({"label": "10", "name": "Late"}),
+            json!({"label": "3.A", "name": "Build Loop"}),
+            json!({"label": "2", "name": "Planning"}),
+        ];
+        assert_eq!(first_phase(&phases).as_deref(), Some("2: Planning"));
+        assert_eq!(label_sort_key("3.A"), "003.A");
+        assert!(label_sort_key("10") > label_sort_key("9"));
+        assert_eq!(first_phase(&[]), None);
+    }
+
+    #[test]
+    fn session_phases_win_over_the_skill_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = EnginePaths::new(tmp.path());
+        let cmds = paths.engine_directives.join("commands");
+        std::fs::create_dir_all(&cmds).unwrap();
+        std::fs::write(cmds.join("CMD_FROM_STATE.md"), "s").unwrap();
+        std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+        std::fs::create_dir_all(paths.skills.join("implement")).unwrap();
+        std::fs::write(paths.skill_file("implement"), SKILL).unwrap();
+        let state =
+            json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]});
+        let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+        assert_eq!(got, vec![cmds.join("CMD_FROM_STATE.md")]);
+        let state = json!({"skill": "implement"});
+        let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+        assert_eq!(got, vec![cmds.join("CMD_REPORT_INTENT.md")]);
+        let state = json!({"skill": "../etc"});
+        assert!(session_phase_cmds(&paths, state.as_object().unwrap(), "0").is_empty());
     }
 }

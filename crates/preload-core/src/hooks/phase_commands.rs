@@ -1,6 +1,102 @@
-//! Placeholder for the `phase_commands` policy module.
+//! `preload-phase-commands` (PostToolUse `Bash`): after a phase transition (the command's stdout
+//! starts with `Phase:`), queues the new phase's command files and the skill's templates in
+//! `pendingPreloads`, in one locked write; files already in context are skipped (`skip-dedup`).
+//! The preload rule delivers them on the next tool call.
+
+use std::process::ExitCode;
+
+use crate::delivery::Packer;
+use crate::preload::{self, Mode, Request};
+use crate::runner::{self, HookEvent, HookSpec};
+use crate::session;
+use crate::skill;
+use crate::state;
+use crate::{Context, HookError, HookInput, HookOutput};
+
+/// The binary.
+pub const SPEC: HookSpec = HookSpec {
+    name: "phase-commands",
+    event: HookEvent::PostToolUse,
+    help: "preload-phase-commands: PostToolUse hook (matcher Bash).
+
+When the Bash output starts with `Phase: <label>: <name>` (engine session phase, preload
+phase), queues that phase's command files (steps + commands) and the skill's templates in
+pendingPreloads, in one locked write. Labels such as 3.A work. The phases come from the
+state's `phases`, else from the skill's SKILL.md. Prints nothing.
+
+Reads stdin: tool_name, tool_response (object with stdout, or a string), cwd.
+Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
+     PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS, PRELOAD_TEST_LOG, HOOK_DEBUG.
+Files: the session .state.json (or the seed), ~/.claude/skills/<skill>/SKILL.md,
+       ~/.claude/engine/.directives/commands/.",
+};
 
 /// Entry point of the binary.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub fn main() -> ExitCode {
+    runner::main(&SPEC, handle)
+}
+
+/// The phase a `Phase:` output names (`"3.A: Build Loop"`): its first line, or the line after
+/// `Phase transition approved (non-sequential): …`.
+pub fn announced_phase(stdout: &str) -> Option<&str> {
+    let mut lines = stdout.lines();
+    let mut line = lines.next()?;
+    if line.starts_with("Phase transition approved") {
+        line = lines.next()?;
+    }
+    let phase = line.strip_prefix("Phase:")?.trim();
+    (!phase.is_empty()).then_some(phase)
+}
+
+/// Queue the new phase's commands.
+pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
+    if input.tool_name() != Some("Bash") {
+        return Ok(HookOutput::Silent);
+    }
+    let Some(phase) = input.tool_stdout().and_then(announced_phase) else {
+        return Ok(HookOutput::Silent);
+    };
+    let label = skill::label_of(phase);
+    let Some(target) = session::existing_preload_state(ctx) else {
+        return Ok(HookOutput::Silent);
+    };
+    let source = format!("phase-cmds({phase})");
+    let mut packer = Packer::new(ctx.budget);
+    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+        let requests: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
+            .into_iter()
+            .map(|p| Request::new(p.to_string_lossy(), source.clone()))
+            .collect();
+        preload::apply(ctx, s, &requests, Mode::Queue, &mut packer)
+    })?;
+    batch.log(ctx, target.is_session);
+    Ok(HookOutput::Silent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_lines() {
+        assert_eq!(
+            announced_phase("Phase: 3.A: Build Loop\nSteps:\n"),
+            Some("3.A: Build Loop")
+        );
+        assert_eq!(
+            announced_phase("Phase: 1: Interrogation"),
+            Some("1: Interrogation")
+        );
+        assert_eq!(
+            announced_phase("Phase transition approved (non-sequential): 4"),
+            None
+        );
+        assert_eq!(
+            announced_phase("Phase transition approved (non-sequential): 4\nPhase: 4: Synthesis"),
+            Some("4: Synthesis")
+        );
+        assert_eq!(announced_phase("ls\nPhase: 2: Planning"), None);
+        assert_eq!(announced_phase("Phase:   "), None);
+        assert_eq!(announced_phase(""), None);
+    }
 }

@@ -1,6 +1,144 @@
-//! Placeholder for the `prompt_submit` policy module.
+//! `preload-prompt-submit` (UserPromptSubmit): records a skill's SKILL.md as in context when the
+//! prompt invokes the skill (`/name args`), and speaks the session gate with `SESSION_REQUIRED=1`.
+//!
+//! Claude Code expands `/name` into the skill's SKILL.md itself; without a record of that, the
+//! templates hook and the preload rule would deliver the file again. The record goes into the
+//! preload state (the owner's session, else its seed) in one locked write.
+
+use std::process::ExitCode;
+
+use crate::dedup::InContext;
+use crate::delivery::Event;
+use crate::env;
+use crate::preload::PRELOADED;
+use crate::runner::{self, HookEvent, HookSpec};
+use crate::session::{self, STATE_FILE};
+use crate::skill;
+use crate::state::{self, State};
+use crate::{Context, HookError, HookInput, HookOutput};
+
+/// The binary.
+pub const SPEC: HookSpec = HookSpec {
+    name: "prompt-submit",
+    event: HookEvent::UserPromptSubmit,
+    help: "preload-prompt-submit: UserPromptSubmit hook.
+
+When the prompt invokes a skill (/name args, with ~/.claude/skills/name/SKILL.md present),
+records that SKILL.md in preloadedFiles of the session (else the seed): Claude Code's own
+skill expansion delivered it. With SESSION_REQUIRED=1, prints the session-gate message when
+no session is active or the session is completed.
+
+Reads stdin: prompt, cwd.
+Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
+     SESSION_REQUIRED, PRELOAD_LOCK_TIMEOUT_MS, PRELOAD_BUDGET_MS, PRELOAD_TEST_LOG, HOOK_DEBUG.
+Files: the session .state.json or sessions/.seeds/<pid>.json (created when missing).",
+};
 
 /// Entry point of the binary.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub fn main() -> ExitCode {
+    runner::main(&SPEC, handle)
+}
+
+/// The skill a prompt invokes: `/name` at the start, followed by whitespace or the end.
+pub fn invoked_skill(prompt: &str) -> Option<&str> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let name = rest.split(char::is_whitespace).next()?;
+    skill::is_valid_name(name).then_some(name)
+}
+
+/// Lifecycles that count as a live session for the gate.
+const LIVE: [&str; 4] = ["active", "dehydrating", "resuming", "restarting"];
+
+/// The gate message, when one is due.
+fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
+    let Some(dir) = session::find_session(ctx) else {
+        return Ok(Some(
+            "§CMD_REQUIRE_ACTIVE_SESSION: No active session.\n\
+             Before any work, activate a skill: invoke it directly (/do for a small task, \
+             /implement, /analyze, /fix, /test), or use AskUserQuestion to ask the user which \
+             skill fits the request."
+                .to_owned(),
+        ));
+    };
+    let state = state::load(&dir.join(STATE_FILE))?;
+    let lifecycle = state.str("lifecycle").unwrap_or("active");
+    if LIVE.contains(&lifecycle) {
+        return Ok(None);
+    }
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let skill = state.str("skill").unwrap_or("none");
+    Ok(Some(format!(
+        "§CMD_REQUIRE_ACTIVE_SESSION: Previous session '{name}' (skill: {skill}) is {lifecycle}.\n\
+         Before new work, activate a skill directly (/do for a small task, /implement, /analyze, \
+         /fix, /test), or use AskUserQuestion to ask the user which skill fits the request."
+    )))
+}
+
+/// Record the invoked skill's SKILL.md as in context (one locked write).
+fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
+    let file = ctx.paths.skill_file(name);
+    if !file.is_file() {
+        return Ok(());
+    }
+    let Some(target) = session::find_preload_state(ctx)? else {
+        return Ok(());
+    };
+    let path = ctx.normalize(&file.to_string_lossy());
+    let hit = state::update(&target.path, ctx.lock_deadline(), |s: &mut State| {
+        let hit = InContext::new(&s.strings(PRELOADED)).check(&path);
+        if hit.is_none() {
+            s.push_unique(PRELOADED, &path);
+        }
+        hit
+    })?;
+    let source = format!("skill-expansion({name})");
+    match hit {
+        // Claude Code's expansion put the file into context with this prompt.
+        None => ctx.log.record(
+            Event::DirectDeliver,
+            &path,
+            &source,
+            target.is_session,
+            "new",
+        ),
+        Some(hit) => {
+            let event = if hit == crate::dedup::Hit::Inode {
+                Event::SkipInode
+            } else {
+                Event::SkipDedup
+            };
+            ctx.log
+                .record(event, &path, &source, target.is_session, hit.as_str());
+        }
+    }
+    Ok(())
+}
+
+/// Track a skill expansion; speak the gate when required.
+pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
+    if let Some(name) = input.prompt().and_then(invoked_skill) {
+        track_expansion(ctx, name)?;
+    }
+    if !ctx.env.is_one(env::SESSION_REQUIRED) {
+        return Ok(HookOutput::Silent);
+    }
+    Ok(gate_message(ctx)?.map_or(HookOutput::Silent, HookOutput::Context))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skill_invocations_are_recognised() {
+        assert_eq!(invoked_skill("/implement add auth"), Some("implement"));
+        assert_eq!(invoked_skill("  /do"), Some("do"));
+        assert_eq!(invoked_skill("/fix\nmore"), Some("fix"));
+        assert_eq!(invoked_skill("please /implement"), None);
+        assert_eq!(invoked_skill("/../etc/passwd"), None);
+        assert_eq!(invoked_skill("/"), None);
+    }
 }
