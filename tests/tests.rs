@@ -12,3 +12,6 @@ mod guard_rules;
 mod install;
 mod overflow;
 mod pipeline;
+mod pipeline_hooks;
+mod pipeline_steps;
+mod session_start;

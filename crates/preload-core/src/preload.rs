@@ -213,6 +213,41 @@ pub fn apply(
     pass.batch
 }
 
+/// Record files that reached the context some other way (Claude Code's own skill expansion) as
+/// in context, inside the caller's locked update: each new one goes into `preloadedFiles`
+/// (logged `direct-deliver` with its source, since it did enter the context), leaves the queue,
+/// and has its references queued like a delivered file. Files already in context log a skip.
+pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
+    let mut pass = Pass {
+        ctx,
+        in_context: InContext::new(&state.strings(PRELOADED)),
+        resolver: resolver(ctx),
+        max_bytes: ctx.max_file_bytes(),
+        batch: Batch::default(),
+    };
+    for request in requests {
+        let path = ctx.normalize(&request.path);
+        let outcome = if let Some(hit) = pass.in_context.check(&path) {
+            pass.skip(state, request, &path, hit)
+        } else if let FileBody::Text(text) =
+            delivery::read_for_delivery(Path::new(&path), pass.max_bytes)
+        {
+            set_parts_done(state, &path, None);
+            state.push_unique(PRELOADED, &path);
+            state.remove_item(PENDING, &path);
+            pass.in_context.add(&path);
+            pass.batch
+                .note(Event::DirectDeliver, &path, &request.source, "new");
+            pass.queue_references(state, &path, &text);
+            Outcome::Delivered
+        } else {
+            Outcome::Unavailable
+        };
+        pass.batch.outcomes.push((path, outcome));
+    }
+    pass.batch
+}
+
 /// One ensure pass over a state.
 struct Pass<'a> {
     ctx: &'a Context,
@@ -464,6 +499,28 @@ mod tests {
         .unwrap();
         assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
         assert!(f.load().strings(PENDING).is_empty());
+    }
+
+    #[test]
+    fn recorded_files_count_as_in_context_and_queue_their_references() {
+        let f = fixture();
+        let b = f.cmd("B", "# B\n");
+        let a = f.cmd("A", "# A uses §CMD_B\n");
+        let ctx = f.ctx();
+        let batch = state::update(&f.state, ctx.lock_deadline(), |s| {
+            record(
+                &ctx,
+                s,
+                &[Request::new(&a, "expansion"), Request::new(&a, "again")],
+            )
+        })
+        .unwrap();
+        assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+        assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
+        let s = f.load();
+        assert_eq!(s.strings(PRELOADED), vec![a]);
+        assert_eq!(s.strings(PENDING), vec![b]);
+        assert!(batch.blocks.is_empty(), "recording prints nothing");
     }
 
     #[test]

@@ -7,14 +7,12 @@
 
 use std::process::ExitCode;
 
-use crate::dedup::InContext;
-use crate::delivery::Event;
 use crate::env;
-use crate::preload::PRELOADED;
+use crate::preload::{self, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
 use crate::skill;
-use crate::state::{self, State};
+use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -77,7 +75,8 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
     )))
 }
 
-/// Record the invoked skill's SKILL.md as in context (one locked write).
+/// Record the invoked skill's SKILL.md as in context and queue its references (one locked
+/// write).
 fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
     let file = ctx.paths.skill_file(name);
     if !file.is_file() {
@@ -86,34 +85,11 @@ fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
     let Some(target) = session::find_preload_state(ctx)? else {
         return Ok(());
     };
-    let path = ctx.normalize(&file.to_string_lossy());
-    let hit = state::update(&target.path, ctx.lock_deadline(), |s: &mut State| {
-        let hit = InContext::new(&s.strings(PRELOADED)).check(&path);
-        if hit.is_none() {
-            s.push_unique(PRELOADED, &path);
-        }
-        hit
+    let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
+    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+        preload::record(ctx, s, std::slice::from_ref(&request))
     })?;
-    let source = format!("skill-expansion({name})");
-    match hit {
-        // Claude Code's expansion put the file into context with this prompt.
-        None => ctx.log.record(
-            Event::DirectDeliver,
-            &path,
-            &source,
-            target.is_session,
-            "new",
-        ),
-        Some(hit) => {
-            let event = if hit == crate::dedup::Hit::Inode {
-                Event::SkipInode
-            } else {
-                Event::SkipDedup
-            };
-            ctx.log
-                .record(event, &path, &source, target.is_session, hit.as_str());
-        }
-    }
+    batch.log(ctx, target.is_session);
     Ok(())
 }
 

@@ -1,0 +1,1 @@
+//! Per-hook tests of the pipeline hooks.
