@@ -3,7 +3,6 @@
 //! a small stand-in that calls the library (`preload::apply` in `Mode::Claim` + stash), since the
 //! guard engine is its own binary.
 
-use std::path::Path;
 use std::time::Duration;
 
 use preload_core::delivery::Packer;
@@ -153,9 +152,4 @@ pub fn headers(text: &str) -> Vec<String> {
         })
         .map(|h| h.split(" (part ").next().unwrap_or(h).to_owned())
         .collect()
-}
-
-/// True when `path` exists.
-pub fn exists(path: &Path) -> bool {
-    path.exists()
 }

@@ -1,1 +1,228 @@
-//! SessionStart chunks.
+//! SessionStart spread over N registrations (`--chunk I/N`): generated once, cut at block
+//! boundaries, every slice within the budget, nothing lost.
+
+use std::fs;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, bin, strings};
+use crate::pipeline_steps::headers;
+
+/// Run all N registrations at once, as Claude Code does; their `additionalContext`s by index.
+fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let input = json!({"hook_event_name": "SessionStart", "source": source, "session_id": "sess-1",
+        "cwd": sb.project})
+    .to_string();
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let mut cmd = Command::new(bin("preload-session-start"));
+            cmd.env_clear()
+                .env("HOME", &sb.home)
+                .env("CLAUDE_SUPERVISOR_PID", sb.pid.to_string())
+                .env("PRELOAD_TEST_LOG", &sb.log)
+                .env("CLAUDE_SESSION_CACHE_DIR", sb.root())
+                .env("TMPDIR", sb.root())
+                .args(["--chunk", &format!("{i}/{n}")])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let mut child = cmd.spawn().unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+            child
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success());
+            assert!(out.stderr.is_empty());
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            if stdout.is_empty() {
+                return String::new();
+            }
+            assert_eq!(stdout.matches('\n').count(), 1, "one JSON line");
+            let v: Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+            v["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Every slice starts at a block boundary.
+fn assert_block_boundaries(slices: &[String]) {
+    for s in slices.iter().filter(|s| !s.is_empty()) {
+        assert!(
+            [
+                "═",
+                "[Preloaded: ",
+                "[Session Files: ",
+                "## Session Recovery",
+                "[preload overflow"
+            ]
+            .iter()
+            .any(|p| s.starts_with(p)),
+            "slice starts mid-block: {:?}",
+            &s[..s.len().min(80)]
+        );
+    }
+}
+
+#[test]
+fn chunks_are_generated_once_and_hold_whole_blocks() {
+    let sb = Sandbox::new();
+    sb.active_session("s", &json!({"currentPhase": "1: Interrogation"}));
+    let slices = run_chunks(&sb, 8, "startup", &[("PRELOAD_OUTPUT_BUDGET", "1000")]);
+    assert!(
+        slices.iter().filter(|s| !s.is_empty()).count() > 2,
+        "spread over several slots"
+    );
+    for s in &slices {
+        assert!(s.chars().count() <= 1000);
+        assert!(!s.contains("\\n"));
+    }
+    assert_block_boundaries(&slices);
+    let all = slices.concat();
+    assert_eq!(
+        all.matches("MANDATORY PRELOAD").count(),
+        1,
+        "generated once"
+    );
+    let raw: Vec<&str> = all
+        .lines()
+        .filter(|l| l.starts_with("[Preloaded: "))
+        .collect();
+    let mut distinct = raw.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), raw.len(), "no block or part twice: {raw:?}");
+    let mut unique = headers(&all);
+    unique.dedup();
+    sb.assert_no_duplicates();
+    let state = sb.state("s");
+    assert!(
+        unique
+            .iter()
+            .all(|f| strings(&state, "preloadedFiles").contains(f))
+    );
+    // A second round with the same session_id + source reads the cache: same text, no new events.
+    let events = sb.events().len();
+    let again = run_chunks(&sb, 8, "startup", &[("PRELOAD_OUTPUT_BUDGET", "1000")]);
+    assert_eq!(again, slices);
+    assert_eq!(sb.events().len(), events);
+}
+
+#[test]
+fn a_block_larger_than_a_slice_goes_out_in_labelled_parts() {
+    let sb = Sandbox::new();
+    let toc: String = (0..120)
+        .map(|i| format!("- entry {i} of the table of contents\n"))
+        .collect();
+    fs::write(sb.project.join("docs/TOC.md"), &toc).unwrap();
+    let slices = run_chunks(&sb, 10, "clear", &[("PRELOAD_OUTPUT_BUDGET", "1000")]);
+    assert_block_boundaries(&slices);
+    let all = slices.concat();
+    let parts = all.matches("docs/TOC.md (part ").count();
+    assert!(parts >= 4, "{parts} parts");
+    assert!(all.contains(&format!("TOC.md (part {parts}/{parts})]")));
+    assert!(!all.contains("[preload overflow"));
+    assert!(
+        strings(&sb.seed(), "preloadedFiles")
+            .iter()
+            .any(|f| f.ends_with("docs/TOC.md")),
+        "complete: in context"
+    );
+}
+
+#[test]
+fn too_few_slots_point_at_the_rest_which_stays_queued() {
+    let sb = Sandbox::new();
+    sb.active_session("s", &json!({"currentPhase": "1: Interrogation"}));
+    let slices = run_chunks(&sb, 2, "resume", &[("PRELOAD_OUTPUT_BUDGET", "800")]);
+    assert!(slices.iter().all(|s| s.chars().count() <= 800));
+    assert!(
+        slices[1].contains("[preload overflow: "),
+        "pointer in the last slot: {:?}",
+        slices[1]
+    );
+    let shown = headers(&slices.concat());
+    let state = sb.state("s");
+    let pending = strings(&state, "pendingPreloads");
+    assert!(!pending.is_empty());
+    assert!(
+        shown.iter().all(|f| !pending.contains(f)),
+        "delivered files are not queued"
+    );
+    assert!(
+        pending
+            .iter()
+            .any(|p| p.ends_with("CMD_INTERROGATE.md") || p.ends_with("SKILL.md"))
+    );
+}
+
+#[test]
+fn an_orphaned_generation_lock_is_reclaimed() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("cache");
+    fs::create_dir_all(&dir).unwrap();
+    let lock = dir.join("sess-1_startup.json.lock");
+    fs::create_dir_all(&lock).unwrap();
+    fs::write(lock.join("pid"), "4000000").unwrap();
+    let cache = dir.to_string_lossy().into_owned();
+    let slices = run_chunks(&sb, 3, "startup", &[("PRELOAD_CACHE_DIR", &cache)]);
+    assert!(slices[0].contains("MANDATORY PRELOAD"));
+    assert!(!lock.exists());
+}
+
+#[test]
+fn a_symlinked_cache_directory_is_refused() {
+    let sb = Sandbox::new();
+    let real = sb.root().join("elsewhere");
+    fs::create_dir_all(&real).unwrap();
+    let link = sb.root().join("cache-link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let cache = link.to_string_lossy().into_owned();
+    let slices = run_chunks(&sb, 2, "startup", &[("PRELOAD_CACHE_DIR", &cache)]);
+    assert!(slices.iter().all(String::is_empty), "fails open");
+    assert_eq!(
+        fs::read_dir(&real).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+}
+
+#[test]
+fn the_default_cache_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    run_chunks(&sb, 1, "startup", &[]);
+    let uid = nix::unistd::geteuid().as_raw();
+    let dir = sb.root().join(format!("claude-preload-{uid}"));
+    assert_eq!(
+        fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert!(dir.join("sess-1_startup.json").is_file());
+}
+
+#[test]
+fn a_malformed_chunk_argument_prints_nothing() {
+    let sb = Sandbox::new();
+    for arg in ["5/5", "x", "1/0"] {
+        let a = sb.run_args(
+            "preload-session-start",
+            &["--chunk", arg],
+            json!({"source": "startup"}),
+        );
+        a.assert_contract();
+        assert_eq!(a.stdout, "");
+    }
+    assert!(!sb.seed_path().exists());
+}

@@ -108,7 +108,7 @@ fn split_chars(body: &[char], room: usize) -> Vec<String> {
 }
 
 /// Packs blocks into one output string within a character budget, or into several outputs
-/// ("slots", one per SessionStart registration) each within its own budget.
+/// ("slots", one per `SessionStart` registration) each within its own budget.
 ///
 /// Blocks keep their order: a block that does not fit the current slot opens the next one.
 #[derive(Debug, Clone)]
@@ -197,11 +197,11 @@ impl Packer {
 /// Events of the delivery log (CONTRACT section 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// SessionStart seeded a file as already in context.
+    /// `SessionStart` seeded a file as already in context.
     Seed,
     /// Delivered directly in this hook's output.
     DirectDeliver,
-    /// Claimed from the queue and delivered (or stashed for PostToolUse).
+    /// Claimed from the queue and delivered (or stashed for `PostToolUse`).
     ClaimDeliver,
     /// Added to `pendingPreloads`.
     QueuePending,

@@ -2,6 +2,7 @@
 //! read, for engines and tests that run without `session.sh`. Both work on a `.state.json` that
 //! `session.sh` created (unknown fields are kept) and hold the state lock from read to rename.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -195,7 +196,7 @@ fn activate_state(
     seed: Option<&State>,
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
-    let holder = s.number("pid").filter(|n| *n >= 1.0).map(|n| n as u32);
+    let holder = session::pid_field(s, "pid");
     if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
         return Err(Failure::Refused(format!(
             "Session has active agent (PID {pid})"
@@ -433,36 +434,37 @@ fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) ->
     if !invariants.is_empty() {
         out.push_str("Invariants:\n");
         for item in invariants {
-            out.push_str(&format!("  - {item}\n"));
+            let _ = writeln!(out, "  - {item}");
         }
     }
     let steps = list("steps");
     if !steps.is_empty() {
         out.push_str("Steps:\n");
         for (k, step) in steps.iter().enumerate() {
-            out.push_str(&format!("  {label}.{}: {step}\n", k + 1));
+            let _ = writeln!(out, "  {label}.{}: {step}", k + 1);
         }
     }
     let commands = list("commands");
     if !commands.is_empty() {
         out.push_str("Commands:\n");
         for command in commands {
-            out.push_str(&format!("  - {command}\n"));
+            let _ = writeln!(out, "  - {command}");
         }
     }
     let proof = list("proof");
     if !proof.is_empty() {
         out.push_str("Proof required to leave this phase:\n");
         for field in proof {
-            out.push_str(&format!("  - {field}\n"));
+            let _ = writeln!(out, "  - {field}");
         }
     }
     let gate = def.get("gate").and_then(Value::as_bool).unwrap_or(true);
-    out.push_str(&format!("Gate: {gate}\n"));
+    let _ = writeln!(out, "Gate: {gate}");
     out
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::env;

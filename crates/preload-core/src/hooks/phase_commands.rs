@@ -1,4 +1,4 @@
-//! `preload-phase-commands` (PostToolUse `Bash`): after a phase transition (the command's stdout
+//! `preload-phase-commands` (`PostToolUse`, `Bash`): after a phase transition (the command's stdout
 //! starts with `Phase:`), queues the new phase's command files and the skill's templates in
 //! `pendingPreloads`, in one locked write; files already in context are skipped (`skip-dedup`).
 //! The preload rule delivers them on the next tool call.

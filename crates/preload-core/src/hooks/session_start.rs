@@ -1,4 +1,4 @@
-//! `preload-session-start` (SessionStart, every `source`): the session context line, the core
+//! `preload-session-start` (`SessionStart`, every `source`): the session context line, the core
 //! standards, the owner's active skill (SKILL.md, its FMT/INV references, the current phase's
 //! commands and templates), the session artifacts and, on `startup`, the dehydrated-context
 //! recovery, all delivered as `[Preloaded: …]` blocks and recorded as in context.
@@ -12,6 +12,7 @@
 //! With `--chunk I/N` the text is generated once per `session_id` + `source` (a cache file and a
 //! lock shared by the N registrations) and slice I is printed; slices hold whole blocks.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -192,13 +193,12 @@ pub fn generate(
     }
 
     let seed_path = session::seed_path(&sessions, ctx.owner_pid);
-    let (fill, seed, is_session) = match from_session {
-        Some((fill, preloaded)) => (fill, session::new_seed(ctx.owner_pid, &preloaded), true),
-        None => {
-            let mut seed = session::new_seed(ctx.owner_pid, &[]);
-            let fill = plan.fill(&mut seed, None, &mut packer);
-            (fill, seed, false)
-        }
+    let (fill, seed, is_session) = if let Some((fill, preloaded)) = from_session {
+        (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
+    } else {
+        let mut seed = session::new_seed(ctx.owner_pid, &[]);
+        let fill = plan.fill(&mut seed, None, &mut packer);
+        (fill, seed, false)
     };
     fill.batch.log(ctx, is_session);
     let seeded = write_seed(ctx, &seed_path, &seed);
@@ -352,23 +352,25 @@ impl Plan<'_> {
         let rule = "═".repeat(60);
         let mut line = format!("[Session Context] Time: {}", clock::human_utc(ctx.now));
         if let Some(ws) = ctx.env.get(env::WORKSPACE) {
-            line.push_str(&format!(" | Workspace: {ws}"));
+            let _ = write!(line, " | Workspace: {ws}");
         }
         match session_dir {
             Some(dir) => {
                 let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-                let count = |key: &str, default: f64| {
-                    let n = state.number(key).unwrap_or(default);
-                    format!("{}", n.round() as i64)
+                let count = |key: &str, default: u32| {
+                    session::pid_field(state, key)
+                        .map_or(default, |n| n)
+                        .to_string()
                 };
-                line.push_str(&format!(
+                let _ = write!(
+                    line,
                     " | Session: {} | Skill: {} | Phase: {} | Heartbeat: {}/{}",
                     name.unwrap_or_default(),
                     state.str("skill").unwrap_or("(none)"),
                     state.str("currentPhase").unwrap_or("(none)"),
-                    count("toolCallsSinceLastLog", 0.0),
-                    count("toolUseWithoutLogsBlockAfter", 10.0),
-                ));
+                    count("toolCallsSinceLastLog", 0),
+                    count("toolUseWithoutLogsBlockAfter", 10),
+                );
             }
             None => line.push_str(" | Session: (none)"),
         }
@@ -503,8 +505,7 @@ fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
             let Some(Value::Object(context)) = state.get("dehydratedContext") else {
                 continue;
             };
-            if let Some(pid) = state.number("pid").filter(|n| *n >= 1.0) {
-                let pid = pid as u32;
+            if let Some(pid) = session::pid_field(&state, "pid") {
                 if pid != ctx.owner_pid && crate::process::is_alive(pid) {
                     continue;
                 }
@@ -559,7 +560,7 @@ impl Recovery {
         );
         for (title, key) in [("Summary", "summary"), ("Last Action", "lastAction")] {
             if let Some(text) = self.text(key) {
-                out.push_str(&format!("\n### {title}\n{}\n", text.trim_end()));
+                let _ = writeln!(out, "\n### {title}\n{}", text.trim_end());
             }
         }
         if let Some(Value::Array(steps)) = self.context.get("nextSteps") {
@@ -568,7 +569,7 @@ impl Recovery {
                 let step = step
                     .as_str()
                     .map_or_else(|| step.to_string(), str::to_owned);
-                out.push_str(&format!("- {step}\n"));
+                let _ = writeln!(out, "- {step}");
             }
         }
         for (title, key) in [
@@ -576,7 +577,7 @@ impl Recovery {
             ("User Interaction History", "userHistory"),
         ] {
             if let Some(text) = self.text(key) {
-                out.push_str(&format!("\n### {title}\n{}\n", text.trim_end()));
+                let _ = writeln!(out, "\n### {title}\n{}", text.trim_end());
             }
         }
         let files = self.files(ctx);
@@ -585,15 +586,19 @@ impl Recovery {
             for (entry, found) in files {
                 match found {
                     Some(path) => {
-                        out.push_str(&format!(
-                            "- {entry} → [Preloaded: {}]\n",
+                        let _ = writeln!(
+                            out,
+                            "- {entry} → [Preloaded: {}]",
                             ctx.normalize(&path.to_string_lossy())
-                        ));
+                        );
                     }
-                    None => out.push_str(&format!(
-                        "- {entry} [MISSING — file not found at {}]\n",
-                        resolve_required(ctx, &entry).display()
-                    )),
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "- {entry} [MISSING — file not found at {}]",
+                            resolve_required(ctx, &entry).display()
+                        );
+                    }
                 }
             }
         }
@@ -632,19 +637,18 @@ pub fn cache_dir(ctx: &Context) -> PathBuf {
 /// owned by someone else.
 fn private_dir(dir: &Path) -> Result<(), HookError> {
     let refuse = |why: &str| HookError::Other(format!("cache directory {}: {why}", dir.display()));
-    let meta = match fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(_) => {
-            if let Some(parent) = dir.parent() {
-                let _ = fs::create_dir_all(parent);
-            }
-            let _ = fs::DirBuilder::new().mode(0o700).create(dir);
-            fs::symlink_metadata(dir).map_err(|source| HookError::Io {
-                action: "create",
-                path: dir.to_path_buf(),
-                source,
-            })?
+    let meta = if let Ok(meta) = fs::symlink_metadata(dir) {
+        meta
+    } else {
+        if let Some(parent) = dir.parent() {
+            let _ = fs::create_dir_all(parent);
         }
+        let _ = fs::DirBuilder::new().mode(0o700).create(dir);
+        fs::symlink_metadata(dir).map_err(|source| HookError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?
     };
     if meta.file_type().is_symlink() || !meta.is_dir() {
         return Err(refuse("not a directory (symlinks are not followed)"));
@@ -726,7 +730,8 @@ fn sweep_cache(dir: &Path) {
             .ok()
             .and_then(|m| m.elapsed().ok())
             .unwrap_or_default();
-        let old_cache = name.ends_with(".json") && age > CACHE_FRESH;
+        let old_cache =
+            Path::new(&name).extension().is_some_and(|e| e == "json") && age > CACHE_FRESH;
         let old_temp = name.contains(".tmp.") && age > Duration::from_secs(60);
         if meta.is_file() && (old_cache || old_temp) {
             let _ = fs::remove_file(entry.path());
@@ -794,6 +799,7 @@ fn reslice(n: usize, slots: Vec<Vec<String>>, total: usize, budget: usize) -> Ve
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -1,4 +1,4 @@
-//! `preload-templates` (PostToolUse `Skill`, `Bash`): when a skill starts (a `Skill` call, or
+//! `preload-templates` (`PostToolUse`, `Skill` and `Bash`): when a skill starts (a `Skill` call, or
 //! `engine session activate|continue` / `preload activate` in Bash), delivers the phase's
 //! commands and the skill's templates at once, tracks SKILL.md (delivered only when it is not in
 //! context yet), queues the references they make, and drains what is already queued, all within
