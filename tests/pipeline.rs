@@ -54,7 +54,7 @@ fn start_implement(sb: &Sandbox) {
     session_start(sb, "startup").assert_contract();
     prompt(sb, "/implement add auth middleware").assert_contract();
     claim(sb);
-    for a in post_tool(sb, "Skill", json!({"skill": "implement"}), json!({})) {
+    for a in post_tool(sb, "Skill", &json!({"skill": "implement"}), &json!({})) {
         a.assert_contract();
     }
     for a in activate(sb, "test", "implement") {
@@ -126,7 +126,7 @@ fn lightweight_skill_queues_no_phase_commands() {
     session_start(&sb, "startup");
     prompt(&sb, "/do rename a variable");
     claim(&sb);
-    let answers = post_tool(&sb, "Skill", json!({"skill": "do"}), json!({}));
+    let answers = post_tool(&sb, "Skill", &json!({"skill": "do"}), &json!({}));
     assert!(seen(&answers).contains("TEMPLATE_DO_LOG.md"));
     activate(&sb, "adhoc", "do");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
@@ -187,8 +187,8 @@ fn restart_after_dehydration_resumes_without_redelivery() {
     let answers = post_tool(
         &sb,
         "Bash",
-        json!({"command": "engine session continue"}),
-        json!({"stdout": "Session continued"}),
+        &json!({"command": "engine session continue"}),
+        &json!({"stdout": "Session continued"}),
     );
     let shown = seen(&answers);
     assert!(
@@ -235,7 +235,7 @@ fn seed_is_created_tracks_the_skill_and_is_merged_on_activation() {
     let seeded = strings(&sb.seed(), "preloadedFiles");
     assert_eq!(seeded.iter().filter(|f| f.ends_with("SKILL.md")).count(), 1);
     claim(&sb);
-    post_tool(&sb, "Skill", json!({"skill": "implement"}), json!({}));
+    post_tool(&sb, "Skill", &json!({"skill": "implement"}), &json!({}));
     let before = strings(&sb.seed(), "preloadedFiles");
     let (code, out) = cli(&sb, &["activate", "sessions/test", "--skill", "implement"]);
     assert_eq!(code, 0);
@@ -293,7 +293,7 @@ fn seed_without_activation_persists() {
     session_start(&sb, "startup");
     prompt(&sb, "/implement x");
     claim(&sb);
-    post_tool(&sb, "Skill", json!({"skill": "implement"}), json!({}));
+    post_tool(&sb, "Skill", &json!({"skill": "implement"}), &json!({}));
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     let seed = sb.seed();
     assert!(
@@ -322,7 +322,7 @@ fn two_skills_before_activation_are_both_tracked() {
     let seeded = strings(&sb.seed(), "preloadedFiles");
     assert!(seeded.contains(&skill_md(&sb, "implement")) && seeded.contains(&skill_md(&sb, "do")));
     claim(&sb);
-    post_tool(&sb, "Skill", json!({"skill": "do"}), json!({}));
+    post_tool(&sb, "Skill", &json!({"skill": "do"}), &json!({}));
     activate(&sb, "adhoc", "do");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     sb.assert_no_duplicates();
@@ -469,8 +469,8 @@ fn rapid_phase_transitions_are_delivered_in_one_claim() {
         post_tool(
             &sb,
             "Bash",
-            json!({"command": "engine session phase"}),
-            json!({"stdout": stdout}),
+            &json!({"command": "engine session phase"}),
+            &json!({"stdout": stdout}),
         );
     }
     let before = sb.deliveries().len();
@@ -612,8 +612,8 @@ fn session_start_delivers_the_active_skill_at_its_current_phase() {
     post_tool(
         &sb,
         "Bash",
-        json!({"command": "engine session phase"}),
-        json!({"stdout": "Phase: 1: Interrogation"}),
+        &json!({"command": "engine session phase"}),
+        &json!({"stdout": "Phase: 1: Interrogation"}),
     );
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     sb.assert_no_duplicates();

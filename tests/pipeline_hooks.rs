@@ -23,9 +23,9 @@ fn skill_call(sb: &Sandbox, skill: &str) -> Answer {
     )
 }
 
-fn phase_output(sb: &Sandbox, stdout: serde_json::Value) -> Answer {
+fn phase_output(sb: &Sandbox, stdout: &serde_json::Value) -> Answer {
     sb.run("preload-phase-commands", json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
-        "tool_input": {"command": "engine session phase sessions/s \"1: Interrogation\""}, "tool_response": stdout}))
+        "tool_input": {"command": "engine session phase sessions/s \"1: Interrogation\""}, "tool_response": stdout.clone()}))
 }
 
 // Every hook.
@@ -66,7 +66,7 @@ fn corrupt_session_state_is_left_untouched() {
         prompt(&sb, "/implement x"),
         skill_call(&sb, "implement"),
         sb.run("preload-templates", json!({"tool_name": "Bash", "tool_input": {"command": "engine session activate sessions/s implement"}})),
-        phase_output(&sb, json!({"stdout": "Phase: 1: Interrogation"})),
+        phase_output(&sb, &json!({"stdout": "Phase: 1: Interrogation"})),
     ];
     for a in &answers {
         a.assert_contract();
@@ -111,7 +111,7 @@ fn no_sessions_directory_means_silence_and_no_files() {
         session_start(&sb, "startup"),
         prompt(&sb, "/implement x"),
         skill_call(&sb, "implement"),
-        phase_output(&sb, json!("Phase: 1: Interrogation")),
+        phase_output(&sb, &json!("Phase: 1: Interrogation")),
     ] {
         a.assert_contract();
         assert_eq!(a.stdout, "");
@@ -415,7 +415,7 @@ fn phase_commands_queue_in_one_write_and_skip_what_is_in_context() {
     sb.active_session("s", &json!({"preloadedFiles": [intent]}));
     let a = phase_output(
         &sb,
-        json!({"stdout": "Phase: 1: Interrogation\nSteps:\n  1.1: §CMD_REPORT_INTENT\n"}),
+        &json!({"stdout": "Phase: 1: Interrogation\nSteps:\n  1.1: §CMD_REPORT_INTENT\n"}),
     );
     a.assert_contract();
     assert_eq!(a.stdout, "");
@@ -446,7 +446,7 @@ fn phase_commands_queue_in_one_write_and_skip_what_is_in_context() {
 fn phase_commands_resolve_letter_labels_and_string_responses() {
     let sb = Sandbox::new();
     sb.active_session("s", &json!({}));
-    phase_output(&sb, json!("Phase: 3.A: Build Loop")).assert_contract();
+    phase_output(&sb, &json!("Phase: 3.A: Build Loop")).assert_contract();
     let pending = strings(&sb.state("s"), "pendingPreloads");
     assert!(
         pending
@@ -460,7 +460,7 @@ fn phase_commands_resolve_letter_labels_and_string_responses() {
 fn phase_commands_prefer_the_state_phases() {
     let sb = Sandbox::new();
     sb.active_session("s", &json!({"phases": [{"label": "1", "name": "Custom", "steps": ["§CMD_WALK_THROUGH_RESULTS"]}]}));
-    phase_output(&sb, json!({"stdout": "Phase: 1: Custom"}));
+    phase_output(&sb, &json!({"stdout": "Phase: 1: Custom"}));
     let pending = strings(&sb.state("s"), "pendingPreloads");
     assert!(pending[0].ends_with("CMD_WALK_THROUGH_RESULTS.md"));
     assert!(!pending.iter().any(|p| p.ends_with("CMD_INTERROGATE.md")));
@@ -476,7 +476,7 @@ fn phase_commands_ignore_other_output_and_seed_only_states() {
         json!({"stdout": "total 0"}),
         json!(5),
     ] {
-        phase_output(&sb, response).assert_contract();
+        phase_output(&sb, &response).assert_contract();
     }
     assert_eq!(
         fs::read_to_string(sb.seed_path()).unwrap(),

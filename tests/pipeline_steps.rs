@@ -61,7 +61,7 @@ pub fn claim(sb: &Sandbox) {
 }
 
 /// Every PostToolUse hook of the pipeline for one tool call; their answers.
-pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: Value, response: Value) -> Vec<Answer> {
+pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value) -> Vec<Answer> {
     let input = json!({"hook_event_name": "PostToolUse", "tool_name": tool,
         "tool_input": tool_input, "tool_response": response});
     [
@@ -75,9 +75,10 @@ pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: Value, response: Value) -
 }
 
 /// One whole tool call: PreToolUse claim, the tool, the PostToolUse hooks.
+#[allow(clippy::needless_pass_by_value)]
 pub fn tool_call(sb: &Sandbox, tool: &str, tool_input: Value) -> Vec<Answer> {
     claim(sb);
-    post_tool(sb, tool, tool_input, json!({}))
+    post_tool(sb, tool, &tool_input, &json!({}))
 }
 
 /// Run the `preload` command line in the project; (exit code, stdout).
@@ -98,8 +99,8 @@ pub fn bash_cli(sb: &Sandbox, command: &str, args: &[&str]) -> (String, Vec<Answ
     let answers = post_tool(
         sb,
         "Bash",
-        json!({"command": command}),
-        json!({"stdout": stdout}),
+        &json!({"command": command}),
+        &json!({"stdout": stdout}),
     );
     (stdout, answers)
 }
