@@ -37,8 +37,9 @@ use crate::{Context, HookError, HookInput, HookOutput};
 const STASH: &str = "pendingAllowInjections";
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";
-/// A cache older than this is generated again.
-const CACHE_FRESH: Duration = Duration::from_secs(180);
+/// A cache older than this is generated again (the N registrations of one event start within
+/// moments of each other; a later `/clear` of the same session must not reuse it).
+const CACHE_FRESH: Duration = Duration::from_secs(30);
 /// Characters kept free in the last slot for the overflow pointer.
 const POINTER_RESERVE: usize = 300;
 
