@@ -85,17 +85,6 @@ fn state_pid(path: &Path, field: &str) -> Option<u32> {
     State::parse(&text).ok()?.pid(field)
 }
 
-/// A PID-valued field of a state (`pid`, `lastKnownPid`), when it is a positive number.
-pub fn pid_field(state: &State, field: &str) -> Option<u32> {
-    let n = state.number(field)?;
-    if n >= 1.0 && n <= f64::from(u32::MAX) {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        Some(n.round() as u32)
-    } else {
-        None
-    }
-}
-
 /// Find `sessions/*/.state.json` whose `field` is `pid`; cheap text check before parsing.
 fn scan(root: &Path, pid: u32, field: &str) -> Option<PathBuf> {
     let needle = pid.to_string();

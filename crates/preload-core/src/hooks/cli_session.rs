@@ -196,7 +196,7 @@ fn activate_state(
     seed: Option<&State>,
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
-    let holder = session::pid_field(s, "pid");
+    let holder = s.pid("pid");
     if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
         return Err(Failure::Refused(format!(
             "Session has active agent (PID {pid})"
@@ -464,7 +464,6 @@ fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) ->
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::env;

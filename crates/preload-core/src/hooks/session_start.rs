@@ -358,10 +358,9 @@ impl Plan<'_> {
         match session_dir {
             Some(dir) => {
                 let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-                let count = |key: &str, default: u32| {
-                    session::pid_field(state, key)
-                        .map_or(default, |n| n)
-                        .to_string()
+                let count = |key: &str, default: u64| {
+                    let n = state.get(key).and_then(Value::as_u64);
+                    n.unwrap_or(default).to_string()
                 };
                 let _ = write!(
                     line,
@@ -506,7 +505,7 @@ fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
             let Some(Value::Object(context)) = state.get("dehydratedContext") else {
                 continue;
             };
-            if let Some(pid) = session::pid_field(&state, "pid") {
+            if let Some(pid) = state.pid("pid") {
                 if pid != ctx.owner_pid && crate::process::is_alive(pid) {
                     continue;
                 }
@@ -800,7 +799,6 @@ fn reslice(n: usize, slots: Vec<Vec<String>>, total: usize, budget: usize) -> Ve
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
