@@ -7,7 +7,8 @@ use serde_json::json;
 
 use crate::common::{Sandbox, read_json, strings};
 use crate::pipeline_steps::{
-    activate, claim, cli, events_for, phase, post_tool, prompt, seen, session_start, tool_call,
+    activate, claim, cli, events_for, guarded_call, phase, post_tool, prompt, seen, session_start,
+    tool_call,
 };
 
 const PHASE0: [&str; 4] = [
@@ -22,9 +23,9 @@ const TEMPLATES: [&str; 3] = [
     "TEMPLATE_IMPLEMENTATION_PLAN.md",
 ];
 const STANDARDS: [&str; 6] = [
-    "/COMMANDS.md",
-    "/INVARIANTS.md",
-    "/SIGILS.md",
+    "engine/.directives/COMMANDS.md",
+    "engine/.directives/INVARIANTS.md",
+    "engine/.directives/SIGILS.md",
     "CMD_DEHYDRATE.md",
     "CMD_RESUME_SESSION.md",
     "CMD_PARSE_PARAMETERS.md",
@@ -118,6 +119,90 @@ fn full_skill_lifecycle_delivers_every_file_once() {
         "queue drained: {state:#}"
     );
     assert_eq!(state["currentPhase"], "3.A: Build Loop");
+}
+
+#[test]
+fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
+    let sb = Sandbox::new();
+    session_start(&sb, "startup").assert_contract();
+    prompt(&sb, "/implement add auth middleware").assert_contract();
+    let call = |tool: &str, input: serde_json::Value, response: serde_json::Value| {
+        let answers = guarded_call(&sb, tool, &input, &response);
+        for a in &answers {
+            a.assert_contract();
+        }
+        assert_eq!(
+            answers[0].decision(),
+            "allow",
+            "{tool} {input}: {}",
+            answers[0].reason()
+        );
+        answers
+    };
+    call("Skill", json!({"skill": "implement"}), json!({}));
+    let bash = |args: &[&str], command: &str| {
+        let answers = guarded_call(&sb, "Bash", &json!({"command": command}), &json!({}));
+        let (code, stdout) = cli(&sb, args);
+        assert_eq!(code, 0);
+        post_tool(
+            &sb,
+            "Bash",
+            &json!({"command": command}),
+            &json!({"stdout": stdout}),
+        );
+        answers
+    };
+    bash(
+        &["activate", "sessions/test", "--skill", "implement"],
+        "engine session activate sessions/test implement",
+    );
+    call(
+        "Read",
+        json!({"file_path": sb.project.join("packages/estimate/src/parser.ts")}),
+        json!({}),
+    );
+    for p in ["1: Interrogation", "2: Planning", "3.A: Build Loop"] {
+        bash(
+            &["phase", "sessions/test", p],
+            &format!("engine session phase sessions/test \"{p}\""),
+        );
+        call(
+            "Read",
+            json!({"file_path": sb.project.join("packages/estimate/src/total.ts")}),
+            json!({}),
+        );
+        call(
+            "Bash",
+            json!({"command": "engine log sessions/test/IMPLEMENTATION_LOG.md"}),
+            json!({}),
+        );
+    }
+    call(
+        "Edit",
+        json!({"file_path": sb.project.join("packages/estimate/src/total.ts")}),
+        json!({}),
+    );
+    call("Grep", json!({"pattern": "x"}), json!({}));
+    sb.assert_no_duplicates();
+    assert_once(&sb, &STANDARDS);
+    assert_once(&sb, &PHASE0);
+    assert_once(&sb, &TEMPLATES);
+    assert_once(
+        &sb,
+        &[
+            "CMD_INTERROGATE.md",
+            "CMD_GENERATE_PLAN.md",
+            "CMD_APPEND_LOG.md",
+            "CMD_HANDOFF_TO_AGENT.md",
+        ],
+    );
+    assert_eq!(skill_deliverers(&sb, "implement"), vec!["prompt-submit"]);
+    let by_guard = sb
+        .deliveries()
+        .into_iter()
+        .filter(|(h, _)| h == "overflow")
+        .count();
+    assert!(by_guard >= 4, "the guard engine claimed the later phases");
 }
 
 #[test]

@@ -60,6 +60,22 @@ pub fn claim(sb: &Sandbox) {
     }
 }
 
+/// PreToolUse through the real guard engine (`preload-overflow`); its answer.
+pub fn guard(sb: &Sandbox, tool: &str, tool_input: &Value) -> Answer {
+    sb.run(
+        "preload-overflow",
+        json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}),
+    )
+}
+
+/// One whole tool call with the real guard engine: PreToolUse, the tool, the PostToolUse hooks.
+/// The guard's answer comes first.
+pub fn guarded_call(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value) -> Vec<Answer> {
+    let mut answers = vec![guard(sb, tool, tool_input)];
+    answers.extend(post_tool(sb, tool, tool_input, response));
+    answers
+}
+
 /// Every PostToolUse hook of the pipeline for one tool call; their answers.
 pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value) -> Vec<Answer> {
     let input = json!({"hook_event_name": "PostToolUse", "tool_name": tool,
