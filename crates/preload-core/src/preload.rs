@@ -229,19 +229,22 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(&path) {
             pass.skip(state, request, &path, hit)
-        } else if let FileBody::Text(text) =
-            delivery::read_for_delivery(Path::new(&path), pass.max_bytes)
-        {
-            set_parts_done(state, &path, None);
-            state.push_unique(PRELOADED, &path);
-            state.remove_item(PENDING, &path);
-            pass.in_context.add(&path);
-            pass.batch
-                .note(Event::DirectDeliver, &path, &request.source, "new");
-            pass.queue_references(state, &path, &text);
-            Outcome::Delivered
         } else {
-            Outcome::Unavailable
+            let body = delivery::read_for_delivery(Path::new(&path), pass.max_bytes);
+            if body == FileBody::Unavailable {
+                Outcome::Unavailable
+            } else {
+                set_parts_done(state, &path, None);
+                state.push_unique(PRELOADED, &path);
+                state.remove_item(PENDING, &path);
+                pass.in_context.add(&path);
+                pass.batch
+                    .note(Event::DirectDeliver, &path, &request.source, "new");
+                if let FileBody::Text(text) = body {
+                    pass.queue_references(state, &path, &text);
+                }
+                Outcome::Delivered
+            }
         };
         pass.batch.outcomes.push((path, outcome));
     }
