@@ -581,12 +581,14 @@ fn sub_agent_nudges_are_stashed_and_drained_per_agent() {
 }
 
 #[test]
-fn sub_agents_neither_discover_nor_claim_the_parents_queue() {
+fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
     let sb = Sandbox::new();
-    sb.active_session(
-        "s",
-        &json!({"pendingPreloads": [sb.project.join("docs/TOC.md")]}),
-    );
+    let toc = sb
+        .project
+        .join("docs/TOC.md")
+        .to_string_lossy()
+        .into_owned();
+    sb.active_session("s", &json!({"pendingPreloads": [toc]}));
     let file = sb.project.join("packages/estimate/src/parser.ts");
     sub_call(&sb, "a1", "Read", json!({"file_path": file}));
     let state = sb.state("s");
@@ -596,7 +598,35 @@ fn sub_agents_neither_discover_nor_claim_the_parents_queue() {
             .and_then(Value::as_object)
             .is_none_or(serde_json::Map::is_empty)
     );
-    assert!(stash(&state).is_empty());
+    // The sub-agent got its own copy; the queue stays for the main agent.
+    let entries = stash(&state);
+    assert_eq!(entries.len(), 1, "{state}");
+    assert_eq!(entries[0]["agentId"], "a1");
+    assert!(
+        entries[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("[Preloaded: {toc}]"))
+    );
+    assert_eq!(strings(&state, "preloadedFiles_sub:a1"), vec![toc.clone()]);
+    assert_eq!(strings(&state, "pendingPreloads"), vec![toc.clone()]);
+    assert!(!strings(&state, "preloadedFiles").contains(&toc));
+    let sub = sb.run(
+        "preload-injections",
+        json!({"tool_name": "Read", "agent_id": "a1"}),
+    );
+    assert!(sub.context().contains("[Preloaded: "));
+    // A second sub-agent call does not deliver it to the sub-agent again.
+    sub_call(&sb, "a1", "Bash", json!({"command": "ls"}));
+    assert!(stash(&sb.state("s")).is_empty());
+    // The main agent's next call claims it for the main context.
+    call(&sb, "Bash", json!({"command": "ls"}));
+    let state = sb.state("s");
+    assert!(strings(&state, "preloadedFiles").contains(&toc));
+    assert!(strings(&state, "pendingPreloads").is_empty());
+    assert_eq!(stash(&state)[0]["agentId"], "");
+    sb.run("preload-injections", json!({"tool_name": "Bash"}));
+    assert!(stash(&sb.state("s")).is_empty());
     sub_call(&sb, "a1", "Edit", json!({"file_path": file}));
     assert_eq!(
         sb.state("s")["lastEditFile_sub:a1"],

@@ -348,7 +348,8 @@ impl Sandbox {
             .count()
     }
 
-    /// (hook, file) of every delivery event.
+    /// (hook, file) of every delivery event; a sub-agent's copy is labelled
+    /// `<file> (sub-agent <id>)`, since its context window is its own.
     pub fn deliveries(&self) -> Vec<(String, String)> {
         self.events()
             .into_iter()
@@ -359,10 +360,12 @@ impl Sandbox {
                 )
             })
             .map(|e| {
-                (
-                    e["hook"].as_str().unwrap_or("").to_owned(),
-                    e["file"].as_str().unwrap_or("").to_owned(),
-                )
+                let mut file = e["file"].as_str().unwrap_or("").to_owned();
+                let source = e["source"].as_str().unwrap_or("");
+                if let Some(agent) = preload_core::preload::sub_agent_of_source(source) {
+                    file = format!("{file} (sub-agent {agent})");
+                }
+                (e["hook"].as_str().unwrap_or("").to_owned(), file)
             })
             .collect()
     }

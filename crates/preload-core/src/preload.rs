@@ -23,6 +23,38 @@ pub const PENDING: &str = "pendingPreloads";
 /// Progress of files delivered in parts: `{path: parts already out}`.
 pub const PARTS: &str = "preloadParts";
 
+/// Whose context window a pass fills.
+///
+/// The main agent's context is tracked in `preloadedFiles` and owns the queue: a file leaves
+/// `pendingPreloads` only once it is there. A sub-agent has a context window of its own, tracked
+/// in `preloadedFiles_sub:<agent_id>` (like the engine's per-agent `lastEditFile_<key>`): it gets
+/// its own copy of what is queued, and the queue stays for the main agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience<'a> {
+    /// The main agent.
+    Main,
+    /// A sub-agent, by `agent_id`.
+    SubAgent(&'a str),
+}
+
+impl Audience<'_> {
+    /// The state field of this audience's files in context.
+    pub fn preloaded_key(self) -> String {
+        match self {
+            Self::Main => PRELOADED.to_owned(),
+            Self::SubAgent(id) => format!("{PRELOADED}_sub:{id}"),
+        }
+    }
+
+    /// The state field of this audience's part progress.
+    fn parts_key(self) -> String {
+        match self {
+            Self::Main => PARTS.to_owned(),
+            Self::SubAgent(id) => format!("{PARTS}_sub:{id}"),
+        }
+    }
+}
+
 /// How requested files are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -158,21 +190,21 @@ fn override_of(state: &State, normalized: &str) -> Option<String> {
         .find(|p| p.ends_with(&suffix))
 }
 
-fn parts_done(state: &State, path: &str) -> usize {
+fn parts_done(state: &State, key: &str, path: &str) -> usize {
     state
-        .get(PARTS)
+        .get(key)
         .and_then(|v| v.get(path))
         .and_then(Value::as_u64)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0)
 }
 
-fn set_parts_done(state: &mut State, path: &str, done: Option<usize>) {
+fn set_parts_done(state: &mut State, key: &str, path: &str, done: Option<usize>) {
     if let Some(n) = done {
-        state.object_mut(PARTS).insert(path.to_owned(), json!(n));
+        state.object_mut(key).insert(path.to_owned(), json!(n));
         return;
     }
-    let now_empty = match state.0.get_mut(PARTS) {
+    let now_empty = match state.0.get_mut(key) {
         Some(Value::Object(map)) => {
             map.shift_remove(path);
             map.is_empty()
@@ -180,11 +212,12 @@ fn set_parts_done(state: &mut State, path: &str, done: Option<usize>) {
         _ => false,
     };
     if now_empty {
-        state.remove(PARTS);
+        state.remove(key);
     }
 }
 
-/// The core of `preload_ensure` on a state inside the caller's locked update.
+/// The core of `preload_ensure` on a state inside the caller's locked update, for the main
+/// agent.
 pub fn apply(
     ctx: &Context,
     state: &mut State,
@@ -192,13 +225,32 @@ pub fn apply(
     mode: Mode,
     packer: &mut Packer,
 ) -> Batch {
-    let mut pass = Pass {
-        ctx,
-        in_context: InContext::new(&state.strings(PRELOADED)),
-        resolver: resolver(ctx),
-        max_bytes: ctx.max_file_bytes(),
-        batch: Batch::default(),
-    };
+    apply_for(ctx, state, requests, mode, packer, Audience::Main)
+}
+
+/// The delivery log's `source` of an event made for a sub-agent's context window.
+pub fn sub_agent_source(source: &str, agent: &str) -> String {
+    format!("{source} [sub-agent {agent}]")
+}
+
+/// The sub-agent whose context window a logged `source` speaks for, if any.
+pub fn sub_agent_of_source(source: &str) -> Option<&str> {
+    source
+        .strip_suffix(']')?
+        .rsplit_once(" [sub-agent ")
+        .map(|(_, agent)| agent)
+}
+
+/// [`apply`] for a given audience.
+pub fn apply_for(
+    ctx: &Context,
+    state: &mut State,
+    requests: &[Request],
+    mode: Mode,
+    packer: &mut Packer,
+    audience: Audience<'_>,
+) -> Batch {
+    let mut pass = Pass::new(ctx, state, audience);
     for request in requests {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(&path) {
@@ -210,6 +262,11 @@ pub fn apply(
         };
         pass.batch.outcomes.push((path, outcome));
     }
+    if let Audience::SubAgent(agent) = audience {
+        for event in &mut pass.batch.events {
+            event.source = sub_agent_source(&event.source, agent);
+        }
+    }
     pass.batch
 }
 
@@ -218,13 +275,7 @@ pub fn apply(
 /// (logged `direct-deliver` with its source, since it did enter the context), leaves the queue,
 /// and has its references queued like a delivered file. Files already in context log a skip.
 pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
-    let mut pass = Pass {
-        ctx,
-        in_context: InContext::new(&state.strings(PRELOADED)),
-        resolver: resolver(ctx),
-        max_bytes: ctx.max_file_bytes(),
-        batch: Batch::default(),
-    };
+    let mut pass = Pass::new(ctx, state, Audience::Main);
     for request in requests {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(&path) {
@@ -234,7 +285,7 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
             if body == FileBody::Unavailable {
                 Outcome::Unavailable
             } else {
-                set_parts_done(state, &path, None);
+                set_parts_done(state, PARTS, &path, None);
                 state.push_unique(PRELOADED, &path);
                 state.remove_item(PENDING, &path);
                 pass.in_context.add(&path);
@@ -258,9 +309,37 @@ struct Pass<'a> {
     resolver: Resolver,
     max_bytes: u64,
     batch: Batch,
+    /// Field of the audience's files in context.
+    preloaded_key: String,
+    /// Field of the audience's part progress.
+    parts_key: String,
+    /// True when delivery takes files out of `pendingPreloads` (the main agent).
+    owns_queue: bool,
 }
 
-impl Pass<'_> {
+impl<'a> Pass<'a> {
+    fn new(ctx: &'a Context, state: &State, audience: Audience<'_>) -> Self {
+        let preloaded_key = audience.preloaded_key();
+        Self {
+            ctx,
+            in_context: InContext::new(&state.strings(&preloaded_key)),
+            resolver: resolver(ctx),
+            max_bytes: ctx.max_file_bytes(),
+            batch: Batch::default(),
+            preloaded_key,
+            parts_key: audience.parts_key(),
+            owns_queue: audience == Audience::Main,
+        }
+    }
+
+    /// Take a file out of the queue, when this audience owns it.
+    fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
+        if self.owns_queue {
+            state.remove_item(PENDING, path);
+            state.remove_item(PENDING, requested);
+        }
+    }
+
     /// Already in context: note it, and drop a stale queue entry.
     fn skip(&mut self, state: &mut State, request: &Request, path: &str, hit: Hit) -> Outcome {
         let event = if hit == Hit::Inode {
@@ -269,8 +348,7 @@ impl Pass<'_> {
             Event::SkipDedup
         };
         self.batch.note(event, path, &request.source, hit.as_str());
-        state.remove_item(PENDING, path);
-        state.remove_item(PENDING, &request.path);
+        self.unqueue(state, path, &request.path);
         Outcome::InContext(hit)
     }
 
@@ -305,13 +383,12 @@ impl Pass<'_> {
                     None,
                 ),
                 FileBody::Unavailable | FileBody::Empty => {
-                    state.remove_item(PENDING, path);
-                    state.remove_item(PENDING, &request.path);
-                    set_parts_done(state, path, None);
+                    self.unqueue(state, path, &request.path);
+                    set_parts_done(state, &self.parts_key, path, None);
                     return Outcome::Unavailable;
                 }
             };
-        let first = parts_done(state, path).min(parts.len().saturating_sub(1));
+        let first = parts_done(state, &self.parts_key, path).min(parts.len().saturating_sub(1));
         let shadow = if first == 0 {
             override_of(state, path)
         } else {
@@ -326,7 +403,7 @@ impl Pass<'_> {
         }
         if next == first {
             // Nothing fit: stays queued for the next call.
-            if state.push_unique(PENDING, path) {
+            if self.owns_queue && state.push_unique(PENDING, path) {
                 self.batch
                     .note(Event::QueuePending, path, &request.source, "deferred");
             }
@@ -337,15 +414,16 @@ impl Pass<'_> {
         }
         self.batch.blocks.extend(parts[first..next].iter().cloned());
         if next < parts.len() {
-            set_parts_done(state, path, Some(next));
-            state.push_unique(PENDING, path);
+            set_parts_done(state, &self.parts_key, path, Some(next));
+            if self.owns_queue {
+                state.push_unique(PENDING, path);
+            }
             return Outcome::Partial;
         }
-        // Fully out: into preloadedFiles, out of the queue, in the same write.
-        set_parts_done(state, path, None);
-        state.push_unique(PRELOADED, path);
-        state.remove_item(PENDING, path);
-        state.remove_item(PENDING, &request.path);
+        // Fully out: into the audience's files in context, out of the queue, in the same write.
+        set_parts_done(state, &self.parts_key, path, None);
+        state.push_unique(&self.preloaded_key, path);
+        self.unqueue(state, path, &request.path);
         self.in_context.add(path);
         let event = if mode == Mode::Direct {
             Event::DirectDeliver
@@ -524,6 +602,39 @@ mod tests {
         assert_eq!(s.strings(PRELOADED), vec![a]);
         assert_eq!(s.strings(PENDING), vec![b]);
         assert!(batch.blocks.is_empty(), "recording prints nothing");
+    }
+
+    #[test]
+    fn a_sub_agent_gets_its_own_copy_and_leaves_the_queue() {
+        let f = fixture();
+        let a = f.cmd("A", "# A");
+        fs::write(&f.state, format!("{{\"pendingPreloads\": [\"{a}\"]}}")).unwrap();
+        let ctx = f.ctx();
+        let claim = |audience| {
+            let mut packer = Packer::new(9_500);
+            let requests = pending_requests(&f.load(), "rule");
+            state::update(&f.state, ctx.lock_deadline(), |s| {
+                apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience)
+            })
+            .unwrap()
+        };
+        let sub = claim(Audience::SubAgent("a1"));
+        assert_eq!(sub.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+        assert_eq!(sub_agent_of_source(&sub.events[0].source), Some("a1"));
+        let s = f.load();
+        assert_eq!(s.strings("preloadedFiles_sub:a1"), vec![a.clone()]);
+        assert_eq!(
+            s.strings(PENDING),
+            vec![a.clone()],
+            "the queue stays for the main agent"
+        );
+        assert!(s.strings(PRELOADED).is_empty());
+        assert_eq!(claim(Audience::SubAgent("a1")).delivered().count(), 0);
+        assert_eq!(claim(Audience::SubAgent("a2")).delivered().count(), 1);
+        let main = claim(Audience::Main);
+        assert_eq!(main.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+        assert_eq!(sub_agent_of_source(&main.events[0].source), None);
+        assert!(f.load().strings(PENDING).is_empty());
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::preload;
+
 /// One file delivered more than once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Duplicate {
@@ -64,7 +66,11 @@ impl Report {
                     .unwrap_or("")
                     .to_owned()
             };
-            let (kind, hook, file) = (field("event"), field("hook"), field("file"));
+            let (kind, hook, mut file) = (field("event"), field("hook"), field("file"));
+            // A sub-agent's context window is its own: its copy is not a duplicate.
+            if let Some(agent) = preload::sub_agent_of_source(&field("source")) {
+                file = format!("{file} (sub-agent {agent})");
+            }
             report.total_events += 1;
             *report.per_event.entry(kind.clone()).or_default() += 1;
             if kind.contains("skip") {

@@ -22,7 +22,7 @@ use crate::delivery::{self, Event, MIN_BUDGET, Packer, chars};
 use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::hooks::injections::STASH;
-use crate::preload::{self, Batch, PENDING, PRELOADED, Request};
+use crate::preload::{self, Audience, Batch, PENDING, PRELOADED, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
@@ -342,13 +342,9 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
     let mut matched = rules::evaluate(rules, &facts);
     drop(view);
     if call.is_sub() {
-        // Sub-agents keep their own heartbeat only: no overflow or read throttle, and the
-        // parent's preload queue is not theirs to claim.
-        matched.retain(|m| {
-            m.id != rules::OVERFLOW_RULE
-                && m.id != rules::READ_THROTTLE_RULE
-                && m.mode != Mode::Preload
-        });
+        // Sub-agents keep their own heartbeat only: no overflow or read throttle. Their preload
+        // claims fill their own context and leave the queue to the main agent.
+        matched.retain(|m| m.id != rules::OVERFLOW_RULE && m.id != rules::READ_THROTTLE_RULE);
     }
     let verdict = rules::compose(matched, call.tool, call.input.tool_input());
     let session_dir = match target {
@@ -455,6 +451,7 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
 /// room (the files stay queued).
 fn claim(
     ctx: &Context,
+    call: &Call,
     s: &mut State,
     rule: &Matched,
     room: usize,
@@ -470,7 +467,15 @@ fn claim(
         .map(|f| Request::new(f.as_str(), source.as_str()))
         .collect();
     let mut packer = Packer::new(room);
-    let batch = preload::apply(ctx, s, &requests, preload::Mode::Claim, &mut packer);
+    let audience = call.agent.map_or(Audience::Main, Audience::SubAgent);
+    let batch = preload::apply_for(
+        ctx,
+        s,
+        &requests,
+        preload::Mode::Claim,
+        &mut packer,
+        audience,
+    );
     let blocks = batch.blocks.clone();
     plan.batch.extend(batch);
     blocks
@@ -519,7 +524,7 @@ fn deny_reason(
             parts.push(t);
         } else {
             let room = ctx.budget.saturating_sub(fixed + 1);
-            let blocks = claim(ctx, s, rule, room, plan);
+            let blocks = claim(ctx, call, s, rule, room, plan);
             if !blocks.is_empty() {
                 parts.push(delivery::join_blocks(&blocks));
             }
@@ -569,7 +574,7 @@ fn stash_allow(
             t
         } else {
             let room = ctx.budget.saturating_sub(waiting + fresh);
-            let blocks = claim(ctx, s, rule, room, plan);
+            let blocks = claim(ctx, call, s, rule, room, plan);
             for path in blocks.iter().filter_map(|b| block_path(b)) {
                 plan.stashed.push((path, format!("overflow({})", rule.id)));
             }
