@@ -9,6 +9,7 @@
 //!
 //! Nothing here writes to stdout except [`runner`].
 
+pub mod activation;
 pub mod clock;
 pub mod context;
 pub mod dedup;

@@ -17,6 +17,9 @@ pub const SEEDS_DIR: &str = ".seeds";
 pub const STATE_FILE: &str = ".state.json";
 /// `lifecycle` of a seed file.
 pub const SEEDING: &str = "seeding";
+/// Field naming the Claude Code conversation (`session_id`) a state's context window belongs to;
+/// the engine's statusline writes the same field, and `session.sh restart` clears it.
+pub const CONVERSATION_FIELD: &str = "sessionId";
 /// Field of a seed that records the owner's process start time (PID reuse check).
 pub const PID_START_FIELD: &str = "pidStartTime";
 

@@ -17,12 +17,13 @@ use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::activation;
 use crate::clock;
 use crate::delivery::{self, Event, MIN_BUDGET, Packer, chars};
 use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::hooks::injections::STASH;
-use crate::preload::{self, Audience, Batch, PENDING, PRELOADED, Request};
+use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
@@ -226,9 +227,9 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
     })
 }
 
-/// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): create `sessions/YYYY_MM_DD_ADHOC` as an active `/do`
-/// session owned by this process, taking over the seed's tracking. `None` when that directory
-/// already has a state (someone else's).
+/// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): activate `sessions/YYYY_MM_DD_ADHOC` as a `/do` session
+/// owned by this process, taking over the seed's tracking (the shared activation). `None` when
+/// that directory already has a state (someone else's).
 fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, HookError> {
     let (y, m, d, ..) = clock::utc_parts(ctx.now);
     let dir = sessions.join(format!("{y:04}_{m:02}_{d:02}_ADHOC"));
@@ -236,54 +237,11 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     if fs::symlink_metadata(&path).is_ok() {
         return Ok(None);
     }
-    fs::create_dir_all(&dir).map_err(|source| HookError::Io {
-        action: "create",
-        path: dir.clone(),
-        source,
+    activation::activate(ctx, &dir, Some("do")).map_err(|f| HookError::Other(f.to_string()))?;
+    // An ad-hoc session has no phases to load: count and discover from the first call.
+    state::update(&path, ctx.lock_deadline(), |s| {
+        s.remove("loading");
     })?;
-    let seed_path = session::seed_path(sessions, ctx.owner_pid);
-    let seed = state::load(&seed_path).ok();
-    let now = clock::iso_utc(ctx.now);
-    let mut fresh = State::default();
-    for (key, value) in [
-        ("pid", json!(ctx.owner_pid)),
-        ("skill", json!("do")),
-        ("lifecycle", json!("active")),
-        ("overflowed", json!(false)),
-        ("killRequested", json!(false)),
-        ("contextUsage", json!(0)),
-        ("currentPhase", json!("Phase 1: Setup")),
-        (SINCE_LAST_LOG, json!(0)),
-        ("toolUseWithoutLogsWarnAfter", json!(3)),
-        ("toolUseWithoutLogsBlockAfter", json!(10)),
-        ("startedAt", json!(now)),
-        ("lastHeartbeat", json!(now)),
-        (PRELOADED, json!(session::core_seeds(ctx))),
-        ("touchedDirs", json!({})),
-        (PENDING, json!([])),
-        (STASH, json!([])),
-    ] {
-        fresh.set(key, value);
-    }
-    if let Some(seed) = &seed {
-        for key in [PRELOADED, PENDING] {
-            for item in seed.strings(key) {
-                fresh.push_unique(key, &item);
-            }
-        }
-        if let Some(Value::Object(dirs)) = seed.get("touchedDirs") {
-            fresh.object_mut("touchedDirs").extend(dirs.clone());
-        }
-        if let Some(Value::Array(stash)) = seed.get(STASH) {
-            fresh.array_mut(STASH).extend(stash.iter().cloned());
-        }
-    }
-    if !state::create_if_absent(&path, &fresh, ctx.lock_deadline())? {
-        return Ok(None);
-    }
-    if seed.is_some() {
-        let _ = fs::remove_file(&seed_path);
-    }
     Ok(Some(dir))
 }
 
