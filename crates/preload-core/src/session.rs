@@ -82,7 +82,7 @@ pub fn cache_file(ctx: &Context) -> PathBuf {
 
 fn state_pid(path: &Path, field: &str) -> Option<u32> {
     let text = fs::read_to_string(path).ok()?;
-    State::parse(&text).ok()?.pid(field)
+    State::parse_fields(&text, &[field]).ok()?.pid(field)
 }
 
 /// Find `sessions/*/.state.json` whose `field` is `pid`; cheap text check before parsing.
@@ -103,7 +103,7 @@ fn scan(root: &Path, pid: u32, field: &str) -> Option<PathBuf> {
         if !text.contains(&needle) {
             return false;
         }
-        let Ok(state) = State::parse(&text) else {
+        let Ok(state) = State::parse_fields(&text, &["pid", field]) else {
             return false;
         };
         if state.pid(field) != Some(pid) {
