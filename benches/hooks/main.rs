@@ -150,6 +150,8 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
         json!({"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": input,
                "tool_response": response})
     };
+    // A live process that owns no session (its hooks work on a seed): the benchmark's parent.
+    let other_owner = std::os::unix::process::parent_id().to_string();
     let queued: Vec<String> = ["CMD_ASK_ROUND", "CMD_LOG_INTERACTION", "CMD_INTERROGATE"]
         .iter()
         .map(|c| sb.command(c))
@@ -166,6 +168,15 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
             pre("Bash", json!({"command": "ls -la"})),
             base.clone(),
         ),
+        Case {
+            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
+            ..case(
+                "preload-overflow",
+                "PreToolUse Bash ls, owner has no session",
+                pre("Bash", json!({"command": "ls -la"})),
+                base.clone(),
+            )
+        },
         case(
             "preload-overflow",
             "PreToolUse Read, new dir (discovery)",
@@ -212,6 +223,15 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
             ),
             base.clone(),
         ),
+        Case {
+            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
+            ..case(
+                "preload-injections",
+                "PostToolUse, owner has no session",
+                post("Bash", json!({"command": "ls"}), json!({"stdout": "a\nb\n"})),
+                base.clone(),
+            )
+        },
         case(
             "preload-templates",
             "PostToolUse Skill implement",
