@@ -43,6 +43,8 @@ const LARGE_RATIO: f64 = 5.0;
 const CHUNKS_RATIO: f64 = 10.0;
 /// Typical scenario: peak memory limit.
 const TYPICAL_RSS_KIB: u64 = 10 * 1024;
+/// Characters of SessionStart text the chunks scenario delivers.
+const SESSION_START_CHARS: usize = 250_000;
 /// Hook processes started at once on one state file.
 const CONTENDERS: usize = 8;
 
@@ -228,7 +230,11 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
             ..case(
                 "preload-injections",
                 "PostToolUse, owner has no session",
-                post("Bash", json!({"command": "ls"}), json!({"stdout": "a\nb\n"})),
+                post(
+                    "Bash",
+                    json!({"command": "ls"}),
+                    json!({"stdout": "a\nb\n"}),
+                ),
                 base.clone(),
             )
         },
@@ -512,7 +518,14 @@ impl Verdicts {
     }
 }
 
-fn print_table(title: &str, res: &Results, limit: f64, rss_limit: Option<u64>, v: &mut Verdicts) {
+fn print_table(
+    title: &str,
+    short: &str,
+    res: &Results,
+    limit: f64,
+    rss_limit: Option<u64>,
+    v: &mut Verdicts,
+) {
     println!();
     println!("== {title}");
     println!(
@@ -539,7 +552,7 @@ fn print_table(title: &str, res: &Results, limit: f64, rss_limit: Option<u64>, v
         let verdict = v.check(
             ok,
             format!(
-                "{title}: {} {} took {} ms = {r:.2}x no-op (limit {limit}x), peak {} MiB",
+                "{short}: {} {} took {} ms = {r:.2}x no-op (limit {limit}x), peak {} MiB",
                 row.bin,
                 row.label,
                 ms(row.median),
@@ -578,6 +591,7 @@ fn scenario_typical(
             "typical: 1 active session, 50 preloaded files, 12-rule guards.json ({:.1} s)",
             started.elapsed().as_secs_f64()
         ),
+        "typical",
         &res,
         TYPICAL_RATIO,
         Some(TYPICAL_RSS_KIB),
@@ -624,6 +638,7 @@ fn scenario_large(
     if let Some((_, title, res)) = all.last() {
         print_table(
             &title.replace("large/1:", "large:"),
+            "large",
             res,
             LARGE_RATIO,
             None,
@@ -1018,17 +1033,20 @@ fn run() -> Result<(), Error> {
         .tempdir()?;
     let noop = measure::build_noop(work.path())?;
     let strace = measure::strace_available();
-    let chunks = wired_chunks().unwrap_or(32);
+    // As many registrations as the wiring has, or enough for 250 KB at 9,500 chars each.
+    let needed = SESSION_START_CHARS.div_ceil(9_500) + 1;
+    let chunks = wired_chunks().unwrap_or(0).max(needed);
     let avail = Availability::check(&HOOKS);
     println!("preload hooks benchmark");
     println!("machine: {}", machine());
     println!(
         "calls per case: {} (median); chunks: {chunks}{}",
         iterations(),
-        if wired_chunks().is_some() {
-            " (as hooks/settings.json wires them)"
-        } else {
-            " (enough for 250 KB at 9,500 chars each)"
+        match wired_chunks() {
+            Some(n) if n >= needed => " (as hooks/settings.json wires them)".to_owned(),
+            Some(n) =>
+                format!(" (hooks/settings.json wires {n}: too few for 250 KB at 9,500 chars each)"),
+            None => " (enough for 250 KB at 9,500 chars each)".to_owned(),
         }
     );
     println!(
