@@ -715,8 +715,8 @@ fn scenario_chunks(
         sessions: 1,
         preloaded: 6,
         directives: 0,
-        skill_lines: 900,
-        command_bytes: 11_000,
+        skill_lines: 1_500,
+        command_bytes: 19_000,
     };
     let sb = Sandbox::generate(sizes, std::process::id())?;
     let rounds = iterations().div_ceil(2).max(3);
@@ -1033,8 +1033,9 @@ fn run() -> Result<(), Error> {
         .tempdir()?;
     let noop = measure::build_noop(work.path())?;
     let strace = measure::strace_available();
-    // As many registrations as the wiring has, or enough for 250 KB at 9,500 chars each.
-    let needed = SESSION_START_CHARS.div_ceil(9_500) + 1;
+    // As many registrations as the wiring has, or enough for 250 KB at 9,500 chars each
+    // (with room for slices cut at block boundaries).
+    let needed = SESSION_START_CHARS.div_ceil(9_500) + 4;
     let chunks = wired_chunks().unwrap_or(0).max(needed);
     let avail = Availability::check(&HOOKS);
     println!("preload hooks benchmark");
