@@ -27,8 +27,9 @@ test:
 demo: release
 	$(CARGO) run --release --locked --quiet --example demo
 
-bench: release
-	@bash scripts/bench.sh
+## Times every hook against the process-spawn floor; see docs/performance.md.
+bench:
+	$(CARGO) bench --locked --bench hooks
 
 ## make install PROJECT=/path/to/project [SHIMS=1] [PREFIX=dir]: copy the binaries to PREFIX and
 ## wire them into PROJECT/.claude/settings.local.json (or write the bash shims with SHIMS=1).

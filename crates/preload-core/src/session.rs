@@ -64,15 +64,7 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
             return Some(dir);
         }
     }
-    let roots = ctx.sessions_dirs();
-    let found = roots
-        .iter()
-        .find_map(|root| scan(root, pid, "pid"))
-        .or_else(|| {
-            roots
-                .iter()
-                .find_map(|root| scan(root, pid, "lastKnownPid"))
-        })?;
+    let found = scan(&ctx.sessions_dirs(), pid)?;
     let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
     Some(found)
 }
@@ -85,39 +77,50 @@ pub fn cache_file(ctx: &Context) -> PathBuf {
 
 fn state_pid(path: &Path, field: &str) -> Option<u32> {
     let text = fs::read_to_string(path).ok()?;
-    State::parse(&text).ok()?.pid(field)
+    State::parse_fields(&text, &[field]).ok()?.pid(field)
 }
 
-/// Find `sessions/*/.state.json` whose `field` is `pid`; cheap text check before parsing.
-fn scan(root: &Path, pid: u32, field: &str) -> Option<PathBuf> {
+/// Find the session of `pid` under `roots` in one pass over `sessions/*/.state.json`: the
+/// first whose `pid` is the owner, else the first whose `lastKnownPid` is (unless another live
+/// process owns it). Each state is read once, with a cheap text check before a quick parse.
+fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
     let needle = pid.to_string();
-    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    dirs.sort();
-    dirs.into_iter().find(|dir| {
-        let file = dir.join(STATE_FILE);
-        let Ok(text) = fs::read_to_string(&file) else {
-            return false;
+    let mut last_known = None;
+    for root in roots {
+        let Ok(entries) = fs::read_dir(root) else {
+            continue;
         };
-        if !text.contains(&needle) {
-            return false;
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let Ok(text) = fs::read_to_string(dir.join(STATE_FILE)) else {
+                continue;
+            };
+            if !text.contains(&needle) {
+                continue;
+            }
+            let Ok(state) = State::parse_fields(&text, &["pid", "lastKnownPid"]) else {
+                continue;
+            };
+            if state.pid("pid") == Some(pid) {
+                return Some(dir);
+            }
+            // For `lastKnownPid`, another live process owning the session wins.
+            if last_known.is_none()
+                && state.pid("lastKnownPid") == Some(pid)
+                && state
+                    .pid("pid")
+                    .is_none_or(|owner| owner == pid || !process::is_alive(owner))
+            {
+                last_known = Some(dir);
+            }
         }
-        let Ok(state) = State::parse(&text) else {
-            return false;
-        };
-        if state.pid(field) != Some(pid) {
-            return false;
-        }
-        // For `lastKnownPid`, another live process owning the session wins.
-        field == "pid"
-            || state
-                .pid("pid")
-                .is_none_or(|owner| owner == pid || !process::is_alive(owner))
-    })
+    }
+    last_known
 }
 
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
@@ -291,6 +294,29 @@ mod tests {
         assert_eq!(cached.trim(), project.join("sessions/b").to_string_lossy());
         let other = ctx_in(&project, &home, 33, tmp.path());
         assert_eq!(find_session(&other), None);
+    }
+
+    #[test]
+    fn pid_beats_last_known_pid_and_a_live_owner_keeps_its_session() {
+        let (tmp, project, home) = project();
+        let live = std::os::unix::process::parent_id();
+        let write = |name: &str, body: String| {
+            let dir = project.join("sessions").join(name);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(STATE_FILE), body).unwrap();
+        };
+        write("a", format!("{{\"pid\": {live}, \"lastKnownPid\": 55}}"));
+        write("b", "{\"pid\": 4000000, \"lastKnownPid\": 55}".into());
+        write("c", "{\"pid\": 4000001, \"lastKnownPid\": 55}".into());
+        let ctx = ctx_in(&project, &home, 55, tmp.path());
+        assert_eq!(
+            find_session(&ctx),
+            Some(project.join("sessions/b")),
+            "a: owned by a live process; b: the first with a dead owner"
+        );
+        fs::remove_file(cache_file(&ctx)).unwrap();
+        write("d", "{\"pid\": 55}".into());
+        assert_eq!(find_session(&ctx), Some(project.join("sessions/d")));
     }
 
     #[test]

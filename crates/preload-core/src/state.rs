@@ -66,6 +66,38 @@ impl State {
         }
     }
 
+    /// Parse a document as [`State::parse`] does but keep only the top-level `fields`: the
+    /// rest is checked and skipped without being built, so a quick look at a large state
+    /// (whose `pid` is it?) costs a fraction of a full parse.
+    pub fn parse_fields(text: &str, fields: &[&str]) -> Result<Self, String> {
+        struct Only<'a>(&'a [&'a str]);
+        impl<'de> serde::de::Visitor<'de> for Only<'_> {
+            type Value = Map<String, Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut kept = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if self.0.contains(&key.as_str()) {
+                        kept.insert(key, map.next_value::<Value>()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(kept)
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
+            .and_then(|kept| de.end().map(|()| kept))
+            .map_err(|err| err.to_string())?;
+        Ok(Self(kept))
+    }
+
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
         let mut text = serde_json::to_string_pretty(&self.0).unwrap_or_else(|_| "{}".to_owned());
@@ -331,6 +363,36 @@ mod tests {
 
     fn soon() -> Instant {
         Instant::now() + Duration::from_secs(2)
+    }
+
+    #[test]
+    fn parse_fields_keeps_only_the_named_fields_and_rejects_what_parse_rejects() {
+        let state = State::parse_fields(REAL_SHAPED, &["pid", "lifecycle", "absent"]).unwrap();
+        assert_eq!(state.0.len(), 2);
+        assert_eq!(state.pid("pid"), Some(424_242));
+        assert_eq!(state.str("lifecycle"), Some("active"));
+        let last = State::parse_fields(
+            "{\"pid\": 1, \"x\": [1, {\"pid\": 7}], \"pid\": 2}",
+            &["pid"],
+        );
+        assert_eq!(
+            last.unwrap().pid("pid"),
+            Some(2),
+            "the last duplicate wins, as in parse"
+        );
+        for bad in [
+            "{not json",
+            "",
+            "[1,2]",
+            "\"text\"",
+            "{\"pid\": 1} trailing",
+            "{\"a\": [1,}",
+        ] {
+            assert!(
+                State::parse(bad).is_err() && State::parse_fields(bad, &["pid"]).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

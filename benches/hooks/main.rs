@@ -1,0 +1,1086 @@
+//! `make bench`: every hook binary timed on realistic inputs against the cost of starting a
+//! process, with peak memory and the state-file system calls of one call.
+//!
+//! Each hook call is paired with a call of a no-op binary built here (reads stdin, prints
+//! `{}`), so the ratio compares a hook with the process-spawn floor measured under the same
+//! load. Scenarios: typical, large (with 1/100 and 1/10 of its sizes to show growth),
+//! SessionStart with all its chunks, and 8 hooks on one state file at once.
+//!
+//! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
+//! scenario names: typical, large, chunks, contention), `BENCH_KEEP` (keep the sandboxes).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::too_many_lines,
+    clippy::doc_markdown
+)]
+
+mod measure;
+mod sandbox;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use preload_core::env;
+use serde_json::{Value, json};
+
+use measure::{Call, Syscalls, median};
+use sandbox::{Sandbox, Sizes, TRANSCRIPT};
+
+type Error = Box<dyn std::error::Error>;
+
+/// Typical scenario: each hook within this many no-ops.
+const TYPICAL_RATIO: f64 = 2.0;
+/// Large scenario: each hook within this many no-ops.
+const LARGE_RATIO: f64 = 5.0;
+/// SessionStart: all chunks together within this many no-ops.
+const CHUNKS_RATIO: f64 = 10.0;
+/// Typical scenario: peak memory limit.
+const TYPICAL_RSS_KIB: u64 = 10 * 1024;
+/// Characters of SessionStart text the chunks scenario delivers.
+const SESSION_START_CHARS: usize = 250_000;
+/// Hook processes started at once on one state file.
+const CONTENDERS: usize = 8;
+
+/// The binaries of the hooks, by name.
+fn binary(name: &str) -> PathBuf {
+    let path = match name {
+        "preload-session-start" => env!("CARGO_BIN_EXE_preload-session-start"),
+        "preload-prompt-submit" => env!("CARGO_BIN_EXE_preload-prompt-submit"),
+        "preload-templates" => env!("CARGO_BIN_EXE_preload-templates"),
+        "preload-phase-commands" => env!("CARGO_BIN_EXE_preload-phase-commands"),
+        "preload-overflow" => env!("CARGO_BIN_EXE_preload-overflow"),
+        "preload-injections" => env!("CARGO_BIN_EXE_preload-injections"),
+        "preload-compaction-reread" => env!("CARGO_BIN_EXE_preload-compaction-reread"),
+        "preload-e2e-auto-answer" => env!("CARGO_BIN_EXE_preload-e2e-auto-answer"),
+        _ => env!("CARGO_BIN_EXE_preload"),
+    };
+    PathBuf::from(path)
+}
+
+/// Which hook binaries exist and answer `--help` (a placeholder prints nothing).
+struct Availability(HashMap<&'static str, Result<PathBuf, String>>);
+
+impl Availability {
+    fn check(names: &[&'static str]) -> Self {
+        let mut map = HashMap::new();
+        for name in names {
+            let path = binary(name);
+            let found = if path.is_file() {
+                match std::process::Command::new(&path).arg("--help").output() {
+                    Ok(out) if !out.stdout.is_empty() => Ok(path),
+                    Ok(_) => Err("not implemented yet (prints no --help)".to_owned()),
+                    Err(err) => Err(format!("cannot run: {err}")),
+                }
+            } else {
+                Err("binary does not exist".to_owned())
+            };
+            map.insert(*name, found);
+        }
+        Self(map)
+    }
+
+    fn path(&self, name: &str) -> Option<&PathBuf> {
+        self.0.get(name).and_then(|r| r.as_ref().ok())
+    }
+
+    fn print_skips(&self) {
+        let mut names: Vec<_> = self.0.keys().copied().collect();
+        names.sort_unstable();
+        for name in names {
+            if let Some(Err(why)) = self.0.get(name) {
+                println!("  skip {name}: {why}");
+            }
+        }
+    }
+}
+
+const HOOKS: [&str; 8] = [
+    "preload-overflow",
+    "preload-injections",
+    "preload-templates",
+    "preload-phase-commands",
+    "preload-prompt-submit",
+    "preload-session-start",
+    "preload-compaction-reread",
+    "preload-e2e-auto-answer",
+];
+
+/// One hook call to measure.
+struct Case {
+    bin: &'static str,
+    label: String,
+    args: Vec<String>,
+    input: Value,
+    env: Vec<(String, String)>,
+    /// The active session's state, restored before every call.
+    state: Value,
+    /// Use a new `session_id` on every call (SessionStart generates once per id).
+    fresh_session: bool,
+}
+
+fn with(base: &Value, fields: &Value) -> Value {
+    let mut out = base.clone();
+    if let (Some(o), Some(f)) = (out.as_object_mut(), fields.as_object()) {
+        for (k, v) in f {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// The cases every scenario runs.
+fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
+    let base = &sb.base_state;
+    let case = |bin, label: &str, input: Value, state: Value| Case {
+        bin,
+        label: label.to_owned(),
+        args: Vec::new(),
+        input,
+        env: Vec::new(),
+        state,
+        fresh_session: false,
+    };
+    let pre = |tool: &str, input: Value| json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
+    let post = |tool: &str, input: Value, response: Value| {
+        json!({"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": input,
+               "tool_response": response})
+    };
+    // A live process that owns no session (its hooks work on a seed): the benchmark's parent.
+    let other_owner = std::os::unix::process::parent_id().to_string();
+    let queued: Vec<String> = ["CMD_ASK_ROUND", "CMD_LOG_INTERACTION", "CMD_INTERROGATE"]
+        .iter()
+        .map(|c| sb.command(c))
+        .collect();
+    let stash_text = format!(
+        "[Preloaded: {}]\n{}",
+        sb.command("CMD_APPEND_LOG"),
+        "Append a log entry with the template's fields.\n".repeat(40)
+    );
+    let mut all = vec![
+        case(
+            "preload-overflow",
+            "PreToolUse Bash ls",
+            pre("Bash", json!({"command": "ls -la"})),
+            base.clone(),
+        ),
+        Case {
+            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
+            ..case(
+                "preload-overflow",
+                "PreToolUse Bash ls, owner has no session",
+                pre("Bash", json!({"command": "ls -la"})),
+                base.clone(),
+            )
+        },
+        case(
+            "preload-overflow",
+            "PreToolUse Read, new dir (discovery)",
+            pre("Read", json!({"file_path": sb.deep_file})),
+            base.clone(),
+        ),
+        case(
+            "preload-overflow",
+            "PreToolUse, 3 queued files (claim)",
+            pre("Bash", json!({"command": "git status"})),
+            with(base, &json!({"pendingPreloads": queued})),
+        ),
+        case(
+            "preload-overflow",
+            "PreToolUse heartbeat deny",
+            pre("Bash", json!({"command": "cargo test"})),
+            with(
+                base,
+                &json!({"toolCallsByTranscript": {TRANSCRIPT: 9}, "toolCallsSinceLastLog": 9}),
+            ),
+        ),
+        case(
+            "preload-injections",
+            "PostToolUse, 2 stashed",
+            post(
+                "Bash",
+                json!({"command": "ls"}),
+                json!({"stdout": "a\nb\n"}),
+            ),
+            with(
+                base,
+                &json!({"pendingAllowInjections": [
+                    {"ruleId": "preload", "content": stash_text, "agentId": ""},
+                    {"ruleId": "heartbeat-warn", "content": "[warn: heartbeat] §CMD_APPEND_LOG (3/10)", "agentId": ""}]}),
+            ),
+        ),
+        case(
+            "preload-injections",
+            "PostToolUse, nothing stashed",
+            post(
+                "Bash",
+                json!({"command": "ls"}),
+                json!({"stdout": "a\nb\n"}),
+            ),
+            base.clone(),
+        ),
+        Case {
+            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
+            ..case(
+                "preload-injections",
+                "PostToolUse, owner has no session",
+                post(
+                    "Bash",
+                    json!({"command": "ls"}),
+                    json!({"stdout": "a\nb\n"}),
+                ),
+                base.clone(),
+            )
+        },
+        case(
+            "preload-templates",
+            "PostToolUse Skill implement",
+            post(
+                "Skill",
+                json!({"skill": "implement"}),
+                json!("Launching skill: implement"),
+            ),
+            with(base, &json!({"currentPhase": "0: Setup"})),
+        ),
+        case(
+            "preload-templates",
+            "PostToolUse Read (not a skill)",
+            post("Read", json!({"file_path": sb.deep_file}), json!("…")),
+            base.clone(),
+        ),
+        case(
+            "preload-phase-commands",
+            "PostToolUse Bash `Phase: 2: Planning`",
+            post(
+                "Bash",
+                json!({"command": format!("engine session phase {} \"2: Planning\"", sb.active.display())}),
+                json!({"stdout": "Phase: 2: Planning\nSteps: §CMD_REPORT_INTENT, §CMD_GENERATE_PLAN\n",
+                       "stderr": "", "interrupted": false}),
+            ),
+            with(base, &json!({"currentPhase": "2: Planning"})),
+        ),
+        case(
+            "preload-prompt-submit",
+            "UserPromptSubmit",
+            json!({"hook_event_name": "UserPromptSubmit",
+                   "prompt": "Go ahead with the plan and keep the log up to date"}),
+            base.clone(),
+        ),
+        Case {
+            args: vec!["--chunk".into(), format!("0/{chunks}")],
+            fresh_session: true,
+            ..case(
+                "preload-session-start",
+                &format!("SessionStart startup, chunk 0/{chunks}"),
+                json!({"hook_event_name": "SessionStart", "source": "startup"}),
+                base.clone(),
+            )
+        },
+        Case {
+            args: vec!["pretooluse".into()],
+            ..case(
+                "preload-compaction-reread",
+                "pretooluse, no compaction",
+                pre("Bash", json!({"command": "ls"})),
+                base.clone(),
+            )
+        },
+        Case {
+            env: vec![(env::E2E_AUTO_ANSWER.into(), "first".into())],
+            ..case(
+                "preload-e2e-auto-answer",
+                "PreToolUse AskUserQuestion",
+                pre(
+                    "AskUserQuestion",
+                    json!({"questions": [{"question": "Which depth?", "header": "Depth",
+                        "options": [{"label": "Short (Recommended)"}, {"label": "Deep"}],
+                        "multiSelect": false}]}),
+                ),
+                base.clone(),
+            )
+        },
+    ];
+    for c in &mut all {
+        if let Some(o) = c.input.as_object_mut() {
+            o.insert("cwd".into(), json!(sb.project));
+            o.insert("transcript_path".into(), json!(sb.transcript));
+            o.entry("session_id")
+                .or_insert_with(|| json!("bench-session"));
+        }
+    }
+    all
+}
+
+/// The environment every hook call gets (the process starts with an empty one).
+fn base_env(sb: &Sandbox) -> Vec<(String, String)> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    vec![
+        (env::HOME.into(), path(&sb.home)),
+        ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+        (
+            env::CLAUDE_SUPERVISOR_PID.into(),
+            std::process::id().to_string(),
+        ),
+        (env::CLAUDE_SESSION_CACHE_DIR.into(), path(&sb.root)),
+        (env::TMPDIR.into(), path(&sb.root.join("tmp"))),
+        (env::PRELOAD_CACHE_DIR.into(), path(&sb.root.join("cache"))),
+        (
+            env::PRELOAD_MARKER_DIR.into(),
+            path(&sb.root.join("markers")),
+        ),
+        (env::SESSION_REQUIRED.into(), "1".into()),
+    ]
+}
+
+fn call_for(sb: &Sandbox, case: &Case, bin: &Path, n: usize) -> Call {
+    let mut input = case.input.clone();
+    if case.fresh_session {
+        input["session_id"] = json!(format!("bench-{}-{n}", std::process::id()));
+    }
+    let mut env = base_env(sb);
+    env.extend(case.env.iter().cloned());
+    Call {
+        bin: bin.to_path_buf(),
+        args: case.args.clone(),
+        stdin: input.to_string().into_bytes(),
+        env,
+        cwd: sb.project.clone(),
+    }
+}
+
+/// One measured case.
+struct Row {
+    label: String,
+    bin: &'static str,
+    output: String,
+    note: Option<String>,
+    median: Duration,
+    rss_kib: Option<u64>,
+    syscalls: Option<Syscalls>,
+}
+
+/// The results of one scenario.
+struct Results {
+    noop: Duration,
+    noop_rss_kib: Option<u64>,
+    rows: Vec<Row>,
+}
+
+fn iterations() -> usize {
+    std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(15)
+}
+
+fn run_cases(
+    sb: &Sandbox,
+    cases: &[Case],
+    avail: &Availability,
+    noop: &Path,
+    strace: bool,
+) -> Result<Results, Error> {
+    let iters = iterations();
+    let live: Vec<(&Case, PathBuf)> = cases
+        .iter()
+        .filter_map(|c| avail.path(c.bin).map(|p| (c, p.clone())))
+        .collect();
+    let mut rows = Vec::new();
+    let mut counter = 0;
+    // Warm-up call with HOOK_DEBUG set: what the hook answers and why it failed open, if it did.
+    for (case, bin) in &live {
+        sb.restore(&case.state)?;
+        let mut call = call_for(sb, case, bin, counter);
+        counter += 1;
+        call.env.push((env::HOOK_DEBUG.into(), "1".into()));
+        let (_, out) = call.run_timed()?;
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        call.env.pop();
+        sb.restore(&case.state)?;
+        let (_, out) = call_for(sb, case, bin, counter).run_timed()?;
+        counter += 1;
+        rows.push(Row {
+            label: case.label.clone(),
+            bin: case.bin,
+            output: measure::summarize(&out),
+            note: (!stderr.is_empty()).then_some(stderr),
+            median: Duration::ZERO,
+            rss_kib: None,
+            syscalls: None,
+        });
+    }
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); live.len()];
+    let mut noop_samples = Vec::new();
+    for _ in 0..iters {
+        for (i, (case, bin)) in live.iter().enumerate() {
+            sb.restore(&case.state)?;
+            let call = call_for(sb, case, bin, counter);
+            counter += 1;
+            let (t, _) = call.run_timed_with(noop)?;
+            noop_samples.push(t);
+            let (t, _) = call.run_timed()?;
+            samples[i].push(t);
+        }
+    }
+    if live.is_empty() {
+        // Nothing to compare with: still measure the floor.
+        let call = Call {
+            bin: noop.to_path_buf(),
+            args: Vec::new(),
+            stdin: b"{}".to_vec(),
+            env: base_env(sb),
+            cwd: sb.project.clone(),
+        };
+        for _ in 0..iters {
+            noop_samples.push(call.run_timed()?.0);
+        }
+    }
+    for (i, (case, bin)) in live.iter().enumerate() {
+        rows[i].median = median(&mut samples[i]);
+        sb.restore(&case.state)?;
+        rows[i].rss_kib = call_for(sb, case, bin, counter).peak_rss_kib().ok();
+        counter += 1;
+        if strace {
+            sb.restore(&case.state)?;
+            let call = call_for(sb, case, bin, counter);
+            counter += 1;
+            rows[i].syscalls = measure::count_syscalls(
+                &call,
+                &sb.state_file,
+                &sb.sessions,
+                &sb.root.join("strace.txt"),
+            )
+            .ok();
+        }
+    }
+    sb.restore(&sb.base_state)?;
+    let noop_call = Call {
+        bin: noop.to_path_buf(),
+        args: Vec::new(),
+        stdin: b"{}".to_vec(),
+        env: base_env(sb),
+        cwd: sb.project.clone(),
+    };
+    Ok(Results {
+        noop: median(&mut noop_samples),
+        noop_rss_kib: noop_call.peak_rss_kib().ok(),
+        rows,
+    })
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0))
+}
+
+fn ratio(d: Duration, noop: Duration) -> f64 {
+    if noop.is_zero() {
+        0.0
+    } else {
+        d.as_secs_f64() / noop.as_secs_f64()
+    }
+}
+
+fn syscalls(s: Option<Syscalls>) -> String {
+    s.map_or_else(
+        || "-".to_owned(),
+        |s| {
+            format!(
+                "{}/{}/{}/{}",
+                s.state_reads, s.state_writes, s.locks, s.other_sessions
+            )
+        },
+    )
+}
+
+/// Collected target misses, printed at the end.
+#[derive(Default)]
+struct Verdicts(Vec<String>);
+
+impl Verdicts {
+    fn check(&mut self, ok: bool, what: String) -> &'static str {
+        if ok {
+            "ok"
+        } else {
+            self.0.push(what);
+            "MISS"
+        }
+    }
+}
+
+fn print_table(
+    title: &str,
+    short: &str,
+    res: &Results,
+    limit: f64,
+    rss_limit: Option<u64>,
+    v: &mut Verdicts,
+) {
+    println!();
+    println!("== {title}");
+    println!(
+        "{:<26} {:<40} {:<14} {:>9} {:>8} {:>9} {:>10} {:>6}",
+        "binary", "case", "output", "median ms", "x no-op", "peak MiB", "R/W/L/scan", "target"
+    );
+    println!(
+        "{:<26} {:<40} {:<14} {:>9} {:>8} {:>9} {:>10} {:>6}",
+        "no-op (rustc -O)",
+        "reads stdin, prints {}",
+        "{}",
+        ms(res.noop),
+        "1.00",
+        mib(res.noop_rss_kib),
+        "",
+        ""
+    );
+    for row in &res.rows {
+        let r = ratio(row.median, res.noop);
+        let mut ok = r <= limit;
+        if let (Some(limit), Some(rss)) = (rss_limit, row.rss_kib) {
+            ok &= rss <= limit;
+        }
+        let verdict = v.check(
+            ok,
+            format!(
+                "{short}: {} {} took {} ms = {r:.2}x no-op (limit {limit}x), peak {} MiB",
+                row.bin,
+                row.label,
+                ms(row.median),
+                mib(row.rss_kib)
+            ),
+        );
+        println!(
+            "{:<26} {:<40} {:<14} {:>9} {:>8.2} {:>9} {:>10} {:>6}",
+            row.bin,
+            row.label,
+            row.output,
+            ms(row.median),
+            r,
+            mib(row.rss_kib),
+            syscalls(row.syscalls),
+            verdict
+        );
+        if let Some(note) = &row.note {
+            println!("    note (HOOK_DEBUG): {}", note.replace('\n', " | "));
+        }
+    }
+}
+
+fn scenario_typical(
+    avail: &Availability,
+    noop: &Path,
+    strace: bool,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    let started = Instant::now();
+    let sb = Sandbox::generate(Sizes::TYPICAL, std::process::id())?;
+    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
+    print_table(
+        &format!(
+            "typical: 1 active session, 50 preloaded files, 12-rule guards.json ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        ),
+        "typical",
+        &res,
+        TYPICAL_RATIO,
+        Some(TYPICAL_RSS_KIB),
+        v,
+    );
+    Ok(())
+}
+
+fn scenario_large(
+    avail: &Availability,
+    noop: &Path,
+    strace: bool,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    let mut all = Vec::new();
+    for divisor in [100, 10, 1] {
+        let started = Instant::now();
+        let sizes = Sizes::large(divisor);
+        let sb = Sandbox::generate(sizes, std::process::id())?;
+        let generated = started.elapsed();
+        let res = run_cases(
+            &sb,
+            &cases(&sb, chunks),
+            avail,
+            noop,
+            strace && divisor == 1,
+        )?;
+        let title = format!(
+            "large/{divisor}: {} sessions, {} preloaded, {} directive files, {}-line SKILL.md \
+             (state {:.0} KB, {:.1} MB of files; generated in {:.1} s, measured in {:.1} s)",
+            sizes.sessions,
+            sizes.preloaded,
+            sizes.directives,
+            sizes.skill_lines,
+            std::fs::metadata(&sb.state_file).map_or(0, |m| m.len()) as f64 / 1000.0,
+            sb.bytes as f64 / 1e6,
+            generated.as_secs_f64(),
+            started.elapsed().saturating_sub(generated).as_secs_f64()
+        );
+        all.push((divisor, title, res));
+    }
+    // The full-size table, then growth across the three sizes.
+    if let Some((_, title, res)) = all.last() {
+        print_table(
+            &title.replace("large/1:", "large:"),
+            "large",
+            res,
+            LARGE_RATIO,
+            None,
+            v,
+        );
+    }
+    for (divisor, title, _) in &all[..all.len().saturating_sub(1)] {
+        println!("   (smaller size {divisor}: {title})");
+    }
+    println!();
+    println!("== growth: median ms at 1/100, 1/10 and full large size (time above the no-op)");
+    println!(
+        "{:<26} {:<40} {:>9} {:>9} {:>9} {:>16}",
+        "binary", "case", "1/100", "1/10", "1x", "1x / (1/10) extra"
+    );
+    let noops: Vec<String> = all.iter().map(|(_, _, r)| ms(r.noop)).collect();
+    println!(
+        "{:<26} {:<40} {:>9} {:>9} {:>9}",
+        "no-op",
+        "",
+        noops.first().cloned().unwrap_or_default(),
+        noops.get(1).cloned().unwrap_or_default(),
+        noops.get(2).cloned().unwrap_or_default()
+    );
+    let Some((_, _, full)) = all.last() else {
+        return Ok(());
+    };
+    for (i, row) in full.rows.iter().enumerate() {
+        let at = |k: usize| {
+            all.get(k)
+                .and_then(|(_, _, r)| r.rows.get(i).map(|x| (x.median, r.noop)))
+        };
+        let cells: Vec<String> = (0..3)
+            .map(|k| at(k).map_or_else(|| "-".into(), |(m, _)| ms(m)))
+            .collect();
+        let extra = |k: usize| at(k).map(|(m, n)| m.saturating_sub(n).as_secs_f64() * 1000.0);
+        let growth = match (extra(1), extra(2)) {
+            // Below 0.2 ms of extra work the ratio is noise.
+            (Some(a), Some(b)) if b >= 0.2 => format!("{:.1}x", b / a.max(0.05)),
+            (Some(_), Some(_)) => "flat".into(),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<26} {:<40} {:>9} {:>9} {:>9} {:>16}",
+            row.bin, row.label, cells[0], cells[1], cells[2], growth
+        );
+    }
+    println!("   (10x the sizes: linear growth of the extra time is at most about 10x)");
+    Ok(())
+}
+
+/// The number of SessionStart chunks the installed wiring registers, when it can be read.
+fn wired_chunks() -> Option<usize> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks/settings.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let n = text.matches("--chunk").count();
+    (n > 0).then_some(n)
+}
+
+fn scenario_chunks(
+    avail: &Availability,
+    noop: &Path,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    let name = "preload-session-start";
+    println!();
+    println!("== SessionStart with all {chunks} chunks (--chunk I/{chunks}), ~250 KB of text");
+    let Some(bin) = avail.path(name) else {
+        println!("  skip {name}: not available");
+        return Ok(());
+    };
+    let sizes = Sizes {
+        sessions: 1,
+        preloaded: 6,
+        directives: 0,
+        skill_lines: 1_500,
+        command_bytes: 19_000,
+    };
+    let sb = Sandbox::generate(sizes, std::process::id())?;
+    let rounds = iterations().div_ceil(2).max(3);
+    let case = Case {
+        bin: name,
+        label: String::new(),
+        args: Vec::new(),
+        input: json!({"hook_event_name": "SessionStart", "source": "startup",
+                      "cwd": sb.project, "transcript_path": sb.transcript}),
+        env: Vec::new(),
+        state: sb.base_state.clone(),
+        fresh_session: true,
+    };
+    let mut seq_totals = Vec::new();
+    let mut par_walls = Vec::new();
+    let mut noop_one = Vec::new();
+    let mut noop_par = Vec::new();
+    let mut first_chunk = Vec::new();
+    let mut total_chars = 0;
+    let mut nonempty = 0;
+    let mut over_budget = 0;
+    let mut bad = Vec::new();
+    let mut counter = 0;
+    for round in 0..rounds {
+        // Sequential: one registration after the other.
+        sb.restore(&case.state)?;
+        let call = call_for(&sb, &case, bin, counter);
+        counter += 1;
+        let mut sum = Duration::ZERO;
+        let mut chars = 0;
+        let mut filled = 0;
+        for i in 0..chunks {
+            let mut c = call.clone();
+            c.args = vec!["--chunk".into(), format!("{i}/{chunks}")];
+            noop_one.push(c.run_timed_with(noop)?.0);
+            let (t, out) = c.run_timed()?;
+            if i == 0 {
+                first_chunk.push(t);
+            }
+            sum += t;
+            let text = measure::context_of(&out);
+            let n = text.chars().count();
+            let summary = measure::summarize(&out);
+            if summary.starts_with("BAD") {
+                bad.push(format!("chunk {i}: {summary}"));
+            }
+            if n > 9_500 {
+                over_budget += 1;
+            }
+            if n > 0 {
+                filled += 1;
+            }
+            chars += n;
+        }
+        seq_totals.push(sum);
+        if round == 0 {
+            total_chars = chars;
+            nonempty = filled;
+        }
+        // Parallel: all registrations at once, as Claude Code runs them.
+        sb.restore(&case.state)?;
+        let call = call_for(&sb, &case, bin, counter);
+        counter += 1;
+        let start = Instant::now();
+        let children: Vec<_> = (0..chunks)
+            .map(|i| {
+                let mut c = call.clone();
+                c.args = vec!["--chunk".into(), format!("{i}/{chunks}")];
+                c.spawn()
+            })
+            .collect::<Result<_, _>>()?;
+        for child in children {
+            child.wait_with_output()?;
+        }
+        par_walls.push(start.elapsed());
+        let start = Instant::now();
+        let children: Vec<_> = (0..chunks)
+            .map(|_| call.spawn_with(noop))
+            .collect::<Result<_, _>>()?;
+        for child in children {
+            child.wait_with_output()?;
+        }
+        noop_par.push(start.elapsed());
+    }
+    let one = median(&mut noop_one);
+    let seq = median(&mut seq_totals);
+    let par = median(&mut par_walls);
+    let npar = median(&mut noop_par);
+    let first = median(&mut first_chunk);
+    let extra = seq.saturating_sub(one * u32::try_from(chunks).unwrap_or(u32::MAX));
+    println!(
+        "  text delivered: {total_chars} chars in {nonempty} non-empty slices; slices over the \
+         9,500 budget: {over_budget}{}",
+        if bad.is_empty() {
+            String::new()
+        } else {
+            format!("; BAD: {}", bad.join(", "))
+        }
+    );
+    println!(
+        "  one no-op: {} ms; {chunks} no-ops at once: {} ms",
+        ms(one),
+        ms(npar)
+    );
+    println!(
+        "  chunk 0 alone (generates the text): {} ms = {:.2}x no-op",
+        ms(first),
+        ratio(first, one)
+    );
+    println!(
+        "  all {chunks} one after the other: {} ms = {:.2}x one no-op; above {chunks} no-ops: {} ms = {:.2}x one no-op",
+        ms(seq),
+        ratio(seq, one),
+        ms(extra),
+        ratio(extra, one)
+    );
+    let verdict = v.check(
+        ratio(par, one) <= CHUNKS_RATIO,
+        format!(
+            "SessionStart: all {chunks} chunks at once took {} ms = {:.2}x one no-op (limit {CHUNKS_RATIO}x)",
+            ms(par),
+            ratio(par, one)
+        ),
+    );
+    println!(
+        "  all {chunks} at once (as Claude Code runs them): {} ms = {:.2}x one no-op, {:.2}x {chunks} no-ops at once  [{verdict}]",
+        ms(par),
+        ratio(par, one),
+        ratio(par, npar)
+    );
+    Ok(())
+}
+
+/// Start `n` copies of a call at once; the wall time until the last exits, and the outputs.
+fn burst(
+    calls: &[Call],
+    bin: Option<&Path>,
+) -> Result<(Duration, Vec<std::process::Output>), Error> {
+    let start = Instant::now();
+    let children: Vec<_> = calls
+        .iter()
+        .map(|c| bin.map_or_else(|| c.spawn(), |b| c.spawn_with(b)))
+        .collect::<Result<_, _>>()?;
+    let mut outs = Vec::new();
+    for child in children {
+        outs.push(child.wait_with_output()?);
+    }
+    Ok((start.elapsed(), outs))
+}
+
+fn scenario_contention(
+    avail: &Availability,
+    noop: &Path,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    println!();
+    println!(
+        "== contention: {CONTENDERS} hook processes on one state file at once (typical sandbox)"
+    );
+    let sb = Sandbox::generate(Sizes::TYPICAL, std::process::id())?;
+    let all_cases = cases(&sb, chunks);
+    let rounds = iterations();
+    let mut counter = 0;
+    let mut noop_walls = Vec::new();
+    let mut noop_one = Vec::new();
+    println!(
+        "{:<26} {:<40} {:>12} {:>10} {:>12} {:>8}",
+        "binary", "case", "wall ms", "x no-op", "x 8 no-ops", "lost"
+    );
+    let mut lines = Vec::new();
+    for (name, label) in [
+        ("preload-overflow", "PreToolUse Bash ls"),
+        ("preload-injections", "PostToolUse, 2 stashed"),
+    ] {
+        let Some(bin) = avail.path(name) else {
+            println!("  skip {name}: not available");
+            continue;
+        };
+        let Some(case) = all_cases.iter().find(|c| c.bin == name && c.label == label) else {
+            continue;
+        };
+        // Injections: one stashed entry per agent, each agent drains its own.
+        let state = if name == "preload-injections" {
+            let entries: Vec<Value> = (0..CONTENDERS)
+                .map(|a| {
+                    json!({"ruleId": "preload", "agentId": format!("agent-{a}"),
+                                "content": format!("[warn: bench] entry for agent {a}")})
+                })
+                .collect();
+            with(&case.state, &json!({"pendingAllowInjections": entries}))
+        } else {
+            case.state.clone()
+        };
+        let mut walls = Vec::new();
+        let mut lost = 0;
+        for _ in 0..rounds {
+            sb.restore(&state)?;
+            let calls: Vec<Call> = (0..CONTENDERS)
+                .map(|a| {
+                    let mut call = call_for(&sb, case, bin, counter);
+                    if name == "preload-injections" {
+                        let mut input = case.input.clone();
+                        input["agent_id"] = json!(format!("agent-{a}"));
+                        call.stdin = input.to_string().into_bytes();
+                    }
+                    call
+                })
+                .collect();
+            counter += 1;
+            noop_one.push(calls[0].run_timed_with(noop)?.0);
+            let (t, _) = burst(&calls, Some(noop))?;
+            noop_walls.push(t);
+            let (t, outs) = burst(&calls, None)?;
+            walls.push(t);
+            let after: Value = serde_json::from_str(&std::fs::read_to_string(&sb.state_file)?)?;
+            lost += if name == "preload-overflow" {
+                let before = state["toolCallsByTranscript"][TRANSCRIPT]
+                    .as_u64()
+                    .unwrap_or(0);
+                let now = after["toolCallsByTranscript"][TRANSCRIPT]
+                    .as_u64()
+                    .unwrap_or(0);
+                (before + CONTENDERS as u64).saturating_sub(now) as usize
+            } else {
+                let delivered = outs
+                    .iter()
+                    .filter(|o| measure::context_of(o).contains("entry for agent"))
+                    .count();
+                let left = after["pendingAllowInjections"]
+                    .as_array()
+                    .map_or(0, Vec::len);
+                // Every entry is either delivered (once) or still stashed.
+                CONTENDERS.abs_diff(delivered + left)
+            };
+        }
+        lines.push((name, label, median(&mut walls), lost));
+    }
+    let one = median(&mut noop_one);
+    let eight = median(&mut noop_walls);
+    println!(
+        "{:<26} {:<40} {:>12} {:>10} {:>12} {:>8}",
+        "no-op x8",
+        "",
+        ms(eight),
+        format!("{:.2}", ratio(eight, one)),
+        "1.00",
+        ""
+    );
+    for (name, label, wall, lost) in lines {
+        let verdict = v.check(
+            lost == 0,
+            format!("contention: {name} lost {lost} updates over {rounds} rounds"),
+        );
+        println!(
+            "{:<26} {:<40} {:>12} {:>10.2} {:>12.2} {:>8}",
+            name,
+            label,
+            ms(wall),
+            ratio(wall, one),
+            ratio(wall, eight),
+            format!("{lost} {verdict}")
+        );
+    }
+    println!(
+        "   (overflow: the heartbeat counter must rise by exactly {CONTENDERS}; injections: each agent's entry delivered once)"
+    );
+    Ok(())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{cpu}, {cores} cores, Linux {}, load average {load}",
+        kernel.trim()
+    )
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(measure::PROBE_FLAG) {
+        return measure::probe_main(&args[1..]);
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
+    let started = Instant::now();
+    let only: Option<Vec<String>> = std::env::var("BENCH_ONLY")
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_owned()).collect());
+    let wants = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    let work = tempfile::Builder::new()
+        .prefix("preload-bench-noop")
+        .tempdir()?;
+    let noop = measure::build_noop(work.path())?;
+    let strace = measure::strace_available();
+    // As many registrations as the wiring has, or enough for 250 KB at 9,500 chars each
+    // (with room for slices cut at block boundaries).
+    let needed = SESSION_START_CHARS.div_ceil(9_500) + 4;
+    let chunks = wired_chunks().unwrap_or(0).max(needed);
+    let avail = Availability::check(&HOOKS);
+    println!("preload hooks benchmark");
+    println!("machine: {}", machine());
+    println!(
+        "calls per case: {} (median); chunks: {chunks}{}",
+        iterations(),
+        match wired_chunks() {
+            Some(n) if n >= needed => " (as hooks/settings.json wires them)".to_owned(),
+            Some(n) =>
+                format!(" (hooks/settings.json wires {n}: too few for 250 KB at 9,500 chars each)"),
+            None => " (enough for 250 KB at 9,500 chars each)".to_owned(),
+        }
+    );
+    println!(
+        "R/W/L/scan = state-file opens for reading / renames onto it / lock directories / other \
+         sessions' states opened, from {}",
+        if strace {
+            "strace -f of one call"
+        } else {
+            "strace (not installed: -)"
+        }
+    );
+    avail.print_skips();
+    let mut verdicts = Verdicts::default();
+    if wants("typical") {
+        scenario_typical(&avail, &noop, strace, chunks, &mut verdicts)?;
+    }
+    if wants("large") {
+        scenario_large(&avail, &noop, strace, chunks, &mut verdicts)?;
+    }
+    if wants("chunks") {
+        scenario_chunks(&avail, &noop, chunks, &mut verdicts)?;
+    }
+    if wants("contention") {
+        scenario_contention(&avail, &noop, chunks, &mut verdicts)?;
+    }
+    println!();
+    if verdicts.0.is_empty() {
+        println!("all targets met ({:.0} s)", started.elapsed().as_secs_f64());
+    } else {
+        println!("targets missed ({:.0} s):", started.elapsed().as_secs_f64());
+        for miss in &verdicts.0 {
+            println!("  - {miss}");
+        }
+    }
+    Ok(())
+}
