@@ -224,3 +224,52 @@ fn a_malformed_chunk_argument_prints_nothing() {
     }
     assert!(!sb.seed_path().exists());
 }
+
+/// SessionStart without `--chunk` as process `owner`, for conversation `conversation`.
+fn start_as(sb: &Sandbox, owner: &str, source: &str, conversation: &str) -> crate::common::Answer {
+    let out = sb
+        .command("preload-session-start")
+        .env("CLAUDE_SUPERVISOR_PID", owner)
+        .write_stdin(
+            json!({"hook_event_name": "SessionStart", "source": source,
+                "session_id": conversation, "cwd": sb.project})
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    crate::common::Answer::from_output(&out)
+}
+
+#[test]
+fn resume_goes_on_with_the_conversations_context_window() {
+    let sb = Sandbox::new();
+    // The first process (gone by now) had session `s` and delivered the start-up files.
+    let first = "4000001";
+    sb.active_session("s", &json!({"pid": 4_000_001}));
+    let started = start_as(&sb, first, "startup", "conv-1");
+    started.assert_contract();
+    let delivered = headers(&started.context());
+    assert!(delivered.len() >= 6, "{delivered:?}");
+    assert_eq!(sb.state("s")["sessionId"], "conv-1");
+
+    // `claude --resume` replays conv-1 in a new process: nothing it holds is sent again, and
+    // the session is the new process's now.
+    let resumed = start_as(&sb, &sb.pid.to_string(), "resume", "conv-1");
+    resumed.assert_contract();
+    let again = headers(&resumed.context());
+    assert!(again.is_empty(), "re-sent on resume: {again:?}");
+    assert!(resumed.context().contains("Session: s"));
+    let state = sb.state("s");
+    assert_eq!(state["pid"], json!(sb.pid));
+    for file in &delivered {
+        assert!(
+            strings(&state, "preloadedFiles")
+                .iter()
+                .any(|p| file.contains(p.as_str()))
+        );
+    }
+
+    // Another conversation resumed is a context window of its own: it gets the standards.
+    let other = start_as(&sb, &sb.pid.to_string(), "resume", "conv-2");
+    assert!(headers(&other.context()).len() >= 6);
+}

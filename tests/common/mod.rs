@@ -56,7 +56,8 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn from_output(out: &Output) -> Self {
+    /// From a finished process.
+    pub fn from_output(out: &Output) -> Self {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let json = serde_json::from_str::<Value>(stdout.trim())
             .ok()

@@ -123,6 +123,64 @@ fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
     last_known
 }
 
+/// The state that holds the context window of Claude Code conversation `conversation`
+/// (`sessionId`): a session first, then a seed; never one owned by another live process.
+///
+/// Used on `resume`, when the client replays that conversation: what the state says is in
+/// context is in the replayed transcript. Reads every state once; not on a hot path.
+pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadState> {
+    if conversation.is_empty() {
+        return None;
+    }
+    let owned_elsewhere = |state: &State| {
+        state
+            .pid("pid")
+            .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
+    };
+    let matches = |path: &Path| {
+        let text = fs::read_to_string(path).ok()?;
+        if !text.contains(conversation) {
+            return None;
+        }
+        let state = State::parse_fields(&text, &["pid", CONVERSATION_FIELD]).ok()?;
+        (state.str(CONVERSATION_FIELD) == Some(conversation) && !owned_elsewhere(&state))
+            .then_some(())
+    };
+    let roots = ctx.sessions_dirs();
+    let listing = |dir: &Path| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = fs::read_dir(dir)
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        found.sort();
+        found
+    };
+    for root in &roots {
+        for dir in listing(root) {
+            let path = dir.join(STATE_FILE);
+            if !dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                && matches(&path).is_some()
+            {
+                return Some(PreloadState {
+                    path,
+                    is_session: true,
+                });
+            }
+        }
+    }
+    roots
+        .iter()
+        .flat_map(|root| listing(&root.join(SEEDS_DIR)))
+        .find_map(|path| {
+            let is_json = path.extension().is_some_and(|e| e == "json");
+            (is_json && matches(&path).is_some()).then_some(PreloadState {
+                path,
+                is_session: false,
+            })
+        })
+}
+
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
 pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
     sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))
@@ -136,10 +194,19 @@ pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     seed.set("preloadedFiles", json!(preloaded));
     seed.set("pendingPreloads", json!([]));
     seed.set("touchedDirs", json!({}));
-    if let Some(start) = process::start_time(pid) {
-        seed.set(PID_START_FIELD, json!(start));
-    }
+    own_seed(&mut seed, pid);
     seed
+}
+
+/// Make `seed` the seed of process `pid` (its PID and start time).
+pub fn own_seed(seed: &mut State, pid: u32) {
+    seed.set("pid", json!(pid));
+    match process::start_time(pid) {
+        Some(start) => seed.set(PID_START_FIELD, json!(start)),
+        None => {
+            seed.remove(PID_START_FIELD);
+        }
+    }
 }
 
 /// `find_preload_state()`: the owner's session state, else its seed, else a new seed.

@@ -166,52 +166,50 @@ pub fn generate(
         recovery: recovery.as_ref(),
     };
 
-    let session_dir = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file());
-    let mut from_session = None;
-    if let Some(dir) = &session_dir {
-        let path = dir.join(STATE_FILE);
+    let conversation = input.session_id().unwrap_or("").to_owned();
+    let Window {
+        session_dir,
+        goes_on,
+        resumed_seed,
+    } = choose_window(ctx, &source, &conversation);
+    let from_session = session_dir.as_deref().and_then(|dir| {
         let mut attempt = packer.clone();
-        let result = state::update(&path, ctx.lock_deadline(), |s| {
-            reset(s);
-            let fill = plan.fill(s, Some(dir), &mut attempt);
-            if recovery.as_ref().is_some_and(|r| r.state == path) {
-                s.remove("dehydratedContext");
-            }
-            (fill, s.strings(PRELOADED))
-        });
-        match result {
-            Ok((fill, preloaded)) => {
-                packer = attempt;
-                from_session = Some((fill, preloaded));
-            }
-            Err(err) => {
-                // Corrupt or locked: left as it is; the seed carries this context window.
-                if ctx.debug() {
-                    runner_note(ctx, &err.to_string());
-                }
-            }
+        let filled = fill_session(ctx, &plan, dir, goes_on, &conversation, &mut attempt)?;
+        packer = attempt;
+        Some(filled)
+    });
+    if goes_on && from_session.is_some() {
+        if let Some(dir) = &session_dir {
+            let cache = session::cache_file(ctx);
+            let _ = state::write_atomic(&cache, format!("{}\n", dir.display()).as_bytes());
         }
     }
-
-    let seed_path = session::seed_path(&sessions, ctx.owner_pid);
-    let (fill, seed, is_session) = if let Some((fill, preloaded)) = from_session {
+    let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        let mut seed = session::new_seed(ctx.owner_pid, &[]);
+        let mut seed = match &resumed_seed {
+            Some((_, old)) => {
+                let mut seed = old.clone();
+                session::own_seed(&mut seed, ctx.owner_pid);
+                seed
+            }
+            None => session::new_seed(ctx.owner_pid, &[]),
+        };
         let fill = plan.fill(&mut seed, None, &mut packer);
         (fill, seed, false)
     };
+    if !conversation.is_empty() {
+        seed.set(session::CONVERSATION_FIELD, json!(conversation));
+    }
     fill.batch.log(ctx, is_session);
-    let seeded = write_seed(ctx, &seed_path, &seed);
-    if seeded {
+    let seed_path = session::seed_path(&sessions, ctx.owner_pid);
+    if write_seed(ctx, &seed_path, &seed) {
+        if let Some((old, _)) = resumed_seed.as_ref().filter(|(old, _)| *old != seed_path) {
+            let _ = fs::remove_file(old);
+        }
+        let why = format!("session-start({source})");
         for file in seed.strings(PRELOADED) {
-            ctx.log.record(
-                Event::Seed,
-                &file,
-                &format!("session-start({source})"),
-                is_session,
-                "new",
-            );
+            ctx.log.record(Event::Seed, &file, &why, is_session, "new");
         }
     }
     if let Some(r) = &recovery {
@@ -238,6 +236,85 @@ pub fn generate(
         }
     }
     Ok(out)
+}
+
+/// Re-seed (or, on resume, go on with) the session in `dir` and fill `packer`, in one locked
+/// write. `None` when the state is corrupt or locked: it is left as it is, and the seed carries
+/// this context window.
+fn fill_session(
+    ctx: &Context,
+    plan: &Plan<'_>,
+    dir: &Path,
+    goes_on: bool,
+    conversation: &str,
+    packer: &mut Packer,
+) -> Option<(Fill, Vec<String>)> {
+    let path = dir.join(STATE_FILE);
+    let dir = dir.to_path_buf();
+    let result = state::update(&path, ctx.lock_deadline(), |s| {
+        if goes_on {
+            s.set("pid", json!(ctx.owner_pid));
+        } else {
+            reset(s);
+        }
+        if !conversation.is_empty() {
+            s.set(session::CONVERSATION_FIELD, json!(conversation));
+        }
+        let fill = plan.fill(s, Some(&dir), packer);
+        if plan.recovery.is_some_and(|r| r.state == path) {
+            s.remove("dehydratedContext");
+        }
+        (fill, s.strings(PRELOADED))
+    });
+    match result {
+        Ok(filled) => Some(filled),
+        Err(err) => {
+            if ctx.debug() {
+                runner_note(ctx, &err.to_string());
+            }
+            None
+        }
+    }
+}
+
+/// Which context window a SessionStart fills.
+struct Window {
+    /// The session to re-seed (the owner's, or a resumed conversation's).
+    session_dir: Option<PathBuf>,
+    /// True when the window goes on (a resumed conversation) instead of starting over.
+    goes_on: bool,
+    /// A resumed conversation that never activated a session: its seed, to go on from.
+    resumed_seed: Option<(PathBuf, State)>,
+}
+
+/// On `resume` the client replays the conversation: what its state recorded as in context is in
+/// the transcript again, so that context window goes on instead of starting over. A session the
+/// conversation's dead process left is this process's now.
+fn choose_window(ctx: &Context, source: &str, conversation: &str) -> Window {
+    let resumed = if source == "resume" {
+        session::find_conversation(ctx, conversation)
+    } else {
+        None
+    };
+    let owned = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file());
+    match (owned, resumed) {
+        (Some(dir), resumed) => Window {
+            goes_on: resumed.is_some_and(|r| r.path == dir.join(STATE_FILE)),
+            session_dir: Some(dir),
+            resumed_seed: None,
+        },
+        (None, Some(r)) if r.is_session => Window {
+            session_dir: r.path.parent().map(Path::to_path_buf),
+            goes_on: true,
+            resumed_seed: None,
+        },
+        (None, resumed) => Window {
+            session_dir: None,
+            goes_on: false,
+            resumed_seed: resumed
+                .and_then(|r| state::load(&r.path).ok().map(|seed| (r.path, seed))),
+        },
+    }
 }
 
 #[allow(clippy::print_stderr)]
