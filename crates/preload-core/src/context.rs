@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::dedup::FileIds;
 use crate::delivery::{self, EventLog};
 use crate::env::{self, Env};
 use crate::input::HookInput;
@@ -87,6 +88,8 @@ pub struct Context {
     pub budget: usize,
     /// The delivery event log.
     pub log: EventLog,
+    /// File identities looked up during this call (inode dedup), shared by every pass.
+    pub file_ids: FileIds,
     config: OnceLock<Config>,
 }
 
@@ -126,6 +129,7 @@ impl Context {
             budget: budget_chars,
             log,
             env,
+            file_ids: FileIds::default(),
             config: OnceLock::new(),
         }
     }

@@ -253,7 +253,7 @@ pub fn apply_for(
     let mut pass = Pass::new(ctx, state, audience);
     for request in requests {
         let path = ctx.normalize(&request.path);
-        let outcome = if let Some(hit) = pass.in_context.check(&path) {
+        let outcome = if let Some(hit) = pass.in_context.check(&path, &ctx.file_ids) {
             pass.skip(state, request, &path, hit)
         } else if mode == Mode::Queue {
             pass.queue(state, request, &path)
@@ -278,7 +278,7 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
     let mut pass = Pass::new(ctx, state, Audience::Main);
     for request in requests {
         let path = ctx.normalize(&request.path);
-        let outcome = if let Some(hit) = pass.in_context.check(&path) {
+        let outcome = if let Some(hit) = pass.in_context.check(&path, &ctx.file_ids) {
             pass.skip(state, request, &path, hit)
         } else {
             let body = delivery::read_for_delivery(Path::new(&path), pass.max_bytes);
@@ -288,7 +288,7 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
                 set_parts_done(state, PARTS, &path, None);
                 state.push_unique(PRELOADED, &path);
                 state.remove_item(PENDING, &path);
-                pass.in_context.add(&path);
+                pass.in_context.add(&path, &ctx.file_ids);
                 pass.batch
                     .note(Event::DirectDeliver, &path, &request.source, "new");
                 if let FileBody::Text(text) = body {
@@ -424,7 +424,7 @@ impl<'a> Pass<'a> {
         set_parts_done(state, &self.parts_key, path, None);
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
-        self.in_context.add(path);
+        self.in_context.add(path, &self.ctx.file_ids);
         let event = if mode == Mode::Direct {
             Event::DirectDeliver
         } else {
@@ -443,7 +443,9 @@ impl<'a> Pass<'a> {
         let source = format!("resolve_refs({})", file_name(path));
         for found in self.resolver.references_of(Path::new(path), text) {
             let found = self.ctx.normalize(&found.to_string_lossy());
-            if self.in_context.check(&found).is_none() && state.push_unique(PENDING, &found) {
+            if self.in_context.check(&found, &self.ctx.file_ids).is_none()
+                && state.push_unique(PENDING, &found)
+            {
                 self.batch.note(Event::ResolveRef, &found, &source, "new");
                 self.batch.note(Event::QueuePending, &found, &source, "new");
             }
