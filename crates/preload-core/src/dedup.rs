@@ -1,5 +1,10 @@
-//! "Is this file already in context?": path equality after normalisation, then device + inode
-//! against every `preloadedFiles` entry (hardlinks, file symlinks, other spellings).
+//! "Is this file already in context?": path equality after normalisation, then device + inode.
+//!
+//! The inode comparison catches other spellings of a path (a `~` form, a symlinked directory
+//! not normalised by an older writer), hardlinks and file symlinks. To stay cheap on sessions
+//! with thousands of `preloadedFiles`, a plain file (one link, not a symlink) is compared only
+//! with the entries of the same name; a file with several links, or reached through a symlink,
+//! is compared with every entry.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -25,44 +30,76 @@ impl Hit {
     }
 }
 
-/// The device and inode of paths, looked up once per hook call however many passes ask.
+/// What identifies a file, and whether other names for it may exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// Device and inode (symlinks followed).
+    pub id: (u64, u64),
+    /// True when the file has several links or the path is a symlink: its other names can
+    /// differ in more than the directory.
+    pub aliased: bool,
+}
+
+/// The identity of an existing file.
+pub fn identity(path: &Path) -> Option<Identity> {
+    let meta = std::fs::metadata(path).ok()?;
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    Some(Identity {
+        id: (meta.dev(), meta.ino()),
+        aliased: is_link || meta.nlink() > 1,
+    })
+}
+
+/// File identities looked up once per hook call, however many passes ask.
 ///
 /// A hook process lives for one call, so a file's identity does not change under it.
 #[derive(Debug, Default)]
 pub struct FileIds {
-    known: Mutex<HashMap<String, Option<(u64, u64)>>>,
+    known: Mutex<HashMap<String, Option<Identity>>>,
 }
 
 impl FileIds {
-    /// The device and inode of `path` (symlinks followed), from the memo when known.
-    pub fn get(&self, path: &str) -> Option<(u64, u64)> {
+    /// The identity of `path`, from the memo when known.
+    pub fn get(&self, path: &str) -> Option<Identity> {
         let Ok(mut known) = self.known.lock() else {
-            return file_id(Path::new(path));
+            return identity(Path::new(path));
         };
         *known
             .entry(path.to_owned())
-            .or_insert_with(|| file_id(Path::new(path)))
+            .or_insert_with(|| identity(Path::new(path)))
     }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The set of files already in context, with the inode index built only when needed.
 #[derive(Debug, Default)]
 pub struct InContext {
     paths: HashSet<String>,
+    /// Entries by file name, for the cheap comparison.
+    by_name: HashMap<String, Vec<String>>,
+    /// Every entry's inode, built the first time an aliased candidate needs it.
     inodes: Option<HashSet<(u64, u64)>>,
-}
-
-/// The device and inode of an existing file (symlinks followed).
-pub fn file_id(path: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl InContext {
     /// From the `preloadedFiles` entries.
     pub fn new<S: AsRef<str>>(preloaded: &[S]) -> Self {
-        Self {
-            paths: preloaded.iter().map(|s| s.as_ref().to_owned()).collect(),
-            inodes: None,
+        let mut set = Self::default();
+        for entry in preloaded {
+            set.insert(entry.as_ref());
+        }
+        set
+    }
+
+    fn insert(&mut self, path: &str) {
+        if self.paths.insert(path.to_owned()) {
+            self.by_name
+                .entry(base_name(path).to_owned())
+                .or_default()
+                .push(path.to_owned());
         }
     }
 
@@ -71,19 +108,37 @@ impl InContext {
         if self.paths.contains(normalized) {
             return Some(Hit::Path);
         }
-        let id = ids.get(normalized)?;
+        let candidate = ids.get(normalized)?;
+        let same_name = self
+            .by_name
+            .get(base_name(normalized))
+            .into_iter()
+            .flatten();
+        if same_name
+            .filter_map(|p| ids.get(p))
+            .any(|other| other.id == candidate.id)
+        {
+            return Some(Hit::Inode);
+        }
+        if !candidate.aliased {
+            return None;
+        }
         let paths = &self.paths;
-        let inodes = self
-            .inodes
-            .get_or_insert_with(|| paths.iter().filter_map(|p| ids.get(p)).collect());
-        inodes.contains(&id).then_some(Hit::Inode)
+        let inodes = self.inodes.get_or_insert_with(|| {
+            paths
+                .iter()
+                .filter_map(|p| ids.get(p))
+                .map(|i| i.id)
+                .collect()
+        });
+        inodes.contains(&candidate.id).then_some(Hit::Inode)
     }
 
     /// Record a newly delivered file.
     pub fn add(&mut self, normalized: &str, ids: &FileIds) {
-        self.paths.insert(normalized.to_owned());
-        if let (Some(inodes), Some(id)) = (self.inodes.as_mut(), ids.get(normalized)) {
-            inodes.insert(id);
+        self.insert(normalized);
+        if let (Some(inodes), Some(found)) = (self.inodes.as_mut(), ids.get(normalized)) {
+            inodes.insert(found.id);
         }
     }
 
@@ -126,6 +181,18 @@ mod tests {
         assert_eq!(set.check(&other.to_string_lossy(), &ids), None);
         set.add(&other.to_string_lossy(), &ids);
         assert_eq!(set.check(&other.to_string_lossy(), &ids), Some(Hit::Path));
+    }
+
+    #[test]
+    fn a_symlink_under_another_name_is_the_same_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("REAL.md");
+        std::fs::write(&real, "r").unwrap();
+        let alias = tmp.path().join("ALIAS.md");
+        std::os::unix::fs::symlink(&real, &alias).unwrap();
+        let ids = FileIds::default();
+        let mut set = InContext::new(&[real.to_string_lossy().into_owned()]);
+        assert_eq!(set.check(&alias.to_string_lossy(), &ids), Some(Hit::Inode));
     }
 
     #[test]
