@@ -8,11 +8,11 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use crate::file::{self, ReadError};
 use crate::lock::{LockError, StateLock};
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
@@ -223,51 +223,42 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Read and parse a state file.
+/// Read and parse a state file (a regular file of at most [`MAX_STATE_BYTES`]; a directory,
+/// FIFO or device in its place is reported as corrupt without blocking).
 pub fn load(path: &Path) -> Result<State, StateError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return Err(StateError::Missing {
-                path: path.to_path_buf(),
-            });
+    let corrupt = |reason: String| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = match file::read_regular(path, MAX_STATE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::TooLarge(size)) => {
+            return Err(corrupt(format!(
+                "{size} bytes, more than the {MAX_STATE_BYTES} read"
+            )));
         }
-        Err(source) => {
-            return Err(StateError::Io {
-                action: "read",
-                path: path.to_path_buf(),
-                source,
+        Err(ReadError::Unavailable) => {
+            return Err(match fs::metadata(path) {
+                Err(err) if err.kind() == io::ErrorKind::NotFound => StateError::Missing {
+                    path: path.to_path_buf(),
+                },
+                Ok(meta) if !meta.is_file() => corrupt("not a regular file".into()),
+                Ok(_) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source: io::Error::other("cannot open"),
+                },
+                Err(source) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                },
             });
         }
     };
-    if !meta.is_file() {
-        return Err(StateError::Corrupt {
-            path: path.to_path_buf(),
-            reason: "not a regular file".into(),
-        });
-    }
-    if meta.len() > MAX_STATE_BYTES {
-        return Err(StateError::Corrupt {
-            path: path.to_path_buf(),
-            reason: format!("{} bytes, more than the {MAX_STATE_BYTES} read", meta.len()),
-        });
-    }
-    let bytes = fs::read(path).map_err(|source| StateError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| StateError::Corrupt {
-        path: path.to_path_buf(),
-        reason: "not UTF-8".into(),
-    })?;
-    State::parse(&text).map_err(|reason| StateError::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    })
+    let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))?;
+    State::parse(&text).map_err(corrupt)
 }
-
-static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
 pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
@@ -280,16 +271,7 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
 
 /// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!("{name}.tmp.{}.{n}", std::process::id()));
+    let temp = file::temp_path(path);
     let result = (|| {
         let mut file = fs::OpenOptions::new()
             .write(true)
@@ -468,7 +450,7 @@ mod tests {
         fs::write(&target, "keep").unwrap();
         let path = tmp.path().join("s.json");
         // Plant symlinks at the next few temp names.
-        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        let next = crate::file::next_temp_number();
         for n in next..next + 4 {
             let name = format!("s.json.tmp.{}.{n}", std::process::id());
             let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
