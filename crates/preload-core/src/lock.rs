@@ -9,7 +9,8 @@
 //! Our own locks appear with their `pid` file already inside (built under a temporary name and
 //! renamed into place without replacing), so a holder killed at any instant is reclaimed by the
 //! PID check at once, never by the 10 s age rule. Release and reclaim rename a lock away before
-//! deleting it, and release deletes only a lock that still names this process.
+//! deleting it, and release deletes only a lock that still names this process. Each release
+//! also sweeps the temporaries that killed writers left next to the file ([`file::remove_orphans`]).
 
 use std::fs;
 use std::io::{self, Write};
@@ -65,14 +66,10 @@ pub fn lock_dir_for(file: &Path) -> PathBuf {
 
 impl StateLock {
     /// Take the lock of `file`, waiting until `deadline`.
-    ///
-    /// The first time the lock is found taken, orphaned temporaries next to `file` are swept
-    /// (the wait costs more than the sweep).
     pub fn acquire(file: &Path, deadline: Instant) -> Result<Self, LockError> {
         let dir = lock_dir_for(file);
         let started = Instant::now();
         let mut stage = Stage::new();
-        let mut swept = false;
         loop {
             match stage.take(&dir) {
                 Ok(true) => {
@@ -84,12 +81,6 @@ impl StateLock {
                 Ok(false) => {
                     if reclaim_if_abandoned(&dir) {
                         continue;
-                    }
-                    if !swept {
-                        swept = true;
-                        if let Some(parent) = file.parent() {
-                            file::remove_orphans(parent);
-                        }
                     }
                 }
                 Err(source) => {
@@ -132,6 +123,11 @@ impl StateLock {
                 } else {
                     let _ = file::remove_lock_dir(&self.dir);
                 }
+            }
+            // Whatever killed writers left here (temporary files, staged or half-removed
+            // locks) goes with the next release in the same directory: litter never grows.
+            if let Some(parent) = self.dir.parent() {
+                file::remove_orphans(parent);
             }
         }
     }
@@ -297,8 +293,7 @@ fn reclaim_if_abandoned(dir: &Path) -> bool {
 
 /// Take an abandoned lock out of the way by renaming it to a temporary name first, so two
 /// waiters reclaiming at once cannot delete the fresh lock one of them just took. When the
-/// renamed lock turns out not to be the abandoned one, it is put back. Temporaries the dead
-/// holder left next to the file (`<file>.tmp.<pid>.<n>`) are swept with it.
+/// renamed lock turns out not to be the abandoned one, it is put back.
 fn remove_abandoned(dir: &Path, expected: Option<u32>) {
     let grave = file::temp_path(dir);
     if fs::rename(dir, &grave).is_err() {
@@ -306,9 +301,6 @@ fn remove_abandoned(dir: &Path, expected: Option<u32>) {
     }
     if read_holder(&grave) == expected {
         let _ = file::remove_lock_dir(&grave);
-        if let Some(parent) = dir.parent() {
-            file::remove_orphans(parent);
-        }
     } else if rename_no_replace(&grave, dir).is_err() && fs::rename(&grave, dir).is_err() {
         let _ = file::remove_lock_dir(&grave);
     }
@@ -427,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn reclaiming_a_dead_holder_sweeps_its_temporaries() {
+    fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join(".state.json");
         fs::write(&file, "{}").unwrap();
@@ -437,8 +429,8 @@ mod tests {
         let litter = tmp.path().join(".state.json.tmp.4000000.3");
         fs::write(&litter, "{\"partial\": ").unwrap();
         let lock = StateLock::acquire(&file, soon(500)).unwrap();
-        assert!(!litter.exists(), "the dead writer's temporary is swept");
         lock.release();
+        assert!(!litter.exists(), "the dead writer's temporary is swept");
         let left: Vec<_> = fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
