@@ -523,3 +523,415 @@ fn hostile_stdin_never_breaks_any_hook() {
         started.elapsed()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bad files
+// ---------------------------------------------------------------------------------------------
+
+/// Inputs that make each hook do real work (a skill, a phase, a tool call).
+fn working_inputs(sb: &Sandbox) -> Vec<(&'static str, &'static [&'static str], Value)> {
+    let base = |extra: Value| {
+        let mut v = json!({"cwd": sb.project, "session_id": "bad-files",
+            "transcript_path": "/tmp/x/bad.jsonl"});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v
+    };
+    vec![
+        ("preload-session-start", &[], base(json!({"hook_event_name": "SessionStart", "source": "startup"}))),
+        ("preload-session-start", &["--chunk", "1/2"], base(json!({"hook_event_name": "SessionStart", "source": "resume"}))),
+        ("preload-prompt-submit", &[], base(json!({"hook_event_name": "UserPromptSubmit", "prompt": "/implement add a thing"}))),
+        ("preload-templates", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}))),
+        ("preload-phase-commands", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "engine session phase sessions/x \"1: Interrogation\""},
+            "tool_response": {"stdout": "Phase: 1: Interrogation"}}))),
+        ("preload-overflow", &[], base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": sb.project.join("packages/estimate/src/total.ts")}}))),
+        ("preload-injections", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Read"}))),
+        ("preload-compaction-reread", &["precompact"], base(json!({"hook_event_name": "PreCompact", "trigger": "auto"}))),
+        ("preload-compaction-reread", &["pretooluse"], base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read"}))),
+        ("preload-compaction-reread", &["stop"], base(json!({"hook_event_name": "Stop"}))),
+        ("preload-e2e-auto-answer", &[], base(json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+            "tool_input": {"questions": [{"question": "q", "options": [{"label": "a"}]}]}}))),
+    ]
+}
+
+/// Run every hook once; each must keep the contract.
+fn run_every_hook(sb: &Sandbox, what: &str) {
+    for (name, args, input) in working_inputs(sb) {
+        let run = run_json(sb, name, args, &input);
+        run.assert_contract(&format!("{what}: {name} {args:?}"));
+    }
+}
+
+fn make_fifo(path: &Path) {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+}
+
+/// What can stand where a JSON file is expected.
+enum Bad {
+    Text(Vec<u8>),
+    Directory,
+    Fifo,
+}
+
+fn bad_files(valid: &str) -> Vec<(&'static str, Bad)> {
+    vec![
+        ("not JSON", Bad::Text(b"{not json".to_vec())),
+        ("empty", Bad::Text(Vec::new())),
+        ("truncated", Bad::Text(valid.as_bytes()[..valid.len() / 2].to_vec())),
+        ("an array", Bad::Text(b"[{\"pid\": 1}]".to_vec())),
+        ("a string", Bad::Text(b"\"text\"".to_vec())),
+        ("not UTF-8", Bad::Text(vec![b'{', 0xff, 0xfe, b'}'])),
+        ("huge", Bad::Text({
+            let mut v = b"{\"pad\": \"".to_vec();
+            v.resize(17 * 1024 * 1024, b'a');
+            v.extend_from_slice(b"\"}");
+            v
+        })),
+        ("a directory", Bad::Directory),
+        ("a FIFO", Bad::Fifo),
+    ]
+}
+
+fn plant(path: &Path, bad: &Bad) {
+    match bad {
+        Bad::Text(bytes) => fs::write(path, bytes).unwrap(),
+        Bad::Directory => fs::create_dir_all(path.join("inside")).unwrap(),
+        Bad::Fifo => make_fifo(path),
+    }
+}
+
+fn assert_untouched(path: &Path, bad: &Bad, what: &str) {
+    let meta = fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{what}: {e}"));
+    match bad {
+        Bad::Text(bytes) => {
+            assert!(meta.is_file(), "{what}: replaced");
+            assert!(fs::read(path).unwrap() == *bytes, "{what}: rewritten");
+        }
+        Bad::Directory => assert!(meta.is_dir() && path.join("inside").is_dir(), "{what}"),
+        Bad::Fifo => {
+            use std::os::unix::fs::FileTypeExt;
+            assert!(meta.file_type().is_fifo(), "{what}");
+        }
+    }
+}
+
+/// Corrupt, empty, truncated, non-object, huge, directory or FIFO session states: every hook
+/// fails open, never hangs, and never rewrites or replaces the file.
+#[test]
+fn broken_session_states_are_never_overwritten() {
+    let valid = serde_json::to_string_pretty(&json!({"pid": std::process::id(),
+        "skill": "implement", "lifecycle": "active", "currentPhase": "1: Interrogation",
+        "preloadedFiles": [], "pendingPreloads": []}))
+    .unwrap();
+    std::thread::scope(|scope| {
+        for (label, bad) in bad_files(&valid) {
+            scope.spawn(move || {
+                let sb = Sandbox::new();
+                let dir = sb.sessions.join("broken");
+                fs::create_dir_all(&dir).unwrap();
+                let state = dir.join(".state.json");
+                plant(&state, &bad);
+                // The PID cache points the hooks straight at it.
+                fs::write(sb.root().join(format!("claude-session-cache-{}", sb.pid)), format!("{}\n", dir.display())).unwrap();
+                run_every_hook(&sb, label);
+                assert_untouched(&state, &bad, label);
+                assert!(litter(&dir).is_empty(), "{label}: {:?}", litter(&dir));
+            });
+        }
+    });
+}
+
+/// The same for the owner's seed file and for `guards.json`.
+#[test]
+fn broken_seeds_and_guards_are_never_overwritten() {
+    let valid = serde_json::to_string_pretty(&json!({"pid": std::process::id(),
+        "lifecycle": "seeding", "preloadedFiles": [], "pendingPreloads": []}))
+    .unwrap();
+    std::thread::scope(|scope| {
+        for (label, bad) in bad_files(&valid) {
+            scope.spawn(move || {
+                let sb = Sandbox::new();
+                let seeds = sb.sessions.join(".seeds");
+                fs::create_dir_all(&seeds).unwrap();
+                let seed = sb.seed_path();
+                plant(&seed, &bad);
+                let guards = sb.home.join(".claude/engine/guards.json");
+                let _ = fs::remove_file(&guards);
+                plant(&guards, &bad);
+                run_every_hook(&sb, label);
+                assert_untouched(&seed, &bad, &format!("seed {label}"));
+                assert_untouched(&guards, &bad, &format!("guards {label}"));
+                assert!(litter(&seeds).is_empty(), "{label}: {:?}", litter(&seeds));
+            });
+        }
+    });
+}
+
+/// A state that parses but has the wrong type in every field the hooks read: no hook panics,
+/// and whatever they write keeps every field they do not own.
+#[test]
+fn wrong_types_in_every_state_field_fail_open() {
+    let sb = Sandbox::new();
+    let weird = json!({"skill": 7, "lifecycle": ["active"], "currentPhase": {"n": 1},
+        "preloadedFiles": "not-a-list", "pendingPreloads": {"a": 1}, "touchedDirs": [1, 2],
+        "pendingAllowInjections": "x", "injectedRules": 5, "contextUsage": "high",
+        "toolCallsSinceLastLog": "many", "loading": "yes", "preloadParts": [],
+        "zKeep": {"deep": [1, {"x": null}]}});
+    sb.active_session("weird", &weird);
+    run_every_hook(&sb, "wrong types");
+    let after = sb.state("weird");
+    assert_eq!(after["zKeep"], weird["zKeep"], "unknown fields survive");
+    assert_eq!(after["pid"], json!(sb.pid));
+}
+
+/// Directive trees with a symlink loop, a FIFO and a directory named like a directive, and
+/// 10,000 files: the hooks fail open or deliver, never hang, never read the FIFO.
+#[test]
+fn hostile_directive_trees_never_hang_a_hook() {
+    let sb = Sandbox::new();
+    sb.active_session("trees", &json!({}));
+    let pkg = sb.project.join("packages/estimate");
+    symlink("..", pkg.join(".directives/loop")).unwrap();
+    symlink(&pkg, pkg.join("src/loop")).unwrap();
+    symlink("self-loop", sb.project.join(".directives/self-loop")).unwrap();
+    make_fifo(&pkg.join(".directives/PITFALLS-FIFO.md"));
+    fs::create_dir_all(pkg.join(".directives/commands/CMD_DIRECTORY.md")).unwrap();
+    make_fifo(&sb.home.join(".claude/engine/.directives/commands/CMD_FIFO.md"));
+    let many = sb.project.join("wide");
+    for i in 0..100 {
+        let d = many.join(format!("d{i}/.directives"));
+        fs::create_dir_all(&d).unwrap();
+        for j in 0..100 {
+            fs::write(d.join(format!("F{j}.md")), "x").unwrap();
+        }
+    }
+    fs::write(many.join("d7/main.ts"), "x").unwrap();
+    let mut inputs = working_inputs(&sb);
+    for target in [pkg.join("src/loop/src/loop/src/total.ts"), many.join("d7/main.ts")] {
+        inputs.push(("preload-overflow", &[], json!({"cwd": sb.project, "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": target}})));
+    }
+    for (name, args, input) in inputs {
+        let run = run_json(&sb, name, args, &input);
+        run.assert_contract(&format!("trees: {name} {args:?}"));
+    }
+    let state = sb.state("trees");
+    let everything = state.to_string();
+    assert!(!everything.contains("FIFO.md\""), "a FIFO is never queued as a preload: {state}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containment
+// ---------------------------------------------------------------------------------------------
+
+fn core_context(sb: &Sandbox, extra: &[(&str, String)]) -> preload_core::Context {
+    let mut pairs = vec![
+        (env::HOME.to_owned(), sb.home.to_string_lossy().into_owned()),
+        (env::CLAUDE_SUPERVISOR_PID.to_owned(), sb.pid.to_string()),
+        (env::PRELOAD_TEST_LOG.to_owned(), sb.log.to_string_lossy().into_owned()),
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+    let input = preload_core::HookInput::from_value(json!({"cwd": sb.project}));
+    preload_core::Context::new(
+        preload_core::env::Env::from_pairs(pairs),
+        "reliability",
+        &input,
+        Duration::from_secs(5),
+    )
+}
+
+/// Run `f` on a thread; a hang becomes a test failure instead of a stuck suite.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(HANG).unwrap_or_else(|_| panic!("{what}: hung"))
+}
+
+/// Preloaded content comes only from regular files, at most `PRELOAD_MAX_FILE_BYTES`: FIFOs,
+/// directories and devices are dropped from the queue without being opened for reading or
+/// blocking; a larger file goes out as a pointer and its content is never read into the
+/// output; the delivery log holds paths, never contents.
+#[test]
+fn preloads_come_only_from_regular_files_within_the_size_cap() {
+    use preload_core::preload::{self, Mode, Request};
+    let sb = Sandbox::new();
+    let dir = sb.active_session("contain", &json!({}));
+    let fifo = sb.project.join("pipe.md");
+    make_fifo(&fifo);
+    let folder = sb.project_file("folder.md/inside", "x").parent().unwrap().to_path_buf();
+    let huge = sb.project_file("huge.md", &format!("HUGE-CONTENT-MARKER\n{}", "h".repeat(300 * 1024)));
+    let fits = sb.project_file("fits.md", "SMALL-CONTENT-MARKER\n");
+    let link = sb.project.join("link-to-fits.md");
+    symlink(&fits, &link).unwrap();
+    let paths: Vec<String> = [fifo.as_path(), &folder, Path::new("/dev/zero"), &huge, &fits]
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let target = preload_core::session::PreloadState { path: dir.join(".state.json"), is_session: true };
+    {
+        let paths = paths.clone();
+        let target = target.clone();
+        let sb_home = sb.home.clone();
+        let _ = sb_home;
+        let ctx = core_context(&sb, &[]);
+        preload_core::state::update(&target.path, Instant::now() + Duration::from_secs(2), |s| {
+            for p in &paths {
+                s.push_unique(preload::PENDING, p);
+            }
+        })
+        .unwrap();
+        let requests = preload::pending_requests(&preload_core::state::load(&target.path).unwrap(), "rule");
+        let batch = within("ensure over hostile files", move || {
+            let mut packer = preload_core::delivery::Packer::new(9_500);
+            preload::ensure(&ctx, &target, &requests, Mode::Claim, &mut packer).map(|b| b.text())
+        })
+        .unwrap();
+        assert!(batch.contains("SMALL-CONTENT-MARKER"), "{batch}");
+        assert!(!batch.contains("HUGE-CONTENT-MARKER"), "a file over the cap is not inlined");
+        assert!(batch.contains(&format!("[Preloaded: {}]", huge.display())), "pointer block: {batch}");
+        assert!(batch.chars().count() < 2_000, "{}", batch.chars().count());
+    }
+    let state = sb.state("contain");
+    let preloaded = crate::common::strings(&state, "preloadedFiles");
+    for bad in [&paths[0], &paths[1], &paths[2]] {
+        assert!(!preloaded.contains(bad), "{bad} is not a regular file: {state}");
+    }
+    assert!(crate::common::strings(&state, "pendingPreloads").is_empty(), "{state}");
+    // The symlink to an already delivered file is the same file: skipped by inode.
+    let ctx = core_context(&sb, &[]);
+    let mut packer = preload_core::delivery::Packer::new(9_500);
+    let again = preload::ensure(&ctx, &target, &[Request::new(link.to_string_lossy(), "t")], Mode::Direct, &mut packer).unwrap();
+    assert!(again.text().is_empty());
+    // A cap of 10 bytes turns the small file into a pointer too.
+    let small_cap = core_context(&sb, &[(env::PRELOAD_MAX_FILE_BYTES, "10".to_owned())]);
+    let other = sb.project_file("other.md", "OTHER-CONTENT-MARKER, longer than ten bytes\n");
+    let mut packer = preload_core::delivery::Packer::new(9_500);
+    let capped = preload::ensure(&small_cap, &target, &[Request::new(other.to_string_lossy(), "t")], Mode::Direct, &mut packer).unwrap();
+    assert!(!capped.text().contains("OTHER-CONTENT-MARKER") && capped.text().contains("[Preloaded: "));
+    let log = fs::read_to_string(&sb.log).unwrap();
+    assert!(log.contains("fits.md"), "deliveries are logged");
+    for marker in ["SMALL-CONTENT-MARKER", "HUGE-CONTENT-MARKER", "OTHER-CONTENT-MARKER"] {
+        assert!(!log.contains(marker), "the delivery log holds paths only");
+    }
+}
+
+/// § references can only name `<…>/.directives/{commands,formats,invariants}/<KIND>_<NAME>.md`
+/// inside the project root, `~/.claude`, or the engine, whatever the text around them; a
+/// `.directives` above the project root is never used.
+#[test]
+fn references_never_name_a_path() {
+    let sb = Sandbox::new();
+    let outside = sb.project.parent().unwrap().join(".directives/commands");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("CMD_ABOVE_ROOT.md"), "x").unwrap();
+    sb.directive("commands/CMD_ABOVE_ROOT_ENGINE.md", "x");
+    let ctx = core_context(&sb, &[]);
+    let resolver = preload_core::preload::resolver(&ctx);
+    let from = sb.project.join("packages/estimate/src/total.ts");
+    let names = ["ABOVE_ROOT", "ABOVE_ROOT_ENGINE", "SELECT_MODE", "X", "../../etc/passwd", "A/B", "A\u{0}B", "..", "A.B"];
+    let glue = ["", " ", "`", "```\n", "\n", "/", "..", "§", "_", "é", "\u{0}", "§CMD_", "§FMT_", "§INV_"];
+    let mut rng = Rng::new(seed_from_clock());
+    let shape = regex_lite(&sb);
+    let mut resolved = 0;
+    for _ in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..rng.below(12) {
+            text.push_str(*rng.pick(&glue));
+            if rng.below(2) == 0 {
+                text.push_str(*rng.pick(&["§CMD_", "§FMT_", "§INV_"]));
+                text.push_str(*rng.pick(&names));
+            }
+        }
+        for found in resolver.references_of(&from, &text) {
+            let s = found.to_string_lossy();
+            assert!(shape(&s), "{s:?} from {text:?}");
+            assert!(!s.contains("ABOVE_ROOT.md"), "left the project root: {s}");
+            resolved += 1;
+        }
+    }
+    assert!(resolved > 100, "the generated texts do name real directives ({resolved})");
+}
+
+/// `<root>/.directives/<folder>/<KIND>_<NAME>.md` with root the project or `~/.claude` tree.
+fn regex_lite(sb: &Sandbox) -> impl Fn(&str) -> bool {
+    let roots = [sb.project.clone(), sb.home.join(".claude")];
+    move |path: &str| {
+        let p = Path::new(path);
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else { return false };
+        let Some(folder) = p.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()) else {
+            return false;
+        };
+        let kind = match folder {
+            "commands" => "CMD_",
+            "formats" => "FMT_",
+            "invariants" => "INV_",
+            _ => return false,
+        };
+        let stem = name.strip_prefix(kind).and_then(|n| n.strip_suffix(".md"));
+        let stem_ok = stem.is_some_and(|s| {
+            !s.is_empty() && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        });
+        let in_directives = p.parent().and_then(Path::parent).and_then(Path::file_name).is_some_and(|n| n == ".directives");
+        stem_ok && in_directives && roots.iter().any(|r| p.starts_with(r)) && !path.contains("/../")
+    }
+}
+
+/// Nothing a hook writes follows a symlink planted in a shared temporary directory: the state
+/// file itself, its temporaries, and the PID cache in `CLAUDE_SESSION_CACHE_DIR`. A FIFO
+/// planted as the PID cache does not stall the session lookup.
+#[test]
+fn planted_symlinks_and_fifos_are_never_followed_by_writers() {
+    let sb = Sandbox::bare();
+    let victim = sb.root().join("victim");
+    fs::write(&victim, "KEEP").unwrap();
+    // The state path itself a symlink: replaced, never written through.
+    let linked = sb.root().join("linked.json");
+    symlink(&victim, &linked).unwrap();
+    preload_core::state::write_atomic(&linked, b"{}").unwrap();
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
+    assert!(fs::symlink_metadata(&linked).unwrap().is_file());
+    // The PID cache a symlink to the victim.
+    let dir = sb.active_session("cache", &json!({"pendingAllowInjections": [
+        {"ruleId": "r", "content": "VIA-SCAN", "agentId": ""}]}));
+    let cache = sb.root().join(format!("claude-session-cache-{}", sb.pid));
+    symlink(&victim, &cache).unwrap();
+    let input = post_tool_use(&sb);
+    let run = run_json(&sb, "preload-injections", &[], &input);
+    run.assert_contract("cache symlink");
+    assert!(run.context().contains("VIA-SCAN"));
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP", "the cache write replaced the link");
+    assert_eq!(fs::read_to_string(&cache).unwrap().trim(), dir.to_string_lossy());
+    // The PID cache a FIFO: the lookup falls back to the scan at once.
+    fs::remove_file(&cache).unwrap();
+    make_fifo(&cache);
+    sb.active_session("cache", &json!({"pendingAllowInjections": [
+        {"ruleId": "r", "content": "PAST-FIFO", "agentId": ""}]}));
+    let run = run_raw(&sb, "preload-injections", &[], input.to_string().as_bytes(), &[]);
+    run.assert_contract("cache FIFO");
+    assert!(run.context().contains("PAST-FIFO"), "{run:?}");
+}
+
+/// With `HOOK_DEBUG` on, stderr may speak, but never carries file or stash contents.
+#[test]
+fn debug_output_holds_no_contents() {
+    let sb = Sandbox::new();
+    sb.active_session("debug", &json!({"pendingAllowInjections": [
+        {"ruleId": "r", "content": "SECRET-STASH-CONTENT", "agentId": ""}],
+        "pendingPreloads": [sb.engine_path("SIGILS.md")]}));
+    let sigils = fs::read_to_string(sb.engine_path("SIGILS.md")).unwrap();
+    let probe = sigils.lines().find(|l| l.len() > 20).unwrap_or("").to_owned();
+    for (name, args, input) in working_inputs(&sb) {
+        let run = run_raw(&sb, name, args, input.to_string().as_bytes(), &[(env::HOOK_DEBUG, "1")]);
+        assert_eq!(run.code, Some(0), "{name}");
+        assert!(!run.stderr.contains("SECRET-STASH-CONTENT"), "{name}: {}", run.stderr);
+        assert!(probe.is_empty() || !run.stderr.contains(&probe), "{name}: {}", run.stderr);
+    }
+    let log = fs::read_to_string(&sb.log).unwrap_or_default();
+    assert!(!log.contains("SECRET-STASH-CONTENT"));
+    assert!(probe.is_empty() || !log.contains(&probe));
+}
