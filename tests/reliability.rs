@@ -935,3 +935,161 @@ fn debug_output_holds_no_contents() {
     assert!(!log.contains("SECRET-STASH-CONTENT"));
     assert!(probe.is_empty() || !log.contains(&probe));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency
+// ---------------------------------------------------------------------------------------------
+
+/// The hook processes of the hammer, in the mix they run: the guard engine with discovery and
+/// claims, phase commands, stash delivery and templates.
+fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
+    const PHASES: [&str; 6] = ["0: Setup", "1: Interrogation", "2: Planning", "3: Execution", "3.A: Build Loop", "4: Synthesis"];
+    let files = [
+        "packages/estimate/src/total.ts",
+        "packages/estimate/src/parser.ts",
+        "packages/estimate/tests/parser.test.ts",
+        "docs/TOC.md",
+    ];
+    let base = json!({"cwd": sb.project, "session_id": "hammer", "transcript_path": "/tmp/x/hammer.jsonl"});
+    let mut v = base;
+    let extra = match kind % 4 {
+        0 => json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": sb.project.join(files[n % files.len()])}}),
+        1 => {
+            let phase = PHASES[n % PHASES.len()];
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                "tool_input": {"command": format!("engine session phase sessions/hammer \"{phase}\"")},
+                "tool_response": {"stdout": format!("Phase: {phase}")}})
+        }
+        2 => json!({"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": "/x"}}),
+        _ => json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}),
+    };
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let name = ["preload-overflow", "preload-phase-commands", "preload-injections", "preload-templates"][kind % 4];
+    (name, v)
+}
+
+/// 15 hook processes of four kinds and one bash writer using the engine's lock hammer one
+/// session, while this process stashes entries through the core: afterwards every queued file
+/// was delivered exactly once, every stash entry reached stdout exactly once, every bash
+/// increment is in the file, the state is valid JSON and no lock or temporary is left.
+#[test]
+fn sixteen_writers_on_one_session_lose_nothing() {
+    let sb = Sandbox::new();
+    let dir = sb.active_session("hammer", &json!({"bashCounter": 0, "pendingAllowInjections": []}));
+    let state_path = dir.join(".state.json");
+    const BASH_ITERATIONS: usize = 25;
+    const HOOK_WORKERS: usize = 15;
+    let started = Instant::now();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let outputs = std::sync::Mutex::new(Vec::<(String, Run)>::new());
+    let mut stashed = Vec::new();
+    let bash_result = std::thread::scope(|scope| {
+        for worker in 0..HOOK_WORKERS {
+            let (sb, stop, outputs) = (&sb, &stop, &outputs);
+            scope.spawn(move || {
+                let mut n = worker;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (name, input) = hammer_input(sb, worker, n);
+                    let run = run_json(sb, name, &[], &input);
+                    outputs.lock().unwrap().push((name.to_owned(), run));
+                    n += 1;
+                }
+            });
+        }
+        // The engine's bash, on the same file.
+        let bash = scope.spawn(|| {
+            let out = Command::new("bash")
+                .arg(crate::common::repo().join("tests/support/bash-counter-writer.sh"))
+                .arg(&state_path)
+                .arg("bashCounter")
+                .arg(BASH_ITERATIONS.to_string())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        });
+        // Stash producer: the guard engine's write, through the core's locked update.
+        let mut i = 0;
+        while !bash.is_finished() || started.elapsed() < Duration::from_secs(2) {
+            let entry = format!("STASH-ENTRY-{i:04}");
+            let pushed = preload_core::state::update(&state_path, Instant::now() + Duration::from_secs(2), |s| {
+                s.array_mut("pendingAllowInjections")
+                    .push(json!({"ruleId": "hammer", "content": entry, "agentId": ""}));
+            });
+            if pushed.is_ok() {
+                stashed.push(format!("STASH-ENTRY-{i:04}"));
+            }
+            i += 1;
+            std::thread::sleep(Duration::from_millis(7));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        bash.join().unwrap()
+    });
+    let hammer_time = started.elapsed();
+    // Drain what is left, one hook at a time: queued files, then the stash.
+    for round in 0..60 {
+        let state = read_json(&state_path);
+        let pending = crate::common::strings(&state, "pendingPreloads");
+        let stash = state["pendingAllowInjections"].as_array().map_or(0, Vec::len);
+        if pending.is_empty() && stash == 0 {
+            break;
+        }
+        for kind in [0, 2] {
+            let (name, input) = hammer_input(&sb, kind, round);
+            let run = run_json(&sb, name, &[], &input);
+            outputs.lock().unwrap().push((name.to_owned(), run));
+        }
+    }
+    let outputs = outputs.into_inner().unwrap();
+    let mut per_hook: BTreeMap<&str, usize> = BTreeMap::new();
+    for (name, run) in &outputs {
+        run.assert_contract(name);
+        *per_hook.entry(name.as_str()).or_default() += 1;
+    }
+    // The state: valid JSON, every bash increment in it.
+    let state = read_json(&state_path);
+    let (bash_ok, bash_timeouts): (usize, usize) = {
+        let mut it = bash_result.split_whitespace().map(|n| n.parse().unwrap());
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    assert_eq!(state["bashCounter"], json!(bash_ok), "bash increments lost ({bash_result})");
+    // Every stash entry out exactly once.
+    let delivered_text: String = outputs
+        .iter()
+        .filter(|(name, _)| name == "preload-injections")
+        .map(|(_, run)| run.context())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let left = state["pendingAllowInjections"].as_array().cloned().unwrap_or_default();
+    assert!(left.iter().all(|e| e["ruleId"] != "hammer"), "stash not drained: {left:?}");
+    for entry in &stashed {
+        assert_eq!(delivered_text.matches(entry.as_str()).count(), 1, "{entry}");
+    }
+    // Every queued file delivered exactly once.
+    sb.assert_no_duplicates();
+    let events = sb.events();
+    let queued: std::collections::BTreeSet<String> = events
+        .iter()
+        .filter(|e| e["event"] == "queue-pending")
+        .filter_map(|e| e["file"].as_str().map(str::to_owned))
+        .collect();
+    let preloaded = crate::common::strings(&state, "preloadedFiles");
+    let delivered: std::collections::BTreeSet<String> = sb.deliveries().into_iter().map(|(_, f)| f).collect();
+    for file in &queued {
+        assert!(preloaded.contains(file), "queued, never delivered: {file}");
+    }
+    for file in &delivered {
+        assert!(preloaded.contains(file), "delivered but not recorded: {file}");
+    }
+    assert!(crate::common::strings(&state, "pendingPreloads").is_empty());
+    assert!(litter(&dir).is_empty(), "{:?}", litter(&dir));
+    assert!(litter(&sb.sessions.join(".seeds")).is_empty());
+    println!(
+        "hammer: {} hook runs {per_hook:?} + bash {bash_ok} increments ({bash_timeouts} lock timeouts) + {} stash entries in {hammer_time:?}; {} files queued, {} deliveries, {} events",
+        outputs.len(),
+        stashed.len(),
+        queued.len(),
+        delivered.len(),
+        events.len()
+    );
+}
