@@ -2,6 +2,15 @@
 //! containment of what is read and written, and many writers at once (hooks and the engine's
 //! bash). Figures are printed with `--nocapture` and quoted in `docs/reliability.md`.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::items_after_statements,
+    clippy::panic,
+    clippy::similar_names,
+    clippy::too_many_lines
+)]
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
@@ -76,7 +85,12 @@ impl Run {
     /// CONTRACT 4 and 6: exit 0, nothing on stderr, stdout empty or exactly one JSON object on
     /// one line.
     fn assert_contract(&self, what: &str) {
-        assert_eq!(self.code, Some(0), "{what}: exit code; stderr: {}", self.stderr);
+        assert_eq!(
+            self.code,
+            Some(0),
+            "{what}: exit code; stderr: {}",
+            self.stderr
+        );
         assert!(self.stderr.is_empty(), "{what}: stderr: {}", self.stderr);
         assert!(self.elapsed < HANG, "{what}: took {:?}", self.elapsed);
         if self.stdout.is_empty() {
@@ -98,7 +112,10 @@ impl Run {
 
     fn context(&self) -> String {
         let v = self.json();
-        v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").to_owned()
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
     }
 }
 
@@ -245,8 +262,15 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
     for trial in 0..TRIALS {
         fs::write(&path, &old_bytes).unwrap();
         let started = Instant::now();
-        let mut child = command(&sb, "preload-injections", &[], &[]).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let mut child = command(&sb, "preload-injections", &[], &[])
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         let offset = Duration::from_micros(rng.below(span_us * 12 / 10) as u64);
         while started.elapsed() < offset {
             std::hint::spin_loop();
@@ -263,9 +287,13 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
         };
         let lock_left = dir.join(".state.json.lock").exists();
         let temps_left = litter(&dir).iter().filter(|n| n.contains(".tmp.")).count();
-        *tally.entry(if committed { "state new" } else { "state old" }).or_default() += 1;
+        *tally
+            .entry(if committed { "state new" } else { "state old" })
+            .or_default() += 1;
         *tally.entry("lock left by the killed run").or_default() += usize::from(lock_left);
-        *tally.entry("temporaries left by the killed run").or_default() += temps_left;
+        *tally
+            .entry("temporaries left by the killed run")
+            .or_default() += temps_left;
         if killed.code.is_some() {
             *tally.entry("run finished before the kill").or_default() += 1;
         }
@@ -274,8 +302,14 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
         next.assert_contract(&what);
         let delivered_now = next.context().contains("STASHED-ONCE");
         let delivered_before = killed.stdout.contains("STASHED-ONCE");
-        assert_eq!(delivered_now, !committed, "{what}: next run delivers exactly what is left");
-        assert!(!(delivered_now && delivered_before), "{what}: delivered twice");
+        assert_eq!(
+            delivered_now, !committed,
+            "{what}: next run delivers exactly what is left"
+        );
+        assert!(
+            !(delivered_now && delivered_before),
+            "{what}: delivered twice"
+        );
         if committed && killed.code.is_none() {
             // Claude Code reads a hook's output only from a clean exit: this one call's
             // output is lost (see docs/reliability.md, "the one window").
@@ -285,7 +319,10 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
         assert!(litter(&dir).is_empty(), "{what}: litter {:?}", litter(&dir));
     }
     println!("crash trials: {TRIALS}, run span {span:?}, seed {seed}: {tally:?}");
-    assert!(tally.get("state old").copied().unwrap_or(0) > 0, "some kills landed before commit");
+    assert!(
+        tally.get("state old").copied().unwrap_or(0) > 0,
+        "some kills landed before commit"
+    );
 }
 
 /// The engine's bash holder killed while it holds the lock: the next hook takes the lock over
@@ -314,14 +351,22 @@ fn a_killed_bash_lock_holder_is_reclaimed_at_once() {
     let blocked = run_raw(&sb, "preload-injections", &[], input.as_bytes(), &no_wait);
     blocked.assert_contract("live holder");
     assert!(blocked.stdout.is_empty());
-    assert!(lock.join("pid").exists(), "a live holder's lock is never taken");
+    assert!(
+        lock.join("pid").exists(),
+        "a live holder's lock is never taken"
+    );
     holder.kill().unwrap();
     holder.wait().unwrap();
     let next = run_raw(&sb, "preload-injections", &[], input.as_bytes(), &no_wait);
     next.assert_contract("dead holder");
     assert!(next.context().contains("AFTER-BASH"), "{next:?}");
     assert!(!lock.exists());
-    assert!(read_json(&state)["pendingAllowInjections"].as_array().unwrap().is_empty());
+    assert!(
+        read_json(&state)["pendingAllowInjections"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,8 +390,16 @@ const FIELDS: &[&str] = &[
     "permission_mode",
 ];
 
-const TOOL_FIELDS: &[&str] =
-    &["command", "skill", "file_path", "args", "questions", "pattern", "content", "description"];
+const TOOL_FIELDS: &[&str] = &[
+    "command",
+    "skill",
+    "file_path",
+    "args",
+    "questions",
+    "pattern",
+    "content",
+    "description",
+];
 
 fn nasty_string(rng: &mut Rng, sb: &Sandbox) -> String {
     let project = sb.project.to_string_lossy().into_owned();
@@ -378,7 +431,11 @@ fn nasty_value(rng: &mut Rng, sb: &Sandbox, depth: usize) -> Value {
         2 => json!(rng.next() as i64),
         3 => json!(-1.5e308),
         4..=6 => json!(nasty_string(rng, sb)),
-        7 => Value::Array((0..rng.below(4)).map(|_| nasty_value(rng, sb, depth + 1)).collect()),
+        7 => Value::Array(
+            (0..rng.below(4))
+                .map(|_| nasty_value(rng, sb, depth + 1))
+                .collect(),
+        ),
         _ => {
             let mut map = serde_json::Map::new();
             for _ in 0..rng.below(5) {
@@ -461,8 +518,12 @@ fn fixed_stdins(sb: &Sandbox) -> Vec<Vec<u8>> {
         b"\xef\xbb\xbf{}".to_vec(),
         deep.into_bytes(),
         deep_obj.into_bytes(),
-        format!("{{\"cwd\":\"{}\",\"prompt\":\"{}\"}}", sb.project.display(), "p".repeat(3_000_000))
-            .into_bytes(),
+        format!(
+            "{{\"cwd\":\"{}\",\"prompt\":\"{}\"}}",
+            sb.project.display(),
+            "p".repeat(3_000_000)
+        )
+        .into_bytes(),
     ]
 }
 
@@ -472,7 +533,10 @@ fn fixed_stdins(sb: &Sandbox) -> Vec<Vec<u8>> {
 #[test]
 fn hostile_stdin_never_breaks_any_hook() {
     let sb = Sandbox::new();
-    sb.active_session("hostile", &json!({"pendingPreloads": [sb.engine_path("SIGILS.md")]}));
+    sb.active_session(
+        "hostile",
+        &json!({"pendingPreloads": [sb.engine_path("SIGILS.md")]}),
+    );
     let seed = seed_from_clock();
     const PER_HOOK: usize = 110;
     let started = Instant::now();
@@ -482,7 +546,7 @@ fn hostile_stdin_never_breaks_any_hook() {
             let sb = &sb;
             let runs = &runs;
             scope.spawn(move || {
-                let mut rng = Rng::new(seed ^ (worker as u64 + 1) * 0x9E37_79B9);
+                let mut rng = Rng::new(seed ^ ((worker as u64 + 1) * 0x9E37_79B9));
                 for (name, args) in hooks {
                     let mut inputs = fixed_stdins(sb);
                     inputs.extend((0..PER_HOOK).map(|_| nasty_stdin(&mut rng, sb)));
@@ -503,10 +567,17 @@ fn hostile_stdin_never_breaks_any_hook() {
         // A stdin that never closes (one hook is enough: the runner is shared).
         scope.spawn(|| {
             let started = Instant::now();
-            let mut child = command(&sb, "preload-injections", &[], &[]).spawn().unwrap();
+            let mut child = command(&sb, "preload-injections", &[], &[])
+                .spawn()
+                .unwrap();
             let held = child.stdin.take();
             let mut out = String::new();
-            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
             let status = child.wait().unwrap();
             drop(held);
             assert_eq!(status.code(), Some(0));
@@ -539,21 +610,73 @@ fn working_inputs(sb: &Sandbox) -> Vec<(&'static str, &'static [&'static str], V
         v
     };
     vec![
-        ("preload-session-start", &[], base(json!({"hook_event_name": "SessionStart", "source": "startup"}))),
-        ("preload-session-start", &["--chunk", "1/2"], base(json!({"hook_event_name": "SessionStart", "source": "resume"}))),
-        ("preload-prompt-submit", &[], base(json!({"hook_event_name": "UserPromptSubmit", "prompt": "/implement add a thing"}))),
-        ("preload-templates", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}))),
-        ("preload-phase-commands", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+        (
+            "preload-session-start",
+            &[],
+            base(json!({"hook_event_name": "SessionStart", "source": "startup"})),
+        ),
+        (
+            "preload-session-start",
+            &["--chunk", "1/2"],
+            base(json!({"hook_event_name": "SessionStart", "source": "resume"})),
+        ),
+        (
+            "preload-prompt-submit",
+            &[],
+            base(
+                json!({"hook_event_name": "UserPromptSubmit", "prompt": "/implement add a thing"}),
+            ),
+        ),
+        (
+            "preload-templates",
+            &[],
+            base(
+                json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}),
+            ),
+        ),
+        (
+            "preload-phase-commands",
+            &[],
+            base(
+                json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
             "tool_input": {"command": "engine session phase sessions/x \"1: Interrogation\""},
-            "tool_response": {"stdout": "Phase: 1: Interrogation"}}))),
-        ("preload-overflow", &[], base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": sb.project.join("packages/estimate/src/total.ts")}}))),
-        ("preload-injections", &[], base(json!({"hook_event_name": "PostToolUse", "tool_name": "Read"}))),
-        ("preload-compaction-reread", &["precompact"], base(json!({"hook_event_name": "PreCompact", "trigger": "auto"}))),
-        ("preload-compaction-reread", &["pretooluse"], base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read"}))),
-        ("preload-compaction-reread", &["stop"], base(json!({"hook_event_name": "Stop"}))),
-        ("preload-e2e-auto-answer", &[], base(json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
-            "tool_input": {"questions": [{"question": "q", "options": [{"label": "a"}]}]}}))),
+            "tool_response": {"stdout": "Phase: 1: Interrogation"}}),
+            ),
+        ),
+        (
+            "preload-overflow",
+            &[],
+            base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": sb.project.join("packages/estimate/src/total.ts")}})),
+        ),
+        (
+            "preload-injections",
+            &[],
+            base(json!({"hook_event_name": "PostToolUse", "tool_name": "Read"})),
+        ),
+        (
+            "preload-compaction-reread",
+            &["precompact"],
+            base(json!({"hook_event_name": "PreCompact", "trigger": "auto"})),
+        ),
+        (
+            "preload-compaction-reread",
+            &["pretooluse"],
+            base(json!({"hook_event_name": "PreToolUse", "tool_name": "Read"})),
+        ),
+        (
+            "preload-compaction-reread",
+            &["stop"],
+            base(json!({"hook_event_name": "Stop"})),
+        ),
+        (
+            "preload-e2e-auto-answer",
+            &[],
+            base(
+                json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+            "tool_input": {"questions": [{"question": "q", "options": [{"label": "a"}]}]}}),
+            ),
+        ),
     ]
 }
 
@@ -580,16 +703,22 @@ fn bad_files(valid: &str) -> Vec<(&'static str, Bad)> {
     vec![
         ("not JSON", Bad::Text(b"{not json".to_vec())),
         ("empty", Bad::Text(Vec::new())),
-        ("truncated", Bad::Text(valid.as_bytes()[..valid.len() / 2].to_vec())),
+        (
+            "truncated",
+            Bad::Text(valid.as_bytes()[..valid.len() / 2].to_vec()),
+        ),
         ("an array", Bad::Text(b"[{\"pid\": 1}]".to_vec())),
         ("a string", Bad::Text(b"\"text\"".to_vec())),
         ("not UTF-8", Bad::Text(vec![b'{', 0xff, 0xfe, b'}'])),
-        ("huge", Bad::Text({
-            let mut v = b"{\"pad\": \"".to_vec();
-            v.resize(17 * 1024 * 1024, b'a');
-            v.extend_from_slice(b"\"}");
-            v
-        })),
+        (
+            "huge",
+            Bad::Text({
+                let mut v = b"{\"pad\": \"".to_vec();
+                v.resize(17 * 1024 * 1024, b'a');
+                v.extend_from_slice(b"\"}");
+                v
+            }),
+        ),
         ("a directory", Bad::Directory),
         ("a FIFO", Bad::Fifo),
     ]
@@ -635,7 +764,11 @@ fn broken_session_states_are_never_overwritten() {
                 let state = dir.join(".state.json");
                 plant(&state, &bad);
                 // The PID cache points the hooks straight at it.
-                fs::write(sb.root().join(format!("claude-session-cache-{}", sb.pid)), format!("{}\n", dir.display())).unwrap();
+                fs::write(
+                    sb.root().join(format!("claude-session-cache-{}", sb.pid)),
+                    format!("{}\n", dir.display()),
+                )
+                .unwrap();
                 run_every_hook(&sb, label);
                 assert_untouched(&state, &bad, label);
                 assert!(litter(&dir).is_empty(), "{label}: {:?}", litter(&dir));
@@ -699,7 +832,10 @@ fn hostile_directive_trees_never_hang_a_hook() {
     symlink("self-loop", sb.project.join(".directives/self-loop")).unwrap();
     make_fifo(&pkg.join(".directives/PITFALLS-FIFO.md"));
     fs::create_dir_all(pkg.join(".directives/commands/CMD_DIRECTORY.md")).unwrap();
-    make_fifo(&sb.home.join(".claude/engine/.directives/commands/CMD_FIFO.md"));
+    make_fifo(
+        &sb.home
+            .join(".claude/engine/.directives/commands/CMD_FIFO.md"),
+    );
     let many = sb.project.join("wide");
     for i in 0..100 {
         let d = many.join(format!("d{i}/.directives"));
@@ -710,9 +846,16 @@ fn hostile_directive_trees_never_hang_a_hook() {
     }
     fs::write(many.join("d7/main.ts"), "x").unwrap();
     let mut inputs = working_inputs(&sb);
-    for target in [pkg.join("src/loop/src/loop/src/total.ts"), many.join("d7/main.ts")] {
-        inputs.push(("preload-overflow", &[], json!({"cwd": sb.project, "hook_event_name": "PreToolUse",
-            "tool_name": "Read", "tool_input": {"file_path": target}})));
+    for target in [
+        pkg.join("src/loop/src/loop/src/total.ts"),
+        many.join("d7/main.ts"),
+    ] {
+        inputs.push((
+            "preload-overflow",
+            &[],
+            json!({"cwd": sb.project, "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": target}}),
+        ));
     }
     for (name, args, input) in inputs {
         let run = run_json(&sb, name, args, &input);
@@ -720,7 +863,10 @@ fn hostile_directive_trees_never_hang_a_hook() {
     }
     let state = sb.state("trees");
     let everything = state.to_string();
-    assert!(!everything.contains("FIFO.md\""), "a FIFO is never queued as a preload: {state}");
+    assert!(
+        !everything.contains("FIFO.md\""),
+        "a FIFO is never queued as a preload: {state}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,7 +877,10 @@ fn core_context(sb: &Sandbox, extra: &[(&str, String)]) -> preload_core::Context
     let mut pairs = vec![
         (env::HOME.to_owned(), sb.home.to_string_lossy().into_owned()),
         (env::CLAUDE_SUPERVISOR_PID.to_owned(), sb.pid.to_string()),
-        (env::PRELOAD_TEST_LOG.to_owned(), sb.log.to_string_lossy().into_owned()),
+        (
+            env::PRELOAD_TEST_LOG.to_owned(),
+            sb.log.to_string_lossy().into_owned(),
+        ),
     ];
     pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
     let input = preload_core::HookInput::from_value(json!({"cwd": sb.project}));
@@ -749,7 +898,8 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(HANG).unwrap_or_else(|_| panic!("{what}: hung"))
+    rx.recv_timeout(HANG)
+        .unwrap_or_else(|_| panic!("{what}: hung"))
 }
 
 /// Preloaded content comes only from regular files, at most `PRELOAD_MAX_FILE_BYTES`: FIFOs,
@@ -763,16 +913,32 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
     let dir = sb.active_session("contain", &json!({}));
     let fifo = sb.project.join("pipe.md");
     make_fifo(&fifo);
-    let folder = sb.project_file("folder.md/inside", "x").parent().unwrap().to_path_buf();
-    let huge = sb.project_file("huge.md", &format!("HUGE-CONTENT-MARKER\n{}", "h".repeat(300 * 1024)));
+    let folder = sb
+        .project_file("folder.md/inside", "x")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let huge = sb.project_file(
+        "huge.md",
+        &format!("HUGE-CONTENT-MARKER\n{}", "h".repeat(300 * 1024)),
+    );
     let fits = sb.project_file("fits.md", "SMALL-CONTENT-MARKER\n");
     let link = sb.project.join("link-to-fits.md");
     symlink(&fits, &link).unwrap();
-    let paths: Vec<String> = [fifo.as_path(), &folder, Path::new("/dev/zero"), &huge, &fits]
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    let target = preload_core::session::PreloadState { path: dir.join(".state.json"), is_session: true };
+    let paths: Vec<String> = [
+        fifo.as_path(),
+        &folder,
+        Path::new("/dev/zero"),
+        &huge,
+        &fits,
+    ]
+    .iter()
+    .map(|p| p.to_string_lossy().into_owned())
+    .collect();
+    let target = preload_core::session::PreloadState {
+        path: dir.join(".state.json"),
+        is_session: true,
+    };
     {
         let paths = paths.clone();
         let target = target.clone();
@@ -785,37 +951,70 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
             }
         })
         .unwrap();
-        let requests = preload::pending_requests(&preload_core::state::load(&target.path).unwrap(), "rule");
+        let requests =
+            preload::pending_requests(&preload_core::state::load(&target.path).unwrap(), "rule");
         let batch = within("ensure over hostile files", move || {
             let mut packer = preload_core::delivery::Packer::new(9_500);
             preload::ensure(&ctx, &target, &requests, Mode::Claim, &mut packer).map(|b| b.text())
         })
         .unwrap();
         assert!(batch.contains("SMALL-CONTENT-MARKER"), "{batch}");
-        assert!(!batch.contains("HUGE-CONTENT-MARKER"), "a file over the cap is not inlined");
-        assert!(batch.contains(&format!("[Preloaded: {}]", huge.display())), "pointer block: {batch}");
+        assert!(
+            !batch.contains("HUGE-CONTENT-MARKER"),
+            "a file over the cap is not inlined"
+        );
+        assert!(
+            batch.contains(&format!("[Preloaded: {}]", huge.display())),
+            "pointer block: {batch}"
+        );
         assert!(batch.chars().count() < 2_000, "{}", batch.chars().count());
     }
     let state = sb.state("contain");
     let preloaded = crate::common::strings(&state, "preloadedFiles");
     for bad in [&paths[0], &paths[1], &paths[2]] {
-        assert!(!preloaded.contains(bad), "{bad} is not a regular file: {state}");
+        assert!(
+            !preloaded.contains(bad),
+            "{bad} is not a regular file: {state}"
+        );
     }
-    assert!(crate::common::strings(&state, "pendingPreloads").is_empty(), "{state}");
+    assert!(
+        crate::common::strings(&state, "pendingPreloads").is_empty(),
+        "{state}"
+    );
     // The symlink to an already delivered file is the same file: skipped by inode.
     let ctx = core_context(&sb, &[]);
     let mut packer = preload_core::delivery::Packer::new(9_500);
-    let again = preload::ensure(&ctx, &target, &[Request::new(link.to_string_lossy(), "t")], Mode::Direct, &mut packer).unwrap();
+    let again = preload::ensure(
+        &ctx,
+        &target,
+        &[Request::new(link.to_string_lossy(), "t")],
+        Mode::Direct,
+        &mut packer,
+    )
+    .unwrap();
     assert!(again.text().is_empty());
     // A cap of 10 bytes turns the small file into a pointer too.
     let small_cap = core_context(&sb, &[(env::PRELOAD_MAX_FILE_BYTES, "10".to_owned())]);
     let other = sb.project_file("other.md", "OTHER-CONTENT-MARKER, longer than ten bytes\n");
     let mut packer = preload_core::delivery::Packer::new(9_500);
-    let capped = preload::ensure(&small_cap, &target, &[Request::new(other.to_string_lossy(), "t")], Mode::Direct, &mut packer).unwrap();
-    assert!(!capped.text().contains("OTHER-CONTENT-MARKER") && capped.text().contains("[Preloaded: "));
+    let capped = preload::ensure(
+        &small_cap,
+        &target,
+        &[Request::new(other.to_string_lossy(), "t")],
+        Mode::Direct,
+        &mut packer,
+    )
+    .unwrap();
+    assert!(
+        !capped.text().contains("OTHER-CONTENT-MARKER") && capped.text().contains("[Preloaded: ")
+    );
     let log = fs::read_to_string(&sb.log).unwrap();
     assert!(log.contains("fits.md"), "deliveries are logged");
-    for marker in ["SMALL-CONTENT-MARKER", "HUGE-CONTENT-MARKER", "OTHER-CONTENT-MARKER"] {
+    for marker in [
+        "SMALL-CONTENT-MARKER",
+        "HUGE-CONTENT-MARKER",
+        "OTHER-CONTENT-MARKER",
+    ] {
         assert!(!log.contains(marker), "the delivery log holds paths only");
     }
 }
@@ -833,18 +1032,30 @@ fn references_never_name_a_path() {
     let ctx = core_context(&sb, &[]);
     let resolver = preload_core::preload::resolver(&ctx);
     let from = sb.project.join("packages/estimate/src/total.ts");
-    let names = ["ABOVE_ROOT", "ABOVE_ROOT_ENGINE", "SELECT_MODE", "X", "../../etc/passwd", "A/B", "A\u{0}B", "..", "A.B"];
-    let glue = ["", " ", "`", "```\n", "\n", "/", "..", "§", "_", "é", "\u{0}", "§CMD_", "§FMT_", "§INV_"];
+    let names = [
+        "ABOVE_ROOT",
+        "ABOVE_ROOT_ENGINE",
+        "SELECT_MODE",
+        "X",
+        "../../etc/passwd",
+        "A/B",
+        "A\u{0}B",
+        "..",
+        "A.B",
+    ];
+    let glue = [
+        "", " ", "`", "```\n", "\n", "/", "..", "§", "_", "é", "\u{0}", "§CMD_", "§FMT_", "§INV_",
+    ];
     let mut rng = Rng::new(seed_from_clock());
     let shape = regex_lite(&sb);
     let mut resolved = 0;
     for _ in 0..3000 {
         let mut text = String::new();
         for _ in 0..rng.below(12) {
-            text.push_str(*rng.pick(&glue));
+            text.push_str(glue[rng.below(glue.len())]);
             if rng.below(2) == 0 {
-                text.push_str(*rng.pick(&["§CMD_", "§FMT_", "§INV_"]));
-                text.push_str(*rng.pick(&names));
+                text.push_str(["§CMD_", "§FMT_", "§INV_"][rng.below(3)]);
+                text.push_str(names[rng.below(names.len())]);
             }
         }
         for found in resolver.references_of(&from, &text) {
@@ -854,7 +1065,10 @@ fn references_never_name_a_path() {
             resolved += 1;
         }
     }
-    assert!(resolved > 100, "the generated texts do name real directives ({resolved})");
+    assert!(
+        resolved > 100,
+        "the generated texts do name real directives ({resolved})"
+    );
 }
 
 /// `<root>/.directives/<folder>/<KIND>_<NAME>.md` with root the project or `~/.claude` tree.
@@ -862,8 +1076,14 @@ fn regex_lite(sb: &Sandbox) -> impl Fn(&str) -> bool {
     let roots = [sb.project.clone(), sb.home.join(".claude")];
     move |path: &str| {
         let p = Path::new(path);
-        let Some(name) = p.file_name().and_then(|n| n.to_str()) else { return false };
-        let Some(folder) = p.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()) else {
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            return false;
+        };
+        let Some(folder) = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+        else {
             return false;
         };
         let kind = match folder {
@@ -874,9 +1094,15 @@ fn regex_lite(sb: &Sandbox) -> impl Fn(&str) -> bool {
         };
         let stem = name.strip_prefix(kind).and_then(|n| n.strip_suffix(".md"));
         let stem_ok = stem.is_some_and(|s| {
-            !s.is_empty() && s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         });
-        let in_directives = p.parent().and_then(Path::parent).and_then(Path::file_name).is_some_and(|n| n == ".directives");
+        let in_directives = p
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == ".directives");
         stem_ok && in_directives && roots.iter().any(|r| p.starts_with(r)) && !path.contains("/../")
     }
 }
@@ -896,22 +1122,41 @@ fn planted_symlinks_and_fifos_are_never_followed_by_writers() {
     assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
     assert!(fs::symlink_metadata(&linked).unwrap().is_file());
     // The PID cache a symlink to the victim.
-    let dir = sb.active_session("cache", &json!({"pendingAllowInjections": [
-        {"ruleId": "r", "content": "VIA-SCAN", "agentId": ""}]}));
+    let dir = sb.active_session(
+        "cache",
+        &json!({"pendingAllowInjections": [
+        {"ruleId": "r", "content": "VIA-SCAN", "agentId": ""}]}),
+    );
     let cache = sb.root().join(format!("claude-session-cache-{}", sb.pid));
     symlink(&victim, &cache).unwrap();
     let input = post_tool_use(&sb);
     let run = run_json(&sb, "preload-injections", &[], &input);
     run.assert_contract("cache symlink");
     assert!(run.context().contains("VIA-SCAN"));
-    assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP", "the cache write replaced the link");
-    assert_eq!(fs::read_to_string(&cache).unwrap().trim(), dir.to_string_lossy());
+    assert_eq!(
+        fs::read_to_string(&victim).unwrap(),
+        "KEEP",
+        "the cache write replaced the link"
+    );
+    assert_eq!(
+        fs::read_to_string(&cache).unwrap().trim(),
+        dir.to_string_lossy()
+    );
     // The PID cache a FIFO: the lookup falls back to the scan at once.
     fs::remove_file(&cache).unwrap();
     make_fifo(&cache);
-    sb.active_session("cache", &json!({"pendingAllowInjections": [
-        {"ruleId": "r", "content": "PAST-FIFO", "agentId": ""}]}));
-    let run = run_raw(&sb, "preload-injections", &[], input.to_string().as_bytes(), &[]);
+    sb.active_session(
+        "cache",
+        &json!({"pendingAllowInjections": [
+        {"ruleId": "r", "content": "PAST-FIFO", "agentId": ""}]}),
+    );
+    let run = run_raw(
+        &sb,
+        "preload-injections",
+        &[],
+        input.to_string().as_bytes(),
+        &[],
+    );
     run.assert_contract("cache FIFO");
     assert!(run.context().contains("PAST-FIFO"), "{run:?}");
 }
@@ -920,16 +1165,37 @@ fn planted_symlinks_and_fifos_are_never_followed_by_writers() {
 #[test]
 fn debug_output_holds_no_contents() {
     let sb = Sandbox::new();
-    sb.active_session("debug", &json!({"pendingAllowInjections": [
+    sb.active_session(
+        "debug",
+        &json!({"pendingAllowInjections": [
         {"ruleId": "r", "content": "SECRET-STASH-CONTENT", "agentId": ""}],
-        "pendingPreloads": [sb.engine_path("SIGILS.md")]}));
+        "pendingPreloads": [sb.engine_path("SIGILS.md")]}),
+    );
     let sigils = fs::read_to_string(sb.engine_path("SIGILS.md")).unwrap();
-    let probe = sigils.lines().find(|l| l.len() > 20).unwrap_or("").to_owned();
+    let probe = sigils
+        .lines()
+        .find(|l| l.len() > 20)
+        .unwrap_or("")
+        .to_owned();
     for (name, args, input) in working_inputs(&sb) {
-        let run = run_raw(&sb, name, args, input.to_string().as_bytes(), &[(env::HOOK_DEBUG, "1")]);
+        let run = run_raw(
+            &sb,
+            name,
+            args,
+            input.to_string().as_bytes(),
+            &[(env::HOOK_DEBUG, "1")],
+        );
         assert_eq!(run.code, Some(0), "{name}");
-        assert!(!run.stderr.contains("SECRET-STASH-CONTENT"), "{name}: {}", run.stderr);
-        assert!(probe.is_empty() || !run.stderr.contains(&probe), "{name}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("SECRET-STASH-CONTENT"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(
+            probe.is_empty() || !run.stderr.contains(&probe),
+            "{name}: {}",
+            run.stderr
+        );
     }
     let log = fs::read_to_string(&sb.log).unwrap_or_default();
     assert!(!log.contains("SECRET-STASH-CONTENT"));
@@ -943,7 +1209,14 @@ fn debug_output_holds_no_contents() {
 /// The hook processes of the hammer, in the mix they run: the guard engine with discovery and
 /// claims, phase commands, stash delivery and templates.
 fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
-    const PHASES: [&str; 6] = ["0: Setup", "1: Interrogation", "2: Planning", "3: Execution", "3.A: Build Loop", "4: Synthesis"];
+    const PHASES: [&str; 6] = [
+        "0: Setup",
+        "1: Interrogation",
+        "2: Planning",
+        "3: Execution",
+        "3.A: Build Loop",
+        "4: Synthesis",
+    ];
     let files = [
         "packages/estimate/src/total.ts",
         "packages/estimate/src/parser.ts",
@@ -961,11 +1234,22 @@ fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
                 "tool_input": {"command": format!("engine session phase sessions/hammer \"{phase}\"")},
                 "tool_response": {"stdout": format!("Phase: {phase}")}})
         }
-        2 => json!({"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": "/x"}}),
-        _ => json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}),
+        2 => {
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": "/x"}})
+        }
+        _ => {
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}})
+        }
     };
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let name = ["preload-overflow", "preload-phase-commands", "preload-injections", "preload-templates"][kind % 4];
+    v.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let name = [
+        "preload-overflow",
+        "preload-phase-commands",
+        "preload-injections",
+        "preload-templates",
+    ][kind % 4];
     (name, v)
 }
 
@@ -976,7 +1260,10 @@ fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
 #[test]
 fn sixteen_writers_on_one_session_lose_nothing() {
     let sb = Sandbox::new();
-    let dir = sb.active_session("hammer", &json!({"bashCounter": 0, "pendingAllowInjections": []}));
+    let dir = sb.active_session(
+        "hammer",
+        &json!({"bashCounter": 0, "pendingAllowInjections": []}),
+    );
     let state_path = dir.join(".state.json");
     const BASH_ITERATIONS: usize = 25;
     const HOOK_WORKERS: usize = 15;
@@ -1012,10 +1299,14 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         let mut i = 0;
         while !bash.is_finished() || started.elapsed() < Duration::from_secs(2) {
             let entry = format!("STASH-ENTRY-{i:04}");
-            let pushed = preload_core::state::update(&state_path, Instant::now() + Duration::from_secs(2), |s| {
-                s.array_mut("pendingAllowInjections")
-                    .push(json!({"ruleId": "hammer", "content": entry, "agentId": ""}));
-            });
+            let pushed = preload_core::state::update(
+                &state_path,
+                Instant::now() + Duration::from_secs(2),
+                |s| {
+                    s.array_mut("pendingAllowInjections")
+                        .push(json!({"ruleId": "hammer", "content": entry, "agentId": ""}));
+                },
+            );
             if pushed.is_ok() {
                 stashed.push(format!("STASH-ENTRY-{i:04}"));
             }
@@ -1030,7 +1321,9 @@ fn sixteen_writers_on_one_session_lose_nothing() {
     for round in 0..60 {
         let state = read_json(&state_path);
         let pending = crate::common::strings(&state, "pendingPreloads");
-        let stash = state["pendingAllowInjections"].as_array().map_or(0, Vec::len);
+        let stash = state["pendingAllowInjections"]
+            .as_array()
+            .map_or(0, Vec::len);
         if pending.is_empty() && stash == 0 {
             break;
         }
@@ -1052,7 +1345,11 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         let mut it = bash_result.split_whitespace().map(|n| n.parse().unwrap());
         (it.next().unwrap(), it.next().unwrap())
     };
-    assert_eq!(state["bashCounter"], json!(bash_ok), "bash increments lost ({bash_result})");
+    assert_eq!(
+        state["bashCounter"],
+        json!(bash_ok),
+        "bash increments lost ({bash_result})"
+    );
     // Every stash entry out exactly once.
     let delivered_text: String = outputs
         .iter()
@@ -1060,8 +1357,14 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         .map(|(_, run)| run.context())
         .collect::<Vec<_>>()
         .join("\n");
-    let left = state["pendingAllowInjections"].as_array().cloned().unwrap_or_default();
-    assert!(left.iter().all(|e| e["ruleId"] != "hammer"), "stash not drained: {left:?}");
+    let left = state["pendingAllowInjections"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        left.iter().all(|e| e["ruleId"] != "hammer"),
+        "stash not drained: {left:?}"
+    );
     for entry in &stashed {
         assert_eq!(delivered_text.matches(entry.as_str()).count(), 1, "{entry}");
     }
@@ -1074,12 +1377,16 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         .filter_map(|e| e["file"].as_str().map(str::to_owned))
         .collect();
     let preloaded = crate::common::strings(&state, "preloadedFiles");
-    let delivered: std::collections::BTreeSet<String> = sb.deliveries().into_iter().map(|(_, f)| f).collect();
+    let delivered: std::collections::BTreeSet<String> =
+        sb.deliveries().into_iter().map(|(_, f)| f).collect();
     for file in &queued {
         assert!(preloaded.contains(file), "queued, never delivered: {file}");
     }
     for file in &delivered {
-        assert!(preloaded.contains(file), "delivered but not recorded: {file}");
+        assert!(
+            preloaded.contains(file),
+            "delivered but not recorded: {file}"
+        );
     }
     assert!(crate::common::strings(&state, "pendingPreloads").is_empty());
     assert!(litter(&dir).is_empty(), "{:?}", litter(&dir));

@@ -301,8 +301,16 @@ fn remove_abandoned(dir: &Path, expected: Option<u32>) {
     }
     if read_holder(&grave) == expected {
         let _ = file::remove_lock_dir(&grave);
-    } else if rename_no_replace(&grave, dir).is_err() && fs::rename(&grave, dir).is_err() {
-        let _ = file::remove_lock_dir(&grave);
+    } else {
+        // When the name was taken again meanwhile, the grave stays and is swept once this
+        // process is gone (it carries our PID).
+        let _ = rename_no_replace(&grave, dir).or_else(|err| {
+            if is_unsupported(&err) {
+                fs::rename(&grave, dir)
+            } else {
+                Err(err)
+            }
+        });
     }
 }
 
