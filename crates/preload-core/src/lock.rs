@@ -480,7 +480,7 @@ mod tests {
                 pidless
             })
         };
-        for _ in 0..500 {
+        for _ in 0..200 {
             StateLock::acquire(&file, soon(500)).unwrap().release();
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
