@@ -5,6 +5,7 @@
 //! symlink is never followed) and are renamed over the old file. A file that is not a JSON object
 //! is reported as [`StateError::Corrupt`] and never written.
 
+use std::cell::Cell;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -50,6 +51,12 @@ pub enum StateError {
     /// The lock could not be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The call's time budget ran out before the write; nothing was written.
+    #[error("not writing state file {path}: the call's time budget ran out first")]
+    Late {
+        /// The state file.
+        path: PathBuf,
+    },
 }
 
 /// A state document: a JSON object whose key order is kept.
@@ -260,8 +267,32 @@ pub fn load(path: &Path) -> Result<State, StateError> {
     State::parse(&text).map_err(corrupt)
 }
 
+thread_local! {
+    static COMMIT_BY: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Refuse, on this thread, every state write that would land after `deadline`.
+///
+/// The runner sets the call's deadline on its worker thread: once the runner has given up and
+/// answered (fail-open), a late claim or drain is never committed, so what it took stays
+/// queued instead of being marked delivered with nobody to deliver it.
+pub fn commit_before(deadline: Option<Instant>) {
+    COMMIT_BY.with(|by| by.set(deadline));
+}
+
 /// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
+///
+/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
+/// has passed.
 pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
+    }
     write_atomic(path, state.to_pretty().as_bytes()).map_err(|source| StateError::Io {
         action: "write",
         path: path.to_path_buf(),
@@ -457,6 +488,24 @@ mod tests {
         }
         let _ = write_atomic(&path, b"{}");
         assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn nothing_is_committed_after_the_call_deadline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        fs::write(&path, "{\"pendingPreloads\": [\"/a.md\"]}").unwrap();
+        commit_before(Some(Instant::now()));
+        let late = update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md"));
+        commit_before(None);
+        assert!(matches!(late, Err(StateError::Late { .. })), "{late:?}");
+        assert_eq!(
+            load(&path).unwrap().strings("pendingPreloads"),
+            vec!["/a.md"]
+        );
+        assert!(!crate::lock::lock_dir_for(&path).exists());
+        update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md")).unwrap();
+        assert!(load(&path).unwrap().strings("pendingPreloads").is_empty());
     }
 
     proptest::proptest! {
