@@ -1400,3 +1400,41 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         events.len()
     );
 }
+
+/// The compaction markers: a marker directory planted as a symlink (to a victim directory) is
+/// refused, and a marker name planted as a symlink is replaced, never written through.
+#[test]
+fn planted_links_never_redirect_compaction_markers() {
+    let sb = Sandbox::bare();
+    let uid = nix::unistd::geteuid().as_raw();
+    let marker_dir = sb.root().join(format!("claude-preload-{uid}"));
+    let victim_dir = sb.root().join("victim-dir");
+    fs::create_dir_all(&victim_dir).unwrap();
+    symlink(&victim_dir, &marker_dir).unwrap();
+    let register = json!({"hook_event_name": "PostToolUse", "tool_name": "Skill",
+        "tool_input": {"skill": "handler"}, "session_id": "sid-1", "cwd": sb.project});
+    let run = run_json(&sb, "preload-compaction-reread", &["register"], &register);
+    run.assert_contract("linked marker dir");
+    assert_eq!(
+        fs::read_dir(&victim_dir).unwrap().count(),
+        0,
+        "wrote through a linked directory"
+    );
+    // A real private directory, with the marker's own name planted as a link.
+    fs::remove_file(&marker_dir).unwrap();
+    let run = run_json(&sb, "preload-compaction-reread", &["register"], &register);
+    run.assert_contract("first register");
+    let marker = marker_dir.join("handler-sid-1");
+    assert!(
+        marker.is_file(),
+        "the registration is written: {:?}",
+        fs::read_dir(&marker_dir).unwrap().count()
+    );
+    let victim = sb.root().join("victim");
+    fs::write(&victim, "KEEP").unwrap();
+    fs::remove_file(&marker).unwrap();
+    symlink(&victim, &marker).unwrap();
+    let run = run_json(&sb, "preload-compaction-reread", &["register"], &register);
+    run.assert_contract("linked marker");
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
+}
