@@ -1438,3 +1438,50 @@ fn planted_links_never_redirect_compaction_markers() {
     run.assert_contract("linked marker");
     assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
 }
+
+/// A directory inside the project that is a link to somewhere else: discovery through it never
+/// brings in directives that physically live outside the project root.
+#[test]
+fn discovery_never_follows_a_link_out_of_the_project() {
+    let sb = Sandbox::new();
+    sb.active_session("escape", &json!({}));
+    let outside = sb.root().join("outside");
+    fs::create_dir_all(outside.join(".directives")).unwrap();
+    fs::write(outside.join(".directives/AGENTS.md"), "OUTSIDE-AGENTS\n").unwrap();
+    fs::write(outside.join("INVARIANTS.md"), "OUTSIDE-INVARIANTS\n").unwrap();
+    fs::write(outside.join("code.ts"), "x").unwrap();
+    symlink(&outside, sb.project.join("linked")).unwrap();
+    // A directive file that is itself a link out of the project.
+    fs::write(outside.join("COMMANDS.md"), "OUTSIDE-COMMANDS\n").unwrap();
+    symlink(
+        outside.join("COMMANDS.md"),
+        sb.project.join("packages/estimate/.directives/COMMANDS.md"),
+    )
+    .unwrap();
+    let mut seen = String::new();
+    for n in 0..6 {
+        let target = if n < 4 {
+            "linked/code.ts"
+        } else {
+            "packages/estimate/src/total.ts"
+        };
+        let tool = if n % 2 == 0 { "Read" } else { "Edit" };
+        let input = json!({"cwd": sb.project, "hook_event_name": "PreToolUse", "tool_name": tool,
+            "session_id": "escape", "transcript_path": "/tmp/x/escape.jsonl",
+            "tool_input": {"file_path": sb.project.join(target)}});
+        let run = run_json(&sb, "preload-overflow", &[], &input);
+        run.assert_contract("overflow through a link");
+        seen.push_str(&run.stdout);
+        let post = run_json(&sb, "preload-injections", &[], &post_tool_use(&sb));
+        seen.push_str(&post.stdout);
+    }
+    let state = sb.state("escape").to_string();
+    assert!(
+        !seen.contains("OUTSIDE-"),
+        "delivered from outside the project: {seen}"
+    );
+    assert!(
+        !state.contains(&*outside.to_string_lossy()),
+        "queued from outside: {state}"
+    );
+}
