@@ -1485,3 +1485,32 @@ fn discovery_never_follows_a_link_out_of_the_project() {
         "queued from outside: {state}"
     );
 }
+
+/// A FIFO where `guards.json` or the PID cache should be does not stall the guard engine: it
+/// runs on without rules and still records what the call touched.
+#[test]
+fn fifos_in_place_of_guards_and_cache_do_not_stall_the_guard_engine() {
+    let sb = Sandbox::new();
+    sb.active_session("fifo-guards", &json!({}));
+    let guards = sb.home.join(".claude/engine/guards.json");
+    let _ = fs::remove_file(&guards);
+    make_fifo(&guards);
+    make_fifo(&sb.root().join(format!("claude-session-cache-{}", sb.pid)));
+    let input = json!({"cwd": sb.project, "hook_event_name": "PreToolUse", "tool_name": "Read",
+        "session_id": "f", "transcript_path": "/tmp/x/f.jsonl",
+        "tool_input": {"file_path": sb.project.join("packages/estimate/src/total.ts")}});
+    let run = run_json(&sb, "preload-overflow", &[], &input);
+    run.assert_contract("FIFO guards");
+    assert_eq!(
+        run.json()["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
+    let state = sb.state("fifo-guards");
+    let touched = state["touchedDirs"]
+        .as_object()
+        .map_or(0, serde_json::Map::len);
+    assert!(
+        touched > 0,
+        "the call went through, not around a blocked read: {state}"
+    );
+}
