@@ -1514,3 +1514,134 @@ fn fifos_in_place_of_guards_and_cache_do_not_stall_the_guard_engine() {
         "the call went through, not around a blocked read: {state}"
     );
 }
+
+/// The `[Preloaded: <path>]` headers of a text.
+fn preloaded_headers(text: &str) -> Vec<String> {
+    text.match_indices("[Preloaded: ")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + "[Preloaded: ".len()..];
+            let end = rest.find(']')?;
+            let path = &rest[..end];
+            // A part label belongs to the same file; count its first part only.
+            match path.split_once(" (part ") {
+                Some((p, label)) if label.starts_with("1/") => Some(p.to_owned()),
+                Some(_) => None,
+                None => Some(path.to_owned()),
+            }
+        })
+        .collect()
+}
+
+/// The guard engine killed at random instants of a call that discovers directives, counts and
+/// claims: whatever instant it dies, the next calls deliver every discovered file exactly
+/// once (none lost between discovery and queueing, none twice), the state stays valid JSON,
+/// and no lock or temporary is left.
+#[test]
+fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
+    let sb = Sandbox::new();
+    let read = json!({"cwd": sb.project, "hook_event_name": "PreToolUse", "tool_name": "Read",
+        "session_id": "k", "transcript_path": "/tmp/x/k.jsonl",
+        "tool_input": {"file_path": sb.project.join("packages/estimate/src/parser.ts")}});
+    let post = post_tool_use(&sb);
+    let fresh = json!({"touchedDirs": {}, "preloadedFiles": [], "pendingPreloads": []});
+    // What a clean sequence delivers.
+    let follow_ups = |sb: &Sandbox| -> String {
+        let mut out = String::new();
+        for _ in 0..8 {
+            let pre = run_json(sb, "preload-overflow", &[], &read);
+            pre.assert_contract("follow-up overflow");
+            out.push_str(&pre.context());
+            out.push_str(
+                &pre.json()["hookSpecificOutput"]["permissionDecisionReason"]
+                    .as_str()
+                    .unwrap_or(""),
+            );
+            let inj = run_json(sb, "preload-injections", &[], &post);
+            inj.assert_contract("follow-up injections");
+            out.push_str(&inj.context());
+            let state = sb.state("killed");
+            let idle = crate::common::strings(&state, "pendingPreloads").is_empty()
+                && state["pendingAllowInjections"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty);
+            if idle {
+                break;
+            }
+        }
+        out
+    };
+    sb.active_session("killed", &fresh);
+    let started = Instant::now();
+    let clean = follow_ups(&sb);
+    let span = started.elapsed() / 4;
+    let mut expected = preloaded_headers(&clean);
+    expected.sort();
+    assert!(
+        !expected.is_empty(),
+        "the clean sequence delivers directives: {clean}"
+    );
+    let seed = seed_from_clock();
+    let mut rng = Rng::new(seed);
+    let span_us = (span.as_micros() as usize).max(500);
+    let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
+    const TRIALS: usize = 80;
+    for trial in 0..TRIALS {
+        let dir = sb.active_session("killed", &fresh);
+        let started = Instant::now();
+        let mut child = command(&sb, "preload-overflow", &[], &[]).spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(read.to_string().as_bytes())
+            .unwrap();
+        let offset = Duration::from_micros(rng.below(span_us * 3 / 2) as u64);
+        while started.elapsed() < offset {
+            std::hint::spin_loop();
+        }
+        let _ = child.kill();
+        let killed = finish(&mut child, Vec::new(), started);
+        let what = format!("trial {trial} (seed {seed}, kill at {offset:?})");
+        let mid = read_json(&dir.join(".state.json"));
+        assert!(mid.is_object(), "{what}");
+        let committed = mid["touchedDirs"]
+            .as_object()
+            .is_some_and(|t| !t.is_empty());
+        *tally
+            .entry(if committed {
+                "killed after its commit"
+            } else {
+                "killed before its commit"
+            })
+            .or_default() += 1;
+        let mut out = if killed.code.is_some() {
+            killed.stdout.clone()
+        } else {
+            String::new()
+        };
+        out.push_str(&follow_ups(&sb));
+        let mut got = preloaded_headers(&out);
+        got.sort();
+        let state = sb.state("killed");
+        let preloaded = crate::common::strings(&state, "preloadedFiles");
+        for file in &expected {
+            assert!(
+                preloaded.contains(file),
+                "{what}: {file} lost from the bookkeeping: {state}"
+            );
+        }
+        let mut dedup = got.clone();
+        dedup.dedup();
+        assert_eq!(dedup, got, "{what}: delivered twice");
+        if got != expected {
+            *tally
+                .entry("trials whose killed run took output with it")
+                .or_default() += 1;
+        }
+        assert!(litter(&dir).is_empty(), "{what}: {:?}", litter(&dir));
+    }
+    println!(
+        "guard engine crash trials: {TRIALS}, {} files per sequence, seed {seed}: {tally:?}",
+        expected.len()
+    );
+}
