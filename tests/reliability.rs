@@ -1552,7 +1552,7 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
             pre.assert_contract("follow-up overflow");
             out.push_str(&pre.context());
             out.push_str(
-                &pre.json()["hookSpecificOutput"]["permissionDecisionReason"]
+                pre.json()["hookSpecificOutput"]["permissionDecisionReason"]
                     .as_str()
                     .unwrap_or(""),
             );
