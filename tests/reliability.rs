@@ -1206,6 +1206,9 @@ fn debug_output_holds_no_contents() {
 // Concurrency
 // ---------------------------------------------------------------------------------------------
 
+/// Packages with their own directives for the hammer's discovery.
+const HAMMER_PACKAGES: usize = 24;
+
 /// The hook processes of the hammer, in the mix they run: the guard engine with discovery and
 /// claims, phase commands, stash delivery and templates.
 fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
@@ -1223,11 +1226,14 @@ fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
         "packages/estimate/tests/parser.test.ts",
         "docs/TOC.md",
     ];
+    let package = format!("pkgs/p{:02}/src/code.ts", n % HAMMER_PACKAGES);
     let base = json!({"cwd": sb.project, "session_id": "hammer", "transcript_path": "/tmp/x/hammer.jsonl"});
     let mut v = base;
     let extra = match kind % 4 {
+        0 if n % 2 == 0 => json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": sb.project.join(files[n / 2 % files.len()])}}),
         0 => json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": sb.project.join(files[n % files.len()])}}),
+            "tool_input": {"file_path": sb.project.join(package)}}),
         1 => {
             let phase = PHASES[n % PHASES.len()];
             json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
@@ -1260,6 +1266,19 @@ fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
 #[test]
 fn sixteen_writers_on_one_session_lose_nothing() {
     let sb = Sandbox::new();
+    let refs = [
+        "§CMD_APPEND_LOG",
+        "§CMD_ASK_ROUND",
+        "§CMD_REPORT_INTENT",
+        "§CMD_LOG_INTERACTION",
+    ];
+    for i in 0..HAMMER_PACKAGES {
+        sb.project_file(&format!("pkgs/p{i:02}/src/code.ts"), "x");
+        sb.project_file(
+            &format!("pkgs/p{i:02}/.directives/INVARIANTS.md"),
+            &format!("# Package {i}\nFollow {}.\n", refs[i % refs.len()]),
+        );
+    }
     let dir = sb.active_session(
         "hammer",
         &json!({"bashCounter": 0, "pendingAllowInjections": []}),
