@@ -1664,3 +1664,76 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
         expected.len()
     );
 }
+
+/// SessionStart's chunk cache and the seeds: a cache directory planted as a link is refused, a
+/// cache file planted as a link is replaced (never written through), a FIFO in its place does
+/// not stall the registrations, and seeds and temporaries of dead processes are swept.
+#[test]
+fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
+    let sb = Sandbox::new();
+    sb.active_session("ss", &json!({}));
+    let uid = nix::unistd::geteuid().as_raw();
+    let cache_dir = sb.root().join(format!("claude-preload-{uid}"));
+    let victim_dir = sb.root().join("victim-dir");
+    fs::create_dir_all(&victim_dir).unwrap();
+    let victim = sb.root().join("victim");
+    fs::write(&victim, "KEEP").unwrap();
+    let start = |sid: &str, chunk: &str| {
+        let input = json!({"hook_event_name": "SessionStart", "source": "startup",
+            "session_id": sid, "cwd": sb.project, "transcript_path": "/tmp/x/ss.jsonl"});
+        let run = run_json(&sb, "preload-session-start", &["--chunk", chunk], &input);
+        run.assert_contract(&format!("session-start {sid} {chunk}"));
+        run
+    };
+    symlink(&victim_dir, &cache_dir).unwrap();
+    start("sid-1", "0/2");
+    assert_eq!(
+        fs::read_dir(&victim_dir).unwrap().count(),
+        0,
+        "wrote through a linked cache dir"
+    );
+    fs::remove_file(&cache_dir).unwrap();
+    fs::create_dir_all(&cache_dir).unwrap();
+    symlink(&victim, cache_dir.join("sid-2_startup.json")).unwrap();
+    let run = start("sid-2", "0/2");
+    assert!(run.context().contains("[Preloaded: "), "{run:?}");
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
+    make_fifo(&cache_dir.join("sid-3_startup.json"));
+    let first = start("sid-3", "0/2");
+    let second = start("sid-3", "1/2");
+    assert!(
+        first.context().contains("[Preloaded: ") || second.context().contains("[Preloaded: "),
+        "a FIFO in place of the cache stalls nothing: {first:?} {second:?}"
+    );
+    // Seeds and temporaries of dead processes go; the live owner's seed is written.
+    let seeds = sb.sessions.join(".seeds");
+    fs::create_dir_all(&seeds).unwrap();
+    fs::write(
+        seeds.join("4000000.json"),
+        "{\"pid\": 4000000, \"lifecycle\": \"seeding\"}",
+    )
+    .unwrap();
+    fs::write(seeds.join("4000000.json.tmp.4000000.3"), "{\"pid\": 40").unwrap();
+    fs::write(seeds.join("4000001.json.lock.tmp.4000001.0"), "").unwrap();
+    let state_dir = sb.sessions.join("ss");
+    fs::write(state_dir.join(".state.json.tmp.4000002.7"), "{").unwrap();
+    start("sid-4", "0/1");
+    let plain = json!({"hook_event_name": "SessionStart", "source": "startup",
+        "session_id": "sid-5", "cwd": sb.project});
+    run_json(&sb, "preload-session-start", &[], &plain).assert_contract("session-start");
+    let left: Vec<String> = fs::read_dir(&seeds)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        vec![format!("{}.json", sb.pid)],
+        "only the live owner's seed stays"
+    );
+    assert!(litter(&state_dir).is_empty(), "{:?}", litter(&state_dir));
+    assert!(
+        litter(&cache_dir).iter().all(|n| !n.contains(".tmp.")),
+        "{:?}",
+        litter(&cache_dir)
+    );
+}
