@@ -107,8 +107,8 @@ fn is_orphan(meta: &fs::Metadata, pid: u32) -> bool {
 }
 
 /// Remove the orphaned temporaries directly in `dir` (files, and the staging directories of
-/// locks with their `pid` file); returns how many were removed. Nothing else is touched: a
-/// directory is removed only when it holds nothing but a `pid` file.
+/// locks with their [`LOCK_FILES`]); returns how many were removed. Nothing else is touched: a
+/// directory is removed only when it holds nothing but those files.
 pub fn remove_orphans(dir: &Path) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
@@ -127,8 +127,7 @@ pub fn remove_orphans(dir: &Path) -> usize {
             continue;
         }
         let gone = if meta.is_dir() {
-            let _ = fs::remove_file(path.join("pid"));
-            fs::remove_dir(&path).is_ok()
+            remove_lock_dir(&path).is_ok()
         } else {
             fs::remove_file(&path).is_ok()
         };
@@ -137,9 +136,16 @@ pub fn remove_orphans(dir: &Path) -> usize {
     removed
 }
 
-/// Remove an entry created by a lock: its `pid` file, then the directory.
+/// The files a lock directory holds: the engine's `pid`, and `owner` (the same PID) that
+/// keeps the directory non-empty so a bash waiter's racy reclaim (`rm pid; rmdir`) of a lock
+/// that changed hands cannot remove it.
+pub const LOCK_FILES: [&str; 2] = ["pid", "owner"];
+
+/// Remove an entry created by a lock: its files, then the directory.
 pub fn remove_lock_dir(dir: &Path) -> io::Result<()> {
-    let _ = fs::remove_file(dir.join("pid"));
+    for name in LOCK_FILES {
+        let _ = fs::remove_file(dir.join(name));
+    }
     fs::remove_dir(dir)
 }
 
@@ -195,6 +201,7 @@ mod tests {
         }
         fs::create_dir(&dead_stage).unwrap();
         fs::write(dead_stage.join("pid"), "4000002\n").unwrap();
+        fs::write(dead_stage.join("owner"), "4000002\n").unwrap();
         fs::create_dir(&foreign_dir).unwrap();
         fs::write(foreign_dir.join("keep"), "x").unwrap();
         fs::write(dir.join(".state.json"), "{}").unwrap();

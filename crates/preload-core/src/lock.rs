@@ -8,9 +8,13 @@
 //!
 //! Our own locks appear with their `pid` file already inside (built under a temporary name and
 //! renamed into place without replacing), so a holder killed at any instant is reclaimed by the
-//! PID check at once, never by the 10 s age rule. Release and reclaim rename a lock away before
-//! deleting it, and release deletes only a lock that still names this process. Each release
-//! also sweeps the temporaries that killed writers left next to the file ([`file::remove_orphans`]).
+//! PID check at once, never by the 10 s age rule. Besides `pid` they hold `owner` (the same
+//! PID): the engine's bash reclaims a lock whose holder it saw die with `rm pid; rmdir`, and
+//! under contention the lock may have changed hands in between; the second file makes that
+//! `rmdir` fail, so bash can never remove a live lock of ours. Release and reclaim rename a
+//! lock away before deleting it, and release deletes only a lock that still names this
+//! process. Each release also sweeps the temporaries that killed writers left next to the file
+//! ([`file::remove_orphans`]).
 
 use std::fs;
 use std::io::{self, Write};
@@ -248,20 +252,23 @@ fn take_direct(dir: &Path) -> io::Result<bool> {
     }
 }
 
+/// Write this process's PID to the lock's `owner`, then `pid` files (see [`file::LOCK_FILES`]).
 fn write_pid_file(dir: &Path) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(dir.join("pid"))?;
-    writeln!(file, "{}", std::process::id())
+    for name in file::LOCK_FILES.iter().rev() {
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))?;
+        writeln!(out, "{}", std::process::id())?;
+    }
+    Ok(())
 }
 
+/// The holder's PID: from `pid`, else from `owner` (a bash waiter may have removed `pid`).
 fn read_holder(dir: &Path) -> Option<u32> {
-    fs::read_to_string(dir.join("pid"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    file::LOCK_FILES
+        .iter()
+        .find_map(|name| fs::read_to_string(dir.join(name)).ok()?.trim().parse().ok())
 }
 
 fn age(dir: &Path) -> Option<Duration> {
@@ -488,5 +495,23 @@ mod tests {
         if cfg!(all(target_os = "linux", target_env = "gnu")) {
             assert_eq!(pidless, 0, "a lock was seen without its pid file");
         }
+    }
+
+    #[test]
+    fn a_bash_waiters_racy_reclaim_cannot_remove_a_live_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        let dir = lock.path().to_path_buf();
+        // What lib.sh does after it saw an earlier holder die: rm -f pid; rmdir.
+        fs::remove_file(dir.join("pid")).unwrap();
+        assert!(fs::remove_dir(&dir).is_err(), "the lock survives");
+        assert_eq!(inspect(&dir), LockHealth::Held(std::process::id()));
+        assert!(
+            StateLock::acquire(&file, soon(30)).is_err(),
+            "still excludes others"
+        );
+        lock.release();
+        assert!(!dir.exists(), "and is released by its holder");
     }
 }
