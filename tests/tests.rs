@@ -14,4 +14,5 @@ mod overflow;
 mod pipeline;
 mod pipeline_hooks;
 mod pipeline_steps;
+mod reliability;
 mod session_start;

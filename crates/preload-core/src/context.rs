@@ -16,6 +16,9 @@ use crate::paths::{self, EnginePaths};
 /// Default largest file delivered by content.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 * 1024;
 
+/// Largest `config.sh` read.
+const CONFIG_MAX_BYTES: u64 = 1024 * 1024;
+
 /// `NAME=value` settings of the engine's `config.sh`, read as text and never executed.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -174,7 +177,7 @@ impl Context {
     /// The engine's `config.sh`, read once.
     pub fn config(&self) -> &Config {
         self.config.get_or_init(|| {
-            std::fs::read_to_string(&self.paths.config)
+            crate::file::read_text(&self.paths.config, CONFIG_MAX_BYTES)
                 .map(|t| Config::parse(&t))
                 .unwrap_or_default()
         })

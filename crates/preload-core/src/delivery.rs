@@ -400,37 +400,17 @@ pub enum FileBody {
 
 /// Read a regular file for delivery, at most `max_bytes` (never blocks on a FIFO or device).
 pub fn read_for_delivery(path: &std::path::Path, max_bytes: u64) -> FileBody {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
-    let Ok(file) = OpenOptions::new()
-        .read(true)
-        .custom_flags(nonblock)
-        .open(path)
-    else {
-        return FileBody::Unavailable;
-    };
-    let Ok(meta) = file.metadata() else {
-        return FileBody::Unavailable;
-    };
-    if !meta.is_file() {
-        return FileBody::Unavailable;
-    }
-    if meta.len() > max_bytes {
-        return FileBody::TooLarge(meta.len());
-    }
-    let mut bytes = Vec::new();
-    if file.take(max_bytes + 1).read_to_end(&mut bytes).is_err() {
-        return FileBody::Unavailable;
-    }
-    if bytes.len() as u64 > max_bytes {
-        return FileBody::TooLarge(bytes.len() as u64);
-    }
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    if text.trim().is_empty() {
-        FileBody::Empty
-    } else {
-        FileBody::Text(text)
+    match crate::file::read_regular(path, max_bytes) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if text.trim().is_empty() {
+                FileBody::Empty
+            } else {
+                FileBody::Text(text)
+            }
+        }
+        Err(crate::file::ReadError::TooLarge(size)) => FileBody::TooLarge(size),
+        Err(crate::file::ReadError::Unavailable) => FileBody::Unavailable,
     }
 }
 

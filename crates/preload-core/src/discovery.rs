@@ -202,6 +202,13 @@ pub fn discover(
         }
         levels.push(level.to_path_buf());
     }
+    // Inside the project, a link (directory or file) that leads out of it never brings in an
+    // outside file: found files must physically live under the physical project root.
+    let physical_root = scope
+        .project_root
+        .as_ref()
+        .filter(|root| **root == top)
+        .and_then(|root| std::fs::canonicalize(root).ok());
     let mut per_level: Vec<(String, Vec<String>)> = Vec::new();
     for level in &levels {
         let mut new_here = Vec::new();
@@ -213,6 +220,11 @@ pub fn discover(
                     .unwrap_or_default();
                 if !accept.accepts(&name) {
                     continue;
+                }
+                if let Some(root) = &physical_root {
+                    if !std::fs::canonicalize(&file).is_ok_and(|p| p.starts_with(root)) {
+                        continue;
+                    }
                 }
                 let normalized = paths::normalize(&file.to_string_lossy(), &scope.home);
                 let spelled = file.to_string_lossy().into_owned();

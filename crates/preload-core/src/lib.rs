@@ -5,7 +5,7 @@
 //! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`];
 //! 3. mechanisms: [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
 //! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
-//!    [`env`], [`clock`], [`report`] (delivery log summaries).
+//!    [`env`], [`clock`], [`file`], [`report`] (delivery log summaries).
 //!
 //! Nothing here writes to stdout except [`runner`].
 
@@ -16,6 +16,7 @@ pub mod dedup;
 pub mod delivery;
 pub mod discovery;
 pub mod env;
+pub mod file;
 pub mod hooks;
 pub mod input;
 pub mod lock;

@@ -5,12 +5,23 @@
 //! lock at once when the recorded holder is dead, or when the directory is older than
 //! [`STALE_AFTER`]. Release removes `pid`, then the directory. This module is the only one that
 //! creates or removes lock directories.
+//!
+//! Our own locks appear with their `pid` file already inside (built under a temporary name and
+//! renamed into place without replacing), so a holder killed at any instant is reclaimed by the
+//! PID check at once, never by the 10 s age rule. Besides `pid` they hold `owner` (the same
+//! PID): the engine's bash reclaims a lock whose holder it saw die with `rm pid; rmdir`, and
+//! under contention the lock may have changed hands in between; the second file makes that
+//! `rmdir` fail, so bash can never remove a live lock of ours. Release and reclaim rename a
+//! lock away before deleting it, and release deletes only a lock that still names this
+//! process. Each release also sweeps the temporaries that killed writers left next to the file
+//! ([`file::remove_orphans`]).
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::file;
 use crate::process;
 
 /// A lock directory older than this is taken to be left by a crashed holder.
@@ -62,32 +73,22 @@ impl StateLock {
     pub fn acquire(file: &Path, deadline: Instant) -> Result<Self, LockError> {
         let dir = lock_dir_for(file);
         let started = Instant::now();
+        let mut stage = Stage::new();
         loop {
-            match fs::create_dir(&dir) {
-                Ok(()) => {
-                    let lock = Self {
+            match stage.take(&dir) {
+                Ok(true) => {
+                    return Ok(Self {
                         dir,
                         released: false,
-                    };
-                    lock.write_pid();
-                    return Ok(lock);
+                    });
                 }
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                Ok(false) => {
                     if reclaim_if_abandoned(&dir) {
                         continue;
                     }
                 }
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                    return Err(LockError::Create {
-                        path: dir,
-                        source: err,
-                    });
-                }
-                Err(err) => {
-                    return Err(LockError::Create {
-                        path: dir,
-                        source: err,
-                    });
+                Err(source) => {
+                    return Err(LockError::Create { path: dir, source });
                 }
             }
             let now = Instant::now();
@@ -109,18 +110,6 @@ impl StateLock {
         &self.dir
     }
 
-    fn write_pid(&self) {
-        let pid_file = self.dir.join("pid");
-        // A missing pid file only delays reclaim to the age rule; the lock is still held.
-        if let Ok(mut file) = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(pid_file)
-        {
-            let _ = writeln!(file, "{}", std::process::id());
-        }
-    }
-
     /// Release the lock now (also done on drop).
     pub fn release(mut self) {
         self.remove();
@@ -129,8 +118,21 @@ impl StateLock {
     fn remove(&mut self) {
         if !self.released {
             self.released = true;
-            let _ = fs::remove_file(self.dir.join("pid"));
-            let _ = fs::remove_dir(&self.dir);
+            // A lock reclaimed from us (held past STALE_AFTER) now belongs to someone else.
+            if read_holder(&self.dir) == Some(std::process::id()) {
+                // Renamed away first, so the lock is never seen without its pid file.
+                let grave = file::temp_path(&self.dir);
+                if fs::rename(&self.dir, &grave).is_ok() {
+                    let _ = file::remove_lock_dir(&grave);
+                } else {
+                    let _ = file::remove_lock_dir(&self.dir);
+                }
+            }
+            // Whatever killed writers left here (temporary files, staged or half-removed
+            // locks) goes with the next release in the same directory: litter never grows.
+            if let Some(parent) = self.dir.parent() {
+                file::remove_orphans(parent);
+            }
         }
     }
 }
@@ -141,12 +143,132 @@ impl Drop for StateLock {
     }
 }
 
+/// How a lock directory comes into being.
+///
+/// Where the kernel has `renameat2(RENAME_NOREPLACE)`, the directory is built under a temporary
+/// name with the `pid` file already inside and renamed into place, so a lock of ours is never
+/// seen without its holder: a holder killed at any instant leaves a lock that the next waiter
+/// reclaims at once by the PID check. Elsewhere it is the engine's `mkdir`, then the PID.
+struct Stage {
+    staged: Option<PathBuf>,
+    unsupported: bool,
+}
+
+impl Stage {
+    fn new() -> Self {
+        Self {
+            staged: None,
+            unsupported: !cfg!(all(target_os = "linux", target_env = "gnu")),
+        }
+    }
+
+    /// One attempt: true when the lock is ours now, false when someone holds it.
+    fn take(&mut self, dir: &Path) -> io::Result<bool> {
+        if !self.unsupported {
+            match self.take_staged(dir) {
+                Ok(taken) => return Ok(taken),
+                Err(err) if is_unsupported(&err) => {
+                    self.discard();
+                    self.unsupported = true;
+                }
+                Err(err) => {
+                    self.discard();
+                    return Err(err);
+                }
+            }
+        }
+        take_direct(dir)
+    }
+
+    fn take_staged(&mut self, dir: &Path) -> io::Result<bool> {
+        let staged = if let Some(path) = &self.staged {
+            path.clone()
+        } else {
+            let path = file::temp_path(dir);
+            fs::create_dir(&path)?;
+            self.staged = Some(path.clone());
+            write_pid_file(&path)?;
+            path
+        };
+        match rename_no_replace(&staged, dir) {
+            Ok(()) => {
+                self.staged = None;
+                Ok(true)
+            }
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn discard(&mut self) {
+        if let Some(path) = self.staged.take() {
+            let _ = file::remove_lock_dir(&path);
+        }
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
+fn is_unsupported(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(code) if code == nix::libc::EINVAL || code == nix::libc::ENOSYS
+            || code == nix::libc::EOPNOTSUPP
+    )
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE).map_err(io::Error::from)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn rename_no_replace(_from: &Path, _to: &Path) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(nix::libc::ENOSYS))
+}
+
+/// The engine's way: `mkdir`, then the PID.
+fn take_direct(dir: &Path) -> io::Result<bool> {
+    match fs::create_dir(dir) {
+        Ok(()) => {
+            // A missing pid file only delays reclaim to the age rule; the lock is still held.
+            let _ = write_pid_file(dir);
+            Ok(true)
+        }
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Write this process's PID to the lock's `owner`, then `pid` files (see [`file::LOCK_FILES`]).
+fn write_pid_file(dir: &Path) -> io::Result<()> {
+    for name in file::LOCK_FILES.iter().rev() {
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))?;
+        writeln!(out, "{}", std::process::id())?;
+    }
+    Ok(())
+}
+
+/// The holder's PID: from `pid`, else from `owner` (a bash waiter may have removed `pid`).
 fn read_holder(dir: &Path) -> Option<u32> {
-    fs::read_to_string(dir.join("pid"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    file::LOCK_FILES
+        .iter()
+        .find_map(|name| fs::read_to_string(dir.join(name)).ok()?.trim().parse().ok())
 }
 
 fn age(dir: &Path) -> Option<Duration> {
@@ -160,24 +282,42 @@ fn age(dir: &Path) -> Option<Duration> {
 fn reclaim_if_abandoned(dir: &Path) -> bool {
     match read_holder(dir) {
         Some(pid) if !process::is_alive(pid) => {
-            // Re-read right before removing, so a lock re-taken meanwhile is left alone.
-            if read_holder(dir) == Some(pid) {
-                let _ = fs::remove_file(dir.join("pid"));
-                let _ = fs::remove_dir(dir);
-            }
+            remove_abandoned(dir, Some(pid));
             true
         }
         Some(_) => false,
         None => match age(dir) {
             Some(elapsed) if elapsed > STALE_AFTER => {
-                let _ = fs::remove_file(dir.join("pid"));
-                let _ = fs::remove_dir(dir);
+                remove_abandoned(dir, None);
                 true
             }
             // Not there any more: retry at once.
             None => !dir.exists(),
             Some(_) => false,
         },
+    }
+}
+
+/// Take an abandoned lock out of the way by renaming it to a temporary name first, so two
+/// waiters reclaiming at once cannot delete the fresh lock one of them just took. When the
+/// renamed lock turns out not to be the abandoned one, it is put back.
+fn remove_abandoned(dir: &Path, expected: Option<u32>) {
+    let grave = file::temp_path(dir);
+    if fs::rename(dir, &grave).is_err() {
+        return;
+    }
+    if read_holder(&grave) == expected {
+        let _ = file::remove_lock_dir(&grave);
+    } else {
+        // When the name was taken again meanwhile, the grave stays and is swept once this
+        // process is gone (it carries our PID).
+        let _ = rename_no_replace(&grave, dir).or_else(|err| {
+            if is_unsupported(&err) {
+                fs::rename(&grave, dir)
+            } else {
+                Err(err)
+            }
+        });
     }
 }
 
@@ -291,5 +431,87 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(fs::read_to_string(&file).unwrap(), "160");
+    }
+
+    #[test]
+    fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".state.json");
+        fs::write(&file, "{}").unwrap();
+        let dir = lock_dir_for(&file);
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("pid"), "4000000\n").unwrap();
+        let litter = tmp.path().join(".state.json.tmp.4000000.3");
+        fs::write(&litter, "{\"partial\": ").unwrap();
+        let lock = StateLock::acquire(&file, soon(500)).unwrap();
+        lock.release();
+        assert!(!litter.exists(), "the dead writer's temporary is swept");
+        let left: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from(".state.json")]);
+    }
+
+    #[test]
+    fn release_leaves_a_lock_that_is_no_longer_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        // Reclaimed from us meanwhile (held past STALE_AFTER) and re-taken by another process.
+        fs::write(
+            lock.path().join("pid"),
+            format!("{}\n", std::os::unix::process::parent_id()),
+        )
+        .unwrap();
+        let dir = lock.path().to_path_buf();
+        lock.release();
+        assert!(dir.join("pid").exists());
+    }
+
+    #[test]
+    fn a_lock_appears_with_its_holder_inside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        let dir = lock_dir_for(&file);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut pidless = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if dir.is_dir() && !dir.join("pid").exists() && dir.is_dir() {
+                        pidless += 1;
+                    }
+                }
+                pidless
+            })
+        };
+        for _ in 0..200 {
+            StateLock::acquire(&file, soon(500)).unwrap().release();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let pidless = watcher.join().unwrap();
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert_eq!(pidless, 0, "a lock was seen without its pid file");
+        }
+    }
+
+    #[test]
+    fn a_bash_waiters_racy_reclaim_cannot_remove_a_live_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        let dir = lock.path().to_path_buf();
+        // What lib.sh does after it saw an earlier holder die: rm -f pid; rmdir.
+        fs::remove_file(dir.join("pid")).unwrap();
+        assert!(fs::remove_dir(&dir).is_err(), "the lock survives");
+        assert_eq!(inspect(&dir), LockHealth::Held(std::process::id()));
+        assert!(
+            StateLock::acquire(&file, soon(30)).is_err(),
+            "still excludes others"
+        );
+        lock.release();
+        assert!(!dir.exists(), "and is released by its holder");
     }
 }

@@ -246,6 +246,8 @@ where
             let message = match input {
                 Ok(input) => {
                     let ctx = Context::new(worker_env, hook, &input, budget);
+                    // Past the deadline the runner answers without us: commit nothing then.
+                    crate::state::commit_before(Some(ctx.deadline));
                     match handler(&input, &ctx) {
                         Ok(output) => Progress::Done(output),
                         Err(err) => Progress::Failed(err.to_string()),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::env;
+use crate::file;
 use crate::process;
 use crate::state::{self, State, StateError};
 
@@ -22,6 +23,9 @@ pub const SEEDING: &str = "seeding";
 pub const CONVERSATION_FIELD: &str = "sessionId";
 /// Field of a seed that records the owner's process start time (PID reuse check).
 pub const PID_START_FIELD: &str = "pidStartTime";
+
+/// Largest PID cache file read (it holds one path).
+const CACHE_MAX_BYTES: u64 = 64 * 1024;
 
 /// The six core standards, relative to `~/.claude/.directives`.
 pub const CORE_STANDARDS: [&str; 6] = [
@@ -56,10 +60,7 @@ pub struct PreloadState {
 pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let pid = ctx.owner_pid;
     let cache = cache_file(ctx);
-    if let Some(dir) = fs::read_to_string(&cache)
-        .ok()
-        .map(|t| PathBuf::from(t.trim()))
-    {
+    if let Some(dir) = file::read_text(&cache, CACHE_MAX_BYTES).map(|t| PathBuf::from(t.trim())) {
         if !dir.as_os_str().is_empty() && state_pid(&dir.join(STATE_FILE), "pid") == Some(pid) {
             return Some(dir);
         }
@@ -75,8 +76,13 @@ pub fn cache_file(ctx: &Context) -> PathBuf {
     Path::new(dir).join(format!("claude-session-cache-{}", ctx.owner_pid))
 }
 
+/// Read a state or seed file for a quick look (regular files only, bounded).
+fn peek(path: &Path) -> Option<String> {
+    file::read_text(path, state::MAX_STATE_BYTES)
+}
+
 fn state_pid(path: &Path, field: &str) -> Option<u32> {
-    let text = fs::read_to_string(path).ok()?;
+    let text = peek(path)?;
     State::parse_fields(&text, &[field]).ok()?.pid(field)
 }
 
@@ -97,7 +103,7 @@ fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
             .collect();
         dirs.sort();
         for dir in dirs {
-            let Ok(text) = fs::read_to_string(dir.join(STATE_FILE)) else {
+            let Some(text) = peek(&dir.join(STATE_FILE)) else {
                 continue;
             };
             if !text.contains(&needle) {
@@ -138,7 +144,7 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
     };
     let matches = |path: &Path| {
-        let text = fs::read_to_string(path).ok()?;
+        let text = peek(path)?;
         if !text.contains(conversation) {
             return None;
         }
@@ -266,7 +272,7 @@ pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
 /// True when the seed at `path` belongs to a dead process or to an earlier process that had the
 /// same PID.
 pub fn seed_is_stale(path: &Path) -> bool {
-    let Ok(text) = fs::read_to_string(path) else {
+    let Some(text) = peek(path) else {
         return false;
     };
     let Ok(seed) = State::parse(&text) else {
@@ -292,15 +298,7 @@ pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.contains(".tmp.") {
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|m| m.elapsed().ok())
-                .is_some_and(|age| age.as_secs() > 60);
-            if old {
-                let _ = fs::remove_file(&path);
-            }
+            // Temporaries of killed writers: swept below.
             continue;
         }
         if Path::new(&name).extension().is_some_and(|e| e == "json")
@@ -310,6 +308,7 @@ pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
             removed += 1;
         }
     }
+    file::remove_orphans(&dir);
     removed
 }
 

@@ -75,7 +75,7 @@ impl Skill {
             return None;
         }
         let file = paths.skill_file(name);
-        let text = std::fs::read_to_string(&file).ok()?;
+        let text = crate::file::read_text(&file, crate::state::MAX_STATE_BYTES)?;
         Some(Self {
             name: name.to_owned(),
             dir: paths.skills.join(name),

@@ -5,14 +5,15 @@
 //! symlink is never followed) and are renamed over the old file. A file that is not a JSON object
 //! is reported as [`StateError::Corrupt`] and never written.
 
+use std::cell::Cell;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use crate::file::{self, ReadError};
 use crate::lock::{LockError, StateLock};
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
@@ -50,6 +51,12 @@ pub enum StateError {
     /// The lock could not be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The call's time budget ran out before the write; nothing was written.
+    #[error("not writing state file {path}: the call's time budget ran out first")]
+    Late {
+        /// The state file.
+        path: PathBuf,
+    },
 }
 
 /// A state document: a JSON object whose key order is kept.
@@ -223,54 +230,69 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Read and parse a state file.
+/// Read and parse a state file (a regular file of at most [`MAX_STATE_BYTES`]; a directory,
+/// FIFO or device in its place is reported as corrupt without blocking).
 pub fn load(path: &Path) -> Result<State, StateError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return Err(StateError::Missing {
-                path: path.to_path_buf(),
-            });
+    let corrupt = |reason: String| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = match file::read_regular(path, MAX_STATE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::TooLarge(size)) => {
+            return Err(corrupt(format!(
+                "{size} bytes, more than the {MAX_STATE_BYTES} read"
+            )));
         }
-        Err(source) => {
-            return Err(StateError::Io {
-                action: "read",
-                path: path.to_path_buf(),
-                source,
+        Err(ReadError::Unavailable) => {
+            return Err(match fs::metadata(path) {
+                Err(err) if err.kind() == io::ErrorKind::NotFound => StateError::Missing {
+                    path: path.to_path_buf(),
+                },
+                Ok(meta) if !meta.is_file() => corrupt("not a regular file".into()),
+                Ok(_) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source: io::Error::other("cannot open"),
+                },
+                Err(source) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                },
             });
         }
     };
-    if !meta.is_file() {
-        return Err(StateError::Corrupt {
-            path: path.to_path_buf(),
-            reason: "not a regular file".into(),
-        });
-    }
-    if meta.len() > MAX_STATE_BYTES {
-        return Err(StateError::Corrupt {
-            path: path.to_path_buf(),
-            reason: format!("{} bytes, more than the {MAX_STATE_BYTES} read", meta.len()),
-        });
-    }
-    let bytes = fs::read(path).map_err(|source| StateError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| StateError::Corrupt {
-        path: path.to_path_buf(),
-        reason: "not UTF-8".into(),
-    })?;
-    State::parse(&text).map_err(|reason| StateError::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    })
+    let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))?;
+    State::parse(&text).map_err(corrupt)
 }
 
-static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
+thread_local! {
+    static COMMIT_BY: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Refuse, on this thread, every state write that would land after `deadline`.
+///
+/// The runner sets the call's deadline on its worker thread: once the runner has given up and
+/// answered (fail-open), a late claim or drain is never committed, so what it took stays
+/// queued instead of being marked delivered with nobody to deliver it.
+pub fn commit_before(deadline: Option<Instant>) {
+    COMMIT_BY.with(|by| by.set(deadline));
+}
 
 /// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
+///
+/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
+/// has passed.
 pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
+    }
     write_atomic(path, state.to_pretty().as_bytes()).map_err(|source| StateError::Io {
         action: "write",
         path: path.to_path_buf(),
@@ -280,16 +302,7 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
 
 /// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!("{name}.tmp.{}.{n}", std::process::id()));
+    let temp = file::temp_path(path);
     let result = (|| {
         let mut file = fs::OpenOptions::new()
             .write(true)
@@ -468,13 +481,31 @@ mod tests {
         fs::write(&target, "keep").unwrap();
         let path = tmp.path().join("s.json");
         // Plant symlinks at the next few temp names.
-        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        let next = crate::file::next_temp_number();
         for n in next..next + 4 {
             let name = format!("s.json.tmp.{}.{n}", std::process::id());
             let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
         }
         let _ = write_atomic(&path, b"{}");
         assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn nothing_is_committed_after_the_call_deadline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.json");
+        fs::write(&path, "{\"pendingPreloads\": [\"/a.md\"]}").unwrap();
+        commit_before(Some(Instant::now()));
+        let late = update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md"));
+        commit_before(None);
+        assert!(matches!(late, Err(StateError::Late { .. })), "{late:?}");
+        assert_eq!(
+            load(&path).unwrap().strings("pendingPreloads"),
+            vec!["/a.md"]
+        );
+        assert!(!crate::lock::lock_dir_for(&path).exists());
+        update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md")).unwrap();
+        assert!(load(&path).unwrap().strings("pendingPreloads").is_empty());
     }
 
     proptest::proptest! {

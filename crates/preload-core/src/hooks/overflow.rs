@@ -22,6 +22,7 @@ use crate::clock;
 use crate::delivery::{self, Event, MIN_BUDGET, Packer, chars};
 use crate::discovery::{self, Accept, Scope};
 use crate::env;
+use crate::file;
 use crate::hooks::injections::STASH;
 use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
@@ -176,8 +177,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
 
 /// The rules of `guards.json`; missing, empty or malformed means none.
 fn load_rules(ctx: &Context) -> Vec<Rule> {
-    fs::read_to_string(&ctx.paths.guards)
-        .ok()
+    file::read_text(&ctx.paths.guards, state::MAX_STATE_BYTES)
         .and_then(|text| rules::parse(&text).ok())
         .unwrap_or_default()
 }
@@ -208,7 +208,7 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
         }
     }
     // The session this process last used, now unreadable: fail open rather than gate.
-    if let Ok(text) = fs::read_to_string(session::cache_file(ctx)) {
+    if let Some(text) = file::read_text(&session::cache_file(ctx), state::MAX_STATE_BYTES) {
         let cached = Path::new(text.trim()).join(STATE_FILE);
         if let Err(err @ state::StateError::Corrupt { .. }) = state::load(&cached) {
             return Err(err.into());

@@ -475,7 +475,7 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
     let source = format!("session-start-skill({name})");
     let mut out = Vec::new();
     let file = ctx.paths.skill_file(name);
-    if let Ok(text) = fs::read_to_string(&file) {
+    if let Some(text) = crate::file::read_text(&file, state::MAX_STATE_BYTES) {
         out.push(Request::new(file.to_string_lossy(), source.clone()));
         let resolver = preload::resolver(ctx);
         for found in resolver.references_of(&file, &text) {
@@ -570,7 +570,7 @@ fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
         dirs.sort();
         for dir in dirs {
             let path = dir.join(STATE_FILE);
-            let Ok(text) = fs::read_to_string(&path) else {
+            let Some(text) = crate::file::read_text(&path, state::MAX_STATE_BYTES) else {
                 continue;
             };
             if !text.contains("dehydratedContext") {
@@ -758,7 +758,7 @@ pub fn cache_key(input: &HookInput) -> String {
 fn read_cache(path: &Path) -> Option<(usize, Vec<Vec<String>>)> {
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;

@@ -1,0 +1,217 @@
+//! File primitives every writer and reader shares: bounded reads of regular files only (a FIFO,
+//! device or directory never blocks or floods a hook), the temporary-name scheme of atomic
+//! writes and staged locks, and the sweep that removes temporaries left by killed processes.
+//!
+//! A temporary is `<name>.tmp.<pid>.<n>` (the engine's bash writes `<name>.tmp.<pid>`), in the
+//! directory of the file it stands in for. It is orphaned when its PID is dead, or when it is
+//! older than [`ORPHAN_AFTER`] (a PID reused by a later process).
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use crate::process;
+
+/// A temporary older than this is orphaned whatever its PID (writes take milliseconds).
+pub const ORPHAN_AFTER: Duration = Duration::from_secs(60);
+
+/// Why a file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// Missing, not a regular file (directory, FIFO, device, socket), or unreadable.
+    Unavailable,
+    /// A regular file larger than the cap; holds its size.
+    TooLarge(u64),
+}
+
+/// Read at most `max_bytes` of the regular file at `path` (symlinks followed).
+///
+/// The file is opened non-blocking and checked with `fstat` on the open descriptor, so a FIFO
+/// or device planted where a file was expected is refused without blocking, and a file swapped
+/// after a check is never the one read.
+pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)
+        .map_err(|_| ReadError::Unavailable)?;
+    let meta = file.metadata().map_err(|_| ReadError::Unavailable)?;
+    if !meta.is_file() {
+        return Err(ReadError::Unavailable);
+    }
+    if meta.len() > max_bytes {
+        return Err(ReadError::TooLarge(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|_| ReadError::Unavailable)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular`] as UTF-8 text (lossy), `None` on any failure.
+pub fn read_text(path: &Path, max_bytes: u64) -> Option<String> {
+    read_regular(path, max_bytes)
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh temporary name next to `path`: `<path>.tmp.<pid>.<n>`, unique in this process.
+///
+/// Callers create it exclusively (`create_new`, `mkdir`), so a planted entry of that name is
+/// never followed or reused.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".tmp.{}.{n}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// The counter the next [`temp_path`] of this process will use (tests plant entries there).
+#[cfg(test)]
+pub(crate) fn next_temp_number() -> u32 {
+    TEMP_COUNTER.load(Ordering::Relaxed)
+}
+
+/// The PID a temporary name carries: `….tmp.<pid>.<n>` or the bash form `….tmp.<pid>`.
+pub fn temp_owner(name: &str) -> Option<u32> {
+    let (_, tail) = name.rsplit_once(".tmp.")?;
+    let (pid, counter) = match tail.split_once('.') {
+        Some((pid, n)) => (pid, Some(n)),
+        None => (tail, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || counter.is_some_and(|n| !digits(n)) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn is_orphan(meta: &fs::Metadata, pid: u32) -> bool {
+    if !process::is_alive(pid) {
+        return true;
+    }
+    meta.modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age > ORPHAN_AFTER)
+}
+
+/// Remove the orphaned temporaries directly in `dir` (files, and the staging directories of
+/// locks with their [`LOCK_FILES`]); returns how many were removed. Nothing else is touched: a
+/// directory is removed only when it holds nothing but those files.
+pub fn remove_orphans(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !is_orphan(&meta, pid) {
+            continue;
+        }
+        let gone = if meta.is_dir() {
+            remove_lock_dir(&path).is_ok()
+        } else {
+            fs::remove_file(&path).is_ok()
+        };
+        removed += usize::from(gone);
+    }
+    removed
+}
+
+/// The files a lock directory holds: the engine's `pid`, and `owner` (the same PID) that
+/// keeps the directory non-empty so a bash waiter's racy reclaim (`rm pid; rmdir`) of a lock
+/// that changed hands cannot remove it.
+pub const LOCK_FILES: [&str; 2] = ["pid", "owner"];
+
+/// Remove an entry created by a lock: its files, then the directory.
+pub fn remove_lock_dir(dir: &Path) -> io::Result<()> {
+    for name in LOCK_FILES {
+        let _ = fs::remove_file(dir.join(name));
+    }
+    fs::remove_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifos_directories_and_devices_are_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(read_regular(&fifo, 100), Err(ReadError::Unavailable));
+        assert_eq!(read_regular(tmp.path(), 100), Err(ReadError::Unavailable));
+        assert_eq!(
+            read_regular(Path::new("/dev/zero"), 100),
+            Err(ReadError::Unavailable)
+        );
+        assert_eq!(
+            read_regular(&tmp.path().join("none"), 100),
+            Err(ReadError::Unavailable)
+        );
+        let big = tmp.path().join("big");
+        fs::write(&big, vec![b'x'; 101]).unwrap();
+        assert_eq!(read_regular(&big, 100), Err(ReadError::TooLarge(101)));
+        assert_eq!(read_regular(&big, 101).unwrap().len(), 101);
+    }
+
+    #[test]
+    fn temp_names_carry_their_owner() {
+        let p = temp_path(Path::new("/s/.state.json"));
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_owner(name), Some(std::process::id()));
+        assert_eq!(temp_owner(".state.json.tmp.123"), Some(123));
+        assert_eq!(temp_owner(".state.json.lock.tmp.77.3"), Some(77));
+        assert_eq!(temp_owner(".state.json"), None);
+        assert_eq!(temp_owner("notes.tmp.md"), None);
+        assert_eq!(temp_owner("a.tmp.12x.3"), None);
+        assert_ne!(temp_path(Path::new("/a")), temp_path(Path::new("/a")));
+    }
+
+    #[test]
+    fn only_orphans_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let dead_file = dir.join(".state.json.tmp.4000000.0");
+        let dead_bash = dir.join(".state.json.tmp.4000001");
+        let dead_stage = dir.join(".state.json.lock.tmp.4000002.5");
+        let live = dir.join(format!(".state.json.tmp.{}.9", std::process::id()));
+        let foreign_dir = dir.join("x.tmp.4000003.1");
+        for f in [&dead_file, &dead_bash, &live] {
+            fs::write(f, "{").unwrap();
+        }
+        fs::create_dir(&dead_stage).unwrap();
+        fs::write(dead_stage.join("pid"), "4000002\n").unwrap();
+        fs::write(dead_stage.join("owner"), "4000002\n").unwrap();
+        fs::create_dir(&foreign_dir).unwrap();
+        fs::write(foreign_dir.join("keep"), "x").unwrap();
+        fs::write(dir.join(".state.json"), "{}").unwrap();
+        assert_eq!(remove_orphans(dir), 3);
+        assert!(!dead_file.exists() && !dead_bash.exists() && !dead_stage.exists());
+        assert!(live.exists(), "a live writer's temporary stays");
+        assert!(
+            foreign_dir.join("keep").exists(),
+            "a directory with content stays"
+        );
+        assert!(dir.join(".state.json").exists());
+    }
+}
