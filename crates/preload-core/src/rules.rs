@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
 
-use crate::state::State;
+use crate::state::{State, strings_of};
 
 /// Default `OVERFLOW_THRESHOLD` of the engine's `config.sh`.
 pub const DEFAULT_OVERFLOW_THRESHOLD: f64 = 0.76;
@@ -154,17 +154,6 @@ fn number_of(value: &Value) -> Option<f64> {
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
-}
-
-fn strings_of(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl Rule {

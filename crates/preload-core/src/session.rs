@@ -70,6 +70,22 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     Some(found)
 }
 
+/// The session directories under a sessions directory, in name order (`.seeds` and other
+/// dot-names excluded).
+pub fn session_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
 /// `${CLAUDE_SESSION_CACHE_DIR:-/tmp}/claude-session-cache-<pid>`.
 pub fn cache_file(ctx: &Context) -> PathBuf {
     let dir = ctx.env.get(env::CLAUDE_SESSION_CACHE_DIR).unwrap_or("/tmp");
@@ -93,16 +109,7 @@ fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
     let needle = pid.to_string();
     let mut last_known = None;
     for root in roots {
-        let Ok(entries) = fs::read_dir(root) else {
-            continue;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
+        for dir in session_dirs(root) {
             let Some(text) = peek(&dir.join(STATE_FILE)) else {
                 continue;
             };
@@ -153,38 +160,30 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             .then_some(())
     };
     let roots = ctx.sessions_dirs();
-    let listing = |dir: &Path| -> Vec<PathBuf> {
-        let mut found: Vec<PathBuf> = fs::read_dir(dir)
+    let session = roots
+        .iter()
+        .flat_map(|root| session_dirs(root))
+        .map(|dir| dir.join(STATE_FILE))
+        .find(|path| matches(path).is_some());
+    if let Some(path) = session {
+        return Some(PreloadState {
+            path,
+            is_session: true,
+        });
+    }
+    roots.iter().find_map(|root| {
+        let mut seeds: Vec<PathBuf> = fs::read_dir(root.join(SEEDS_DIR))
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
-        found.sort();
-        found
-    };
-    for root in &roots {
-        for dir in listing(root) {
-            let path = dir.join(STATE_FILE);
-            if !dir
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-                && matches(&path).is_some()
-            {
-                return Some(PreloadState {
-                    path,
-                    is_session: true,
-                });
-            }
-        }
-    }
-    roots
-        .iter()
-        .flat_map(|root| listing(&root.join(SEEDS_DIR)))
-        .find_map(|path| {
+        seeds.sort();
+        seeds.into_iter().find_map(|path| {
             let is_json = path.extension().is_some_and(|e| e == "json");
             (is_json && matches(&path).is_some()).then_some(PreloadState {
                 path,
                 is_session: false,
             })
         })
+    })
 }
 
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.

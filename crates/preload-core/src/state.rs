@@ -148,13 +148,7 @@ impl State {
 
     /// The strings of an array field (other entries are skipped).
     pub fn strings(&self, key: &str) -> Vec<String> {
-        match self.0.get(key) {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        }
+        strings_of(self.0.get(key))
     }
 
     /// Set a field, keeping its position when it exists.
@@ -216,6 +210,17 @@ impl State {
         let before = items.len();
         items.retain(|v| v.as_str() != Some(item));
         before != items.len()
+    }
+}
+
+/// The strings of a JSON array (other entries skipped); empty for anything but an array.
+pub fn strings_of(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

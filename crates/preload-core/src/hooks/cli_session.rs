@@ -155,16 +155,7 @@ fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) ->
     let Some(def) = def else {
         return out;
     };
-    let list = |key: &str| -> Vec<String> {
-        def.get(key)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |key: &str| state::strings_of(def.get(key));
     let invariants = list("invariants");
     if !invariants.is_empty() {
         out.push_str("Invariants:\n");

@@ -559,16 +559,7 @@ struct Recovery {
 /// other live agent owns.
 fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
     for root in ctx.sessions_dirs() {
-        let Ok(entries) = fs::read_dir(&root) else {
-            continue;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
+        for dir in session::session_dirs(&root) {
             let path = dir.join(STATE_FILE);
             let Some(text) = crate::file::read_text(&path, state::MAX_STATE_BYTES) else {
                 continue;
