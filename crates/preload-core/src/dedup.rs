@@ -11,6 +11,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 
+use serde_json::Value;
+
+use crate::state::State;
+
 /// How a candidate matched something already in context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hit {
@@ -70,51 +74,58 @@ impl FileIds {
     }
 }
 
+/// True when the last component of `path` is `name` (cheaper than splitting the path).
+fn has_name(path: &str, name: &str) -> bool {
+    path.strip_suffix(name)
+        .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+}
+
 fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// The set of files already in context, with the inode index built only when needed.
-#[derive(Debug, Default)]
+/// The files already in context: the entries of a state's string array (`preloadedFiles`, or a
+/// sub-agent's), read where they are, with the inode index built only when an aliased candidate
+/// needs it.
+///
+/// Checks scan the array instead of indexing it: a call checks a handful of candidates against
+/// up to thousands of entries, and building an index would cost more than the scans.
+#[derive(Debug)]
 pub struct InContext {
-    paths: HashSet<String>,
-    /// Entries by file name, for the cheap comparison.
-    by_name: HashMap<String, Vec<String>>,
+    key: String,
     /// Every entry's inode, built the first time an aliased candidate needs it.
     inodes: Option<HashSet<(u64, u64)>>,
 }
 
 impl InContext {
-    /// From the `preloadedFiles` entries.
-    pub fn new<S: AsRef<str>>(preloaded: &[S]) -> Self {
-        let mut set = Self::default();
-        for entry in preloaded {
-            set.insert(entry.as_ref());
-        }
-        set
-    }
-
-    fn insert(&mut self, path: &str) {
-        if self.paths.insert(path.to_owned()) {
-            self.by_name
-                .entry(base_name(path).to_owned())
-                .or_default()
-                .push(path.to_owned());
+    /// The files in context are the strings of `state[key]`.
+    pub fn new(key: &str) -> Self {
+        Self {
+            key: key.to_owned(),
+            inodes: None,
         }
     }
 
-    /// Whether `normalized` is already in context, and how; identities come from `ids`.
-    pub fn check(&mut self, normalized: &str, ids: &FileIds) -> Option<Hit> {
-        if self.paths.contains(normalized) {
+    fn entries<'s>(&self, state: &'s State) -> impl Iterator<Item = &'s str> {
+        state
+            .get(&self.key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+    }
+
+    /// Whether `normalized` is already in context in `state`, and how; identities come from
+    /// `ids`.
+    pub fn check(&mut self, state: &State, normalized: &str, ids: &FileIds) -> Option<Hit> {
+        if self.entries(state).any(|p| p == normalized) {
             return Some(Hit::Path);
         }
         let candidate = ids.get(normalized)?;
-        let same_name = self
-            .by_name
-            .get(base_name(normalized))
-            .into_iter()
-            .flatten();
-        if same_name
+        let name = base_name(normalized);
+        if self
+            .entries(state)
+            .filter(|p| has_name(p, name))
             .filter_map(|p| ids.get(p))
             .any(|other| other.id == candidate.id)
         {
@@ -123,34 +134,42 @@ impl InContext {
         if !candidate.aliased {
             return None;
         }
-        let paths = &self.paths;
-        let inodes = self.inodes.get_or_insert_with(|| {
-            paths
-                .iter()
+        if self.inodes.is_none() {
+            let all = self
+                .entries(state)
                 .filter_map(|p| ids.get(p))
                 .map(|i| i.id)
-                .collect()
-        });
-        inodes.contains(&candidate.id).then_some(Hit::Inode)
+                .collect();
+            self.inodes = Some(all);
+        }
+        self.inodes
+            .as_ref()
+            .is_some_and(|all| all.contains(&candidate.id))
+            .then_some(Hit::Inode)
     }
 
-    /// Record a newly delivered file.
+    /// Note a file just added to the state's array.
     pub fn add(&mut self, normalized: &str, ids: &FileIds) {
-        self.insert(normalized);
         if let (Some(inodes), Some(found)) = (self.inodes.as_mut(), ids.get(normalized)) {
             inodes.insert(found.id);
         }
-    }
-
-    /// True when the exact path is recorded.
-    pub fn contains_path(&self, normalized: &str) -> bool {
-        self.paths.contains(normalized)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn state_with(files: &[&std::path::Path]) -> State {
+        let mut s = State::default();
+        let list: Vec<String> = files
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        s.set("preloadedFiles", json!(list));
+        s
+    }
 
     #[test]
     fn hardlink_and_directory_symlink_are_the_same_file() {
@@ -165,22 +184,24 @@ mod tests {
         std::os::unix::fs::symlink(&real_dir, &link_dir).unwrap();
 
         let ids = FileIds::default();
-        let mut set = InContext::new(&[original.to_string_lossy().into_owned()]);
+        let mut s = state_with(&[&original]);
+        let mut set = InContext::new("preloadedFiles");
+        let check = |set: &mut InContext, s: &State, p: &std::path::Path| {
+            set.check(s, &p.to_string_lossy(), &ids)
+        };
+        assert_eq!(check(&mut set, &s, &original), Some(Hit::Path));
+        assert_eq!(check(&mut set, &s, &hard), Some(Hit::Inode));
         assert_eq!(
-            set.check(&original.to_string_lossy(), &ids),
-            Some(Hit::Path)
-        );
-        assert_eq!(set.check(&hard.to_string_lossy(), &ids), Some(Hit::Inode));
-        assert_eq!(
-            set.check(&link_dir.join("COMMANDS.md").to_string_lossy(), &ids),
+            check(&mut set, &s, &link_dir.join("COMMANDS.md")),
             Some(Hit::Inode)
         );
 
         let other = tmp.path().join("other.md");
         std::fs::write(&other, "o").unwrap();
-        assert_eq!(set.check(&other.to_string_lossy(), &ids), None);
+        assert_eq!(check(&mut set, &s, &other), None);
+        s.push_unique("preloadedFiles", &other.to_string_lossy());
         set.add(&other.to_string_lossy(), &ids);
-        assert_eq!(set.check(&other.to_string_lossy(), &ids), Some(Hit::Path));
+        assert_eq!(check(&mut set, &s, &other), Some(Hit::Path));
     }
 
     #[test]
@@ -190,14 +211,16 @@ mod tests {
         std::fs::write(&real, "r").unwrap();
         let alias = tmp.path().join("ALIAS.md");
         std::os::unix::fs::symlink(&real, &alias).unwrap();
-        let ids = FileIds::default();
-        let mut set = InContext::new(&[real.to_string_lossy().into_owned()]);
-        assert_eq!(set.check(&alias.to_string_lossy(), &ids), Some(Hit::Inode));
+        let s = state_with(&[&real]);
+        let mut set = InContext::new("preloadedFiles");
+        let got = set.check(&s, &alias.to_string_lossy(), &FileIds::default());
+        assert_eq!(got, Some(Hit::Inode));
     }
 
     #[test]
     fn missing_files_never_match_by_inode() {
-        let mut set = InContext::new(&["/nope/a.md"]);
-        assert_eq!(set.check("/nope/b.md", &FileIds::default()), None);
+        let s = state_with(&[std::path::Path::new("/nope/a.md")]);
+        let mut set = InContext::new("preloadedFiles");
+        assert_eq!(set.check(&s, "/nope/b.md", &FileIds::default()), None);
     }
 }

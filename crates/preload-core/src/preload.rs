@@ -250,10 +250,10 @@ pub fn apply_for(
     packer: &mut Packer,
     audience: Audience<'_>,
 ) -> Batch {
-    let mut pass = Pass::new(ctx, state, audience);
+    let mut pass = Pass::new(ctx, audience);
     for request in requests {
         let path = ctx.normalize(&request.path);
-        let outcome = if let Some(hit) = pass.in_context.check(&path, &ctx.file_ids) {
+        let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {
             pass.skip(state, request, &path, hit)
         } else if mode == Mode::Queue {
             pass.queue(state, request, &path)
@@ -275,10 +275,10 @@ pub fn apply_for(
 /// (logged `direct-deliver` with its source, since it did enter the context), leaves the queue,
 /// and has its references queued like a delivered file. Files already in context log a skip.
 pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
-    let mut pass = Pass::new(ctx, state, Audience::Main);
+    let mut pass = Pass::new(ctx, Audience::Main);
     for request in requests {
         let path = ctx.normalize(&request.path);
-        let outcome = if let Some(hit) = pass.in_context.check(&path, &ctx.file_ids) {
+        let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {
             pass.skip(state, request, &path, hit)
         } else {
             let body = delivery::read_for_delivery(Path::new(&path), pass.max_bytes);
@@ -318,11 +318,11 @@ struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(ctx: &'a Context, state: &State, audience: Audience<'_>) -> Self {
+    fn new(ctx: &'a Context, audience: Audience<'_>) -> Self {
         let preloaded_key = audience.preloaded_key();
         Self {
             ctx,
-            in_context: InContext::new(&state.strings(&preloaded_key)),
+            in_context: InContext::new(&preloaded_key),
             resolver: resolver(ctx),
             max_bytes: ctx.max_file_bytes(),
             batch: Batch::default(),
@@ -443,7 +443,10 @@ impl<'a> Pass<'a> {
         let source = format!("resolve_refs({})", file_name(path));
         for found in self.resolver.references_of(Path::new(path), text) {
             let found = self.ctx.normalize(&found.to_string_lossy());
-            if self.in_context.check(&found, &self.ctx.file_ids).is_none()
+            if self
+                .in_context
+                .check(state, &found, &self.ctx.file_ids)
+                .is_none()
                 && state.push_unique(PENDING, &found)
             {
                 self.batch.note(Event::ResolveRef, &found, &source, "new");
