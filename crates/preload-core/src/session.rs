@@ -65,9 +65,52 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
             return Some(dir);
         }
     }
-    let found = scan(&ctx.sessions_dirs(), pid)?;
-    let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
-    Some(found)
+    // Without a session, every call would read every state again; a fingerprint of the states
+    // (names, inodes, times, sizes) says when nothing changed since a scan that found no state
+    // naming this owner at all.
+    let roots = ctx.sessions_dirs();
+    let none = no_session_file(ctx);
+    let print = fingerprint(&roots).to_string();
+    if file::read_text(&none, CACHE_MAX_BYTES).is_some_and(|t| t.trim() == print) {
+        return None;
+    }
+    match scan(&roots, pid) {
+        Scan::Found(found) => {
+            let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+            let _ = fs::remove_file(&none);
+            Some(found)
+        }
+        Scan::Nothing => {
+            let _ = state::write_atomic(&none, format!("{print}\n").as_bytes());
+            None
+        }
+        Scan::Held => None,
+    }
+}
+
+/// `<cache>.none`: the fingerprint of the sessions when a scan last found nothing for the owner.
+fn no_session_file(ctx: &Context) -> PathBuf {
+    let mut name = cache_file(ctx).into_os_string();
+    name.push(".none");
+    PathBuf::from(name)
+}
+
+/// A fingerprint of every `sessions/*/.state.json`: name, inode, modification time and size.
+/// Any write by us or by the engine (temp file + rename) changes it.
+fn fingerprint(roots: &[PathBuf]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for root in roots {
+        root.hash(&mut hasher);
+        for dir in session_dirs(root) {
+            if let Ok(meta) = fs::metadata(dir.join(STATE_FILE)) {
+                dir.file_name().hash(&mut hasher);
+                (meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()).hash(&mut hasher);
+            }
+        }
+    }
+    hasher.finish()
 }
 
 /// The session directories under a sessions directory, in name order (`.seeds` and other
@@ -102,12 +145,24 @@ fn state_pid(path: &Path, field: &str) -> Option<u32> {
     State::parse_fields(&text, &[field]).ok()?.pid(field)
 }
 
+/// What a scan of the sessions found for an owner.
+enum Scan {
+    /// Its session.
+    Found(PathBuf),
+    /// Only a session it once held (`lastKnownPid`) that another live process holds now: the
+    /// answer can change without any file changing.
+    Held,
+    /// No state names the owner.
+    Nothing,
+}
+
 /// Find the session of `pid` under `roots` in one pass over `sessions/*/.state.json`: the
 /// first whose `pid` is the owner, else the first whose `lastKnownPid` is (unless another live
 /// process owns it). Each state is read once, with a cheap text check before a quick parse.
-fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
+fn scan(roots: &[PathBuf], pid: u32) -> Scan {
     let needle = pid.to_string();
     let mut last_known = None;
+    let mut held = false;
     for root in roots {
         for dir in session_dirs(root) {
             let Some(text) = peek(&dir.join(STATE_FILE)) else {
@@ -120,20 +175,26 @@ fn scan(roots: &[PathBuf], pid: u32) -> Option<PathBuf> {
                 continue;
             };
             if state.pid("pid") == Some(pid) {
-                return Some(dir);
+                return Scan::Found(dir);
             }
             // For `lastKnownPid`, another live process owning the session wins.
-            if last_known.is_none()
-                && state.pid("lastKnownPid") == Some(pid)
-                && state
+            if last_known.is_none() && state.pid("lastKnownPid") == Some(pid) {
+                if state
                     .pid("pid")
                     .is_none_or(|owner| owner == pid || !process::is_alive(owner))
-            {
-                last_known = Some(dir);
+                {
+                    last_known = Some(dir);
+                } else {
+                    held = true;
+                }
             }
         }
     }
-    last_known
+    match last_known {
+        Some(dir) => Scan::Found(dir),
+        None if held => Scan::Held,
+        None => Scan::Nothing,
+    }
 }
 
 /// The state that holds the context window of Claude Code conversation `conversation`
@@ -382,6 +443,37 @@ mod tests {
         fs::remove_file(cache_file(&ctx)).unwrap();
         write("d", "{\"pid\": 55}".into());
         assert_eq!(find_session(&ctx), Some(project.join("sessions/d")));
+    }
+
+    #[test]
+    fn no_session_is_remembered_until_a_state_changes() {
+        let (tmp, project, home) = project();
+        let dir = project.join("sessions/a");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+        let ctx = ctx_in(&project, &home, 44, tmp.path());
+        assert_eq!(find_session(&ctx), None);
+        assert!(no_session_file(&ctx).is_file());
+        // The fingerprint answers without reading: an in-place edit that keeps the inode, size
+        // and time is not seen (no writer does that; both engines write a temp file and rename).
+        let before = fs::metadata(dir.join(STATE_FILE))
+            .unwrap()
+            .modified()
+            .unwrap();
+        fs::write(dir.join(STATE_FILE), "{\"pid\": 44}").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(dir.join(STATE_FILE))
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        assert_eq!(find_session(&ctx), None);
+        // The engine activates the session for us (temp file + rename): found at once.
+        let staged = dir.join(".state.json.tmp");
+        fs::write(&staged, "{\"pid\": 44}").unwrap();
+        fs::rename(&staged, dir.join(STATE_FILE)).unwrap();
+        assert_eq!(find_session(&ctx), Some(dir));
+        assert!(!no_session_file(&ctx).exists());
     }
 
     #[test]
