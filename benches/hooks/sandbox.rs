@@ -514,10 +514,12 @@ impl Sandbox {
         if lock.exists() {
             let _ = fs::remove_dir_all(&lock);
         }
-        fs::write(
-            &self.state_file,
-            serde_json::to_string_pretty(state).unwrap_or_default(),
-        )
+        let text = serde_json::to_string_pretty(state).unwrap_or_default();
+        // Left alone when the last call did not change it, as between real tool calls.
+        if fs::read_to_string(&self.state_file).is_ok_and(|now| now == text) {
+            return Ok(());
+        }
+        fs::write(&self.state_file, text)
     }
 
     /// The engine path of a command file, as the hooks record it.

@@ -65,12 +65,14 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
             return Some(dir);
         }
     }
-    // Without a session, every call would read every state again; a fingerprint of the states
-    // (names, inodes, times, sizes) says when nothing changed since a scan that found no state
-    // naming this owner at all.
+    // Without a session, every call would read every state again. A session becomes this
+    // owner's only through activation, which writes the PID cache (`session.sh activate` and
+    // `continue`, `preload activate`), or in a new session directory; so while neither the
+    // cache nor the sessions directories changed since a scan that found nothing naming this
+    // owner, the answer stands.
     let roots = ctx.sessions_dirs();
     let none = no_session_file(ctx);
-    let print = fingerprint(&roots).to_string();
+    let print = fingerprint(&roots, &cache).to_string();
     if file::read_text(&none, CACHE_MAX_BYTES).is_some_and(|t| t.trim() == print) {
         return None;
     }
@@ -95,19 +97,16 @@ fn no_session_file(ctx: &Context) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A fingerprint of every `sessions/*/.state.json`: name, inode, modification time and size.
-/// Any write by us or by the engine (temp file + rename) changes it.
-fn fingerprint(roots: &[PathBuf]) -> u64 {
+/// A fingerprint of the sessions directories (a session directory added or removed changes
+/// their time) and of the PID cache file (rewritten by every activation).
+fn fingerprint(roots: &[PathBuf], cache: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for root in roots {
-        root.hash(&mut hasher);
-        for dir in session_dirs(root) {
-            if let Ok(meta) = fs::metadata(dir.join(STATE_FILE)) {
-                dir.file_name().hash(&mut hasher);
-                (meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()).hash(&mut hasher);
-            }
+    for path in roots.iter().map(PathBuf::as_path).chain([cache]) {
+        path.hash(&mut hasher);
+        if let Ok(meta) = fs::symlink_metadata(path) {
+            (meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()).hash(&mut hasher);
         }
     }
     hasher.finish()
@@ -446,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn no_session_is_remembered_until_a_state_changes() {
+    fn no_session_is_remembered_until_an_activation() {
         let (tmp, project, home) = project();
         let dir = project.join("sessions/a");
         fs::create_dir_all(&dir).unwrap();
@@ -454,26 +453,21 @@ mod tests {
         let ctx = ctx_in(&project, &home, 44, tmp.path());
         assert_eq!(find_session(&ctx), None);
         assert!(no_session_file(&ctx).is_file());
-        // The fingerprint answers without reading: an in-place edit that keeps the inode, size
-        // and time is not seen (no writer does that; both engines write a temp file and rename).
-        let before = fs::metadata(dir.join(STATE_FILE))
-            .unwrap()
-            .modified()
-            .unwrap();
+        // The remembered answer stands without reading the states: an edit that no activation
+        // makes (no PID cache written, no new session directory) is not seen.
         fs::write(dir.join(STATE_FILE), "{\"pid\": 44}").unwrap();
-        fs::File::options()
-            .write(true)
-            .open(dir.join(STATE_FILE))
-            .unwrap()
-            .set_modified(before)
-            .unwrap();
         assert_eq!(find_session(&ctx), None);
-        // The engine activates the session for us (temp file + rename): found at once.
-        let staged = dir.join(".state.json.tmp");
-        fs::write(&staged, "{\"pid\": 44}").unwrap();
-        fs::rename(&staged, dir.join(STATE_FILE)).unwrap();
-        assert_eq!(find_session(&ctx), Some(dir));
-        assert!(!no_session_file(&ctx).exists());
+        // An activation writes the PID cache: found at once.
+        fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
+        assert_eq!(find_session(&ctx), Some(dir.clone()));
+        // A new session directory is seen too.
+        fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+        fs::remove_file(cache_file(&ctx)).unwrap();
+        assert_eq!(find_session(&ctx), None);
+        let fresh = project.join("sessions/b");
+        fs::create_dir_all(&fresh).unwrap();
+        fs::write(fresh.join(STATE_FILE), "{\"pid\": 44}").unwrap();
+        assert_eq!(find_session(&ctx), Some(fresh));
     }
 
     #[test]
