@@ -14,9 +14,11 @@ Usage:
   preload activate <session-dir> [--skill NAME]   create or update a session's .state.json,
                                                   merging this process's seed
   preload phase <session-dir> \"<label>: <name>\"   set currentPhase; prints `Phase: …`
-  preload install [--prefix DIR] [--settings PATH] [--shims]
+  preload install [--prefix DIR] [--settings PATH] [--shims] [--print]
+                                                  copy the binaries and wire them (--print:
+                                                  show the wiring, change nothing)
   preload uninstall [--settings PATH]
-  preload doctor                                  check the installation and state files
+  preload doctor [--prefix DIR] [--settings PATH]  check the installation and state files
   preload status [--json]                         the active session or seed of this process
   preload report [LOG]                            summary of a delivery event log
 
