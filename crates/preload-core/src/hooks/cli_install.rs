@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::env::{self, Env};
-use crate::paths;
+use crate::paths::{self, EnginePaths};
 use crate::runner;
 use crate::state;
 
@@ -781,6 +781,24 @@ impl Targets {
     }
 }
 
+/// The shipped default rules (`hooks/guards.json`): the engine's own rule set.
+pub const DEFAULT_GUARDS: &str = include_str!("../../../../hooks/guards.json");
+
+/// Write the default rules to `~/.claude/engine/guards.json` when the engine has none; an
+/// existing file (even a broken one, which `preload doctor` reports) is never replaced. True
+/// when written.
+pub fn install_default_guards(home: &Path) -> Result<bool, InstallError> {
+    let path = EnginePaths::new(home).guards;
+    if fs::symlink_metadata(&path).is_ok() {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    }
+    crate::state::write_atomic(&path, DEFAULT_GUARDS.as_bytes()).map_err(io_err("write", &path))?;
+    Ok(true)
+}
+
 /// The backup path of a file.
 pub fn backup_of(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -1073,6 +1091,12 @@ fn install(opts: &Options, targets: &Targets) -> Result<Vec<String>, InstallErro
         BINARIES.len(),
         targets.prefix.display()
     ));
+    if install_default_guards(&targets.home)? {
+        lines.push(format!(
+            "rules: the engine had no guards.json; the default rules written to {}",
+            EnginePaths::new(&targets.home).guards.display()
+        ));
+    }
     if opts.shims {
         let (written, skipped) = install_shims(&targets.hooks_dir(), &targets.prefix)?;
         lines.push(format!(
@@ -1134,6 +1158,18 @@ mod tests {
 
     fn bash(cmd: &str) -> Value {
         json!({"type": "command", "command": cmd, "timeout": 5})
+    }
+
+    #[test]
+    fn default_rules_are_written_only_where_the_engine_has_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let guards = EnginePaths::new(tmp.path()).guards;
+        assert!(install_default_guards(tmp.path()).unwrap());
+        let rules = crate::rules::parse(&fs::read_to_string(&guards).unwrap()).unwrap();
+        assert!(rules.iter().any(|r| r.id == "preload"));
+        fs::write(&guards, "[]").unwrap();
+        assert!(!install_default_guards(tmp.path()).unwrap());
+        assert_eq!(fs::read_to_string(&guards).unwrap(), "[]");
     }
 
     #[test]
