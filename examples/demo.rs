@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 use preload_core::hooks::cli_install::{SESSION_START_CHUNKS, WIRING, Wiring};
 use preload_core::report::Report;
 use serde_json::{Value, json};
+
+#[path = "../support/example.rs"]
+mod example;
 
 /// The session the demo activates.
 const SESSION: &str = "2026_01_01_DEMO_ESTIMATE";
@@ -90,20 +93,6 @@ struct Demo {
     notes: Vec<String>,
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
 fn matches(row: &Wiring, value: Option<&str>) -> bool {
     match row.matcher {
         None | Some("*" | "") => true,
@@ -122,28 +111,10 @@ fn median(values: &mut [f64]) -> f64 {
 
 impl Demo {
     fn new(bin: PathBuf, root: PathBuf) -> Result<Self, String> {
-        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let examples = repo.join("examples");
         let home = root.join("home");
         let project = root.join("project");
-        let claude = home.join(".claude");
         let io = |what: &str, e: std::io::Error| format!("cannot set up {what}: {e}");
-        copy_tree(&examples.join("engine"), &claude.join("engine"))
-            .map_err(|e| io("the engine", e))?;
-        copy_tree(&examples.join("skills"), &claude.join("skills"))
-            .map_err(|e| io("the skills", e))?;
-        std::os::unix::fs::symlink(
-            claude.join("engine/.directives"),
-            claude.join(".directives"),
-        )
-        .map_err(|e| io("~/.claude/.directives", e))?;
-        let guards = repo.join("hooks/guards.json");
-        if guards.is_file() {
-            fs::copy(&guards, claude.join("engine/guards.json"))
-                .map_err(|e| io("guards.json", e))?;
-        }
-        copy_tree(&examples.join("project"), &project).map_err(|e| io("the project", e))?;
-        fs::create_dir_all(project.join("sessions")).map_err(|e| io("sessions/", e))?;
+        example::lay_out(&home, &project).map_err(|e| io("the bundled example", e))?;
         for dir in ["cache", "markers"] {
             fs::create_dir_all(root.join(dir)).map_err(|e| io(dir, e))?;
         }

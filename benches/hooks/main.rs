@@ -19,6 +19,8 @@
     clippy::doc_markdown
 )]
 
+#[path = "../../support/example.rs"]
+mod example;
 mod measure;
 mod sandbox;
 

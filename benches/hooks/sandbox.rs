@@ -47,15 +47,7 @@ pub const EXAMPLE_COMMANDS: [&str; 17] = [
     "CMD_WALK_THROUGH_RESULTS",
 ];
 
-/// The six core standards, relative to `~/.claude/.directives`.
-const CORE_STANDARDS: [&str; 6] = [
-    "COMMANDS.md",
-    "INVARIANTS.md",
-    "SIGILS.md",
-    "commands/CMD_DEHYDRATE.md",
-    "commands/CMD_RESUME_SESSION.md",
-    "commands/CMD_PARSE_PARAMETERS.md",
-];
+use preload_core::session::CORE_STANDARDS;
 
 /// How big a generated sandbox is.
 #[derive(Debug, Clone, Copy)]
@@ -130,23 +122,7 @@ impl Drop for Sandbox {
     }
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
+use super::example::repo;
 
 /// Filler prose of about `bytes` bytes that mentions `refs` (`§CMD_X` style names).
 fn prose(title: &str, bytes: usize, refs: &[&str]) -> String {
@@ -342,14 +318,7 @@ impl Sandbox {
         let sessions = project.join("sessions");
         let claude = home.join(".claude");
         let mut bytes = 0;
-        copy_tree(&repo().join("examples/engine"), &claude.join("engine"))?;
-        copy_tree(&repo().join("examples/skills"), &claude.join("skills"))?;
-        std::os::unix::fs::symlink(
-            claude.join("engine/.directives"),
-            claude.join(".directives"),
-        )?;
-        copy_tree(&repo().join("examples/project"), &project)?;
-        fs::create_dir_all(&sessions)?;
+        super::example::lay_out(&home, &project)?;
         fs::create_dir_all(root.join("tmp"))?;
         let engine = claude.join("engine");
         write(

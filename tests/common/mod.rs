@@ -18,24 +18,10 @@ use assert_cmd::Command;
 use preload_core::env;
 use serde_json::{Value, json};
 
-/// The repository root.
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "../../support/example.rs"]
+mod example;
 
-/// Copy a directory tree (files and directories only).
-pub fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+pub use example::repo;
 
 /// A binary's path (built by cargo for the integration tests).
 pub fn bin(name: &str) -> PathBuf {
@@ -167,20 +153,7 @@ impl Sandbox {
     /// A sandbox with the bundled example engine, skills and project.
     pub fn new() -> Self {
         let sandbox = Self::bare();
-        let claude = sandbox.home.join(".claude");
-        copy_tree(&repo().join("examples/engine"), &claude.join("engine"));
-        copy_tree(&repo().join("examples/skills"), &claude.join("skills"));
-        std::os::unix::fs::symlink(
-            claude.join("engine/.directives"),
-            claude.join(".directives"),
-        )
-        .unwrap();
-        let guards = repo().join("hooks/guards.json");
-        if guards.is_file() {
-            fs::copy(guards, claude.join("engine/guards.json")).unwrap();
-        }
-        copy_tree(&repo().join("examples/project"), &sandbox.project);
-        fs::create_dir_all(&sandbox.sessions).unwrap();
+        example::lay_out(&sandbox.home, &sandbox.project).unwrap();
         sandbox
     }
 
