@@ -107,14 +107,14 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             requests.push(Request::new(file.to_string_lossy(), source.clone()));
         }
         // The state's phases and templates when it is this skill's session, else the skill's.
-        let fields = if s.str("skill") == Some(name.as_str()) {
-            s.0.clone()
+        let phase_files = if s.str("skill") == Some(name.as_str()) {
+            skill::session_phase_cmds(&ctx.paths, &s.0, &label)
         } else {
             let mut only = serde_json::Map::new();
             only.insert("skill".into(), serde_json::Value::String(name.clone()));
-            only
+            skill::session_phase_cmds(&ctx.paths, &only, &label)
         };
-        for path in skill::session_phase_cmds(&ctx.paths, &fields, &label) {
+        for path in phase_files {
             requests.push(Request::new(path.to_string_lossy(), source.clone()));
         }
         let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
