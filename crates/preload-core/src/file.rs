@@ -46,7 +46,9 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     if meta.len() > max_bytes {
         return Err(ReadError::TooLarge(meta.len()));
     }
-    let mut bytes = Vec::new();
+    // Sized from the metadata, so a file is read in one or two calls.
+    let expected = usize::try_from(meta.len()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(expected.saturating_add(1));
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|_| ReadError::Unavailable)?;
