@@ -139,9 +139,10 @@ fn peek(path: &Path) -> Option<String> {
     file::read_text(path, state::MAX_STATE_BYTES)
 }
 
+/// The `pid` a state names, from a quick look ([`state::peek_pid`]): the state is read again,
+/// whole and under the lock, by whatever the hook then does with it.
 fn state_pid(path: &Path, field: &str) -> Option<u32> {
-    let text = peek(path)?;
-    State::parse_fields(&text, &[field]).ok()?.pid(field)
+    state::peek_pid(&peek(path)?, field)
 }
 
 /// What a scan of the sessions found for an owner.

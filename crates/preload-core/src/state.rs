@@ -213,6 +213,108 @@ impl State {
     }
 }
 
+/// The raw text of the value of top-level member `key` of a JSON object, found by skipping the
+/// members before it without building them, and without reading past it.
+///
+/// A quick look for the hot path (whose `pid` does a state name?): the document after the
+/// member is not checked. `None` when the text is not an object or has no such member.
+pub fn peek_member<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    let bytes = text.as_bytes();
+    let mut at = skip_space(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    loop {
+        at = skip_space(bytes, at);
+        match bytes.get(at)? {
+            b'}' => return None,
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = skip_string(bytes, at)?;
+        let found = text.get(at + 1..key_end - 1)? == key;
+        at = skip_space(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_space(bytes, at + 1);
+        let value_end = skip_value(bytes, at)?;
+        if found {
+            return text.get(at..value_end);
+        }
+        at = skip_space(bytes, value_end);
+        match bytes.get(at)? {
+            b',' => at += 1,
+            _ => return None,
+        }
+    }
+}
+
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the string starting at `at` (which is `"`).
+fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        match bytes.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index just past the value starting at `at`.
+fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => skip_string(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match bytes.get(i)? {
+                    b'"' => {
+                        i = skip_string(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = at;
+            while bytes
+                .get(i)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                i += 1;
+            }
+            (i > at).then_some(i)
+        }
+    }
+}
+
+/// A process ID held by top-level member `key` ([`peek_member`]): a positive whole number, or
+/// a string of one.
+pub fn peek_pid(text: &str, key: &str) -> Option<u32> {
+    let raw = peek_member(text, key)?;
+    raw.trim_matches('"').parse().ok().filter(|pid| *pid > 0)
+}
+
 /// The strings of a JSON array (other entries skipped); empty for anything but an array.
 pub fn strings_of(value: Option<&Value>) -> Vec<String> {
     match value {
@@ -359,6 +461,7 @@ pub fn update<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::time::Duration;
 
     const REAL_SHAPED: &str = r#"{
@@ -411,6 +514,21 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn peeking_finds_top_level_members_only() {
+        let text = r#"{"watchTaskId": {"pid": 7, "s": "}\"{"}, "list": [1, {"pid": 8}], "pid": 424242, "x": "y"}"#;
+        assert_eq!(peek_pid(text, "pid"), Some(424_242));
+        assert_eq!(peek_member(text, "x"), Some("\"y\""));
+        assert_eq!(peek_member(text, "list"), Some(r#"[1, {"pid": 8}]"#));
+        assert_eq!(peek_pid(text, "lastKnownPid"), None);
+        assert_eq!(peek_pid(r#"{"pid": "31"}"#, "pid"), Some(31));
+        assert_eq!(peek_pid(r#"{"pid": 0}"#, "pid"), None);
+        assert_eq!(peek_pid(r#"{"pid": -3}"#, "pid"), None);
+        assert_eq!(peek_pid("[1]", "pid"), None);
+        assert_eq!(peek_pid(r#"{"a": 1 "pid": 2}"#, "pid"), None);
+        assert_eq!(peek_pid(REAL_SHAPED, "pid"), Some(424_242));
     }
 
     #[test]
@@ -514,6 +632,29 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn peeking_agrees_with_a_full_parse(
+            keys in proptest::collection::vec("[a-z\"{}\\[\\],:\\\\]{0,6}", 0..8),
+            pid in proptest::option::of(1u32..100_000),
+            at in 0usize..8,
+        ) {
+            let mut map = Map::new();
+            for (i, k) in keys.iter().enumerate() {
+                map.insert(k.clone(), json!({"pid": i, "s": format!("{k}}}\"")}));
+                if i == at {
+                    if let Some(pid) = pid { map.insert("pid".into(), json!(pid)); }
+                }
+            }
+            if keys.is_empty() {
+                if let Some(pid) = pid { map.insert("pid".into(), json!(pid)); }
+            }
+            let state = State(map);
+            for text in [state.to_pretty(), serde_json::to_string(&state.0).unwrap()] {
+                proptest::prop_assert_eq!(peek_pid(&text, "pid"), state.pid("pid"));
+            }
+        }
+
+
         #[test]
         fn any_object_round_trips(keys in proptest::collection::vec("[a-zA-Z_]{1,8}", 0..12), n in 0i64..1000) {
             let mut state = State::default();
