@@ -227,10 +227,9 @@ pub fn peek_member<'t>(text: &'t str, key: &str) -> Option<&'t str> {
     at += 1;
     loop {
         at = skip_space(bytes, at);
-        match bytes.get(at)? {
-            b'}' => return None,
-            b'"' => {}
-            _ => return None,
+        // The end of the object (`}`) or anything but a key: no such member.
+        if *bytes.get(at)? != b'"' {
+            return None;
         }
         let key_end = skip_string(bytes, at)?;
         let found = text.get(at + 1..key_end - 1)? == key;
