@@ -470,3 +470,42 @@ fn a_project_without_engine_sessions_stays_silent() {
     );
     notice(&format!("context cost {}: 0 chars", s.name));
 }
+
+/// Claude Code runs the read-only tool calls of one response at the same time, and their
+/// PreToolUse and PostToolUse hooks with them: four hooks claim the phase's queue and discover
+/// the same directories at once, and every file must still reach the model exactly once.
+#[test]
+fn parallel_tool_calls_deliver_each_file_once() {
+    let Some(s) = Scenario::new("parallel", PIPELINE, World::new()) else {
+        return;
+    };
+    let file = |rel: &str| json!({"file_path": s.world.sandbox.project.join(rel)});
+    let together = Step::Tools(vec![
+        ("Read".into(), file("packages/estimate/src/parser.ts")),
+        ("Read".into(), file("packages/estimate/src/total.ts")),
+        (
+            "Read".into(),
+            file("packages/estimate/tests/parser.test.ts"),
+        ),
+        (
+            "Grep".into(),
+            json!({"pattern": "parse", "path": s.world.sandbox.project.join("packages/estimate")}),
+        ),
+    ]);
+    let steps = vec![activate(), phase("1: Interrogation"), together, bash("ls")];
+    s.run(Script::main(steps), IMPLEMENT_PROMPT, None);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the main conversation");
+    let p = s.paths();
+    let mut expected = p.core_standards();
+    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(p.core_directives());
+    assert_clean(
+        s.name,
+        "each file once across parallel calls",
+        &got.check_each_once(&expected),
+        &got,
+        &saved,
+    );
+    report_cost(s.name, "main", &got);
+}
