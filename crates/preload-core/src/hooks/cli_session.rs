@@ -156,13 +156,15 @@ fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) ->
         return out;
     };
     let list = |key: &str| state::strings_of(def.get(key));
-    let invariants = list("invariants");
-    if !invariants.is_empty() {
-        out.push_str("Invariants:\n");
-        for item in invariants {
-            let _ = writeln!(out, "  - {item}");
+    let bullets = |out: &mut String, title: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            let _ = writeln!(out, "{title}:");
+            for item in items {
+                let _ = writeln!(out, "  - {item}");
+            }
         }
-    }
+    };
+    bullets(&mut out, "Invariants", list("invariants"));
     let steps = list("steps");
     if !steps.is_empty() {
         out.push_str("Steps:\n");
@@ -170,20 +172,12 @@ fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) ->
             let _ = writeln!(out, "  {label}.{}: {step}", k + 1);
         }
     }
-    let commands = list("commands");
-    if !commands.is_empty() {
-        out.push_str("Commands:\n");
-        for command in commands {
-            let _ = writeln!(out, "  - {command}");
-        }
-    }
-    let proof = list("proof");
-    if !proof.is_empty() {
-        out.push_str("Proof required to leave this phase:\n");
-        for field in proof {
-            let _ = writeln!(out, "  - {field}");
-        }
-    }
+    bullets(&mut out, "Commands", list("commands"));
+    bullets(
+        &mut out,
+        "Proof required to leave this phase",
+        list("proof"),
+    );
     let gate = def.get("gate").and_then(Value::as_bool).unwrap_or(true);
     let _ = writeln!(out, "Gate: {gate}");
     out
