@@ -101,9 +101,13 @@ pub fn marker_name(prefix: &str, key: &str) -> Option<String> {
 /// The default marker directory for `env`: `${TMPDIR:-/tmp}/claude-preload-<uid>`, or
 /// `PRELOAD_MARKER_DIR` when set.
 pub fn default_dir(env: &Env) -> PathBuf {
-    if let Some(dir) = env.get(env::PRELOAD_MARKER_DIR) {
-        return PathBuf::from(dir);
-    }
+    env.get(env::PRELOAD_MARKER_DIR)
+        .map_or_else(|| user_dir(env), PathBuf::from)
+}
+
+/// The current user's private directory under the temporary directory:
+/// `${TMPDIR:-/tmp}/claude-preload-<uid>` (markers and the SessionStart cache share it).
+pub fn user_dir(env: &Env) -> PathBuf {
     let tmp = env.get(env::TMPDIR).unwrap_or("/tmp");
     Path::new(tmp).join(format!("claude-preload-{}", current_uid()))
 }

@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ use crate::clock;
 use crate::delivery::{self, Event, Packer};
 use crate::env;
 use crate::lock::StateLock;
+use crate::markers;
 use crate::preload::{self, Batch, Mode, Outcome, PENDING, PRELOADED, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
@@ -691,40 +692,9 @@ fn resolve_required(ctx: &Context, entry: &str) -> PathBuf {
 
 /// The cache directory: `PRELOAD_CACHE_DIR`, else `${TMPDIR:-/tmp}/claude-preload-<uid>`.
 pub fn cache_dir(ctx: &Context) -> PathBuf {
-    if let Some(dir) = ctx.env.get(env::PRELOAD_CACHE_DIR) {
-        return PathBuf::from(dir);
-    }
-    let tmp = ctx.env.get(env::TMPDIR).unwrap_or("/tmp");
-    Path::new(tmp).join(format!(
-        "claude-preload-{}",
-        nix::unistd::geteuid().as_raw()
-    ))
-}
-
-/// Create the cache directory 0700 if needed; refuse a symlink, a non-directory, or a directory
-/// owned by someone else.
-fn private_dir(dir: &Path) -> Result<(), HookError> {
-    let refuse = |why: &str| HookError::Other(format!("cache directory {}: {why}", dir.display()));
-    let meta = if let Ok(meta) = fs::symlink_metadata(dir) {
-        meta
-    } else {
-        if let Some(parent) = dir.parent() {
-            let _ = fs::create_dir_all(parent);
-        }
-        let _ = fs::DirBuilder::new().mode(0o700).create(dir);
-        fs::symlink_metadata(dir).map_err(|source| HookError::Io {
-            action: "create",
-            path: dir.to_path_buf(),
-            source,
-        })?
-    };
-    if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Err(refuse("not a directory (symlinks are not followed)"));
-    }
-    if meta.uid() != nix::unistd::geteuid().as_raw() {
-        return Err(refuse("owned by another user"));
-    }
-    Ok(())
+    ctx.env
+        .get(env::PRELOAD_CACHE_DIR)
+        .map_or_else(|| markers::user_dir(&ctx.env), PathBuf::from)
 }
 
 /// The cache key: `<session_id>_<source>` with characters outside `[A-Za-z0-9._-]` as `_`.
@@ -814,7 +784,9 @@ fn cached_slots(
     total: usize,
 ) -> Result<Vec<Vec<String>>, HookError> {
     let dir = cache_dir(ctx);
-    private_dir(&dir)?;
+    // A real directory of this user's, 0700 (a symlink or another user's is refused).
+    markers::MarkerDir::at(&dir, true)
+        .map_err(|err| HookError::Other(format!("cache directory: {err}")))?;
     let path = dir.join(format!("{}.json", cache_key(input)));
     if let Some((n, slots)) = read_cache(&path) {
         return Ok(reslice(n, slots, total, ctx.budget));
