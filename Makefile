@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint check e2e clean
+.PHONY: all build release test demo bench install uninstall fmt lint check e2e parity clean
 
 all: build
 
@@ -50,6 +50,11 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 check: lint test
+
+## make parity ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's own black-box hook suites,
+## on its bash hooks and on ours (installed with --shims), side by side; see docs/parity.md.
+parity: release
+	ENGINE="$(ENGINE)" JQ="$(JQ)" support/parity.sh
 
 clean:
 	$(CARGO) clean

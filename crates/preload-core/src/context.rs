@@ -79,8 +79,9 @@ pub struct Context {
     pub paths: EnginePaths,
     /// Where Claude is working: stdin `cwd`, else `CLAUDE_PROJECT_DIR`, else the process's.
     pub cwd: PathBuf,
-    /// Nearest ancestor of `cwd` with a `.claude/` directory.
-    pub project_root: Option<PathBuf>,
+    /// The project: the nearest ancestor of `cwd` with a `.claude/` directory, else `cwd`
+    /// itself (the engine's `resolve_sessions_dir` falls back to `$PWD` the same way).
+    pub project_root: PathBuf,
     /// The owning Claude process.
     pub owner_pid: u32,
     /// When the call started.
@@ -110,7 +111,7 @@ impl Context {
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("/"));
         let cwd = paths::lexical_clean(&cwd);
-        let project_root = paths::find_project_root(&cwd);
+        let project_root = paths::find_project_root(&cwd).unwrap_or_else(|| cwd.clone());
         let owner_pid = paths::owner_pid(&env);
         let budget_chars = env
             .number::<usize>(env::PRELOAD_OUTPUT_BUDGET)
@@ -137,12 +138,9 @@ impl Context {
         }
     }
 
-    /// The sessions directories, primary first (empty without a project root).
+    /// The sessions directories, primary first.
     pub fn sessions_dirs(&self) -> Vec<PathBuf> {
-        self.project_root
-            .as_deref()
-            .map(|root| paths::sessions_dirs(root, self.env.get(env::WORKSPACE)))
-            .unwrap_or_default()
+        paths::sessions_dirs(&self.project_root, self.env.get(env::WORKSPACE))
     }
 
     /// The primary sessions directory, when it exists.
@@ -228,8 +226,20 @@ mod tests {
         let input = HookInput::from_value(serde_json::json!({"cwd": cwd}));
         let env = Env::from_pairs([(env::HOME, "/h"), (env::CLAUDE_SUPERVISOR_PID, "5")]);
         let ctx = Context::new(env, "t", &input, Duration::from_secs(1));
-        assert_eq!(ctx.project_root, Some(tmp.path().join("p")));
+        assert_eq!(ctx.project_root, tmp.path().join("p"));
         assert_eq!(ctx.owner_pid, 5);
         assert_eq!(ctx.sessions_dirs(), vec![tmp.path().join("p/sessions")]);
+    }
+
+    #[test]
+    fn without_a_dot_claude_above_the_project_is_the_working_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("bare/work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let input = HookInput::from_value(serde_json::json!({"cwd": cwd}));
+        let env = Env::from_pairs([(env::HOME, "/h"), (env::CLAUDE_SUPERVISOR_PID, "5")]);
+        let ctx = Context::new(env, "t", &input, Duration::from_secs(1));
+        assert_eq!(ctx.project_root, cwd);
+        assert_eq!(ctx.sessions_dirs(), vec![cwd.join("sessions")]);
     }
 }

@@ -168,7 +168,7 @@ impl Batch {
 /// The reference resolver for this call.
 pub fn resolver(ctx: &Context) -> Resolver {
     Resolver {
-        project_root: ctx.project_root.clone(),
+        project_root: Some(ctx.project_root.clone()),
         claude_dir: ctx.paths.claude.clone(),
         engine_directives: ctx.paths.engine_directives.clone(),
     }

@@ -375,7 +375,7 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
     };
     let scope = Scope {
         claude_dir: ctx.paths.claude.clone(),
-        project_root: ctx.project_root.clone(),
+        project_root: Some(ctx.project_root.clone()),
         home: ctx.paths.home.clone(),
         cwd: ctx.cwd.clone(),
     };
