@@ -138,10 +138,13 @@ pub fn remove_orphans(dir: &Path) -> usize {
     removed
 }
 
-/// The files a lock directory holds: the engine's `pid`, and `owner` (the same PID) that
-/// keeps the directory non-empty so a bash waiter's racy reclaim (`rm pid; rmdir`) of a lock
-/// that changed hands cannot remove it.
+/// The files a lock directory holds: the engine's `pid` and nothing else, so the engine's own
+/// reclaim of a dead holder (`rm -f pid; rmdir`) always succeeds, on Linux as on macOS. The
+/// `owner` file older releases wrote is still removed with the lock.
 pub const LOCK_FILES: [&str; 2] = ["pid", "owner"];
+
+/// The files a lock of ours is created with.
+pub const LOCK_FILES_WRITTEN: [&str; 1] = ["pid"];
 
 /// Remove an entry created by a lock: its files, then the directory.
 pub fn remove_lock_dir(dir: &Path) -> io::Result<()> {

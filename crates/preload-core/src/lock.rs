@@ -8,13 +8,17 @@
 //!
 //! Our own locks appear with their `pid` file already inside (built under a temporary name and
 //! renamed into place without replacing), so a holder killed at any instant is reclaimed by the
-//! PID check at once, never by the 10 s age rule. Besides `pid` they hold `owner` (the same
-//! PID): the engine's bash reclaims a lock whose holder it saw die with `rm pid; rmdir`, and
-//! under contention the lock may have changed hands in between; the second file makes that
-//! `rmdir` fail, so bash can never remove a live lock of ours. Release and reclaim rename a
-//! lock away before deleting it, and release deletes only a lock that still names this
-//! process. Each release also sweeps the temporaries that killed writers left next to the file
-//! ([`file::remove_orphans`]).
+//! PID check at once, never by the 10 s age rule, by us and by the engine's `lib.sh` alike: the
+//! directory holds `pid` and nothing else, so the engine's `rm -f pid; rmdir` succeeds before
+//! it ever reaches its age check (whose BSD-only `stat -f` aborts the engine's writer on Linux).
+//!
+//! The engine's reclaim is racy: it reads a dead holder's PID, and by the time it removes
+//! `pid` and the directory the lock may have changed hands. A holder of ours therefore checks,
+//! right before it commits, that the lock still names it ([`StateLock::still_held`]); a lock
+//! taken from under it aborts the write instead of racing the new holder. Release and reclaim
+//! rename a lock away before deleting it, and release deletes only a lock that still names
+//! this process. Each release also sweeps the temporaries that killed writers left next to the
+//! file ([`file::remove_orphans`]).
 
 use std::fs;
 use std::io::{self, Write};
@@ -34,6 +38,13 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Why a lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// The lock was taken from under its holder before the write (the engine's racy reclaim);
+    /// nothing was written.
+    #[error("lock {path} was taken over by another writer before the write; nothing written")]
+    Lost {
+        /// The lock directory.
+        path: PathBuf,
+    },
     /// Another live holder kept the lock past the deadline.
     #[error("timed out after {waited_ms} ms waiting for lock {path} (held by {holder})")]
     Timeout {
@@ -108,6 +119,12 @@ impl StateLock {
     /// The lock directory.
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// True while the lock directory still names this process as its holder (a racy reclaim by
+    /// the engine's bash can take it away; see the module documentation).
+    pub fn still_held(&self) -> bool {
+        !self.released && read_holder(&self.dir) == Some(std::process::id())
     }
 
     /// Release the lock now (also done on drop).
@@ -252,9 +269,9 @@ fn take_direct(dir: &Path) -> io::Result<bool> {
     }
 }
 
-/// Write this process's PID to the lock's `owner`, then `pid` files (see [`file::LOCK_FILES`]).
+/// Write this process's PID to the lock's `pid` file (see [`file::LOCK_FILES_WRITTEN`]).
 fn write_pid_file(dir: &Path) -> io::Result<()> {
-    for name in file::LOCK_FILES.iter().rev() {
+    for name in file::LOCK_FILES_WRITTEN {
         let mut out = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -498,20 +515,37 @@ mod tests {
     }
 
     #[test]
-    fn a_bash_waiters_racy_reclaim_cannot_remove_a_live_lock() {
+    fn a_lock_holds_only_the_engines_pid_file() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("s.json");
         let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        let names: Vec<_> = fs::read_dir(lock.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["pid"]);
+    }
+
+    #[test]
+    fn a_racy_reclaim_of_a_live_lock_is_noticed_before_the_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        assert!(lock.still_held());
         let dir = lock.path().to_path_buf();
-        // What lib.sh does after it saw an earlier holder die: rm -f pid; rmdir.
+        // What lib.sh does after it saw an earlier holder die: rm -f pid; rmdir; then its own
+        // mkdir and PID.
         fs::remove_file(dir.join("pid")).unwrap();
-        assert!(fs::remove_dir(&dir).is_err(), "the lock survives");
-        assert_eq!(inspect(&dir), LockHealth::Held(std::process::id()));
-        assert!(
-            StateLock::acquire(&file, soon(30)).is_err(),
-            "still excludes others"
-        );
+        fs::remove_dir(&dir).unwrap();
+        assert!(!lock.still_held());
+        fs::create_dir(&dir).unwrap();
+        fs::write(
+            dir.join("pid"),
+            format!("{}\n", std::os::unix::process::parent_id()),
+        )
+        .unwrap();
+        assert!(!lock.still_held());
         lock.release();
-        assert!(!dir.exists(), "and is released by its holder");
+        assert!(dir.join("pid").exists(), "the new holder's lock stays");
     }
 }

@@ -406,6 +406,17 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
     })
 }
 
+/// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
+/// (the engine's racy reclaim): the new holder's write is never raced.
+pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), StateError> {
+    if !lock.still_held() {
+        return Err(StateError::Lock(LockError::Lost {
+            path: lock.path().to_path_buf(),
+        }));
+    }
+    save(path, state)
+}
+
 /// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let temp = file::temp_path(path);
@@ -429,11 +440,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 ///
 /// Uses the same lock as [`update`], so two creators cannot both win.
 pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result<bool, StateError> {
-    let _lock = StateLock::acquire(path, deadline)?;
+    let lock = StateLock::acquire(path, deadline)?;
     if fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    save(path, state)?;
+    save_locked(path, state, &lock)?;
     Ok(true)
 }
 
@@ -451,7 +462,7 @@ pub fn update<T>(
     let before = state.clone();
     let out = change(&mut state);
     if state != before {
-        save(path, &state)?;
+        save_locked(path, &state, &lock)?;
     }
     lock.release();
     Ok(out)

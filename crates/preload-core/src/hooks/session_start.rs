@@ -344,7 +344,7 @@ fn write_seed(ctx: &Context, path: &Path, seed: &State) -> bool {
         return false;
     };
     let corrupt = matches!(state::load(path), Err(StateError::Corrupt { .. }));
-    let saved = !corrupt && state::save(path, seed).is_ok();
+    let saved = !corrupt && state::save_locked(path, seed, &lock).is_ok();
     lock.release();
     saved
 }
