@@ -243,8 +243,9 @@ fn restart_after_dehydration_resumes_without_redelivery() {
     fs::write(&state_file, serde_json::to_string_pretty(&state).unwrap()).unwrap();
     fs::remove_file(&sb.log).unwrap();
 
-    // A new Claude process (another live PID) starts.
+    // A new Claude process (another live PID, a new conversation) starts.
     sb.pid = std::os::unix::process::parent_id();
+    sb.conversation = "after-restart".to_owned();
     let start = session_start(&sb, "startup");
     start.assert_contract();
     let text = start.context();
@@ -712,6 +713,7 @@ fn concurrent_agents_get_one_seed_each() {
     session_start(&a, "startup");
     let first = a.seed_path();
     a.pid = std::os::unix::process::parent_id();
+    a.conversation = "second-agent".to_owned();
     session_start(&a, "startup");
     let second = a.seed_path();
     assert_ne!(first, second);

@@ -145,6 +145,9 @@ pub struct Sandbox {
     pub log: PathBuf,
     /// The owner PID the hooks see (`CLAUDE_SUPERVISOR_PID`): this test process, alive.
     pub pid: u32,
+    /// The Claude Code conversation (`session_id`) of every call; a new client process starts
+    /// a new one (only `--resume` brings an old one back).
+    pub conversation: String,
     /// Extra environment for every call.
     pub extra_env: Vec<(String, String)>,
 }
@@ -177,6 +180,7 @@ impl Sandbox {
             home,
             project,
             pid: std::process::id(),
+            conversation: "test-session".to_owned(),
             extra_env: Vec::new(),
             tmp,
         }
@@ -210,7 +214,7 @@ impl Sandbox {
         if let Some(obj) = input.as_object_mut() {
             obj.entry("cwd").or_insert_with(|| json!(self.project));
             obj.entry("session_id")
-                .or_insert_with(|| json!("test-session"));
+                .or_insert_with(|| json!(self.conversation));
             obj.entry("transcript_path")
                 .or_insert_with(|| json!("/tmp/x/test.jsonl"));
         }

@@ -84,6 +84,8 @@ pub struct Context {
     pub project_root: PathBuf,
     /// The owning Claude process.
     pub owner_pid: u32,
+    /// The Claude Code conversation of the call (stdin `session_id`), when given.
+    pub conversation: Option<String>,
     /// When the call started.
     pub now: SystemTime,
     /// When the call must be finished.
@@ -128,6 +130,10 @@ impl Context {
             cwd,
             project_root,
             owner_pid,
+            conversation: input
+                .session_id()
+                .filter(|id| !id.is_empty() && id.len() <= 256)
+                .map(str::to_owned),
             now: SystemTime::now(),
             deadline: Instant::now() + budget,
             budget: budget_chars,

@@ -59,6 +59,43 @@ pub fn is_same_live_process(pid: u32, started: Option<u64>) -> bool {
     }
 }
 
+/// Run `command` with stdin and stderr closed and return its stdout, unless it fails to start,
+/// exits unsuccessfully, or is still running at `deadline` (then it is killed).
+pub fn output_within(
+    command: &mut std::process::Command,
+    deadline: std::time::Instant,
+) -> Option<String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()?
+        .take(64 * 1024)
+        .read_to_string(&mut out)
+        .ok()?;
+    status.success().then_some(out)
+}
+
 /// Shell names skipped when looking for the owning Claude process.
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh"];
 

@@ -2,7 +2,10 @@
 //! per-process seed `sessions/.seeds/<owner-pid>.json`, created on demand.
 
 use std::fs;
+use std::ops::Not;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -54,40 +57,102 @@ pub struct PreloadState {
     pub is_session: bool,
 }
 
-/// The owner's active session directory, as `session.sh find` resolves it: the PID cache, then
-/// a state whose `pid` is the owner, then one whose `lastKnownPid` is (unless another live
-/// process holds it). The cache is rewritten on success.
+/// The owner's active session directory, as `session.sh find` resolves it: the PID cache;
+/// then the session of the owner's fleet pane (`fleet.sh pane-id`, `fleetPaneId`), unless
+/// another live process holds it; then a state whose `pid` is the owner; then one whose
+/// `lastKnownPid` is (unless another live process holds it). Beyond the engine, a conversation
+/// that comes back in a new process (`--resume`, a compaction after a restart) finds the session
+/// it ran in (`sessionId`, or the engine's transcript key) when that session's owner is gone,
+/// and takes it over. The cache is rewritten on success.
 pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let pid = ctx.owner_pid;
     let cache = cache_file(ctx);
-    if let Some(dir) = file::read_text(&cache, CACHE_MAX_BYTES).map(|t| PathBuf::from(t.trim())) {
-        if !dir.as_os_str().is_empty() && state_pid(&dir.join(STATE_FILE), "pid") == Some(pid) {
-            return Some(dir);
+    let cached = file::read_text(&cache, CACHE_MAX_BYTES)
+        .map(|t| PathBuf::from(t.trim()))
+        .filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = &cached {
+        if state_pid(&dir.join(STATE_FILE), "pid") == Some(pid) {
+            return Some(dir.clone());
         }
     }
     // Without a session, every call would read every state again. A session becomes this
-    // owner's only through activation, which writes the PID cache (`session.sh activate` and
+    // owner's through activation, which writes the PID cache (`session.sh activate` and
     // `continue`, `preload activate`), or in a new session directory; so while neither the
-    // cache nor the sessions directories changed since a scan that found nothing naming this
-    // owner, the answer stands.
+    // cache nor the sessions directories changed since a scan that found nothing for this
+    // owner (with the same pane and conversation), the answer stands.
     let roots = ctx.sessions_dirs();
     let none = no_session_file(ctx);
-    let print = fingerprint(&roots, &cache).to_string();
+    let print = fingerprint(ctx, &roots, &cache).to_string();
     if file::read_text(&none, CACHE_MAX_BYTES).is_some_and(|t| t.trim() == print) {
         return None;
     }
-    match scan(&roots, pid) {
-        Scan::Found(found) => {
-            let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
-            let _ = fs::remove_file(&none);
-            Some(found)
+    let pane = fleet_pane(ctx);
+    if let (Some(dir), Some(pane)) = (&cached, pane.as_deref()) {
+        if let Some(state) = peek_fields(&dir.join(STATE_FILE), &["pid", FLEET_FIELD]) {
+            if state.str(FLEET_FIELD) == Some(pane) {
+                return held_elsewhere(&state, pid).not().then(|| dir.clone());
+            }
         }
+    }
+    let found = match scan(&roots, pid, pane.as_deref(), ctx.conversation.as_deref()) {
+        Scan::Found(found) => found,
+        Scan::Conversation(found) => take_over(ctx, &found)?,
         Scan::Nothing => {
             let _ = state::write_atomic(&none, format!("{print}\n").as_bytes());
-            None
+            return None;
         }
-        Scan::Held => None,
+        Scan::Held => return None,
+    };
+    let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+    let _ = fs::remove_file(&none);
+    Some(found)
+}
+
+/// The state field naming a session's fleet pane.
+pub const FLEET_FIELD: &str = "fleetPaneId";
+
+/// How long `fleet.sh pane-id` may take.
+const FLEET_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The owner's fleet pane as the engine's `fleet.sh pane-id` prints it, when that script is
+/// installed (`~/.claude/scripts/fleet.sh`) and names one within its time limit.
+pub fn fleet_pane(ctx: &Context) -> Option<String> {
+    let script = ctx.paths.claude.join("scripts/fleet.sh");
+    if !script.is_file() {
+        return None;
     }
+    let limit = Instant::now() + FLEET_TIMEOUT;
+    let deadline = limit.min(ctx.deadline);
+    let out = process::output_within(
+        Command::new(&script).arg("pane-id").current_dir(&ctx.cwd),
+        deadline,
+    )?;
+    let pane = out.lines().next()?.trim().to_owned();
+    (!pane.is_empty()).then_some(pane)
+}
+
+/// True when a process other than `owner` holds the state and is alive.
+fn held_elsewhere(state: &State, owner: u32) -> bool {
+    state
+        .pid("pid")
+        .is_some_and(|holder| holder != owner && process::is_alive(holder))
+}
+
+/// A conversation's session whose owner is gone becomes this owner's (as the engine's
+/// `continue` and restore do): `pid` set, the old owner kept in `lastKnownPid`.
+fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
+    let owner = ctx.owner_pid;
+    let taken = state::update(&dir.join(STATE_FILE), ctx.lock_deadline(), |s| {
+        if held_elsewhere(s, owner) {
+            return false;
+        }
+        if let Some(old) = s.pid("pid").filter(|old| *old != owner) {
+            s.set("lastKnownPid", json!(old));
+        }
+        s.set("pid", json!(owner));
+        true
+    });
+    matches!(taken, Ok(true)).then(|| dir.to_path_buf())
 }
 
 /// `<cache>.none`: the fingerprint of the sessions when a scan last found nothing for the owner.
@@ -98,8 +163,9 @@ fn no_session_file(ctx: &Context) -> PathBuf {
 }
 
 /// A fingerprint of the sessions directories (a session directory added or removed changes
-/// their time) and of the PID cache file (rewritten by every activation).
-fn fingerprint(roots: &[PathBuf], cache: &Path) -> u64 {
+/// their time), of the PID cache file (rewritten by every activation), and of what else a scan
+/// matches on: the tmux pane and the conversation.
+fn fingerprint(ctx: &Context, roots: &[PathBuf], cache: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -109,6 +175,8 @@ fn fingerprint(roots: &[PathBuf], cache: &Path) -> u64 {
             (meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()).hash(&mut hasher);
         }
     }
+    ctx.env.get(env::TMUX_PANE).hash(&mut hasher);
+    ctx.conversation.hash(&mut hasher);
     hasher.finish()
 }
 
@@ -149,52 +217,89 @@ fn state_pid(path: &Path, field: &str) -> Option<u32> {
 enum Scan {
     /// Its session.
     Found(PathBuf),
-    /// Only a session it once held (`lastKnownPid`) that another live process holds now: the
-    /// answer can change without any file changing.
+    /// The session its conversation ran in, left by an owner that is gone.
+    Conversation(PathBuf),
+    /// Only a session it once held (`lastKnownPid`, or its fleet pane's) that another live
+    /// process holds now: the answer can change without any file changing.
     Held,
     /// No state names the owner.
     Nothing,
 }
 
-/// Find the session of `pid` under `roots` in one pass over `sessions/*/.state.json`: the
-/// first whose `pid` is the owner, else the first whose `lastKnownPid` is (unless another live
-/// process owns it). Each state is read once, with a cheap text check before a quick parse.
-fn scan(roots: &[PathBuf], pid: u32) -> Scan {
+/// The engine's transcript key of a conversation: `<session_id>.jsonl`.
+fn transcript_key(conversation: &str) -> String {
+    format!("{conversation}.jsonl")
+}
+
+/// Find the session of `pid` under `roots` in one pass over `sessions/*/.state.json`, in the
+/// engine's order: the fleet pane's (guarded against another live owner), the first whose `pid`
+/// is the owner, the first whose `lastKnownPid` is (guarded); then the conversation's. Each
+/// state is read once, with a cheap text check before a quick parse.
+fn scan(roots: &[PathBuf], pid: u32, pane: Option<&str>, conversation: Option<&str>) -> Scan {
     let needle = pid.to_string();
-    let mut last_known = None;
+    let key = conversation.map(transcript_key);
+    let (mut fleet, mut by_pid, mut last_known, mut by_conversation) = (None, None, None, None);
     let mut held = false;
     for root in roots {
         for dir in session_dirs(root) {
             let Some(text) = peek(&dir.join(STATE_FILE)) else {
                 continue;
             };
-            if !text.contains(&needle) {
+            let mentions_pane = pane.is_some_and(|p| text.contains(p));
+            let mentions_conversation = conversation.is_some_and(|c| text.contains(c));
+            if !text.contains(&needle) && !mentions_pane && !mentions_conversation {
                 continue;
             }
-            let Ok(state) = State::parse_fields(&text, &["pid", "lastKnownPid"]) else {
+            let Ok(state) = State::parse_fields(
+                &text,
+                &[
+                    "pid",
+                    "lastKnownPid",
+                    FLEET_FIELD,
+                    CONVERSATION_FIELD,
+                    "primaryTranscriptKey",
+                ],
+            ) else {
                 continue;
             };
-            if state.pid("pid") == Some(pid) {
-                return Scan::Found(dir);
+            if fleet.is_none() && pane.is_some() && state.str(FLEET_FIELD) == pane {
+                fleet = Some((dir.clone(), held_elsewhere(&state, pid)));
             }
-            // For `lastKnownPid`, another live process owning the session wins.
+            if by_pid.is_none() && state.pid("pid") == Some(pid) {
+                by_pid = Some(dir.clone());
+            }
             if last_known.is_none() && state.pid("lastKnownPid") == Some(pid) {
-                if state
-                    .pid("pid")
-                    .is_none_or(|owner| owner == pid || !process::is_alive(owner))
-                {
-                    last_known = Some(dir);
-                } else {
+                if held_elsewhere(&state, pid) {
                     held = true;
+                } else {
+                    last_known = Some(dir.clone());
                 }
+            }
+            let same_conversation = state.str(CONVERSATION_FIELD) == conversation
+                || state.str("primaryTranscriptKey") == key.as_deref();
+            if by_conversation.is_none()
+                && conversation.is_some()
+                && same_conversation
+                && state.pid("pid").is_none_or(|p| !process::is_alive(p))
+            {
+                by_conversation = Some(dir.clone());
             }
         }
     }
-    match last_known {
-        Some(dir) => Scan::Found(dir),
-        None if held => Scan::Held,
-        None => Scan::Nothing,
+    match (fleet, by_pid, last_known, by_conversation) {
+        (Some((_, true)), ..) => Scan::Held,
+        (Some((dir, false)), ..) | (None, Some(dir), ..) | (None, None, Some(dir), _) => {
+            Scan::Found(dir)
+        }
+        (None, None, None, _) if held => Scan::Held,
+        (None, None, None, Some(dir)) => Scan::Conversation(dir),
+        (None, None, None, None) => Scan::Nothing,
     }
+}
+
+/// A quick look at some fields of a state.
+fn peek_fields(path: &Path, fields: &[&str]) -> Option<State> {
+    State::parse_fields(&peek(path)?, fields).ok()
 }
 
 /// The state that holds the context window of Claude Code conversation `conversation`
@@ -443,6 +548,83 @@ mod tests {
         fs::remove_file(cache_file(&ctx)).unwrap();
         write("d", "{\"pid\": 55}".into());
         assert_eq!(find_session(&ctx), Some(project.join("sessions/d")));
+    }
+
+    fn fleet_script(home: &Path, pane: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let scripts = home.join(".claude/scripts");
+        fs::create_dir_all(&scripts).unwrap();
+        let script = scripts.join("fleet.sh");
+        fs::write(
+            &script,
+            format!("#!/bin/sh\n[ \"$1\" = pane-id ] && echo '{pane}'\nexit 0\n"),
+        )
+        .unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn the_fleet_panes_session_wins_among_the_owners() {
+        let (tmp, project, home) = project();
+        let write = |name: &str, body: &str| {
+            let dir = project.join("sessions").join(name);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(STATE_FILE), body).unwrap();
+        };
+        write(
+            "a_implement",
+            "{\"pid\": 66, \"fleetPaneId\": \"fleet:w:other\"}",
+        );
+        write(
+            "b_analyze",
+            "{\"pid\": 66, \"fleetPaneId\": \"fleet:w:mine\"}",
+        );
+        fleet_script(&home, "fleet:w:mine");
+        let ctx = ctx_in(&project, &home, 66, tmp.path());
+        assert_eq!(find_session(&ctx), Some(project.join("sessions/b_analyze")));
+        // The pane's session held by another live process is not ours: no session at all, as
+        // in `session.sh find`.
+        fs::remove_file(cache_file(&ctx)).unwrap();
+        let live = std::os::unix::process::parent_id();
+        write(
+            "b_analyze",
+            &format!("{{\"pid\": {live}, \"fleetPaneId\": \"fleet:w:mine\"}}"),
+        );
+        assert_eq!(find_session(&ctx), None);
+    }
+
+    #[test]
+    fn a_conversation_back_in_a_new_process_takes_its_session_over() {
+        let (tmp, project, home) = project();
+        let dir = project.join("sessions/s");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join(STATE_FILE),
+            "{\"pid\": 4000000, \"skill\": \"implement\", \"sessionId\": \"conv-1\"}",
+        )
+        .unwrap();
+        let env = Env::from_pairs([
+            (env::HOME, home.to_string_lossy().into_owned()),
+            (env::CLAUDE_SUPERVISOR_PID, "77".to_owned()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                tmp.path().to_string_lossy().into_owned(),
+            ),
+        ]);
+        let other = HookInput::from_value(json!({"cwd": project, "session_id": "conv-2"}));
+        let ctx = Context::new(env.clone(), "test", &other, Duration::from_secs(2));
+        assert_eq!(find_session(&ctx), None, "another conversation");
+        let same = HookInput::from_value(json!({"cwd": project, "session_id": "conv-1"}));
+        let ctx = Context::new(env, "test", &same, Duration::from_secs(2));
+        assert_eq!(find_session(&ctx), Some(dir.clone()));
+        let taken = state::load(&dir.join(STATE_FILE)).unwrap();
+        assert_eq!(taken.pid("pid"), Some(77));
+        assert_eq!(taken.pid("lastKnownPid"), Some(4_000_000));
+        assert_eq!(
+            taken.str("skill"),
+            Some("implement"),
+            "nothing else changed"
+        );
     }
 
     #[test]

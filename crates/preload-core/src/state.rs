@@ -409,16 +409,43 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
 /// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
 /// (the engine's racy reclaim): the new holder's write is never raced.
 pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), StateError> {
-    if !lock.still_held() {
-        return Err(StateError::Lock(LockError::Lost {
-            path: lock.path().to_path_buf(),
-        }));
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
     }
-    save(path, state)
+    let lost = || {
+        StateError::Lock(LockError::Lost {
+            path: lock.path().to_path_buf(),
+        })
+    };
+    // Checked as late as possible: right before the rename that publishes the new version.
+    match write_atomic_if(path, state.to_pretty().as_bytes(), || lock.still_held()) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(lost()),
+        Err(source) => Err(StateError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_if(path, bytes, || true).map(|_| ())
+}
+
+/// [`write_atomic`], publishing only when `still_ok` holds right before the rename; false (and
+/// nothing changed) when it did not.
+pub fn write_atomic_if(
+    path: &Path,
+    bytes: &[u8],
+    still_ok: impl FnOnce() -> bool,
+) -> io::Result<bool> {
     let temp = file::temp_path(path);
     let result = (|| {
         let mut file = fs::OpenOptions::new()
@@ -428,9 +455,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         file.write_all(bytes)?;
         file.flush()?;
         drop(file);
-        fs::rename(&temp, path)
+        if !still_ok() {
+            return Ok(false);
+        }
+        fs::rename(&temp, path).map(|()| true)
     })();
-    if result.is_err() {
+    if !matches!(result, Ok(true)) {
         let _ = fs::remove_file(&temp);
     }
     result

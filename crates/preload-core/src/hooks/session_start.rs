@@ -792,7 +792,7 @@ fn cached_slots(
         return Ok(reslice(n, slots, total, ctx.budget));
     }
     let left = ctx.deadline.saturating_duration_since(Instant::now());
-    let lock = StateLock::acquire(&path, Instant::now() + left * 3 / 4)?;
+    let lock = StateLock::acquire_unlatched(&path, Instant::now() + left * 3 / 4)?;
     if let Some((n, slots)) = read_cache(&path) {
         lock.release();
         return Ok(reslice(n, slots, total, ctx.budget));
