@@ -8,7 +8,7 @@ use std::time::Duration;
 use preload_core::delivery::Packer;
 use preload_core::env::{self, Env};
 use preload_core::preload::{self, Mode};
-use preload_core::{Context, HookInput, session, state};
+use preload_core::{Context, HookInput, session};
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox};
@@ -46,7 +46,7 @@ pub fn claim(sb: &Sandbox) {
         return;
     };
     let mut packer = Packer::new(ctx.budget);
-    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+    let batch = preload_core::ledger::update(&ctx, &target, |s| {
         let requests = preload::pending_requests(s, "overflow(preload)");
         let batch = preload::apply(&ctx, s, &requests, Mode::Claim, &mut packer);
         if !batch.blocks.is_empty() {

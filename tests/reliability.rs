@@ -1564,7 +1564,7 @@ fn preloaded_headers(text: &str) -> Vec<String> {
 fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
     let sb = Sandbox::new();
     let read = json!({"cwd": sb.project, "hook_event_name": "PreToolUse", "tool_name": "Read",
-        "session_id": "k", "transcript_path": "/tmp/x/k.jsonl",
+        "session_id": "s", "transcript_path": "/tmp/x/k.jsonl",
         "tool_input": {"file_path": sb.project.join("packages/estimate/src/parser.ts")}});
     let post = post_tool_use(&sb);
     let fresh = json!({"touchedDirs": {}, "preloadedFiles": [], "pendingPreloads": []});
@@ -1726,14 +1726,16 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     let plain = json!({"hook_event_name": "SessionStart", "source": "startup",
         "session_id": "sid-5", "cwd": sb.project});
     run_json(&sb, "preload-session-start", &[], &plain).assert_contract("session-start");
-    let left: Vec<String> = fs::read_dir(&seeds)
+    let mut left: Vec<String> = fs::read_dir(&seeds)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    left.sort();
+    // The seed, and its carry (the conversation it serves, which the engine's activate drops).
     assert_eq!(
         left,
-        vec![format!("{}.json", sb.pid)],
-        "only the live owner's seed stays"
+        vec![format!("{}.carry.json", sb.pid), format!("{}.json", sb.pid)],
+        "only the live owner's seed and carry stay"
     );
     assert!(litter(&state_dir).is_empty(), "{:?}", litter(&state_dir));
     assert!(

@@ -355,7 +355,15 @@ impl Sandbox {
             seen.entry(file).or_default().push(hook);
         }
         let dupes: Vec<_> = seen.iter().filter(|(_, hooks)| hooks.len() > 1).collect();
-        assert!(dupes.is_empty(), "duplicate deliveries: {dupes:?}");
+        assert!(
+            dupes.is_empty(),
+            "duplicate deliveries: {dupes:?}\nevents:\n{}",
+            self.events()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
 }
 

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::clock;
 use crate::context::Context;
+use crate::ledger;
 use crate::lock::StateLock;
 use crate::preload::{PARTS, PENDING, PRELOADED};
 use crate::process;
@@ -71,23 +72,29 @@ pub fn activate(ctx: &Context, dir: &Path, skill: Option<&str>) -> Result<Activa
 
     let sessions = dir.parent().unwrap_or(dir).to_path_buf();
     let seed_path = session::seed_path(&sessions, ctx.owner_pid);
-    let seed_lock = if seed_path.is_file() {
+    let carry_path = ledger::carry_path(&seed_path);
+    // The seed's lock first, then the session's: the order every writer of both keeps.
+    let seed_lock = if seed_path.is_file() || carry_path.is_file() {
         Some(StateLock::acquire(&seed_path, ctx.lock_deadline()).map_err(refused)?)
     } else {
         None
     };
-    let seed = seed_lock
+    let record = seed_lock
         .as_ref()
-        .and_then(|_| state::load(&seed_path).ok())
-        .filter(|s| s.str("lifecycle") == Some(SEEDING));
+        .and_then(|_| ledger::read_seed_parts(&seed_path).ok());
+    let (seed, carry) = record.unwrap_or_default();
+    let seed = seed.filter(|s| s.str("lifecycle") == Some(SEEDING));
 
     let outcome = state::update(&path, ctx.lock_deadline(), |s| {
-        activate_state(ctx, s, skill, seed.as_ref())
+        activate_state(ctx, s, skill, seed.as_ref(), carry.as_ref())
     })
     .map_err(refused)??;
 
     if seed.is_some() {
         let _ = fs::remove_file(&seed_path);
+    }
+    if seed_lock.is_some() {
+        let _ = fs::remove_file(&carry_path);
     }
     if let Some(lock) = seed_lock {
         lock.release();
@@ -112,6 +119,7 @@ fn activate_state(
     s: &mut State,
     skill_arg: Option<&str>,
     seed: Option<&State>,
+    carry: Option<&State>,
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
     let holder = s.pid("pid");
@@ -173,8 +181,9 @@ fn activate_state(
         s.set(PRELOADED, json!(session::core_seeds(ctx)));
         s.set(PENDING, json!([]));
         s.set("touchedDirs", json!({}));
-        s.set("pendingAllowInjections", json!([]));
+        s.set(ledger::STASH, json!([]));
         s.remove(PARTS);
+        s.remove(session::CONVERSATION_FIELD);
     }
     for (key, value) in [
         (PRELOADED, json!(session::core_seeds(ctx))),
@@ -186,9 +195,7 @@ fn activate_state(
             s.set(key, value);
         }
     }
-    if let Some(seed) = seed {
-        merge_seed(s, seed);
-    }
+    ledger::adopt(s, seed, carry);
     Ok(Activated {
         skill,
         phase: s.str("currentPhase").unwrap_or("").to_owned(),
@@ -226,39 +233,6 @@ fn static_fields(def: &Skill) -> Vec<(String, Value)> {
             Some(((*key).to_owned(), value))
         })
         .collect()
-}
-
-/// Merge the owner's seed: union of `preloadedFiles`, `pendingPreloads` and
-/// `discoveredChecklists`, merge of `touchedDirs` and part progress, the seed's stashed
-/// injections appended.
-pub fn merge_seed(s: &mut State, seed: &State) {
-    for key in [PRELOADED, "discoveredChecklists"] {
-        for item in seed.strings(key) {
-            s.push_unique(key, &item);
-        }
-    }
-    let preloaded = s.strings(PRELOADED);
-    for item in seed.strings(PENDING) {
-        if !preloaded.contains(&item) {
-            s.push_unique(PENDING, &item);
-        }
-    }
-    for key in ["touchedDirs", PARTS] {
-        if let Some(Value::Object(map)) = seed.get(key) {
-            let target = s.object_mut(key);
-            for (k, v) in map {
-                target.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if let Some(Value::Array(entries)) = seed.get("pendingAllowInjections") {
-        s.array_mut("pendingAllowInjections")
-            .extend(entries.iter().cloned());
-    }
-    // The conversation the seed's context window belongs to (found again on resume).
-    if let Some(id) = seed.get(session::CONVERSATION_FIELD) {
-        s.set(session::CONVERSATION_FIELD, id.clone());
-    }
 }
 
 /// Take the owner's PID from every other session in `sessions` (so `find` sees one owner).

@@ -44,6 +44,25 @@ pub fn block(path: &str, content: &str) -> String {
     format!("[Preloaded: {path}]\n{}\n", trim_trailing_newlines(content))
 }
 
+/// The paths named by the `[Preloaded: <path>]` and `[Preloaded: <path> (part i/n)]` headers
+/// of a text, in order, each once.
+pub fn block_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(inner) = line
+            .strip_prefix("[Preloaded: ")
+            .and_then(|l| l.strip_suffix(']'))
+        else {
+            continue;
+        };
+        let path = inner.split(" (part ").next().unwrap_or(inner);
+        if !out.iter().any(|p| p == path) {
+            out.push(path.to_owned());
+        }
+    }
+    out
+}
+
 /// Join blocks so that one blank line separates them.
 pub fn join_blocks<S: AsRef<str>>(blocks: &[S]) -> String {
     let mut out = String::new();
@@ -293,6 +312,20 @@ impl EventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_paths_are_read_from_headers() {
+        assert_eq!(block_paths("[Preloaded: /a/b.md]\nx\n"), ["/a/b.md"]);
+        assert_eq!(
+            block_paths("[Override: shadows /g]\n[Preloaded: /a/CMD_X.md]\nx"),
+            ["/a/CMD_X.md"]
+        );
+        assert_eq!(
+            block_paths("[Preloaded: /a/big.md (part 2/3)]\nx\n\n[Preloaded: /c.md]\ny"),
+            ["/a/big.md", "/c.md"]
+        );
+        assert!(block_paths("nothing").is_empty());
+    }
     use std::fmt::Write as _;
 
     #[test]

@@ -19,6 +19,7 @@ pub mod env;
 pub mod file;
 pub mod hooks;
 pub mod input;
+pub mod ledger;
 pub mod lock;
 pub mod markers;
 pub mod paths;

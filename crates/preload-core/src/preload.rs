@@ -14,7 +14,7 @@ use crate::delivery::{self, Event, FileBody, Packer};
 use crate::refs::Resolver;
 use crate::runner::HookError;
 use crate::session::PreloadState;
-use crate::state::{self, State};
+use crate::state::State;
 
 /// `preloadedFiles`.
 pub const PRELOADED: &str = "preloadedFiles";
@@ -477,9 +477,7 @@ pub fn ensure(
     mode: Mode,
     packer: &mut Packer,
 ) -> Result<Batch, HookError> {
-    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
-        apply(ctx, s, requests, mode, packer)
-    })?;
+    let batch = crate::ledger::update(ctx, target, |s| apply(ctx, s, requests, mode, packer))?;
     batch.log(ctx, target.is_session);
     Ok(batch)
 }
@@ -489,6 +487,7 @@ mod tests {
     use super::*;
     use crate::env::{self, Env};
     use crate::input::HookInput;
+    use crate::state;
     use std::fmt::Write as _;
     use std::fs;
     use std::path::PathBuf;

@@ -342,10 +342,14 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
         seeds.sort();
-        seeds.into_iter().find_map(|path| {
-            let is_json = path.extension().is_some_and(|e| e == "json");
-            (is_json && matches(&path).is_some()).then_some(PreloadState {
-                path,
+        // The conversation of a seed is kept in its carry (`<pid>.carry.json`).
+        seeds.into_iter().find_map(|carry| {
+            let seed = carry
+                .to_str()?
+                .strip_suffix(".carry.json")
+                .map(|stem| PathBuf::from(format!("{stem}.json")))?;
+            (seed.is_file() && matches(&carry).is_some()).then_some(PreloadState {
+                path: seed,
                 is_session: false,
             })
         })
@@ -466,9 +470,11 @@ pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
             // Temporaries of killed writers: swept below.
             continue;
         }
+        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it.
         if Path::new(&name).extension().is_some_and(|e| e == "json")
             && seed_is_stale(&path)
             && fs::remove_file(&path).is_ok()
+            && !name.ends_with(".carry.json")
         {
             removed += 1;
         }

@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use crate::delivery::{self, chars};
 use crate::env;
+use crate::ledger;
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
-use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The stash field.
@@ -96,7 +96,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let agent = input.agent_id().unwrap_or("").to_owned();
     let budget = ctx.budget.saturating_sub(1);
-    let taken = state::update(&target.path, ctx.lock_deadline(), |s| {
+    let taken = ledger::update(ctx, &target, |s| {
         let Some(Value::Array(entries)) = s.0.get_mut(STASH) else {
             return Vec::new();
         };

@@ -24,10 +24,11 @@ use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::file;
 use crate::hooks::injections::STASH;
+use crate::ledger;
 use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
 use crate::runner::{self, HookEvent, HookSpec};
-use crate::session::{self, STATE_FILE};
+use crate::session::{self, PreloadState, STATE_FILE};
 use crate::state::{self, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
@@ -145,14 +146,19 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let target = locate(ctx, &sessions)?;
     let plan = match &target {
         Target::Session(dir) => {
-            let path = dir.join(STATE_FILE);
-            state::update(&path, ctx.lock_deadline(), |s| {
-                decide(ctx, &call, &rules, s, &target)
-            })?
+            let record = PreloadState {
+                path: dir.join(STATE_FILE),
+                is_session: true,
+            };
+            ledger::update(ctx, &record, |s| decide(ctx, &call, &rules, s, &target))?
         }
-        Target::Seed(path) => state::update(path, ctx.lock_deadline(), |s| {
-            decide(ctx, &call, &rules, s, &target)
-        })?,
+        Target::Seed(path) => {
+            let record = PreloadState {
+                path: path.clone(),
+                is_session: false,
+            };
+            ledger::update(ctx, &record, |s| decide(ctx, &call, &rules, s, &target))?
+        }
         Target::Nowhere => {
             let mut stand_in = State::default();
             stand_in.set("lifecycle", json!("none"));
@@ -533,7 +539,7 @@ fn stash_allow(
         } else {
             let room = ctx.budget.saturating_sub(waiting + fresh);
             let blocks = claim(ctx, call, s, rule, room, plan);
-            for path in blocks.iter().filter_map(|b| block_path(b)) {
+            for path in blocks.iter().flat_map(|b| delivery::block_paths(b)) {
                 plan.stashed.push((path, format!("overflow({})", rule.id)));
             }
             delivery::join_blocks(&blocks)
@@ -548,14 +554,6 @@ fn stash_allow(
         s.array_mut(STASH).extend(entries);
     }
     delivered
-}
-
-/// The path named in a block's `[Preloaded: <path>…]` header.
-fn block_path(block: &str) -> Option<String> {
-    let line = block.lines().find(|l| l.starts_with("[Preloaded: "))?;
-    let inner = line.strip_prefix("[Preloaded: ")?.strip_suffix(']')?;
-    let path = inner.split(" (part ").next().unwrap_or(inner);
-    Some(path.to_owned())
 }
 
 /// `<text> (N/M) [HH:MM | Context: P%]` and the `engine log` command for the session log.
@@ -844,22 +842,5 @@ mod tests {
             1,
             "the call that created it counts"
         );
-    }
-
-    #[test]
-    fn block_paths_are_read_from_headers() {
-        assert_eq!(
-            block_path("[Preloaded: /a/b.md]\nx\n"),
-            Some("/a/b.md".into())
-        );
-        assert_eq!(
-            block_path("[Override: shadows /g]\n[Preloaded: /a/CMD_X.md]\nx"),
-            Some("/a/CMD_X.md".into())
-        );
-        assert_eq!(
-            block_path("[Preloaded: /a/big.md (part 2/3)]\nx"),
-            Some("/a/big.md".into())
-        );
-        assert_eq!(block_path("nothing"), None);
     }
 }

@@ -6,11 +6,11 @@
 use std::process::ExitCode;
 
 use crate::delivery::Packer;
+use crate::ledger;
 use crate::preload::{self, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::skill;
-use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -62,7 +62,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let source = format!("phase-cmds({phase})");
     let mut packer = Packer::new(ctx.budget);
-    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+    let batch = ledger::update(ctx, &target, |s| {
         let requests: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
             .into_iter()
             .map(|p| Request::new(p.to_string_lossy(), source.clone()))

@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use crate::env;
+use crate::ledger;
 use crate::preload::{self, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
@@ -86,7 +87,7 @@ fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
         return Ok(());
     };
     let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
-    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+    let batch = ledger::update(ctx, &target, |s| {
         preload::record(ctx, s, std::slice::from_ref(&request))
     })?;
     batch.log(ctx, target.is_session);

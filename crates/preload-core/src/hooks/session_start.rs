@@ -25,6 +25,7 @@ use serde_json::{Map, Value, json};
 use crate::clock;
 use crate::delivery::{self, Event, Packer};
 use crate::env;
+use crate::ledger;
 use crate::lock::StateLock;
 use crate::markers;
 use crate::preload::{self, Batch, Mode, Outcome, PENDING, PRELOADED, Request};
@@ -207,6 +208,7 @@ pub fn generate(
     if write_seed(ctx, &seed_path, &seed) {
         if let Some((old, _)) = resumed_seed.as_ref().filter(|(old, _)| *old != seed_path) {
             let _ = fs::remove_file(old);
+            let _ = fs::remove_file(ledger::carry_path(old));
         }
         let why = format!("session-start({source})");
         for file in seed.strings(PRELOADED) {
@@ -313,7 +315,7 @@ fn choose_window(ctx: &Context, source: &str, conversation: &str) -> Window {
             session_dir: None,
             goes_on: false,
             resumed_seed: resumed
-                .and_then(|r| state::load(&r.path).ok().map(|seed| (r.path, seed))),
+                .and_then(|r| ledger::read_seed(&r.path).ok().map(|seed| (r.path, seed))),
         },
     }
 }
@@ -343,8 +345,12 @@ fn write_seed(ctx: &Context, path: &Path, seed: &State) -> bool {
     let Ok(lock) = StateLock::acquire(path, ctx.lock_deadline()) else {
         return false;
     };
-    let corrupt = matches!(state::load(path), Err(StateError::Corrupt { .. }));
-    let saved = !corrupt && state::save_locked(path, seed, &lock).is_ok();
+    let corrupt = matches!(state::load(path), Err(StateError::Corrupt { .. }))
+        || matches!(
+            state::load(&ledger::carry_path(path)),
+            Err(StateError::Corrupt { .. })
+        );
+    let saved = !corrupt && ledger::write_seed(&lock, path, seed).is_ok();
     lock.release();
     saved
 }

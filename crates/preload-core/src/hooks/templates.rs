@@ -7,11 +7,11 @@
 use std::process::ExitCode;
 
 use crate::delivery::Packer;
+use crate::ledger;
 use crate::preload::{self, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::skill;
-use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -86,7 +86,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         return Ok(HookOutput::Silent);
     };
     let mut packer = Packer::new(ctx.budget);
-    let batch = state::update(&target.path, ctx.lock_deadline(), |s| {
+    let batch = ledger::update(ctx, &target, |s| {
         let (name, label) = match &trigger {
             Trigger::Skill(name) => (name.clone(), "0".to_owned()),
             Trigger::Activation => {

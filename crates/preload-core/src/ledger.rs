@@ -1,0 +1,413 @@
+//! The record of one context window across the files the engine also writes: a session's
+//! `.state.json`, or before activation the owner's seed and its carry.
+//!
+//! The engine's `session.sh activate` keeps only `preloadedFiles`, `pendingPreloads` and
+//! `touchedDirs` of a seed and deletes it; `continue` replaces the first two; both leave the
+//! session without `sessionId`. So a seed holds only what the engine keeps, and everything else
+//! a hook records before activation (stashed injections, part progress, the conversation,
+//! checklists, delivered rules) goes into the seed's carry, `sessions/.seeds/<pid>.carry.json`,
+//! which the engine never touches. The carry also lists the files still owed to the context
+//! (queued, or partly delivered): an activator that marks them delivered (the engine's lists
+//! the six core standards in every fresh state) is corrected.
+//!
+//! The first native write to the owner's session after activation adopts the carry (and a seed
+//! the activator left), under the seed's lock then the session's, and deletes both. Every write
+//! also tags the session with the conversation it serves (`sessionId`): when a different
+//! conversation works in it (a `continue` after a restart), what belonged to the old context
+//! window (part progress, sub-agent records, stashed injections) is let go, and the files the
+//! old stash carried are queued again.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::context::Context;
+use crate::lock::StateLock;
+use crate::preload::{PARTS, PENDING, PRELOADED};
+use crate::session::{self, CONVERSATION_FIELD, PID_START_FIELD, PreloadState, SEEDING};
+use crate::state::{self, State, StateError};
+
+/// The fields of a seed that the engine's activate reads; everything else lives in the carry.
+pub const SEED_FIELDS: [&str; 6] = [
+    "pid",
+    "lifecycle",
+    PID_START_FIELD,
+    PRELOADED,
+    PENDING,
+    "touchedDirs",
+];
+
+/// The carry's list of files still owed to the context window.
+pub const OWED: &str = "owed";
+/// The stash of allow-rule content waiting for `PostToolUse`.
+pub const STASH: &str = "pendingAllowInjections";
+/// Checklists found by discovery.
+pub const CHECKLISTS: &str = "discoveredChecklists";
+/// Rules delivered once (`inject: "once"`).
+pub const INJECTED_RULES: &str = "injectedRules";
+
+/// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
+pub fn carry_path(seed: &Path) -> PathBuf {
+    seed.with_extension("carry.json")
+}
+
+/// True for a carry file name.
+pub fn is_carry(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".carry.json"))
+}
+
+/// Read-modify-write of a preload state under its lock: a seed together with its carry, a
+/// session after adopting the owner's carry and tagging the conversation.
+pub fn update<T>(
+    ctx: &Context,
+    target: &PreloadState,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    if target.is_session {
+        update_session(ctx, &target.path, change)
+    } else {
+        update_seed(ctx, &target.path, change)
+    }
+}
+
+/// A seed and its carry as one state.
+fn update_seed<T>(
+    ctx: &Context,
+    path: &Path,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let lock = StateLock::acquire(path, ctx.lock_deadline())?;
+    let seed = state::load(path)?;
+    let carry_file = carry_path(path);
+    let carry = load_carry(&carry_file)?;
+    let mut view = joined(&seed, carry.as_ref());
+    let before = view.clone();
+    let out = change(&mut view);
+    if view != before {
+        write_seed(&lock, path, &view)?;
+    }
+    lock.release();
+    Ok(out)
+}
+
+/// Write a seed view: the carry first (what the engine drops), then the seed itself.
+pub fn write_seed(lock: &StateLock, path: &Path, view: &State) -> Result<(), StateError> {
+    let (seed, carry) = split(view);
+    let carry_file = carry_path(path);
+    match carry {
+        Some(carry) => state::save_locked(&carry_file, &carry, lock)?,
+        None => {
+            let _ = fs::remove_file(&carry_file);
+        }
+    }
+    state::save_locked(path, &seed, lock)
+}
+
+/// The owner's seed as one state with its carry, without locking.
+pub fn read_seed(path: &Path) -> Result<State, StateError> {
+    let seed = state::load(path)?;
+    let carry = load_carry(&carry_path(path))?;
+    Ok(joined(&seed, carry.as_ref()))
+}
+
+/// The seed and its carry as they are on disk (for an activator, under the seed's lock); each
+/// `None` when absent.
+pub fn read_seed_parts(path: &Path) -> Result<(Option<State>, Option<State>), StateError> {
+    let seed = match state::load(path) {
+        Ok(seed) => Some(seed),
+        Err(StateError::Missing { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    Ok((seed, load_carry(&carry_path(path))?))
+}
+
+/// The carry, `None` when there is none; a carry that does not parse is an error (and is left).
+fn load_carry(path: &Path) -> Result<Option<State>, StateError> {
+    match state::load(path) {
+        Ok(carry) => Ok(Some(carry)),
+        Err(StateError::Missing { .. }) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// The seed and the carry's fields (the carry's own bookkeeping left out).
+fn joined(seed: &State, carry: Option<&State>) -> State {
+    let mut view = seed.clone();
+    if let Some(carry) = carry {
+        for (key, value) in &carry.0 {
+            if key != OWED && !SEED_FIELDS.contains(&key.as_str()) {
+                view.0.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    view
+}
+
+/// Split a seed view into the seed the engine reads and the carry (`None` when it would hold
+/// nothing but the owner's PID).
+fn split(view: &State) -> (State, Option<State>) {
+    let mut seed = State::default();
+    let mut carry = State::default();
+    for (key, value) in &view.0 {
+        if SEED_FIELDS.contains(&key.as_str()) {
+            seed.0.insert(key.clone(), value.clone());
+        } else {
+            carry.0.insert(key.clone(), value.clone());
+        }
+    }
+    let owed = owed_of(view);
+    if !owed.is_empty() {
+        carry.set(OWED, Value::from(owed));
+    }
+    if carry.0.is_empty() {
+        return (seed, None);
+    }
+    for key in ["pid", PID_START_FIELD] {
+        if let Some(value) = view.get(key) {
+            carry.0.shift_insert(0, key.to_owned(), value.clone());
+        }
+    }
+    (seed, Some(carry))
+}
+
+/// The files of a record not (fully) in its context window: queued, or partly delivered.
+fn owed_of(view: &State) -> Vec<String> {
+    let mut owed = view.strings(PENDING);
+    if let Some(Value::Object(parts)) = view.get(PARTS) {
+        for path in parts.keys() {
+            if !owed.contains(path) {
+                owed.push(path.clone());
+            }
+        }
+    }
+    owed
+}
+
+/// A session: adopt the owner's carry and leftover seed when there are any (seed lock first,
+/// as every activator takes them), tag the conversation, then `change`.
+fn update_session<T>(
+    ctx: &Context,
+    path: &Path,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let seed_path = path
+        .parent()
+        .and_then(Path::parent)
+        .map(|sessions| session::seed_path(sessions, ctx.owner_pid));
+    let leftover = seed_path
+        .as_ref()
+        .filter(|seed| carry_path(seed).is_file() || seed.is_file());
+    let Some(seed_path) = leftover else {
+        return state::update(path, ctx.lock_deadline(), |s| {
+            tag_conversation(ctx, s);
+            change(s)
+        });
+    };
+    let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
+    let seed = match state::load(seed_path) {
+        Ok(seed) => Some(seed).filter(|s| s.str("lifecycle") == Some(SEEDING)),
+        Err(StateError::Missing { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    let carry = load_carry(&carry_path(seed_path))?;
+    let out = state::update(path, ctx.lock_deadline(), |s| {
+        tag_conversation(ctx, s);
+        adopt(s, seed.as_ref(), carry.as_ref());
+        change(s)
+    })?;
+    if seed.is_some() {
+        let _ = fs::remove_file(seed_path);
+    }
+    let _ = fs::remove_file(carry_path(seed_path));
+    seed_lock.release();
+    Ok(out)
+}
+
+/// Merge what the owner recorded before activation into its session: the seed's three fields
+/// as the engine's activate merges them (when an activator left the seed behind), the fields
+/// kept beside them (in the carry, or in a seed written by an older release), and the owed
+/// files back in the queue and out of `preloadedFiles`.
+pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
+    if let Some(seed) = seed {
+        for item in seed.strings(PRELOADED) {
+            s.push_unique(PRELOADED, &item);
+        }
+        for item in seed.strings(PENDING) {
+            s.push_unique(PENDING, &item);
+        }
+        if let Some(Value::Object(map)) = seed.get("touchedDirs") {
+            let target = s.object_mut("touchedDirs");
+            for (k, v) in map {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if seed.is_none() && carry.is_none() {
+        return;
+    }
+    let record = joined(seed.unwrap_or(&State::default()), carry);
+    for item in record.strings(CHECKLISTS) {
+        s.push_unique(CHECKLISTS, &item);
+    }
+    for key in [PARTS, INJECTED_RULES] {
+        if let Some(Value::Object(map)) = record.get(key) {
+            let target = s.object_mut(key);
+            for (k, v) in map {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(Value::Array(entries)) = record.get(STASH) {
+        s.array_mut(STASH).extend(entries.iter().cloned());
+    }
+    if s.get(CONVERSATION_FIELD).is_none() {
+        if let Some(id) = record.get(CONVERSATION_FIELD) {
+            s.set(CONVERSATION_FIELD, id.clone());
+        }
+    }
+    let owed = match carry {
+        Some(carry) => carry.strings(OWED),
+        None => owed_of(&record),
+    };
+    for path in owed {
+        s.remove_item(PRELOADED, &path);
+        s.push_unique(PENDING, &path);
+    }
+}
+
+/// Record which conversation the session serves. When another conversation worked in it
+/// before, let its context window go. When none is recorded (the engine's restart removes it;
+/// bash hooks never write it), only the fields no bash writer keeps (part progress, sub-agent
+/// records) can be told to be stale: they go, and the stash stays for whoever drains it.
+pub fn tag_conversation(ctx: &Context, s: &mut State) {
+    let Some(conversation) = ctx.conversation.as_deref() else {
+        return;
+    };
+    match s.str(CONVERSATION_FIELD) {
+        Some(id) if id == conversation => return,
+        Some(_) => new_context_window(s),
+        None => drop_window_fields(s),
+    }
+    s.set(CONVERSATION_FIELD, Value::from(conversation));
+}
+
+/// Fields that belong to one context window beyond what the engine itself resets.
+fn is_window_field(key: &str) -> bool {
+    key == PARTS
+        || key.starts_with(&format!("{PRELOADED}_sub:"))
+        || key.starts_with(&format!("{PARTS}_sub:"))
+}
+
+fn drop_window_fields(s: &mut State) {
+    let stale: Vec<String> = s.0.keys().filter(|k| is_window_field(k)).cloned().collect();
+    for key in stale {
+        s.remove(&key);
+    }
+}
+
+/// Let go of the old window's fields; the files its stash carried are queued again (the new
+/// window has not seen them).
+fn new_context_window(s: &mut State) {
+    drop_window_fields(s);
+    let Some(Value::Array(entries)) = s.remove(STASH) else {
+        return;
+    };
+    let preloaded = s.strings(PRELOADED);
+    for entry in &entries {
+        let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
+        for path in crate::delivery::block_paths(content) {
+            if !preloaded.contains(&path) {
+                s.push_unique(PENDING, &path);
+            }
+        }
+    }
+    s.set(STASH, Value::Array(Vec::new()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state(v: Value) -> State {
+        match v {
+            Value::Object(map) => State(map),
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_seed_keeps_only_what_the_engine_reads() {
+        let view = state(json!({
+            "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "pendingPreloads": ["/b"],
+            "touchedDirs": {}, "preloadParts": {"/c": 2}, "pendingAllowInjections": [{"content": "x"}],
+            "sessionId": "conv"
+        }));
+        let (seed, carry) = split(&view);
+        assert_eq!(
+            seed.0.keys().collect::<Vec<_>>(),
+            [
+                "pid",
+                "lifecycle",
+                "preloadedFiles",
+                "pendingPreloads",
+                "touchedDirs"
+            ]
+        );
+        let carry = carry.unwrap();
+        assert_eq!(carry.strings(OWED), ["/b", "/c"]);
+        assert_eq!(carry.str("sessionId"), Some("conv"));
+        assert_eq!(carry.pid("pid"), Some(5));
+        let back = joined(&seed, Some(&carry));
+        assert_eq!(back.get("preloadParts"), view.get("preloadParts"));
+        assert!(back.get(OWED).is_none());
+    }
+
+    #[test]
+    fn adoption_puts_owed_files_back_in_the_queue() {
+        // The engine's fresh state lists the six standards as delivered; two never went out.
+        let mut s = state(json!({
+            "pid": 5, "preloadedFiles": ["/std/COMMANDS.md", "/std/SIGILS.md", "/std/INVARIANTS.md"],
+            "pendingPreloads": ["/std/SIGILS.md"]
+        }));
+        let carry = state(json!({
+            "pid": 5, "owed": ["/std/SIGILS.md", "/std/INVARIANTS.md"],
+            "preloadParts": {"/std/INVARIANTS.md": 1},
+            "pendingAllowInjections": [{"ruleId": "preload", "content": "[Preloaded: /d.md]\nd", "agentId": ""}],
+            "sessionId": "conv", "injectedRules": {"synthesis-commands": true}
+        }));
+        adopt(&mut s, None, Some(&carry));
+        assert_eq!(s.strings(PRELOADED), ["/std/COMMANDS.md"]);
+        assert_eq!(s.strings(PENDING), ["/std/SIGILS.md", "/std/INVARIANTS.md"]);
+        assert_eq!(s.get(PARTS), Some(&json!({"/std/INVARIANTS.md": 1})));
+        assert_eq!(
+            s.get(STASH).and_then(Value::as_array).map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(s.str("sessionId"), Some("conv"));
+        assert_eq!(
+            s.get(INJECTED_RULES),
+            Some(&json!({"synthesis-commands": true}))
+        );
+    }
+
+    #[test]
+    fn another_conversation_lets_the_old_window_go() {
+        let mut s = state(json!({
+            "sessionId": "old", "preloadedFiles": ["/kept"], "preloadParts": {"/big": 3},
+            "preloadedFiles_sub:a1": ["/x"],
+            "pendingAllowInjections": [
+                {"ruleId": "preload", "content": "[Preloaded: /stashed.md]\nbody", "agentId": ""},
+                {"ruleId": "heartbeat-warn", "content": "[warn: heartbeat]", "agentId": ""}
+            ]
+        }));
+        new_context_window(&mut s);
+        assert!(s.get(PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
+        assert_eq!(s.strings(PENDING), ["/stashed.md"]);
+        assert_eq!(s.get(STASH), Some(&json!([])));
+        assert_eq!(s.strings(PRELOADED), ["/kept"]);
+    }
+}
