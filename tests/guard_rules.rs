@@ -358,20 +358,27 @@ fn before_activation_the_seed_lends_its_queue_and_the_gate_applies() {
             .get(file.parent().unwrap().to_string_lossy().as_ref())
             .is_some()
     );
-    let pre = strings(&seed, "preloadedFiles");
-    assert!(pre.contains(&toc), "{seed}");
+    // A denied call gets no PostToolUse: nothing is claimed for it, the queue waits.
+    assert!(strings(&seed, "preloadedFiles").is_empty(), "{seed}");
+    let pending = strings(&seed, "pendingPreloads");
+    assert!(pending.contains(&toc), "{seed}");
     assert!(
-        pre.iter()
+        pending
+            .iter()
             .any(|p| p.ends_with("estimate/.directives/INVARIANTS.md"))
     );
     assert!(
         seed.get("toolCallsByTranscript").is_none(),
         "no heartbeat before a session"
     );
-    // The stash waits for the next call that runs.
+    // The next call that runs claims them, and its PostToolUse hands them out.
     assert!(allowed(&call(&sb, "Skill", json!({"skill": "implement"}))));
     let out = sb.run("preload-injections", json!({"tool_name": "Skill"}));
     assert!(out.context().contains(&format!("[Preloaded: {toc}]")));
+    assert!(
+        out.context()
+            .contains("estimate/.directives/INVARIANTS.md]")
+    );
     assert!(sb.events().iter().all(|e| e["sessionExists"] == false));
 }
 

@@ -1336,7 +1336,8 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         bash.join().unwrap()
     });
     let hammer_time = started.elapsed();
-    // Drain what is left, one hook at a time: queued files, then the stash.
+    // Drain what is left, one hook at a time, as the agent would: a call, its PostToolUse, and
+    // `engine log` when the heartbeat blocks (a denied call claims nothing).
     for round in 0..60 {
         let state = read_json(&state_path);
         let pending = crate::common::strings(&state, "pendingPreloads");
@@ -1346,8 +1347,20 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         if pending.is_empty() && stash == 0 {
             break;
         }
-        for kind in [0, 2] {
-            let (name, input) = hammer_input(&sb, kind, round);
+        let (name, input) = hammer_input(&sb, 0, round);
+        let run = run_json(&sb, name, &[], &input);
+        let blocked = run.json()["hookSpecificOutput"]["permissionDecision"] == "deny";
+        outputs.lock().unwrap().push((name.to_owned(), run));
+        let mut calls = vec![hammer_input(&sb, 2, round)];
+        if blocked {
+            let mut log = hammer_input(&sb, 0, round).1;
+            log["tool_name"] = json!("Bash");
+            log["tool_input"] =
+                json!({"command": "engine log sessions/hammer/IMPLEMENTATION_LOG.md"});
+            calls.push(("preload-overflow", log));
+            calls.push(hammer_input(&sb, 2, round));
+        }
+        for (name, input) in calls {
             let run = run_json(&sb, name, &[], &input);
             outputs.lock().unwrap().push((name.to_owned(), run));
         }
@@ -1404,7 +1417,16 @@ fn sixteen_writers_on_one_session_lose_nothing() {
     let delivered: std::collections::BTreeSet<String> =
         sb.deliveries().into_iter().map(|(_, f)| f).collect();
     for file in &queued {
-        assert!(preloaded.contains(file), "queued, never delivered: {file}");
+        let history: Vec<String> = events
+            .iter()
+            .filter(|e| e["file"].as_str() == Some(file.as_str()))
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            preloaded.contains(file),
+            "queued, never delivered: {file}\n{}\nstate: {state}",
+            history.join("\n")
+        );
     }
     for file in &delivered {
         assert!(

@@ -282,8 +282,13 @@ impl Sandbox {
 
     /// An active session owned by this sandbox's PID, with `extra` fields merged in.
     pub fn active_session(&self, name: &str, extra: &Value) -> PathBuf {
+        // A new session each time, as an activation makes it (its own `startedAt`).
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let mut state = json!({"pid": self.pid, "skill": "implement", "lifecycle": "active",
-            "currentPhase": "0: Setup", "preloadedFiles": [], "pendingPreloads": [], "touchedDirs": {}});
+            "currentPhase": "0: Setup", "startedAt": format!("t{started}"),
+            "preloadedFiles": [], "pendingPreloads": [], "touchedDirs": {}});
         if let (Some(base), Some(more)) = (state.as_object_mut(), extra.as_object()) {
             for (k, v) in more {
                 base.insert(k.clone(), v.clone());

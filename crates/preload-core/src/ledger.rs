@@ -278,6 +278,25 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     }
 }
 
+/// True when a write to the session `target` (read as `s`) would adopt the owner's carry or a
+/// leftover seed, or record the conversation.
+pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
+    if !target.is_session {
+        return false;
+    }
+    let leftover = target
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(|sessions| session::seed_path(sessions, ctx.owner_pid))
+        .is_some_and(|seed| seed.is_file() || carry_path(&seed).is_file());
+    leftover
+        || ctx
+            .conversation
+            .as_deref()
+            .is_some_and(|c| s.str(CONVERSATION_FIELD) != Some(c))
+}
+
 /// Record which conversation the session serves. When another conversation worked in it
 /// before, let its context window go. When none is recorded (the engine's restart removes it;
 /// bash hooks never write it), only the fields no bash writer keeps (part progress, sub-agent

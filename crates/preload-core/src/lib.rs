@@ -12,6 +12,7 @@
 pub mod activation;
 pub mod clock;
 pub mod context;
+pub mod counters;
 pub mod dedup;
 pub mod delivery;
 pub mod discovery;

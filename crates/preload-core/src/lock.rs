@@ -80,7 +80,7 @@ pub struct StateLock {
 /// lock, after which a second native writer could take the name while the first still writes.
 /// Within one process it is counted (two locks in one directory never wait on each other).
 #[derive(Debug)]
-struct Latch {
+pub struct Latch {
     dir: Option<PathBuf>,
 }
 
@@ -89,9 +89,10 @@ static LATCHES: std::sync::Mutex<Vec<(PathBuf, nix::fcntl::Flock<fs::File>, usiz
     std::sync::Mutex::new(Vec::new());
 
 impl Latch {
-    /// Take the latch of the directory holding `file`, waiting until `deadline`. A directory
+    /// Take the latch of the directory holding `file`, waiting until `deadline` (for a file
+    /// only native writers touch, the latch alone excludes them). A directory
     /// that cannot be opened gives no latch (the `mkdir` lock still excludes everyone).
-    fn take(file: &Path, deadline: Instant) -> Result<Self, LockError> {
+    pub fn take(file: &Path, deadline: Instant) -> Result<Self, LockError> {
         use nix::fcntl::{Flock, FlockArg};
         let dir = match file.parent() {
             Some(d) if d.as_os_str().is_empty() => Path::new("."),

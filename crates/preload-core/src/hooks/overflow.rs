@@ -14,11 +14,13 @@ use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use crate::activation;
 use crate::clock;
+use crate::counters;
 use crate::delivery::{self, Event, MIN_BUDGET, Packer, chars};
 use crate::discovery::{self, Accept, Scope};
 use crate::env;
@@ -58,10 +60,6 @@ pub const UNCOUNTED_TOOLS: [&str; 3] = ["Task", "TaskOutput", "Agent"];
 pub const DISCOVERY_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 /// Lifecycles in which nothing is counted and nothing discovered.
 pub const QUIET_LIFECYCLES: [&str; 4] = ["completed", "idle", "restarting", "resuming"];
-/// The per-agent counters.
-pub const COUNTERS: &str = "toolCallsByTranscript";
-/// The parent's counter copy read by the engine.
-pub const SINCE_LAST_LOG: &str = "toolCallsSinceLastLog";
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
@@ -125,6 +123,42 @@ struct Plan {
     batch: Batch,
     stashed: Vec<(String, String)>,
     pastes: Vec<Paste>,
+    /// Allow-rule text handed out in this answer (when the state could not be written).
+    direct: Vec<String>,
+}
+
+/// An `engine log` / `engine session` call: allowed without rules, never counted, yet what is
+/// queued still rides along (except on `engine session dehydrate`, the context's last call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EngineCommand {
+    /// `engine log …`: the agent's counter starts over.
+    Log,
+    /// `engine session …`.
+    Session,
+    /// `engine session dehydrate …`.
+    Dehydrate,
+}
+
+fn engine_command(call: &Call) -> Option<EngineCommand> {
+    if call.tool != "Bash" {
+        return None;
+    }
+    if rules::is_engine_cmd(call.command, "log") {
+        Some(EngineCommand::Log)
+    } else if call.command.contains("engine session dehydrate") {
+        Some(EngineCommand::Dehydrate)
+    } else if rules::is_engine_cmd(call.command, "session") {
+        Some(EngineCommand::Session)
+    } else {
+        None
+    }
+}
+
+/// Whether claims may be made and stashed (false when the state cannot be written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    Allowed,
+    Impossible,
 }
 
 /// Decide on one tool call.
@@ -133,37 +167,33 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         return Ok(HookOutput::Silent);
     };
     let call = Call::new(input);
-    if call.tool == "Bash" {
-        if rules::is_engine_cmd(call.command, "log") {
-            reset_counter(ctx, &call)?;
-            return Ok(HookOutput::Allow(None));
-        }
-        if rules::is_engine_cmd(call.command, "session") {
-            return Ok(HookOutput::Allow(None));
-        }
-    }
+    let engine = engine_command(&call);
     let rules = load_rules(ctx);
     let target = locate(ctx, &sessions)?;
     let plan = match &target {
-        Target::Session(dir) => {
-            let record = PreloadState {
-                path: dir.join(STATE_FILE),
-                is_session: true,
-            };
-            ledger::update(ctx, &record, |s| decide(ctx, &call, &rules, s, &target))?
-        }
+        Target::Session(dir) => session_call(ctx, &call, &rules, &dir.join(STATE_FILE), engine)?,
         Target::Seed(path) => {
             let record = PreloadState {
                 path: path.clone(),
                 is_session: false,
             };
-            ledger::update(ctx, &record, |s| decide(ctx, &call, &rules, s, &target))?
+            ledger::update(ctx, &record, |s| {
+                decide(ctx, &call, &rules, s, &target, engine, Writes::Allowed)
+            })?
         }
         Target::Nowhere => {
             let mut stand_in = State::default();
             stand_in.set("lifecycle", json!("none"));
             stand_in.set("contextUsage", json!(0));
-            decide(ctx, &call, &rules, &mut stand_in, &target)
+            decide(
+                ctx,
+                &call,
+                &rules,
+                &mut stand_in,
+                &target,
+                engine,
+                Writes::Impossible,
+            )
         }
     };
     let is_session = matches!(target, Target::Session(_));
@@ -177,7 +207,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     }
     Ok(match plan.deny {
         Some(reason) => HookOutput::Deny(reason),
-        None => HookOutput::Allow(None),
+        None if plan.direct.is_empty() => HookOutput::Allow(None),
+        None => HookOutput::Allow(Some(plan.direct.join("\n\n"))),
     })
 }
 
@@ -186,25 +217,6 @@ fn load_rules(ctx: &Context) -> Vec<Rule> {
     file::read_text(&ctx.paths.guards, state::MAX_STATE_BYTES)
         .and_then(|text| rules::parse(&text).ok())
         .unwrap_or_default()
-}
-
-/// `engine log`: the parent resets its counter and `toolCallsSinceLastLog`; a sub-agent only
-/// its own counter.
-fn reset_counter(ctx: &Context, call: &Call) -> Result<(), HookError> {
-    let Some(dir) = session::find_session(ctx) else {
-        return Ok(());
-    };
-    let path = dir.join(STATE_FILE);
-    if !path.is_file() {
-        return Ok(());
-    }
-    state::update(&path, ctx.lock_deadline(), |s| {
-        s.object_mut(COUNTERS).insert(call.key.clone(), json!(0));
-        if !call.is_sub() {
-            s.set(SINCE_LAST_LOG, json!(0));
-        }
-    })?;
-    Ok(())
 }
 
 fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
@@ -251,36 +263,146 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     Ok(Some(dir))
 }
 
-/// Everything inside the one locked update.
-fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Target) -> Plan {
-    let in_session = matches!(target, Target::Session(_));
-    let lifecycle = s.str("lifecycle").unwrap_or("active").to_owned();
-    if in_session {
-        if call.tool == "Bash" && call.command.contains("engine session dehydrate") {
-            s.set("lifecycle", json!("dehydrating"));
-            return Plan::default();
+/// A call in the owner's session. The state is read without the lock and the call decided on
+/// that read; the counters go to their own file (see [`counters`]). The lock is taken only
+/// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
+/// conversation's records), and then the decision is made again on what the locked read finds.
+/// When the lock cannot be had in time, the answer still stands on the unlocked read: the
+/// rules' verdict, allow-rule text in the answer itself, queued files left queued.
+fn session_call(
+    ctx: &Context,
+    call: &Call,
+    rules: &[Rule],
+    path: &Path,
+    engine: Option<EngineCommand>,
+) -> Result<Plan, HookError> {
+    let record = PreloadState {
+        path: path.to_path_buf(),
+        is_session: true,
+    };
+    let read = state::load(path)?;
+    if let Some(pass) = pass_through(call, &read, engine) {
+        if pass == Pass::Dehydrating {
+            let _ = state::update(path, ctx.lock_deadline(), |s| {
+                s.set("lifecycle", json!("dehydrating"));
+            });
         }
-        if call.tool == "Skill"
-            && call.input.tool_input_str("skill") == Some("session")
-            && call
-                .input
-                .tool_input_str("args")
-                .is_some_and(|a| a.contains("continue"))
-        {
-            return Plan::default();
-        }
-        if lifecycle == "dehydrating" || s.flag("killRequested") {
-            return Plan::default();
-        }
+        return Ok(Plan::default());
     }
-    let quiet =
-        s.flag("loading") || s.flag("overflowed") || QUIET_LIFECYCLES.contains(&lifecycle.as_str());
-    if in_session && !quiet && !UNCOUNTED_TOOLS.contains(&call.tool) {
-        count(call, s);
+    let quiet = is_quiet(&read);
+    let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
+    let view = if engine == Some(EngineCommand::Log) {
+        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
+            c.reset(&call.key, !call.is_sub());
+        })?)
+    } else if counted {
+        let edited = call.input.tool_input_str("file_path");
+        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
+            c.count(&call.key, !call.is_sub(), call.tool, edited);
+        })?)
+    } else {
+        None
+    };
+    let mut base = read.clone();
+    if let Some(view) = &view {
+        view.mirror(&mut base);
     }
+    let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let mut trial = base.clone();
+    let plan = decide(
+        ctx,
+        call,
+        rules,
+        &mut trial,
+        &target,
+        engine,
+        Writes::Allowed,
+    );
+    if trial == base && !ledger::is_due(ctx, &record, &read) {
+        if base != read {
+            // Only the counters' mirror for the engine's readers: never worth a wait.
+            let _ = state::update(path, Instant::now(), |s| {
+                if let Some(view) = &view {
+                    view.mirror(s);
+                }
+            });
+        }
+        return Ok(plan);
+    }
+    let locked = ledger::update(ctx, &record, |s| {
+        if let Some(view) = &view {
+            view.mirror(s);
+        }
+        decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
+    });
+    match locked {
+        Ok(plan) => Ok(plan),
+        Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
+            let mut unlocked = base;
+            Ok(decide(
+                ctx,
+                call,
+                rules,
+                &mut unlocked,
+                &target,
+                engine,
+                Writes::Impossible,
+            ))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Lifecycle bypasses: the call is allowed with no rule evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Allowed as it is.
+    Allow,
+    /// `engine session dehydrate` not recognised as an engine command (a prefix before it):
+    /// the session is marked dehydrating.
+    Dehydrating,
+}
+
+fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<Pass> {
+    if engine == Some(EngineCommand::Dehydrate) {
+        return Some(Pass::Dehydrating);
+    }
+    if call.tool == "Skill"
+        && call.input.tool_input_str("skill") == Some("session")
+        && call
+            .input
+            .tool_input_str("args")
+            .is_some_and(|a| a.contains("continue"))
+    {
+        return Some(Pass::Allow);
+    }
+    let lifecycle = s.str("lifecycle").unwrap_or("active");
+    (lifecycle == "dehydrating" || s.flag("killRequested")).then_some(Pass::Allow)
+}
+
+/// No counting and no discovery while loading, overflowed or not at work.
+fn is_quiet(s: &State) -> bool {
+    s.flag("loading")
+        || s.flag("overflowed")
+        || QUIET_LIFECYCLES.contains(&s.str("lifecycle").unwrap_or("active"))
+}
+
+/// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
+/// done before (see [`session_call`]).
+fn decide(
+    ctx: &Context,
+    call: &Call,
+    rules: &[Rule],
+    s: &mut State,
+    target: &Target,
+    engine: Option<EngineCommand>,
+    writes: Writes,
+) -> Plan {
     let mut plan = Plan::default();
-    if !matches!(target, Target::Nowhere)
-        && !quiet
+    if writes == Writes::Allowed
+        && engine.is_none()
+        && !matches!(target, Target::Nowhere)
+        && !is_quiet(s)
         && !call.is_sub()
         && DISCOVERY_TOOLS.contains(&call.tool)
     {
@@ -310,7 +432,14 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
         // claims fill their own context and leave the queue to the main agent.
         matched.retain(|m| m.id != rules::OVERFLOW_RULE && m.id != rules::READ_THROTTLE_RULE);
     }
-    let verdict = rules::compose(matched, call.tool, call.input.tool_input());
+    if engine.is_some() {
+        // An engine command is never held up; only what is queued rides along.
+        matched.retain(|m| m.mode == Mode::Preload);
+    }
+    let mut verdict = rules::compose(matched, call.tool, call.input.tool_input());
+    if engine.is_some() {
+        verdict.allow.extend(std::mem::take(&mut verdict.deny));
+    }
     let session_dir = match target {
         Target::Session(dir) => Some(dir.as_path()),
         _ => None,
@@ -323,6 +452,7 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
             s,
             session_dir,
             &verdict.deny,
+            writes,
             &mut plan,
         ));
         delivered.extend(verdict.deny.iter().map(|m| m.id.clone()));
@@ -334,10 +464,11 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
             s,
             session_dir,
             &verdict.allow,
+            writes,
             &mut plan,
         ));
-        if !delivered.is_empty() {
-            let injected = s.object_mut("injectedRules");
+        if !delivered.is_empty() && writes == Writes::Allowed {
+            let injected = s.object_mut(ledger::INJECTED_RULES);
             for id in &delivered {
                 injected.insert(id.clone(), json!(true));
             }
@@ -345,30 +476,6 @@ fn decide(ctx: &Context, call: &Call, rules: &[Rule], s: &mut State, target: &Ta
         }
     }
     plan
-}
-
-/// The per-agent counter with same-file Edit suppression.
-fn count(call: &Call, s: &mut State) {
-    let last_key = format!("lastEditFile_{}", call.key);
-    let mut suppress = false;
-    if call.tool == "Edit" {
-        let file = call.input.tool_input_str("file_path").unwrap_or("");
-        suppress = !file.is_empty() && s.str(&last_key) == Some(file);
-        s.set(&last_key, json!(file));
-    } else {
-        s.remove(&last_key);
-    }
-    if suppress {
-        return;
-    }
-    let next = rules::counter(s, &call.key) + 1;
-    s.object_mut(COUNTERS).insert(call.key.clone(), json!(next));
-    if !call.is_sub() {
-        s.set(SINCE_LAST_LOG, json!(next));
-        if s.str("primaryTranscriptKey").is_none() {
-            s.set("primaryTranscriptKey", json!(call.key));
-        }
-    }
 }
 
 fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
@@ -419,9 +526,10 @@ fn claim(
     s: &mut State,
     rule: &Matched,
     room: usize,
+    writes: Writes,
     plan: &mut Plan,
 ) -> Vec<String> {
-    if room < MIN_BUDGET {
+    if room < MIN_BUDGET || writes == Writes::Impossible {
         return Vec::new();
     }
     let source = format!("overflow({})", rule.id);
@@ -467,6 +575,7 @@ fn deny_reason(
     s: &mut State,
     session_dir: Option<&Path>,
     deny: &[Matched],
+    writes: Writes,
     plan: &mut Plan,
 ) -> String {
     let ids: Vec<&str> = deny.iter().map(|m| m.id.as_str()).collect();
@@ -488,7 +597,7 @@ fn deny_reason(
             parts.push(t);
         } else {
             let room = ctx.budget.saturating_sub(fixed + 1);
-            let blocks = claim(ctx, call, s, rule, room, plan);
+            let blocks = claim(ctx, call, s, rule, room, writes, plan);
             if !blocks.is_empty() {
                 parts.push(delivery::join_blocks(&blocks));
             }
@@ -503,19 +612,33 @@ fn deny_reason(
 }
 
 /// Stash the allow rules' content for this agent; returns the ids of the rules delivered.
+///
+/// A denied call gets no `PostToolUse`, so nothing is claimed for it: queued files stay queued
+/// for the next call that runs. When the state cannot be written, rule text goes out in this
+/// answer instead of the stash, and nothing is claimed.
 fn stash_allow(
     ctx: &Context,
     call: &Call,
     s: &mut State,
     session_dir: Option<&Path>,
     allow: &[Matched],
+    writes: Writes,
     plan: &mut Plan,
 ) -> Vec<String> {
+    let denied = plan.deny.is_some();
+    let allow: Vec<&Matched> = allow
+        .iter()
+        .filter(|m| !(denied && m.mode == Mode::Preload))
+        .collect();
     let agent = call.agent.unwrap_or("");
     let texts: Vec<Option<String>> = allow
         .iter()
         .map(|m| text_of(ctx, call, s, session_dir, m, false))
         .collect();
+    if writes == Writes::Impossible {
+        plan.direct.extend(texts.into_iter().flatten());
+        return Vec::new();
+    }
     let waiting: usize = match s.get(STASH) {
         Some(Value::Array(entries)) => entries
             .iter()
@@ -538,7 +661,7 @@ fn stash_allow(
             t
         } else {
             let room = ctx.budget.saturating_sub(waiting + fresh);
-            let blocks = claim(ctx, call, s, rule, room, plan);
+            let blocks = claim(ctx, call, s, rule, room, writes, plan);
             for path in blocks.iter().flat_map(|b| delivery::block_paths(b)) {
                 plan.stashed.push((path, format!("overflow({})", rule.id)));
             }
@@ -598,7 +721,7 @@ fn enrich_heartbeat(
     let count = if call.is_sub() {
         rules::counter(s, &call.key)
     } else {
-        s.number(SINCE_LAST_LOG).map_or(0, rules::whole)
+        s.number(counters::SINCE_LAST_LOG).map_or(0, rules::whole)
     };
     let limit = s
         .number("toolUseWithoutLogsBlockAfter")
@@ -733,7 +856,7 @@ mod tests {
         }
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 3);
-        assert_eq!(s.number(SINCE_LAST_LOG), Some(3.0));
+        assert_eq!(s.number(counters::SINCE_LAST_LOG), Some(3.0));
         assert_eq!(s.str("primaryTranscriptKey"), Some("main.jsonl"));
         let stash = s.get(STASH).unwrap().as_array().unwrap();
         assert_eq!(stash.len(), 1);
@@ -760,7 +883,7 @@ mod tests {
         assert_eq!(handle(&log, &ctx).unwrap(), HookOutput::Allow(None));
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 0);
-        assert_eq!(s.number(SINCE_LAST_LOG), Some(0.0));
+        assert_eq!(s.number(counters::SINCE_LAST_LOG), Some(0.0));
     }
 
     #[test]
@@ -783,7 +906,7 @@ mod tests {
         assert_eq!(rules::counter(&s, "sub:a1"), 1);
         assert_eq!(s.str("lastEditFile_sub:a1"), Some("/x/a.rs"));
         assert_eq!(
-            s.number(SINCE_LAST_LOG),
+            s.number(counters::SINCE_LAST_LOG),
             Some(1.0),
             "parent's copy untouched"
         );

@@ -1,0 +1,355 @@
+//! The tool-call counters of a session (the heartbeat), kept where the engine's writers cannot
+//! overwrite them.
+//!
+//! `session.sh` reads `.state.json` outside the lock and writes it back under the lock, so a
+//! counter a hook wrote in between is lost. The counters are therefore also kept in
+//! `<session>/.preload-counters.json`, which only native hooks write, each under the session
+//! directory's latch (never the engine's lock, so a bash writer never delays a count), with a
+//! sequence number bumped on every change. The state holds them where the engine reads them
+//! (`toolCallsByTranscript`, `toolCallsSinceLastLog`, `primaryTranscriptKey`,
+//! `lastEditFile_<key>`) together with the sequence number they were written at
+//! (`preloadCountersSeq`).
+//!
+//! The state's values stand, as the engine and its tools expect, except when they carry an
+//! older sequence number than the file within the same *epoch* (the state's `startedAt`,
+//! owner, phase history length and phase): then they were written back from a stale read (or
+//! the last count could not be written to the state yet), and the file's values stand. The
+//! engine's own resets (a phase change, a fresh or continued session) change the epoch.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::file;
+use crate::lock::Latch;
+use crate::state::{self, State, StateError};
+
+/// The counters file in a session directory.
+pub const FILE: &str = ".preload-counters.json";
+/// The per-agent counters in the state.
+pub const BY_TRANSCRIPT: &str = "toolCallsByTranscript";
+/// The main agent's counter copy the engine displays.
+pub const SINCE_LAST_LOG: &str = "toolCallsSinceLastLog";
+/// The main agent's first counter key.
+pub const PRIMARY: &str = "primaryTranscriptKey";
+/// Prefix of the per-agent last edited file (same-file Edit suppression).
+pub const LAST_EDIT_PREFIX: &str = "lastEditFile_";
+/// The sequence number the state's counters were written at.
+pub const SEQ: &str = "preloadCountersSeq";
+
+/// Largest counters file read.
+const MAX_BYTES: u64 = 1024 * 1024;
+
+/// The counters of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    epoch: String,
+    seq: u64,
+    counts: Map<String, Value>,
+    last_edit: Map<String, Value>,
+    primary: Option<String>,
+    since_last_log: u64,
+}
+
+/// The epoch a state counts in: when it was created, its owner, how many phases it went
+/// through, its phase.
+pub fn epoch_of(state: &State) -> String {
+    let history = state
+        .get("phaseHistory")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    format!(
+        "{}|{}|{history}|{}",
+        state.str("startedAt").unwrap_or(""),
+        state.pid("pid").unwrap_or(0),
+        state.str("currentPhase").unwrap_or("")
+    )
+}
+
+/// The counters file of the session whose state is `state_file`.
+pub fn file_of(state_file: &Path) -> PathBuf {
+    state_file.with_file_name(FILE)
+}
+
+impl Counters {
+    /// The state's own values (its mirror, or the engine's after a reset), in `state`'s epoch.
+    fn from_state(state: &State) -> Self {
+        let counts = match state.get(BY_TRANSCRIPT) {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        };
+        let last_edit = state
+            .0
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(LAST_EDIT_PREFIX)?.to_owned(), v.clone())))
+            .collect();
+        Self {
+            epoch: epoch_of(state),
+            seq: state.get(SEQ).and_then(Value::as_u64).unwrap_or(0),
+            counts,
+            last_edit,
+            primary: state.str(PRIMARY).map(str::to_owned),
+            since_last_log: state.number(SINCE_LAST_LOG).map_or(0, crate::rules::whole),
+        }
+    }
+
+    fn from_file(value: &Value) -> Option<Self> {
+        let object = |key: &str| match value.get(key) {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        };
+        Some(Self {
+            epoch: value.get("epoch")?.as_str()?.to_owned(),
+            seq: value.get("seq").and_then(Value::as_u64).unwrap_or(0),
+            counts: object("counts"),
+            last_edit: object("lastEdit"),
+            primary: value
+                .get("primary")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            since_last_log: value
+                .get("sinceLastLog")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        })
+    }
+
+    fn to_file(&self) -> Value {
+        json!({
+            "epoch": self.epoch,
+            "seq": self.seq,
+            "counts": self.counts,
+            "lastEdit": self.last_edit,
+            "primary": self.primary,
+            "sinceLastLog": self.since_last_log,
+        })
+    }
+
+    /// The counters of the session whose state is `state` (read from `state_file`): the file's
+    /// when the state's are older ones of the same epoch, else the state's own (numbered on
+    /// from the file's).
+    pub fn read(state_file: &Path, state: &State) -> Self {
+        let kept = file::read_text(&file_of(state_file), MAX_BYTES)
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .and_then(|v| Self::from_file(&v));
+        let mut own = Self::from_state(state);
+        match kept {
+            Some(kept)
+                if kept.epoch == own.epoch && state.get(SEQ).is_some() && own.seq < kept.seq =>
+            {
+                kept
+            }
+            Some(kept) => {
+                own.seq = own.seq.max(kept.seq);
+                own
+            }
+            None => own,
+        }
+    }
+
+    /// The counter of `key`.
+    pub fn get(&self, key: &str) -> u64 {
+        self.counts
+            .get(key)
+            .and_then(Value::as_f64)
+            .map_or(0, crate::rules::whole)
+    }
+
+    /// Count one call of `tool` by the agent of `key` (`main` for the main agent), with the
+    /// engine's same-file Edit suppression: an Edit of the file the last Edit of this agent
+    /// touched does not count. True when counted.
+    pub fn count(&mut self, key: &str, main: bool, tool: &str, edited: Option<&str>) -> bool {
+        let previous = self.last_edit.get(key).and_then(Value::as_str);
+        let suppress =
+            tool == "Edit" && edited.is_some_and(|f| !f.is_empty() && previous == Some(f));
+        if tool == "Edit" {
+            self.last_edit
+                .insert(key.to_owned(), Value::from(edited.unwrap_or("")));
+        } else {
+            self.last_edit.remove(key);
+        }
+        if suppress {
+            return false;
+        }
+        let next = self.get(key) + 1;
+        self.counts.insert(key.to_owned(), Value::from(next));
+        if main {
+            self.since_last_log = next;
+            if self.primary.is_none() {
+                self.primary = Some(key.to_owned());
+            }
+        }
+        true
+    }
+
+    /// `engine log`: the agent of `key` starts over (the main agent's displayed count too).
+    pub fn reset(&mut self, key: &str, main: bool) {
+        self.counts.insert(key.to_owned(), Value::from(0));
+        if main {
+            self.since_last_log = 0;
+        }
+    }
+
+    /// Write the counters into a state: the engine's fields, as it would have written them.
+    pub fn mirror(&self, state: &mut State) {
+        let by = state.object_mut(BY_TRANSCRIPT);
+        for (k, v) in &self.counts {
+            by.insert(k.clone(), v.clone());
+        }
+        if !self.counts.is_empty() || state.get(SINCE_LAST_LOG).is_some() {
+            state.set(SINCE_LAST_LOG, Value::from(self.since_last_log));
+        }
+        if let Some(primary) = &self.primary {
+            state.set(PRIMARY, Value::from(primary.as_str()));
+        }
+        state.set(SEQ, Value::from(self.seq));
+        let forgotten: Vec<String> = state
+            .0
+            .keys()
+            .filter_map(|k| k.strip_prefix(LAST_EDIT_PREFIX))
+            .filter(|key| !self.last_edit.contains_key(*key))
+            .map(|key| format!("{LAST_EDIT_PREFIX}{key}"))
+            .collect();
+        for key in forgotten {
+            state.remove(&key);
+        }
+        for (key, file) in &self.last_edit {
+            state.set(&format!("{LAST_EDIT_PREFIX}{key}"), file.clone());
+        }
+    }
+}
+
+/// Read-modify-write of the counters of the session whose state is `state_file` (read as
+/// `state`), under the session directory's latch, until `deadline`. Returns the counters after
+/// `change`.
+pub fn update(
+    state_file: &Path,
+    state: &State,
+    deadline: Instant,
+    change: impl FnOnce(&mut Counters),
+) -> Result<Counters, StateError> {
+    let latch = Latch::take(state_file, deadline)?;
+    let mut counters = Counters::read(state_file, state);
+    let before = counters.clone();
+    change(&mut counters);
+    if counters != before {
+        counters.seq = before.seq + 1;
+        let path = file_of(state_file);
+        let mut text =
+            serde_json::to_string_pretty(&counters.to_file()).map_err(|err| StateError::Io {
+                action: "encode",
+                path: path.clone(),
+                source: std::io::Error::other(err),
+            })?;
+        text.push('\n');
+        state::write_atomic(&path, text.as_bytes()).map_err(|source| StateError::Io {
+            action: "write",
+            path,
+            source,
+        })?;
+    }
+    drop(latch);
+    Ok(counters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(text: &str) -> State {
+        State::parse(text).unwrap()
+    }
+
+    #[test]
+    fn counts_survive_a_stale_write_of_the_state() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".state.json");
+        let mut s = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": ["0: Setup"]}"#);
+        let far = Instant::now() + std::time::Duration::from_secs(2);
+        for i in 0..3 {
+            let c = update(&file, &s, far, |c| {
+                c.count("main.jsonl", true, "Read", None);
+            })
+            .unwrap();
+            // The first count reaches the state; the others could not (its lock was busy).
+            if i == 0 {
+                c.mirror(&mut s);
+            }
+        }
+        // The engine writes back what it read after the first count's mirror (sequence 1).
+        let stale = state(
+            r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": ["0: Setup"],
+                "toolCallsByTranscript": {"main.jsonl": 1}, "preloadCountersSeq": 1}"#,
+        );
+        let c = Counters::read(&file, &stale);
+        assert_eq!(c.get("main.jsonl"), 3);
+        let mut mirrored = stale.clone();
+        c.mirror(&mut mirrored);
+        assert_eq!(mirrored.number(SINCE_LAST_LOG), Some(3.0));
+        assert_eq!(mirrored.str(PRIMARY), Some("main.jsonl"));
+    }
+
+    #[test]
+    fn a_value_someone_else_sets_stands() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".state.json");
+        let far = Instant::now() + std::time::Duration::from_secs(2);
+        let s = state(r#"{"pid": 5}"#);
+        let c = update(&file, &s, far, |c| {
+            c.count("main.jsonl", true, "Read", None);
+        })
+        .unwrap();
+        let mut mirrored = s.clone();
+        c.mirror(&mut mirrored);
+        // A tool of the engine's sets the counter on the current state.
+        mirrored
+            .object_mut(BY_TRANSCRIPT)
+            .insert("main.jsonl".into(), json!(9));
+        assert_eq!(Counters::read(&file, &mirrored).get("main.jsonl"), 9);
+        // A state written without the counters' sequence starts from its own values.
+        let fresh = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
+        assert_eq!(Counters::read(&file, &fresh).get("main.jsonl"), 0);
+    }
+
+    #[test]
+    fn a_phase_change_by_the_engine_starts_over_from_its_reset() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(".state.json");
+        let before = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": []}"#);
+        let far = Instant::now() + std::time::Duration::from_secs(2);
+        update(&file, &before, far, |c| {
+            c.count("main.jsonl", true, "Read", None);
+        })
+        .unwrap();
+        let after = state(
+            r#"{"pid": 5, "currentPhase": "2: B", "phaseHistory": ["1: A"], "toolCallsByTranscript": {}}"#,
+        );
+        assert_eq!(Counters::read(&file, &after).get("main.jsonl"), 0);
+        let c = update(&file, &after, far, |c| {
+            c.count("main.jsonl", true, "Bash", None);
+        })
+        .unwrap();
+        assert_eq!(c.get("main.jsonl"), 1);
+    }
+
+    #[test]
+    fn an_edit_of_the_same_file_counts_once_and_sub_agents_count_apart() {
+        let mut c = Counters::from_state(&state("{}"));
+        assert!(c.count("main.jsonl", true, "Edit", Some("/a.rs")));
+        assert!(!c.count("main.jsonl", true, "Edit", Some("/a.rs")));
+        assert!(c.count("main.jsonl", true, "Edit", Some("/b.rs")));
+        assert!(c.count("sub:x", false, "Read", None));
+        assert_eq!((c.get("main.jsonl"), c.get("sub:x")), (2, 1));
+        let mut s = state("{}");
+        c.mirror(&mut s);
+        assert_eq!(s.number(SINCE_LAST_LOG), Some(2.0));
+        assert_eq!(s.str("lastEditFile_main.jsonl"), Some("/b.rs"));
+        c.count("main.jsonl", true, "Read", None);
+        c.mirror(&mut s);
+        assert!(s.get("lastEditFile_main.jsonl").is_none());
+        c.reset("main.jsonl", true);
+        c.mirror(&mut s);
+        assert_eq!(s.number(SINCE_LAST_LOG), Some(0.0));
+    }
+}
