@@ -170,7 +170,10 @@ fn an_orphaned_generation_lock_is_reclaimed() {
     let sb = Sandbox::new();
     let dir = sb.root().join("cache");
     fs::create_dir_all(&dir).unwrap();
-    let lock = dir.join("sess-1_startup.json.lock");
+    // The key names the client process running the registrations: this test process.
+    let client = std::process::id();
+    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let lock = dir.join(format!("sess-1_startup_{client}-{started}.json.lock"));
     fs::create_dir_all(&lock).unwrap();
     fs::write(lock.join("pid"), "4000000").unwrap();
     let cache = dir.to_string_lossy().into_owned();
@@ -207,7 +210,12 @@ fn the_default_cache_directory_is_private() {
         fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    assert!(dir.join("sess-1_startup.json").is_file());
+    let client = std::process::id();
+    let started = preload_core::process::start_time(client).unwrap_or(0);
+    assert!(
+        dir.join(format!("sess-1_startup_{client}-{started}.json"))
+            .is_file()
+    );
 }
 
 #[test]

@@ -39,9 +39,10 @@ use crate::{Context, HookError, HookInput, HookOutput};
 const STASH: &str = "pendingAllowInjections";
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";
-/// A cache older than this is generated again (the N registrations of one event start within
-/// moments of each other; a later `/clear` of the same session must not reuse it).
-const CACHE_FRESH: Duration = Duration::from_secs(30);
+/// A cache older than this is generated again: the N registrations of one event start within
+/// moments of each other, and a later event of the same conversation, source and client process
+/// (a second compaction) must not reuse it.
+const CACHE_FRESH: Duration = Duration::from_secs(10);
 /// Characters kept free in the last slot for the overflow pointer.
 const POINTER_RESERVE: usize = 300;
 
@@ -704,9 +705,15 @@ pub fn cache_dir(ctx: &Context) -> PathBuf {
 }
 
 /// The cache key: `<session_id>_<source>` with characters outside `[A-Za-z0-9._-]` as `_`.
+///
+/// The key names the conversation, the source and the client process that runs the N
+/// registrations (with its start time), so one run's text is never served to another: a
+/// `--resume` of the same conversation is a new client process.
 pub fn cache_key(input: &HookInput) -> String {
+    let client = crate::process::nearest_non_shell_ancestor();
+    let started = crate::process::start_time(client).unwrap_or(0);
     let raw = format!(
-        "{}_{}",
+        "{}_{}_{client}-{started}",
         input.session_id().unwrap_or("nosession"),
         input.source().unwrap_or("startup")
     );
@@ -871,7 +878,12 @@ mod tests {
     #[test]
     fn cache_keys_are_safe_file_names() {
         let input = HookInput::from_value(json!({"session_id": "a/../b c", "source": "clear"}));
-        assert_eq!(cache_key(&input), "a_.._b_c_clear");
+        let key = cache_key(&input);
+        assert!(key.starts_with("a_.._b_c_clear_"), "{key}");
+        assert!(key.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)));
+        // The client process is part of the key: a run in another process never shares it.
+        let client = crate::process::nearest_non_shell_ancestor();
+        assert!(key.contains(&format!("_{client}-")), "{key}");
     }
 
     #[test]
