@@ -47,7 +47,7 @@ pub fn claim(sb: &Sandbox) {
     };
     let mut packer = Packer::new(ctx.budget);
     let batch = preload_core::ledger::update(&ctx, &target, |s| {
-        let requests = preload::pending_requests(s, "overflow(preload)");
+        let requests = preload::pending_requests(&ctx, s, "overflow(preload)");
         let batch = preload::apply(&ctx, s, &requests, Mode::Claim, &mut packer);
         if !batch.blocks.is_empty() {
             s.array_mut("pendingAllowInjections")

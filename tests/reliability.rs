@@ -951,8 +951,11 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
             }
         })
         .unwrap();
-        let requests =
-            preload::pending_requests(&preload_core::state::load(&target.path).unwrap(), "rule");
+        let requests = preload::pending_requests(
+            &ctx,
+            &preload_core::state::load(&target.path).unwrap(),
+            "rule",
+        );
         let batch = within("ensure over hostile files", move || {
             let mut packer = preload_core::delivery::Packer::new(9_500);
             preload::ensure(&ctx, &target, &requests, Mode::Claim, &mut packer).map(|b| b.text())

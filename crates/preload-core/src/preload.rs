@@ -14,6 +14,7 @@ use crate::delivery::{self, Event, FileBody, Packer};
 use crate::refs::Resolver;
 use crate::runner::HookError;
 use crate::session::PreloadState;
+use crate::skill;
 use crate::state::State;
 
 /// `preloadedFiles`.
@@ -460,13 +461,85 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// The queued files as claim requests (the preload rule's `$pendingPreloads`).
-pub fn pending_requests(state: &State, source: &str) -> Vec<Request> {
-    state
+/// The queued files as claim requests (the preload rule's `$pendingPreloads`), in the order
+/// they go out ([`by_priority`]).
+pub fn pending_requests(ctx: &Context, state: &State, source: &str) -> Vec<Request> {
+    let requests = state
         .strings(PENDING)
         .into_iter()
         .map(|p| Request::new(p, source))
-        .collect()
+        .collect();
+    by_priority(ctx, state, requests)
+}
+
+/// Why a queued file matters now, most urgent first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// Partly delivered: the rest of what the model has begun to read.
+    Begun,
+    /// A core standard (owed to the context window since SessionStart).
+    Standard,
+    /// A command or template of the current phase.
+    CurrentPhase,
+    /// A directive of a directory the agent works in.
+    Directive,
+    /// Anything else: reached through a `§` reference, a past phase's command, ….
+    Reference,
+}
+
+/// The priority of the queued file `path` (normalised) in `state`.
+fn priority_of(
+    path: &str,
+    state: &State,
+    standards: &[String],
+    phase_files: &[String],
+    directives: &[String],
+) -> Priority {
+    if parts_done(state, PARTS, path) > 0 {
+        Priority::Begun
+    } else if standards.iter().any(|s| s == path) {
+        Priority::Standard
+    } else if phase_files.iter().any(|p| p == path) {
+        Priority::CurrentPhase
+    } else if directives.iter().any(|d| d == path) {
+        Priority::Directive
+    } else {
+        Priority::Reference
+    }
+}
+
+/// Order `requests` for delivery: partly delivered files, core standards, the current phase's
+/// commands and templates, directives of touched directories, then the rest; the queue's order
+/// within each. A file that no longer matters (a past phase's command) never goes ahead of one
+/// that does.
+pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<Request> {
+    if requests.len() < 2 {
+        return requests;
+    }
+    let standards = crate::session::core_seeds(ctx);
+    let label = skill::label_of(state.str("currentPhase").unwrap_or(""));
+    let phase_files: Vec<String> = skill::session_phase_cmds(&ctx.paths, &state.0, &label)
+        .iter()
+        .map(|p| ctx.normalize(&p.to_string_lossy()))
+        .collect();
+    let directives: Vec<String> = match state.get("touchedDirs") {
+        Some(Value::Object(map)) => map
+            .values()
+            .flat_map(|v| crate::state::strings_of(Some(v)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut ranked: Vec<(Priority, usize, Request)> = requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let path = ctx.normalize(&r.path);
+            let p = priority_of(&path, state, &standards, &phase_files, &directives);
+            (p, i, r)
+        })
+        .collect();
+    ranked.sort_by_key(|(p, i, _)| (*p, *i));
+    ranked.into_iter().map(|(_, _, r)| r).collect()
 }
 
 /// `preload_ensure` as one locked update of `target`; events are logged after the save.
@@ -547,6 +620,63 @@ mod tests {
     }
 
     #[test]
+    fn queued_files_go_out_most_urgent_first() {
+        let f = fixture();
+        let cmd = f.cmd("CURRENT", "# current");
+        let past = f.cmd("PAST", "# past");
+        std::os::unix::fs::symlink(
+            f.home.join(".claude/engine/.directives"),
+            f.home.join(".claude/.directives"),
+        )
+        .unwrap();
+        let standard = f.home.join(".claude/engine/.directives/COMMANDS.md");
+        fs::write(&standard, "# commands").unwrap();
+        let directive = f.project.join(".directives/AGENTS.md");
+        fs::create_dir_all(directive.parent().unwrap()).unwrap();
+        fs::write(&directive, "# agents").unwrap();
+        let ctx = f.ctx();
+        let d = ctx.normalize(&directive.to_string_lossy());
+        let state = State::parse(
+            &json!({
+                "skill": "x", "currentPhase": "2: Now",
+                "phases": [
+                    {"label": "1", "name": "Before", "steps": ["§CMD_PAST"]},
+                    {"label": "2", "name": "Now", "steps": ["§CMD_CURRENT"]}
+                ],
+                "touchedDirs": {f.project.to_string_lossy(): [d]},
+                "preloadParts": {"/big.md": 1}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let order = [
+            "/ref.md".to_owned(),
+            past.clone(),
+            d.clone(),
+            cmd.clone(),
+            standard.to_string_lossy().into_owned(),
+            "/big.md".to_owned(),
+        ];
+        let requests = order
+            .iter()
+            .map(|p| Request::new(p.as_str(), "t"))
+            .collect();
+        let ranked: Vec<String> = by_priority(&ctx, &state, requests)
+            .into_iter()
+            .map(|r| r.path)
+            .collect();
+        let expected = [
+            "/big.md".to_owned(),
+            standard.to_string_lossy().into_owned(),
+            cmd,
+            d,
+            "/ref.md".to_owned(),
+            past,
+        ];
+        assert_eq!(ranked, expected);
+    }
+
+    #[test]
     fn direct_delivery_tracks_and_queues_references() {
         let f = fixture();
         let a = f.cmd("A", "# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n");
@@ -577,7 +707,7 @@ mod tests {
         let again = ensure(
             &ctx,
             &f.target(),
-            &pending_requests(&f.load(), "rule"),
+            &pending_requests(&ctx, &f.load(), "rule"),
             Mode::Claim,
             &mut packer,
         )
@@ -616,7 +746,7 @@ mod tests {
         let ctx = f.ctx();
         let claim = |audience| {
             let mut packer = Packer::new(9_500);
-            let requests = pending_requests(&f.load(), "rule");
+            let requests = pending_requests(&ctx, &f.load(), "rule");
             state::update(&f.state, ctx.lock_deadline(), |s| {
                 apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience)
             })
@@ -659,7 +789,7 @@ mod tests {
                 .filter(|e| e.event == Event::QueuePending)
                 .count();
             delivered.extend(batch.delivered().map(str::to_owned));
-            requests = pending_requests(&f.load(), "rule");
+            requests = pending_requests(&ctx, &f.load(), "rule");
             if requests.is_empty() {
                 break;
             }
@@ -682,7 +812,7 @@ mod tests {
         ensure(
             &ctx,
             &f.target(),
-            &pending_requests(&f.load(), "r"),
+            &pending_requests(&ctx, &f.load(), "r"),
             Mode::Claim,
             &mut packer,
         )
@@ -723,7 +853,7 @@ mod tests {
                     .iter()
                     .map(|b| b.lines().next().unwrap().to_owned()),
             );
-            requests = pending_requests(&f.load(), "rule");
+            requests = pending_requests(&ctx, &f.load(), "rule");
         }
         let s = f.load();
         assert!(s.strings(PRELOADED).contains(&a) && s.strings(PRELOADED).contains(&small));
@@ -756,7 +886,7 @@ mod tests {
         ensure(
             &ctx,
             &f.target(),
-            &pending_requests(&f.load(), "r"),
+            &pending_requests(&ctx, &f.load(), "r"),
             Mode::Claim,
             &mut packer,
         )

@@ -538,6 +538,7 @@ fn claim(
         .iter()
         .map(|f| Request::new(f.as_str(), source.as_str()))
         .collect();
+    let requests = preload::by_priority(ctx, s, requests);
     let mut packer = Packer::new(room);
     let audience = call.agent.map_or(Audience::Main, Audience::SubAgent);
     let batch = preload::apply_for(

@@ -880,7 +880,10 @@ mod tests {
         let input = HookInput::from_value(json!({"session_id": "a/../b c", "source": "clear"}));
         let key = cache_key(&input);
         assert!(key.starts_with("a_.._b_c_clear_"), "{key}");
-        assert!(key.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)));
+        assert!(
+            key.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        );
         // The client process is part of the key: a run in another process never shares it.
         let client = crate::process::nearest_non_shell_ancestor();
         assert!(key.contains(&format!("_{client}-")), "{key}");

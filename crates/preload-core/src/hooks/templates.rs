@@ -118,7 +118,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             requests.push(Request::new(path.to_string_lossy(), source.clone()));
         }
         let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
-        let queued = preload::pending_requests(s, "pending-drain");
+        let queued = preload::pending_requests(ctx, s, "pending-drain");
         batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
         batch
     })?;
