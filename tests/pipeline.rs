@@ -728,3 +728,54 @@ fn concurrent_agents_get_one_seed_each() {
     }
     assert_eq!(read_json(&second)["pid"], json!(a.pid));
 }
+
+// Compaction: the client puts back the SKILL.md of a skill it loaded itself.
+
+#[test]
+fn after_a_compaction_the_clients_own_skill_reload_counts_as_delivered() {
+    let sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    tool_call(&sb, "Read", json!({"file_path": "x"}));
+    fs::remove_file(&sb.log).unwrap();
+    let start = session_start(&sb, "compact");
+    start.assert_contract();
+    let text = start.context();
+    for name in STANDARDS {
+        assert!(
+            text.contains(&format!("{name}]")),
+            "{name} in the new context"
+        );
+    }
+    assert!(
+        !text.contains("/implement/SKILL.md]"),
+        "the client reloads the skill it loaded itself: not sent twice"
+    );
+    assert!(
+        text.contains("CMD_INTERROGATE.md]"),
+        "the current phase's commands"
+    );
+    let state = sb.state("test");
+    assert!(
+        strings(&state, "preloadedFiles")
+            .iter()
+            .any(|f| f.ends_with("/implement/SKILL.md")),
+        "recorded as in the new context"
+    );
+    let reload = events_for(&sb, "direct-deliver", "/implement/SKILL.md");
+    assert_eq!(reload.len(), 1);
+    assert_eq!(reload[0]["source"], "client-skill-reload(compact)");
+    sb.assert_no_duplicates();
+}
+
+#[test]
+fn after_a_compaction_a_skill_the_client_never_loaded_is_delivered() {
+    let sb = Sandbox::new();
+    session_start(&sb, "startup").assert_contract();
+    for a in activate(&sb, "test", "implement") {
+        a.assert_contract();
+    }
+    fs::remove_file(&sb.log).unwrap();
+    let text = session_start(&sb, "compact").context();
+    assert!(text.contains("/implement/SKILL.md]"), "{text}");
+}

@@ -46,6 +46,9 @@ pub const STASH: &str = "pendingAllowInjections";
 pub const CHECKLISTS: &str = "discoveredChecklists";
 /// Rules delivered once (`inject: "once"`).
 pub const INJECTED_RULES: &str = "injectedRules";
+/// Skills the client loaded itself in this conversation (a `/name` prompt, a `Skill` call):
+/// it puts their SKILL.md back into the context after a compaction on its own.
+pub const INVOKED_SKILLS: &str = "invokedSkills";
 
 /// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
 pub fn carry_path(seed: &Path) -> PathBuf {
@@ -249,8 +252,10 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         return;
     }
     let record = joined(seed.unwrap_or(&State::default()), carry);
-    for item in record.strings(CHECKLISTS) {
-        s.push_unique(CHECKLISTS, &item);
+    for key in [CHECKLISTS, INVOKED_SKILLS] {
+        for item in record.strings(key) {
+            s.push_unique(key, &item);
+        }
     }
     for key in [PARTS, INJECTED_RULES] {
         if let Some(Value::Object(map)) = record.get(key) {
@@ -327,10 +332,11 @@ fn drop_window_fields(s: &mut State) {
     }
 }
 
-/// Let go of the old window's fields; the files its stash carried are queued again (the new
-/// window has not seen them).
+/// Let go of the old window's fields (and the old conversation's invoked skills); the files
+/// its stash carried are queued again (the new window has not seen them).
 fn new_context_window(s: &mut State) {
     drop_window_fields(s);
+    s.remove(INVOKED_SKILLS);
     let Some(Value::Array(entries)) = s.remove(STASH) else {
         return;
     };

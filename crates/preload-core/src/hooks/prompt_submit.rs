@@ -88,6 +88,7 @@ fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
     };
     let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
     let batch = ledger::update(ctx, &target, |s| {
+        s.push_unique(ledger::INVOKED_SKILLS, name);
         preload::record(ctx, s, std::slice::from_ref(&request))
     })?;
     batch.log(ctx, target.is_session);

@@ -395,10 +395,14 @@ impl Plan<'_> {
         }
         let active = session_dir.filter(|_| is_live_lifecycle(state));
         if let Some(dir) = active {
+            if self.source == "compact" {
+                fill.batch = reinjected_by_client(ctx, state);
+            }
             requests.extend(skill_requests(ctx, state));
             requests.extend(artifact_requests(ctx, state, dir));
         }
-        fill.batch = preload::apply(ctx, state, &requests, Mode::Direct, packer);
+        fill.batch
+            .extend(preload::apply(ctx, state, &requests, Mode::Direct, packer));
 
         if let Some(dir) = active {
             add_text(packer, session_files(dir), &mut texts_left);
@@ -465,6 +469,27 @@ impl Plan<'_> {
              {rule}\n{line}\n"
         )
     }
+}
+
+/// The most of a skill's SKILL.md the client puts back after a compaction (5,000 tokens).
+const CLIENT_REINJECT_CHARS: usize = 20_000;
+
+/// After a compaction the client itself puts the SKILL.md of every skill it loaded in this
+/// conversation back into the context (up to [`CLIENT_REINJECT_CHARS`]): those are recorded as
+/// in context, not delivered a second time. A longer one is delivered whole by us.
+fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
+    let requests: Vec<Request> = state
+        .strings(ledger::INVOKED_SKILLS)
+        .iter()
+        .filter(|name| skill::is_valid_name(name))
+        .map(|name| ctx.paths.skill_file(name))
+        .filter(|file| {
+            crate::file::read_text(file, state::MAX_STATE_BYTES)
+                .is_some_and(|text| delivery::chars(&text) <= CLIENT_REINJECT_CHARS)
+        })
+        .map(|file| Request::new(file.to_string_lossy(), "client-skill-reload(compact)"))
+        .collect();
+    preload::record(ctx, state, &requests)
 }
 
 /// Lifecycles in which the session's skill is in use.

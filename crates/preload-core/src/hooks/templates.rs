@@ -100,6 +100,10 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         if !skill::is_valid_name(&name) {
             return preload::Batch::default();
         }
+        if matches!(trigger, Trigger::Skill(_)) {
+            // The client loaded the skill itself, and reloads it after a compaction.
+            s.push_unique(ledger::INVOKED_SKILLS, &name);
+        }
         let source = format!("templates({name})");
         let file = ctx.paths.skill_file(&name);
         let mut requests = Vec::new();
