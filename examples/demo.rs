@@ -31,8 +31,12 @@ mod example;
 const SESSION: &str = "2026_01_01_DEMO_ESTIMATE";
 /// The longest any one call may take before the demo gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
-/// Tool calls allowed after the last step to drain what is still queued.
-const MAX_DRAIN_CALLS: usize = 12;
+/// Tool calls allowed after the last step to drain what is still queued (the example's core
+/// standards alone are about 160 KB, and one output carries under 10,000 characters).
+const MAX_DRAIN_CALLS: usize = 40;
+/// While draining, a log entry first and then every this many tool calls, as an agent keeps
+/// its heartbeat (the shipped rules block at 10 calls without one).
+const DRAIN_LOG_EVERY: usize = 5;
 
 /// One process the demo ran.
 #[derive(Debug)]
@@ -457,6 +461,12 @@ impl Demo {
         self.read("packages/estimate/tests/parser.test.ts");
         let mut drained = 0;
         while self.pending() > 0 && drained < MAX_DRAIN_CALLS {
+            if drained % DRAIN_LOG_EVERY == 0 {
+                self.bash(
+                    &format!("engine log {rel}/IMPLEMENTATION_LOG.md <<'EOF'\n## Reading on\nEOF"),
+                    "",
+                );
+            }
             self.read("packages/estimate/src/parser.ts");
             drained += 1;
         }

@@ -160,8 +160,13 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
         7
     );
     assert_eq!(sb.deliveries().len(), 7);
-    // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
-    assert!(strings(&seed, "pendingPreloads")[0].ends_with("FMT_SESSION_PARAMETERS.md"));
+    // CMD_PARSE_PARAMETERS's format reference waits for the next tool call (after the
+    // references of the standards delivered before it).
+    assert!(
+        strings(&seed, "pendingPreloads")
+            .iter()
+            .any(|p| p.ends_with("FMT_SESSION_PARAMETERS.md"))
+    );
 }
 
 #[test]

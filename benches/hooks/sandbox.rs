@@ -27,9 +27,11 @@ const DIRECTIVE_NAMES: [&str; 9] = [
 ];
 
 /// The command files of the bundled example engine.
-pub const EXAMPLE_COMMANDS: [&str; 17] = [
+pub const EXAMPLE_COMMANDS: [&str; 20] = [
     "CMD_APPEND_LOG",
     "CMD_ASK_ROUND",
+    "CMD_CLOSE_SESSION",
+    "CMD_DECISION_TREE",
     "CMD_DEHYDRATE",
     "CMD_GENERATE_DEBRIEF",
     "CMD_GENERATE_PLAN",
@@ -42,6 +44,7 @@ pub const EXAMPLE_COMMANDS: [&str; 17] = [
     "CMD_REQUIRE_ACTIVE_SESSION",
     "CMD_RESUME_SESSION",
     "CMD_RUN_SYNTHESIS_PIPELINE",
+    "CMD_RUN_TESTS",
     "CMD_SELECT_EXECUTION_PATH",
     "CMD_SELECT_MODE",
     "CMD_WALK_THROUGH_RESULTS",
@@ -247,9 +250,11 @@ fn skill_md(lines: usize) -> String {
     // The example's JSON block, unchanged.
     let example =
         fs::read_to_string(repo().join("examples/skills/implement/SKILL.md")).unwrap_or_default();
-    if let (Some(start), Some(end)) = (example.find("```json"), example.rfind("```")) {
-        if end > start {
-            text.push_str(&example[start..end + 3]);
+    // From the opening fence to its closing one (the skill has other fenced blocks after it).
+    if let Some(start) = example.find("```json") {
+        if let Some(len) = example[start + 7..].find("\n```") {
+            let end = start + 7 + len + 4;
+            text.push_str(&example[start..end]);
             text.push_str("\n\n");
         }
     }
