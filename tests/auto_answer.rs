@@ -20,15 +20,7 @@ fn ask(sb: &Sandbox, vars: &[(&str, &str)], input: &Value) -> Answer {
         cmd.env(k, v);
     }
     let out = cmd.write_stdin(input.to_string()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let answer = Answer {
-        code: out.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        json: serde_json::from_str::<Value>(stdout.trim())
-            .ok()
-            .filter(Value::is_object),
-        stdout,
-    };
+    let answer = Answer::from_output(&out);
     answer.assert_contract();
     answer
 }

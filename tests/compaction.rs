@@ -52,15 +52,7 @@ fn call(sb: &Sandbox, sub: &str, input: Value) -> Answer {
 }
 
 fn answer_of(out: &Output) -> Answer {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Answer {
-        code: out.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        json: serde_json::from_str::<Value>(stdout.trim())
-            .ok()
-            .filter(Value::is_object),
-        stdout,
-    }
+    Answer::from_output(out)
 }
 
 /// Run a subcommand with `HOME` set to `home`.

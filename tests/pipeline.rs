@@ -580,20 +580,26 @@ fn rapid_phase_transitions_are_delivered_in_one_claim() {
             &json!({"stdout": stdout}),
         );
     }
+    // The next call claims the current phase's commands first, then as many of the earlier
+    // phases' as the output holds; the rest follow with the next calls, each once.
     let before = sb.deliveries().len();
     tool_call(&sb, "Read", json!({"file_path": "src/foo.ts"}));
     let batch: Vec<_> = sb.deliveries().split_off(before);
+    assert!(
+        batch
+            .iter()
+            .any(|(h, f)| h == "overflow" && f.ends_with("CMD_SELECT_EXECUTION_PATH.md")),
+        "the current phase's command in the first claim: {batch:?}"
+    );
+    for _ in 0..4 {
+        tool_call(&sb, "Read", json!({"file_path": "src/foo.ts"}));
+    }
     for name in [
         "CMD_INTERROGATE.md",
         "CMD_GENERATE_PLAN.md",
         "CMD_SELECT_EXECUTION_PATH.md",
     ] {
-        assert!(
-            batch
-                .iter()
-                .any(|(h, f)| h == "overflow" && f.ends_with(name)),
-            "{name} in the one claim: {batch:?}"
-        );
+        assert_eq!(sb.delivery_count(name), 1, "{name}");
     }
     sb.assert_no_duplicates();
 }
@@ -762,10 +768,16 @@ fn after_a_compaction_the_clients_own_skill_reload_counts_as_delivered() {
     let start = session_start(&sb, "compact");
     start.assert_contract();
     let text = start.context();
+    let delivered = preload_core::delivery::block_paths(&text);
     for name in STANDARDS {
         assert!(
-            text.contains(&format!("{name}]")),
-            "{name} in the new context"
+            delivered.iter().any(|f| f.ends_with(name)),
+            "{name} in the new context: {delivered:#?}"
+        );
+        assert_eq!(
+            events_for(&sb, "direct-deliver", name).len(),
+            1,
+            "{name} complete, once"
         );
     }
     assert!(

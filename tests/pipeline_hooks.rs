@@ -6,7 +6,20 @@ use std::fs;
 use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};
-use crate::pipeline_steps::{cli, headers, prompt, session_start};
+use crate::pipeline_steps::{cli, headers, prompt};
+
+/// One `SessionStart` registration printing the whole text within one output budget.
+fn session_start(sb: &Sandbox, source: &str) -> Answer {
+    sb.run(
+        "preload-session-start",
+        json!({"hook_event_name": "SessionStart", "source": source}),
+    )
+}
+
+/// The distinct files of a text's `[Preloaded: …]` blocks, parts counted once.
+fn files(text: &str) -> Vec<String> {
+    preload_core::delivery::block_paths(text)
+}
 
 const HOOKS: [&str; 4] = [
     "preload-session-start",
@@ -77,7 +90,11 @@ fn corrupt_session_state_is_left_untouched() {
     );
     assert!(!dir.join(".state.json.lock").exists());
     // The session start still speaks (standards), recorded in the seed.
-    assert!(answers[0].context().contains("COMMANDS.md]"));
+    assert!(
+        files(&answers[0].context())
+            .iter()
+            .any(|f| f.ends_with("COMMANDS.md"))
+    );
     assert_eq!(
         sb.run(
             "preload-phase-commands",
@@ -140,28 +157,32 @@ fn help_and_version_answer_without_stdin() {
 #[test]
 fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     let sb = Sandbox::new();
-    let a = session_start(&sb, "startup");
-    a.assert_contract();
+    // As the client runs it: every registration of the wiring.
+    let a =
+        sb.session_start_event(&json!({"hook_event_name": "SessionStart", "source": "startup"}));
     let json = a.json.clone().unwrap();
     assert_eq!(json["hookSpecificOutput"]["hookEventName"], "SessionStart");
     let text = a.context();
     assert!(text.contains("| Session: (none)"));
-    let shown = headers(&text);
+    let shown = files(&text);
     assert_eq!(shown.len(), 7, "6 standards + TOC: {shown:?}");
     assert!(shown.iter().all(|h| h.starts_with('/')), "absolute paths");
     assert!(text.contains(&format!(
-        "[Preloaded: {}]\n# Commands\n",
+        "[Preloaded: {} (part 1/",
         sb.engine_path("COMMANDS.md")
     )));
     let seed = sb.seed();
-    assert_eq!(strings(&seed, "preloadedFiles"), shown);
+    let mut recorded = strings(&seed, "preloadedFiles");
+    recorded.sort();
+    let mut expected = shown.clone();
+    expected.sort();
+    assert_eq!(recorded, expected, "every part out, every file recorded");
     assert_eq!(
         sb.events().iter().filter(|e| e["event"] == "seed").count(),
         7
     );
     assert_eq!(sb.deliveries().len(), 7);
-    // CMD_PARSE_PARAMETERS's format reference waits for the next tool call (after the
-    // references of the standards delivered before it).
+    // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
     assert!(
         strings(&seed, "pendingPreloads")
             .iter()
@@ -182,9 +203,8 @@ fn session_start_keeps_what_does_not_fit_queued() {
     assert!(text.contains("[preload overflow: "));
     let state = sb.state("s");
     let delivered = headers(&text);
-    let preloaded = strings(&state, "preloadedFiles");
     let pending = strings(&state, "pendingPreloads");
-    assert!(delivered.iter().all(|f| preloaded.contains(f)));
+    crate::common::assert_shown_recorded(&text, &state);
     for f in ["CMD_INTERROGATE.md", "/implement/SKILL.md"] {
         let queued = pending.iter().any(|p| p.ends_with(f));
         let shown = delivered.iter().any(|p| p.ends_with(f));
@@ -308,32 +328,43 @@ fn templates_delivers_phase_zero_once() {
         "PostToolUse"
     );
     let shown = headers(&a.context());
+    assert!(
+        !shown.iter().any(|h| h.ends_with("/implement/SKILL.md")),
+        "the Skill call loaded SKILL.md itself: {shown:?}"
+    );
+    let state = sb.state("s");
+    let preloaded = strings(&state, "preloadedFiles");
+    let pending = strings(&state, "pendingPreloads");
+    assert!(preloaded.iter().any(|f| f.ends_with("/implement/SKILL.md")));
+    // Phase 0's commands and templates: out now, or first in the queue when the output is full;
+    // never both, never twice.
     for name in [
-        "/implement/SKILL.md",
         "CMD_REPORT_INTENT.md",
         "CMD_SELECT_MODE.md",
         "TEMPLATE_IMPLEMENTATION_LOG.md",
-        "FMT_LOG_ENTRY.md",
     ] {
-        assert_eq!(
-            shown.iter().filter(|h| h.ends_with(name)).count(),
-            1,
-            "{name} in {shown:?}"
-        );
+        let out = shown.iter().filter(|h| h.ends_with(name)).count();
+        let queued = pending.iter().filter(|h| h.ends_with(name)).count();
+        assert_eq!(out + queued, 1, "{name}: out {shown:?}, queued {pending:?}");
     }
     assert!(
-        !shown.iter().any(|h| h.ends_with("CMD_INTERROGATE.md")),
+        shown.iter().any(|h| h.ends_with("CMD_REPORT_INTENT.md")),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.iter().any(|h| h.ends_with("CMD_INTERROGATE.md"))
+            && !pending.iter().any(|h| h.ends_with("CMD_INTERROGATE.md")),
         "phase 1 waits"
     );
-    let state = sb.state("s");
     assert!(
-        shown
-            .iter()
-            .all(|h| strings(&state, "preloadedFiles").contains(h)),
+        shown.iter().all(|h| preloaded.contains(h)),
         "tracked in the same write"
     );
     let again = skill_call(&sb, "implement");
-    assert_eq!(again.stdout, "", "second run: all in context");
+    assert!(
+        files(&again.context()).iter().all(|f| pending.contains(f)),
+        "a second run sends only what was still queued"
+    );
     sb.assert_no_duplicates();
 }
 
@@ -348,9 +379,19 @@ fn templates_with_only_a_seed_tracks_in_the_seed() {
         !a.context().contains("SKILL.md]"),
         "the expansion already delivered it"
     );
-    assert!(a.context().contains("CMD_SELECT_MODE.md]"));
-    let seeded = strings(&sb.seed(), "preloadedFiles");
-    assert!(seeded.iter().any(|f| f.ends_with("CMD_SELECT_MODE.md")));
+    let seed = sb.seed();
+    let seeded = strings(&seed, "preloadedFiles");
+    let queued = strings(&seed, "pendingPreloads");
+    assert!(
+        seeded
+            .iter()
+            .chain(&queued)
+            .any(|f| f.ends_with("CMD_SELECT_MODE.md"))
+    );
+    assert_eq!(
+        a.context().contains("CMD_SELECT_MODE.md]"),
+        seeded.iter().any(|f| f.ends_with("CMD_SELECT_MODE.md"))
+    );
 }
 
 #[test]
@@ -367,8 +408,20 @@ fn templates_on_bash_uses_the_sessions_skill_and_phase() {
     assert_eq!(run("ls -la").stdout, "");
     let a = run("engine session continue sessions/s");
     a.assert_contract();
-    assert!(a.context().contains("CMD_GENERATE_PLAN.md]"));
+    // The current phase's commands: out now, or first in line for the next call.
+    let state = sb.state("s");
+    let out = a.context().contains("CMD_GENERATE_PLAN.md]");
+    let queued = strings(&state, "pendingPreloads")
+        .iter()
+        .any(|f| f.ends_with("CMD_GENERATE_PLAN.md"));
+    assert!(out != queued, "out {out}, queued {queued}");
     assert!(!a.context().contains("CMD_SELECT_MODE.md]"));
+    assert!(
+        !strings(&state, "pendingPreloads")
+            .iter()
+            .any(|f| f.ends_with("CMD_SELECT_MODE.md")),
+        "phase 0 is not the session's phase"
+    );
 }
 
 #[test]

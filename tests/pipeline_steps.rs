@@ -13,12 +13,9 @@ use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox};
 
-/// SessionStart with `source`, whole text in one output.
+/// SessionStart with `source`, all its registrations at once, as Claude Code runs them.
 pub fn session_start(sb: &Sandbox, source: &str) -> Answer {
-    sb.run(
-        "preload-session-start",
-        json!({"hook_event_name": "SessionStart", "source": source}),
-    )
+    sb.session_start_event(&json!({"hook_event_name": "SessionStart", "source": source}))
 }
 
 /// The user submits `prompt`.

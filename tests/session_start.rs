@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::common::{Sandbox, bin, strings};
-use crate::pipeline_steps::headers;
 
 /// Run all N registrations at once, as Claude Code does; their `additionalContext`s by index.
 fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec<String> {
@@ -103,15 +102,8 @@ fn chunks_are_generated_once_and_hold_whole_blocks() {
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), raw.len(), "no block or part twice: {raw:?}");
-    let mut unique = headers(&all);
-    unique.dedup();
     sb.assert_no_duplicates();
-    let state = sb.state("s");
-    assert!(
-        unique
-            .iter()
-            .all(|f| strings(&state, "preloadedFiles").contains(f))
-    );
+    crate::common::assert_shown_recorded(&all, &sb.state("s"));
     // A second round with the same session_id + source reads the cache: same text, no new events.
     let events = sb.events().len();
     let again = run_chunks(&sb, 8, "startup", &[("PRELOAD_OUTPUT_BUDGET", "1000")]);
@@ -152,14 +144,10 @@ fn too_few_slots_point_at_the_rest_which_stays_queued() {
         "pointer in the last slot: {:?}",
         slices[1]
     );
-    let shown = headers(&slices.concat());
     let state = sb.state("s");
     let pending = strings(&state, "pendingPreloads");
     assert!(!pending.is_empty());
-    assert!(
-        shown.iter().all(|f| !pending.contains(f)),
-        "delivered files are not queued"
-    );
+    crate::common::assert_shown_recorded(&slices.concat(), &state);
     assert!(
         pending
             .iter()
@@ -258,28 +246,42 @@ fn resume_goes_on_with_the_conversations_context_window() {
     sb.active_session("s", &json!({"pid": 4_000_001}));
     let started = start_as(&sb, first, "startup", "conv-1");
     started.assert_contract();
-    let delivered = headers(&started.context());
-    assert!(delivered.len() >= 6, "{delivered:?}");
+    let delivered = crate::common::shown_parts(&started.context());
+    assert!(
+        delivered
+            .iter()
+            .any(|(p, part, _)| p.ends_with("COMMANDS.md") && *part == 1),
+        "{delivered:?}"
+    );
     assert_eq!(sb.state("s")["sessionId"], "conv-1");
 
-    // `claude --resume` replays conv-1 in a new process: nothing it holds is sent again, and
-    // the session is the new process's now.
+    // `claude --resume` replays conv-1 in a new process: nothing it holds is sent again (only
+    // what it was still owed goes on, part after part), and the session is the new process's.
     let resumed = start_as(&sb, &sb.pid.to_string(), "resume", "conv-1");
     resumed.assert_contract();
-    let again = headers(&resumed.context());
-    assert!(again.is_empty(), "re-sent on resume: {again:?}");
+    for (path, part, total) in crate::common::shown_parts(&resumed.context()) {
+        let before = delivered.iter().find(|(p, ..)| *p == path);
+        assert!(
+            before.is_none_or(|(_, seen, all)| seen < all && part > *seen && total == *all),
+            "re-sent on resume: {path} part {part}/{total} after {before:?}"
+        );
+    }
     assert!(resumed.context().contains("Session: s"));
     let state = sb.state("s");
     assert_eq!(state["pid"], json!(sb.pid));
-    for file in &delivered {
-        assert!(
-            strings(&state, "preloadedFiles")
-                .iter()
-                .any(|p| file.contains(p.as_str()))
-        );
+    for (file, part, total) in &delivered {
+        if part == total {
+            assert!(strings(&state, "preloadedFiles").contains(file), "{file}");
+        }
     }
 
     // Another conversation resumed is a context window of its own: it gets the standards.
     let other = start_as(&sb, &sb.pid.to_string(), "resume", "conv-2");
-    assert!(headers(&other.context()).len() >= 6);
+    let fresh = crate::common::shown_parts(&other.context());
+    assert!(
+        fresh
+            .iter()
+            .any(|(p, part, _)| p.ends_with("COMMANDS.md") && *part == 1),
+        "{fresh:?}"
+    );
 }

@@ -39,6 +39,9 @@ pub struct Answer {
     pub stderr: String,
     /// stdout parsed, when it is one JSON object.
     pub json: Option<Value>,
+    /// True for the joined answers of several registrations of one event (each checked
+    /// against the contract on its own).
+    pub joined: bool,
 }
 
 impl Answer {
@@ -53,6 +56,7 @@ impl Answer {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             json,
             stdout,
+            joined: false,
         }
     }
 
@@ -98,6 +102,9 @@ impl Answer {
     /// JSON object on one line, with `hookEventName` whenever `hookSpecificOutput` is present,
     /// no literal backslash-n in the texts, every text within the budget.
     pub fn assert_contract(&self) {
+        if self.joined {
+            return;
+        }
         assert_eq!(self.code, 0, "exit code; stderr: {}", self.stderr);
         assert!(
             self.stderr.is_empty(),
@@ -230,6 +237,47 @@ impl Sandbox {
     /// Run binary `name` with `input` on stdin.
     pub fn run(&self, name: &str, input: Value) -> Answer {
         self.run_args(name, &[], input)
+    }
+
+    /// One `SessionStart` event as Claude Code runs it with the wiring `preload install`
+    /// writes: every `--chunk I/N` registration at once, each checked against the output
+    /// contract, their contexts joined in registration order into one answer.
+    pub fn session_start_event(&self, input: &Value) -> Answer {
+        let total = preload_core::hooks::cli_install::SESSION_START_CHUNKS;
+        let slices: Vec<Answer> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..total)
+                .map(|i| {
+                    let input = input.clone();
+                    scope.spawn(move || {
+                        self.run_args(
+                            "preload-session-start",
+                            &["--chunk", &format!("{i}/{total}")],
+                            input,
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for slice in &slices {
+            slice.assert_contract();
+        }
+        let text: Vec<String> = slices
+            .iter()
+            .map(Answer::context)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let json = (!text.is_empty()).then(|| {
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                "additionalContext": text.join("\n")}})
+        });
+        Answer {
+            code: 0,
+            stdout: json.as_ref().map_or_else(String::new, |j| format!("{j}\n")),
+            stderr: String::new(),
+            json,
+            joined: true,
+        }
     }
 
     /// Run binary `name` with raw stdin bytes.
@@ -388,4 +436,54 @@ pub fn strings(v: &Value, key: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The `[Preloaded: …]` blocks of a text per file, in order of first appearance: the highest
+/// part shown and the number of parts (`(1, 1)` for a whole file).
+pub fn shown_parts(text: &str) -> Vec<(String, usize, usize)> {
+    let mut out: Vec<(String, usize, usize)> = Vec::new();
+    for line in text.lines() {
+        let Some(inner) = line
+            .strip_prefix("[Preloaded: ")
+            .and_then(|l| l.strip_suffix(']'))
+        else {
+            continue;
+        };
+        let (path, part, total) = match inner.rsplit_once(" (part ") {
+            Some((path, label)) => {
+                let (i, n) = label.trim_end_matches(')').split_once('/').unwrap();
+                (path, i.parse().unwrap(), n.parse().unwrap())
+            }
+            None => (inner, 1, 1),
+        };
+        match out.iter_mut().find(|(p, ..)| p == path) {
+            Some(entry) => entry.1 = entry.1.max(part),
+            None => out.push((path.to_owned(), part, total)),
+        }
+    }
+    out
+}
+
+/// Every file shown in `text` is recorded in `state`: in `preloadedFiles` once it is whole out
+/// (its last part included), else queued with its part progress; never both.
+pub fn assert_shown_recorded(text: &str, state: &Value) {
+    let preloaded = strings(state, "preloadedFiles");
+    let pending = strings(state, "pendingPreloads");
+    for (path, part, total) in shown_parts(text) {
+        if part == total {
+            assert!(preloaded.contains(&path), "{path} is out whole: recorded");
+            assert!(!pending.contains(&path), "{path} is out whole: not queued");
+        } else {
+            assert!(
+                !preloaded.contains(&path),
+                "{path}: only {part}/{total} out"
+            );
+            assert!(pending.contains(&path), "{path}: the rest stays queued");
+            assert_eq!(
+                state["preloadParts"][&path],
+                json!(part),
+                "{path}: progress recorded"
+            );
+        }
+    }
 }

@@ -75,6 +75,16 @@ pub fn join_blocks<S: AsRef<str>>(blocks: &[S]) -> String {
     out
 }
 
+/// Room kept beside one part of a split file in an output: the banner, a heartbeat line or a
+/// rule's text still fit next to it.
+pub const PART_HEADROOM: usize = 1_000;
+
+/// The size of the parts a file is cut into for outputs of `budget` characters: always the
+/// same for the same budget (part progress is counted in parts), with [`PART_HEADROOM`] left.
+pub fn part_size(budget: usize) -> usize {
+    budget.saturating_sub(PART_HEADROOM).max(MIN_BUDGET)
+}
+
 /// Cut `content` into the blocks that deliver it within `limit` characters each.
 ///
 /// One block when it fits; otherwise parts labelled `[Preloaded: <path> (part i/n)]`, cut at a

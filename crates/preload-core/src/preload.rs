@@ -376,7 +376,7 @@ impl<'a> Pass<'a> {
         let (mut parts, content) =
             match delivery::read_for_delivery(Path::new(path), self.max_bytes) {
                 FileBody::Text(text) => (
-                    delivery::file_parts(path, &text, packer.budget()),
+                    delivery::file_parts(path, &text, delivery::part_size(self.ctx.budget)),
                     Some(text),
                 ),
                 FileBody::TooLarge(size) => (
@@ -838,7 +838,13 @@ mod tests {
         });
         let a = f.cmd("BIG", &big);
         let small = f.cmd("SMALL", "small");
-        let ctx = f.ctx();
+        // Outputs of 2,000 characters: parts of 1,000 (room for a banner or a rule beside one).
+        let env = Env::from_pairs([
+            (env::HOME, f.home.to_string_lossy().into_owned()),
+            (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+        ]);
+        let input = HookInput::from_value(json!({"cwd": f.project}));
+        let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
         let mut calls = 0;
         let mut parts_seen = Vec::new();
         let mut requests = vec![Request::new(&a, "t"), Request::new(&small, "t")];

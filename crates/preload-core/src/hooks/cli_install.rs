@@ -28,14 +28,14 @@ use crate::state;
 
 /// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
-/// Each slice stays within the 9,500-character output budget, so 24 slices carry up to 228,000
-/// characters. The engine's six core standards alone are about 160,000 (one of them over
-/// 50,000, so it goes out in parts); with the active skill's SKILL.md, the current phase's
-/// commands and templates and a dehydrated session's restore, they all reach the first context
-/// window, as they did with the engine's 48 bash slots. What still does not fit stays queued
+/// Each slice stays within the 9,500-character output budget, so 32 slices carry up to 304,000
+/// characters. The engine's six core standards alone are about 160,000 (the three large ones go
+/// out in parts of 8,500, one slice each); with the active skill's SKILL.md, the current
+/// phase's commands and templates, the session's artifacts and a dehydrated session's restore,
+/// they all reach the first context window, as they did with the engine's 48 bash slots. What still does not fit stays queued
 /// and goes out first on the next tool calls. An unused registration costs one process start
 /// (about a millisecond, in parallel) and prints nothing.
-pub const SESSION_START_CHUNKS: usize = 24;
+pub const SESSION_START_CHUNKS: usize = 32;
 
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";

@@ -1,8 +1,9 @@
 //! `preload-templates` (`PostToolUse`, `Skill` and `Bash`): when a skill starts (a `Skill` call, or
 //! `engine session activate|continue` / `preload activate` in Bash), delivers the phase's
-//! commands and the skill's templates at once, tracks SKILL.md (delivered only when it is not in
-//! context yet), queues the references they make, and drains what is already queued, all within
-//! the output budget and in one locked write of the preload state.
+//! commands and the skill's templates at once, tracks SKILL.md (a `Skill` call loaded it into
+//! the context already; on Bash it is delivered when it is not in context yet), queues the
+//! references they make, and drains what is already queued, all within the output budget and
+//! in one locked write of the preload state.
 
 use std::process::ExitCode;
 
@@ -22,9 +23,9 @@ pub const SPEC: HookSpec = HookSpec {
 
 On a Skill call, or a Bash call of `engine session activate|continue` (or `preload activate`),
 delivers the phase's command files and the skill's templates as additionalContext (Phase 0 on
-a Skill call, the session's current phase on Bash), tracks SKILL.md (delivered only when not
-already in context), queues the references they make, and drains pendingPreloads within the
-output budget. Files that do not fit stay queued.
+a Skill call, the session's current phase on Bash), tracks SKILL.md (a Skill call loaded it
+already; on Bash it is delivered when not in context yet), queues the references they make,
+and drains pendingPreloads within the output budget. Files that do not fit stay queued.
 
 Reads stdin: tool_name, tool_input.skill, tool_input.command, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
@@ -100,14 +101,17 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         if !skill::is_valid_name(&name) {
             return preload::Batch::default();
         }
-        if matches!(trigger, Trigger::Skill(_)) {
-            // The client loaded the skill itself, and reloads it after a compaction.
-            s.push_unique(ledger::INVOKED_SKILLS, &name);
-        }
         let source = format!("templates({name})");
         let file = ctx.paths.skill_file(&name);
+        let mut batch = preload::Batch::default();
         let mut requests = Vec::new();
-        if file.is_file() {
+        if matches!(trigger, Trigger::Skill(_)) {
+            // The Skill call put the skill's SKILL.md into the context itself (and the client
+            // puts it back after a compaction): recorded, not sent a second time.
+            s.push_unique(ledger::INVOKED_SKILLS, &name);
+            let loaded = Request::new(file.to_string_lossy(), format!("skill-call({name})"));
+            batch = preload::record(ctx, s, std::slice::from_ref(&loaded));
+        } else if file.is_file() {
             requests.push(Request::new(file.to_string_lossy(), source.clone()));
         }
         // The state's phases and templates when it is this skill's session, else the skill's.
@@ -121,7 +125,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         for path in phase_files {
             requests.push(Request::new(path.to_string_lossy(), source.clone()));
         }
-        let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
+        batch.extend(preload::apply(ctx, s, &requests, Mode::Direct, &mut packer));
         let queued = preload::pending_requests(ctx, s, "pending-drain");
         batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
         batch
