@@ -8,6 +8,8 @@ mod common;
 mod auto_answer;
 mod compaction;
 mod discovery;
+mod engine_interplay;
+mod engine_model;
 mod guard_rules;
 mod install;
 mod overflow;

@@ -11,10 +11,12 @@
 //! (`preloadCountersSeq`).
 //!
 //! The state's values stand, as the engine and its tools expect, except when they carry an
-//! older sequence number than the file within the same *epoch* (the state's `startedAt`,
-//! owner, phase history length and phase): then they were written back from a stale read (or
-//! the last count could not be written to the state yet), and the file's values stand. The
-//! engine's own resets (a phase change, a fresh or continued session) change the epoch.
+//! older sequence number than the file (or none) within the same *epoch* (the state's
+//! `startedAt`, owner, phase history length and phase): then they were written back from a
+//! stale read (or the last count could not be written to the state yet), and the file's values
+//! stand. The engine's own resets (a phase change, a fresh or continued session) change the
+//! epoch; an edit of the counters on the current state (which keeps its sequence number)
+//! stands.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -135,11 +137,7 @@ impl Counters {
             .and_then(|v| Self::from_file(&v));
         let mut own = Self::from_state(state);
         match kept {
-            Some(kept)
-                if kept.epoch == own.epoch && state.get(SEQ).is_some() && own.seq < kept.seq =>
-            {
-                kept
-            }
+            Some(kept) if kept.epoch == own.epoch && own.seq < kept.seq => kept,
             Some(kept) => {
                 own.seq = own.seq.max(kept.seq);
                 own
@@ -307,8 +305,11 @@ mod tests {
             .object_mut(BY_TRANSCRIPT)
             .insert("main.jsonl".into(), json!(9));
         assert_eq!(Counters::read(&file, &mirrored).get("main.jsonl"), 9);
-        // A state written without the counters' sequence starts from its own values.
-        let fresh = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
+        // A copy of the state from before the first count (no sequence yet) is stale.
+        let stale = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
+        assert_eq!(Counters::read(&file, &stale).get("main.jsonl"), 1);
+        // A new session (another `startedAt`) starts from its own values.
+        let fresh = state(r#"{"pid": 5, "startedAt": "later", "toolCallsByTranscript": {}}"#);
         assert_eq!(Counters::read(&file, &fresh).get("main.jsonl"), 0);
     }
 
