@@ -19,8 +19,6 @@ use crate::world::World;
 pub const CLIENT_VERSION: &str = "2.1.330";
 /// Names the client executable to use instead of the project-local install.
 pub const CLIENT_ENV: &str = "PRELOAD_E2E_CLAUDE";
-/// The command that installs the pinned client into `.e2e/`.
-pub const SETUP_COMMAND: &str = "make e2e-setup";
 /// How long one client run may take before it is killed.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `claude --version` may take when the harness checks that the client starts.
@@ -63,8 +61,8 @@ fn find() -> Result<PathBuf, String> {
         .cloned()
         .ok_or_else(|| {
             format!(
-                "the Claude Code client {CLIENT_VERSION} is not installed (run `{SETUP_COMMAND}`, \
-                 or set {CLIENT_ENV})"
+                "the Claude Code client {CLIENT_VERSION} is not installed in .e2e/ and \
+                 {CLIENT_ENV} is not set"
             )
         })
 }
@@ -120,8 +118,7 @@ fn probe(claude: &Path) -> Result<(), String> {
     let pinned = std::env::var_os(CLIENT_ENV).is_none_or(|p| p.is_empty());
     if pinned && !version.starts_with(CLIENT_VERSION) {
         return Err(format!(
-            "the installed client is {version:?}, the scenarios are pinned to {CLIENT_VERSION} \
-             (run `{SETUP_COMMAND}`)"
+            "the client in .e2e/ is {version:?}, the scenarios are pinned to {CLIENT_VERSION}"
         ));
     }
     Ok(())

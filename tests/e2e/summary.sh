@@ -24,5 +24,6 @@ elif [ "$ran" -eq "$total" ]; then
   echo "e2e: all $total end-to-end scenarios ran against the real Claude Code client"
 else
   why="$(printf '%s' "$reasons" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)$/\2 (\1)/' | paste -sd ';' -)"
-  echo "e2e: $ran of $total end-to-end scenarios ran; $((total - ran)) did not: $why. To run them: make e2e-setup && make test"
+  echo "e2e: $ran of $total end-to-end scenarios ran; $((total - ran)) did not: $why." \
+    "To run them: make e2e-setup (installs the pinned client into .e2e/), then make test"
 fi

@@ -28,6 +28,10 @@ pub const REQUIRE_ENV: &str = "PRELOAD_E2E";
 /// file per scenario; `make test` prints the summary line from it.
 pub const STATUS_ENV: &str = "PRELOAD_E2E_STATUS";
 
+/// What makes the scenarios run.
+const HINT: &str = "`make e2e-setup` installs the pinned client into .e2e/ (or set \
+                    PRELOAD_E2E_CLAUDE to a client executable)";
+
 /// True when `PRELOAD_E2E=require`.
 pub fn required() -> bool {
     std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require")
@@ -54,10 +58,10 @@ pub fn client_or_skip(scenario: &str) -> Option<PathBuf> {
         }
         Err(reason) if required() => {
             record(scenario, &format!("failed: {reason}"));
-            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}");
+            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {HINT}");
         }
         Err(reason) => {
-            notice(&format!("SKIPPED {scenario}: {reason}"));
+            notice(&format!("SKIPPED {scenario}: {reason}; {HINT}"));
             record(scenario, &format!("skipped: {reason}"));
             None
         }
