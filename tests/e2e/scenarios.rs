@@ -69,9 +69,24 @@ fn implement_lifecycle(world: &World) -> Vec<Step> {
     ]
 }
 
-/// The files each stage of [`implement_lifecycle`] brings: (when, the call that opens the
-/// stage, the files).
-fn lifecycle_files(p: &Paths) -> Vec<(&'static str, Option<&'static str>, Vec<String>)> {
+/// The calls that open the stages of [`implement_lifecycle`].
+const START: &str = "session activate";
+const P1: &str = "\"1: Interrogation\"";
+const P2: &str = "\"2: Planning\"";
+const P3: &str = "\"3: Execution\"";
+const P3A: &str = "\"3.A: Build Loop\"";
+const P4: &str = "\"4: Synthesis\"";
+
+/// The files [`implement_lifecycle`] brings, with when they must first arrive: (when, after
+/// the call opening it, before the call closing it (`None`: the end), the files).
+type Stage = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    Vec<String>,
+);
+
+fn lifecycle_files(p: &Paths) -> Vec<Stage> {
     let mut at_start = p.core_standards();
     at_start.push(p.project("docs/TOC.md"));
     let mut phase0 = p.cmds(&[
@@ -86,28 +101,41 @@ fn lifecycle_files(p: &Paths) -> Vec<(&'static str, Option<&'static str>, Vec<St
     );
     let mut phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     phase1.extend(p.core_directives());
-    // Phase 3.A's command (which CMD_SELECT_EXECUTION_PATH also refers to) and the directives
-    // the skill declares, found by the Write.
-    let mut phase3a = p.cmds(&["CMD_HANDOFF_TO_AGENT"]);
-    phase3a.extend(p.skill_directives());
     vec![
-        ("at session start", None, at_start),
-        ("in phase 0", Some("session activate"), phase0),
-        ("in phase 1", Some("\"1: Interrogation\""), phase1),
+        ("at session start", None, Some(START), at_start),
+        ("in phase 0", Some(START), Some(P1), phase0),
+        ("in phase 1", Some(P1), Some(P2), phase1),
         (
             "in phase 2",
-            Some("\"2: Planning\""),
+            Some(P2),
+            Some(P3),
             p.cmds(&["CMD_GENERATE_PLAN", "CMD_APPEND_LOG"]),
         ),
         (
             "in phase 3",
-            Some("\"3: Execution\""),
+            Some(P3),
+            Some(P3A),
             p.cmds(&["CMD_SELECT_EXECUTION_PATH"]),
         ),
-        ("in phase 3.A", Some("\"3.A: Build Loop\""), phase3a),
+        (
+            // Phase 3.A's command, which CMD_SELECT_EXECUTION_PATH also refers to.
+            "in phase 3 or 3.A",
+            Some(P3),
+            Some(P4),
+            p.cmds(&["CMD_HANDOFF_TO_AGENT"]),
+        ),
+        (
+            // The directives the skill declares: the build loop's Write finds them, and a Read
+            // in phase 1 may already (seed case 4.1).
+            "by phase 3.A",
+            Some(P1),
+            Some(P4),
+            p.skill_directives(),
+        ),
         (
             "in phase 4",
-            Some("\"4: Synthesis\""),
+            Some(P4),
+            None,
             p.cmds(&["CMD_RUN_SYNTHESIS_PIPELINE", "CMD_WALK_THROUGH_RESULTS"]),
         ),
     ]
@@ -166,23 +194,20 @@ fn implement_lifecycle_delivers_each_file_once_at_its_phase() {
     let p = s.paths();
 
     let stages = lifecycle_files(&p);
-    let expected: Vec<String> = stages.iter().flat_map(|(_, _, f)| f.clone()).collect();
+    let expected: Vec<String> = stages.iter().flat_map(|(.., f)| f.clone()).collect();
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
 
-    // Each stage's files arrive between its opening call and the next stage's.
+    // Each stage's files first arrive between the calls that open and close it.
     let call = |needle: &str| {
         got.bash_call(needle)
             .unwrap_or_else(|| panic!("no call {needle}"))
     };
-    let opens: Vec<usize> = stages
-        .iter()
-        .map(|(_, opener, _)| opener.map_or(0, call))
-        .collect();
     let mut timing = Vec::new();
-    for (i, (when, _, files)) in stages.iter().enumerate() {
-        let until = opens.get(i + 1).copied().unwrap_or(got.messages.len());
-        timing.extend(got.check_arrives_within(files, opens[i], until, when));
+    for (when, from, until, files) in &stages {
+        let from = from.map_or(0, call);
+        let until = until.map_or(got.messages.len(), call);
+        timing.extend(got.check_arrives_within(files, from, until, when));
     }
     assert_clean(s.name, "each file at its phase", &timing, &got, &saved);
 
