@@ -193,8 +193,7 @@ impl Received {
             .collect()
     }
 
-    /// Index of the message holding the result of the tool call at message `call` (the next
-    /// message with a tool result).
+    /// The message holding the result of the tool call at message `call` (the one after it).
     pub fn result_of(&self, call: usize) -> Option<&Message> {
         self.messages.get(call + 1)
     }
