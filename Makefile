@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint check e2e parity clean
+.PHONY: all build release test demo bench install uninstall fmt lint doc check e2e e2e-setup parity clean
 
 all: build
 
@@ -13,14 +13,23 @@ build:
 release:
 	$(CARGO) build --release --locked
 
-## The full suite: unit tests, the assert_cmd suites, and the end-to-end scenarios when the
-## Claude Code client is installed (they say so when they skip).
+## Where the end-to-end scenarios record whether they ran, for the summary line of `make test`.
+E2E_STATUS ?= $(CURDIR)/target/e2e-status
+
+## The full suite: unit tests, the assert_cmd suites, and the end-to-end scenarios against the
+## real Claude Code client (`make e2e-setup` installs it). Ends with one line saying how many
+## scenarios ran and why the others did not. PRELOAD_E2E=require makes a scenario that cannot
+## run fail instead (.ci/run sets it).
 test:
-	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-		$(CARGO) nextest run --workspace --locked --no-fail-fast && $(CARGO) test --workspace --locked --doc; \
+	@rm -rf "$(E2E_STATUS)"; status=0; \
+	if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) nextest run --workspace --locked --no-fail-fast || status=$$?; \
+		$(CARGO) test --workspace --locked --doc || status=$$?; \
 	else \
-		$(CARGO) test --workspace --locked --no-fail-fast; \
-	fi
+		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --workspace --locked --no-fail-fast || status=$$?; \
+	fi; \
+	tests/e2e/summary.sh "$(E2E_STATUS)"; \
+	exit $$status
 
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and
 ## prints the report (in a temporary HOME; nothing outside it is touched).
@@ -44,12 +53,23 @@ uninstall:
 
 fmt:
 	$(CARGO) fmt --all
+	$(CARGO) fmt --all --manifest-path fuzz/Cargo.toml
 
+## Formatting (the workspace and the fuzz targets), clippy with warnings as errors, and a
+## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is
+## built but never run).
 lint:
 	$(CARGO) fmt --all --check
+	$(CARGO) fmt --all --check --manifest-path fuzz/Cargo.toml
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml
 
-check: lint test
+## The API docs, with warnings as errors.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked
+
+## Everything CI checks: lint, docs, the full suite, and the demo.
+check: lint doc test demo
 
 ## make parity ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's own black-box hook suites,
 ## on its bash hooks and on ours (installed with --shims), side by side; see docs/parity.md.
@@ -59,7 +79,14 @@ parity: release
 clean:
 	$(CARGO) clean
 
+## Installs the Claude Code client the end-to-end scenarios are pinned to into .e2e/ (npm).
+e2e-setup:
+	tests/e2e/setup.sh
+
 ## The end-to-end scenarios alone: the real Claude Code client (PRELOAD_E2E_CLAUDE, or the
-## project-local install in .e2e/ that .ci/run makes) against a scripted model on loopback.
+## project-local install `make e2e-setup` makes) against a scripted model on loopback.
 e2e:
-	$(CARGO) test --locked --test e2e -- --nocapture
+	@rm -rf "$(E2E_STATUS)"; status=0; \
+	PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --locked --test e2e -- --nocapture || status=$$?; \
+	tests/e2e/summary.sh "$(E2E_STATUS)"; \
+	exit $$status

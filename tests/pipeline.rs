@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::common::{Sandbox, read_json, strings};
 use crate::pipeline_steps::{
-    activate, claim, cli, events_for, guarded_call, phase, post_tool, prompt, seen, session_start,
-    tool_call,
+    activate, bash_cli, cli, events_for, guarded_call, phase, post_tool, prompt, seen,
+    session_start, skill_call, tool_call,
 };
 
 const PHASE0: [&str; 4] = [
@@ -54,8 +54,7 @@ fn skill_deliverers(sb: &Sandbox, skill: &str) -> Vec<String> {
 fn start_implement(sb: &Sandbox) {
     session_start(sb, "startup").assert_contract();
     prompt(sb, "/implement add auth middleware").assert_contract();
-    claim(sb);
-    for a in post_tool(sb, "Skill", &json!({"skill": "implement"}), &json!({})) {
+    for a in skill_call(sb, "implement") {
         a.assert_contract();
     }
     for a in activate(sb, "test", "implement") {
@@ -140,18 +139,7 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
         answers
     };
     call("Skill", json!({"skill": "implement"}), json!({}));
-    let bash = |args: &[&str], command: &str| {
-        let answers = guarded_call(&sb, "Bash", &json!({"command": command}), &json!({}));
-        let (code, stdout) = cli(&sb, args);
-        assert_eq!(code, 0);
-        post_tool(
-            &sb,
-            "Bash",
-            &json!({"command": command}),
-            &json!({"stdout": stdout}),
-        );
-        answers
-    };
+    let bash = |args: &[&str], command: &str| bash_cli(&sb, command, args);
     bash(
         &["activate", "sessions/test", "--skill", "implement"],
         "engine session activate sessions/test implement",
@@ -210,8 +198,7 @@ fn lightweight_skill_queues_no_phase_commands() {
     let sb = Sandbox::new();
     session_start(&sb, "startup");
     prompt(&sb, "/do rename a variable");
-    claim(&sb);
-    let answers = post_tool(&sb, "Skill", &json!({"skill": "do"}), &json!({}));
+    let answers = skill_call(&sb, "do");
     assert!(seen(&answers).contains("TEMPLATE_DO_LOG.md"));
     activate(&sb, "adhoc", "do");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
@@ -287,26 +274,26 @@ fn restart_after_dehydration_resumes_without_redelivery() {
     );
 
     // `engine session continue` takes the session over and resumes at its phase.
-    let (code, _) = cli(&sb, &["activate", "sessions/test"]);
-    assert_eq!(code, 0);
-    claim(&sb);
-    let answers = post_tool(
+    let (_, answers) = bash_cli(
         &sb,
-        "Bash",
-        &json!({"command": "engine session continue"}),
-        &json!({"stdout": "Session continued"}),
+        "engine session continue sessions/test",
+        &["activate", "sessions/test"],
     );
     let shown = seen(&answers);
     assert!(
         shown.contains("/implement/SKILL.md]"),
         "protocol delivered into the new context"
     );
-    assert!(
-        shown.contains("CMD_ASK_ROUND.md]"),
-        "current phase's commands, not Phase 0's"
-    );
+    // The current phase's commands: out with the continue, or first in line for the next call;
+    // never Phase 0's.
     assert!(!shown.contains("CMD_SELECT_MODE.md]"));
     tool_call(&sb, "Read", json!({"file_path": "x"}));
+    assert_eq!(
+        sb.delivery_count("CMD_ASK_ROUND.md"),
+        1,
+        "current phase's commands within one call"
+    );
+    assert_eq!(sb.delivery_count("CMD_SELECT_MODE.md"), 0);
     sb.assert_no_duplicates();
     assert_once(&sb, &STANDARDS);
     assert_eq!(
@@ -340,8 +327,7 @@ fn seed_is_created_tracks_the_skill_and_is_merged_on_activation() {
     prompt(&sb, "/implement add feature");
     let seeded = strings(&sb.seed(), "preloadedFiles");
     assert_eq!(seeded.iter().filter(|f| f.ends_with("SKILL.md")).count(), 1);
-    claim(&sb);
-    post_tool(&sb, "Skill", &json!({"skill": "implement"}), &json!({}));
+    skill_call(&sb, "implement");
     let before = strings(&sb.seed(), "preloadedFiles");
     let (code, out) = cli(&sb, &["activate", "sessions/test", "--skill", "implement"]);
     assert_eq!(code, 0);
@@ -398,8 +384,7 @@ fn seed_without_activation_persists() {
     let sb = Sandbox::new();
     session_start(&sb, "startup");
     prompt(&sb, "/implement x");
-    claim(&sb);
-    post_tool(&sb, "Skill", &json!({"skill": "implement"}), &json!({}));
+    skill_call(&sb, "implement");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     let seed = sb.seed();
     assert!(
@@ -427,8 +412,7 @@ fn two_skills_before_activation_are_both_tracked() {
     prompt(&sb, "/do it differently");
     let seeded = strings(&sb.seed(), "preloadedFiles");
     assert!(seeded.contains(&skill_md(&sb, "implement")) && seeded.contains(&skill_md(&sb, "do")));
-    claim(&sb);
-    post_tool(&sb, "Skill", &json!({"skill": "do"}), &json!({}));
+    skill_call(&sb, "do");
     activate(&sb, "adhoc", "do");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     sb.assert_no_duplicates();
@@ -489,7 +473,8 @@ fn symlink_and_hardlink_spellings_are_one_file() {
     let mut seed = sb.seed();
     seed["pendingPreloads"] = json!([via_symlink, link]);
     fs::write(sb.seed_path(), serde_json::to_string_pretty(&seed).unwrap()).unwrap();
-    tool_call(&sb, "Read", json!({"file_path": "x"}));
+    // A call the session gate lets through before activation (a denied one claims nothing).
+    tool_call(&sb, "AskUserQuestion", json!({"questions": []}));
     assert_eq!(
         sb.delivery_count("FMT_PLAN_STEP.md"),
         1,

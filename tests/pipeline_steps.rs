@@ -1,14 +1,8 @@
 //! The steps of a simulated Claude Code session, shared by the pipeline scenarios: each runs the
-//! real hook binaries the way Claude Code wires them. The PreToolUse preload rule is played by
-//! a small stand-in that calls the library (`preload::apply` in `Mode::Claim` + stash), since the
-//! guard engine is its own binary.
+//! real hook binaries the way Claude Code wires them, the PreToolUse guard engine
+//! (`preload-overflow`, with the sandbox's `guards.json`) included. A call the guard denies does
+//! not run, so its PostToolUse hooks do not either.
 
-use std::time::Duration;
-
-use preload_core::delivery::Packer;
-use preload_core::env::{self, Env};
-use preload_core::preload::{self, Mode};
-use preload_core::{Context, HookInput, session};
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox};
@@ -26,37 +20,6 @@ pub fn prompt(sb: &Sandbox, text: &str) -> Answer {
     )
 }
 
-/// The PreToolUse preload rule: claim what is queued and stash it for PostToolUse.
-pub fn claim(sb: &Sandbox) {
-    let env = Env::from_pairs([
-        (env::HOME, sb.home.to_string_lossy().into_owned()),
-        (env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string()),
-        (env::PRELOAD_TEST_LOG, sb.log.to_string_lossy().into_owned()),
-        (
-            env::CLAUDE_SESSION_CACHE_DIR,
-            sb.root().to_string_lossy().into_owned(),
-        ),
-    ]);
-    let input = HookInput::from_value(json!({"cwd": sb.project}));
-    let ctx = Context::new(env, "overflow", &input, Duration::from_secs(5));
-    let Some(target) = session::existing_preload_state(&ctx) else {
-        return;
-    };
-    let mut packer = Packer::new(ctx.budget);
-    let batch = preload_core::ledger::update(&ctx, &target, |s| {
-        let requests = preload::pending_requests(&ctx, s, "overflow(preload)");
-        let batch = preload::apply(&ctx, s, &requests, Mode::Claim, &mut packer);
-        if !batch.blocks.is_empty() {
-            s.array_mut("pendingAllowInjections")
-                .push(json!({"ruleId": "preload", "content": batch.text(), "agentId": ""}));
-        }
-        batch
-    });
-    if let Ok(batch) = batch {
-        batch.log(&ctx, target.is_session);
-    }
-}
-
 /// PreToolUse through the real guard engine (`preload-overflow`); its answer.
 pub fn guard(sb: &Sandbox, tool: &str, tool_input: &Value) -> Answer {
     sb.run(
@@ -65,11 +28,21 @@ pub fn guard(sb: &Sandbox, tool: &str, tool_input: &Value) -> Answer {
     )
 }
 
-/// One whole tool call with the real guard engine: PreToolUse, the tool, the PostToolUse hooks.
-/// The guard's answer comes first.
+/// Whether the guard let the call run (an empty answer is no engine: the call runs).
+pub fn allowed(answer: &Answer) -> bool {
+    answer.decision() != "deny"
+}
+
+/// One whole tool call with the real guard engine: PreToolUse, then, when the guard allows it,
+/// the tool and the PostToolUse hooks. The guard's answer comes first.
 pub fn guarded_call(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value) -> Vec<Answer> {
-    let mut answers = vec![guard(sb, tool, tool_input)];
-    answers.extend(post_tool(sb, tool, tool_input, response));
+    let verdict = guard(sb, tool, tool_input);
+    verdict.assert_contract();
+    let runs = allowed(&verdict);
+    let mut answers = vec![verdict];
+    if runs {
+        answers.extend(post_tool(sb, tool, tool_input, response));
+    }
     answers
 }
 
@@ -87,11 +60,48 @@ pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value)
     .collect()
 }
 
-/// One whole tool call: PreToolUse claim, the tool, the PostToolUse hooks.
+/// One whole tool call with an empty response: [`guarded_call`].
 #[allow(clippy::needless_pass_by_value)]
 pub fn tool_call(sb: &Sandbox, tool: &str, tool_input: Value) -> Vec<Answer> {
-    claim(sb);
-    post_tool(sb, tool, &tool_input, &json!({}))
+    guarded_call(sb, tool, &tool_input, &json!({}))
+}
+
+/// Ordinary calls until the session `name` has nothing queued or stashed (at most `limit`),
+/// logging when the heartbeat asks, as an agent does.
+pub fn drain(sb: &Sandbox, name: &str, limit: usize) {
+    for _ in 0..limit {
+        let state = crate::common::read_json(&sb.sessions.join(name).join(".state.json"));
+        let idle = crate::common::strings(&state, "pendingPreloads").is_empty()
+            && state["pendingAllowInjections"]
+                .as_array()
+                .is_none_or(Vec::is_empty);
+        if idle {
+            return;
+        }
+        let answers = tool_call(sb, "Bash", json!({"command": "ls"}));
+        let heard: String = answers
+            .iter()
+            .map(|a| format!("{}{}", a.context(), a.reason()))
+            .collect();
+        if heard.contains("heartbeat") {
+            tool_call(
+                sb,
+                "Bash",
+                json!({"command": format!("engine log sessions/{name}/LOG.md")}),
+            );
+        }
+    }
+}
+
+/// The `Skill` tool call Claude Code makes for `/skill` (always whitelisted by the gate).
+pub fn skill_call(sb: &Sandbox, skill: &str) -> Vec<Answer> {
+    let answers = tool_call(sb, "Skill", json!({"skill": skill}));
+    assert!(
+        allowed(&answers[0]),
+        "the Skill call runs: {}",
+        answers[0].reason()
+    );
+    answers
 }
 
 /// Run the `preload` command line in the project; (exit code, stdout).
@@ -106,7 +116,13 @@ pub fn cli(sb: &Sandbox, args: &[&str]) -> (i32, String) {
 /// A Bash tool call that runs the `preload` command line (`preload activate …`, `preload phase …`)
 /// and reports it to the PostToolUse hooks as `command`.
 pub fn bash_cli(sb: &Sandbox, command: &str, args: &[&str]) -> (String, Vec<Answer>) {
-    claim(sb);
+    let verdict = guard(sb, "Bash", &json!({"command": command}));
+    verdict.assert_contract();
+    assert!(
+        allowed(&verdict),
+        "{command} is let through: {}",
+        verdict.reason()
+    );
     let (code, stdout) = cli(sb, args);
     assert_eq!(code, 0, "preload {args:?} failed");
     let answers = post_tool(

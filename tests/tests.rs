@@ -17,4 +17,5 @@ mod pipeline;
 mod pipeline_hooks;
 mod pipeline_steps;
 mod reliability;
+mod seed_cases;
 mod session_start;

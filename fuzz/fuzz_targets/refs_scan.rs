@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         let name = &reference.name;
         assert!(name.starts_with(|c: char| c.is_ascii_uppercase()));
         assert!(!name.ends_with('_'));
-        assert!(name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        );
         let file = reference.file_name();
         assert!(!file.contains('/') && !file.contains(".."));
     }

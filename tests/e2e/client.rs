@@ -1,9 +1,10 @@
-//! The real Claude Code client: where it is installed, and one bounded `claude -p` run against
-//! the scripted model.
+//! The real Claude Code client: where it is installed, whether it starts, and one bounded
+//! `claude -p` run against the scripted model.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use preload_core::env;
@@ -13,19 +14,33 @@ use crate::common::repo;
 use crate::model::ModelServer;
 use crate::world::World;
 
-/// The client version the scenarios are written against (`.ci/run` installs exactly this).
+/// The client version the scenarios are written against (`make e2e-setup` installs exactly
+/// this).
 pub const CLIENT_VERSION: &str = "2.1.330";
 /// Names the client executable to use instead of the project-local install.
 pub const CLIENT_ENV: &str = "PRELOAD_E2E_CLAUDE";
 /// How long one client run may take before it is killed.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `claude --version` may take when the harness checks that the client starts.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 /// The tools the scripted model may use without a permission prompt.
 pub const ALLOWED_TOOLS: &[&str] = &[
     "Bash", "Read", "Edit", "Write", "Skill", "Agent", "Glob", "Grep",
 ];
 
-/// The client executable, or why there is none.
+/// The client executable, checked to start, or why there is none. Probed once per process.
 pub fn locate() -> Result<PathBuf, String> {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FOUND.get_or_init(find_and_probe).clone()
+}
+
+fn find_and_probe() -> Result<PathBuf, String> {
+    let path = find()?;
+    probe(&path)?;
+    Ok(path)
+}
+
+fn find() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(CLIENT_ENV).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
         return if path.is_file() {
@@ -46,16 +61,67 @@ pub fn locate() -> Result<PathBuf, String> {
         .cloned()
         .ok_or_else(|| {
             format!(
-                "the Claude Code client is not installed: set {CLIENT_ENV}, or run \
-                 `npm install --prefix .e2e @anthropic-ai/claude-code@{CLIENT_VERSION}` \
-                 (what `.ci/run` does)"
+                "the Claude Code client {CLIENT_VERSION} is not installed in .e2e/ and \
+                 {CLIENT_ENV} is not set"
             )
         })
 }
 
 /// A real executable (the wrapper package's placeholder stub is a few hundred bytes).
-fn is_native(path: &PathBuf) -> bool {
+fn is_native(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 1 << 20)
+}
+
+/// `claude --version` must start and answer in a clean environment; the project-local install
+/// must be the pinned version.
+fn probe(claude: &Path) -> Result<(), String> {
+    let home = tempfile::tempdir().map_err(|e| format!("temporary HOME for the probe: {e}"))?;
+    let mut child = Command::new(claude)
+        .arg("--version")
+        .env_clear()
+        .env(env::HOME, home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the client {} does not start: {e}", claude.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the client {} did not answer `--version` within {PROBE_TIMEOUT:?}",
+                    claude.display()
+                ));
+            }
+        }
+    };
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("the client's `--version`: {e}"))?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !status.success() {
+        return Err(format!(
+            "the client {} failed to start ({status}): {}",
+            claude.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let pinned = std::env::var_os(CLIENT_ENV).is_none_or(|p| p.is_empty());
+    if pinned && !version.starts_with(CLIENT_VERSION) {
+        return Err(format!(
+            "the client in .e2e/ is {version:?}, the scenarios are pinned to {CLIENT_VERSION}"
+        ));
+    }
+    Ok(())
 }
 
 /// The outcome of one client run.
@@ -94,15 +160,63 @@ impl Run {
     }
 }
 
-/// Runs `claude -p <prompt>` (resuming `resume` when given) in the world's project, against
-/// `server`, with the world's `HOME` and `PATH`, bounded by [`RUN_TIMEOUT`].
-pub fn run(
-    claude: &PathBuf,
+/// How one client run is started, beyond the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--resume <id>`.
+    pub resume: Option<String>,
+    /// The delivery log the hooks append to (`PRELOAD_TEST_LOG`); the world's when `None`.
+    pub log: Option<PathBuf>,
+    /// Answer `AskUserQuestion` with `preload-e2e-auto-answer`: the test-session settings of
+    /// `hooks/settings.e2e.json` (`--settings`), and a permission prompt channel, without which
+    /// the client disables `AskUserQuestion` in print mode.
+    pub auto_answer: bool,
+}
+
+/// A started client run; [`Running::wait`] bounds it by [`RUN_TIMEOUT`].
+pub struct Running {
+    child: std::process::Child,
+    pid: u32,
+    started: Instant,
+    out_path: PathBuf,
+    err_path: PathBuf,
+}
+
+impl Running {
+    /// Waits for the run (killing it after [`RUN_TIMEOUT`]).
+    pub fn wait(mut self) -> Run {
+        let code = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status.code(),
+                Ok(None) if self.started.elapsed() < RUN_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        Run {
+            code,
+            pid: self.pid,
+            stdout: fs::read_to_string(&self.out_path).unwrap_or_default(),
+            stderr: fs::read_to_string(&self.err_path).unwrap_or_default(),
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+/// Starts `claude -p <prompt>` in the world's project, against `server`, with the world's
+/// `HOME` and `PATH`.
+pub fn start(
+    claude: &Path,
     world: &World,
     server: &ModelServer,
     prompt: &str,
-    resume: Option<&str>,
-) -> Run {
+    options: &Options,
+) -> Running {
     let sandbox = &world.sandbox;
     let n = world.next_run();
     let out_path = sandbox.root().join(format!("client-{n}.out"));
@@ -114,15 +228,21 @@ pub fn run(
         // A 100k window, so a scripted answer reporting a nearly full one triggers compaction.
         .args(["--autocompact", "100000"]);
     cmd.arg("--allowedTools").args(ALLOWED_TOOLS);
-    if let Some(id) = resume {
+    if options.auto_answer {
+        cmd.arg("--settings")
+            .arg(world.auto_answer_settings())
+            .args(["--permission-prompt-tool", "stdio"]);
+    }
+    if let Some(id) = &options.resume {
         cmd.args(["--resume", id]);
     }
+    let log = options.log.as_ref().unwrap_or(&sandbox.log);
     cmd.env_clear()
         .env(env::HOME, &sandbox.home)
         .env("PATH", world.path_var())
         .env("ANTHROPIC_BASE_URL", server.base_url())
         .env("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder")
-        .env(env::PRELOAD_TEST_LOG, &sandbox.log)
+        .env(env::PRELOAD_TEST_LOG, log)
         .env(env::TMPDIR, sandbox.root())
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
@@ -135,26 +255,23 @@ pub fn run(
         .stdout(fs::File::create(&out_path).expect("client stdout file"))
         .stderr(fs::File::create(&err_path).expect("client stderr file"));
     let started = Instant::now();
-    let mut child = cmd.spawn().expect("spawn the Claude Code client");
-    let pid = child.id();
-    let code = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status.code(),
-            Ok(None) if started.elapsed() < RUN_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-        }
-    };
-    Run {
-        code,
-        pid,
-        stdout: fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: fs::read_to_string(&err_path).unwrap_or_default(),
-        elapsed: started.elapsed(),
+    let child = cmd.spawn().expect("spawn the Claude Code client");
+    Running {
+        pid: child.id(),
+        child,
+        started,
+        out_path,
+        err_path,
     }
+}
+
+/// One whole run: [`start`], then [`Running::wait`].
+pub fn run(
+    claude: &Path,
+    world: &World,
+    server: &ModelServer,
+    prompt: &str,
+    options: &Options,
+) -> Run {
+    start(claude, world, server, prompt, options).wait()
 }

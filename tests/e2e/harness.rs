@@ -42,7 +42,13 @@ fn run_with(scenario: &str, world: &mut World, hooks: &[Hook]) -> Option<Receive
         "Read",
         json!({"file_path": parser}),
     )]));
-    let run = client::run(&claude, world, &server, "Read the parser.", None);
+    let run = client::run(
+        &claude,
+        world,
+        &server,
+        "Read the parser.",
+        &client::Options::default(),
+    );
     run.assert_ok();
     let requests = server.requests();
     dump(scenario, &requests, world);

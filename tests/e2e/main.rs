@@ -15,9 +15,12 @@
 mod common;
 
 mod client;
+mod fleet;
+mod guards;
 mod harness;
 mod model;
 mod received;
+mod scenario;
 mod scenarios;
 mod support;
 mod world;

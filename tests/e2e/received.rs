@@ -12,11 +12,16 @@ use crate::model::{Kind, Request};
 pub const HEADER: &str = "[Preloaded: ";
 /// What the client puts between a hook's label and its `additionalContext`.
 const HOOK_CONTEXT: &str = " hook additional context: ";
+/// What the client writes before a skill's text when it expands the skill itself.
+pub const EXPANSION: &str = "Base directory for this skill: ";
+/// What the client puts between a hook's label and the reason of a PreToolUse deny.
+pub const HOOK_REASON: &str = " hook error: ";
 /// Texts the client appends after a hook context inside the same system text.
 const CLIENT_SECTIONS: &[&str] = &[
     "\n\n# Environment\n",
     "\n\nToday's date is ",
     "\n\n<system-reminder>",
+    "\n\nThe user hasn't heard from you",
 ];
 
 /// One message as the model sees it.
@@ -26,6 +31,8 @@ pub struct Message {
     pub texts: Vec<String>,
     /// Its tool calls (`name`, `input`).
     pub tool_uses: Vec<(String, Value)>,
+    /// Its tool results marked as errors: denied calls carry the hook's reason here.
+    pub errors: Vec<String>,
 }
 
 /// A `[Preloaded: …]` header the model received.
@@ -167,6 +174,30 @@ impl Received {
             .position(|m| m.texts.iter().any(|t| t.contains(needle)))
     }
 
+    /// How many times `needle` occurs in all texts of the conversation.
+    pub fn count_text(&self, needle: &str) -> usize {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.texts)
+            .map(|t| t.matches(needle).count())
+            .sum()
+    }
+
+    /// Every tool result marked as an error, with its message index (denied calls carry the
+    /// hook's reason).
+    pub fn errors(&self) -> Vec<(usize, &str)> {
+        self.messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.errors.iter().map(move |e| (i, e.as_str())))
+            .collect()
+    }
+
+    /// The message holding the result of the tool call at message `call` (the one after it).
+    pub fn result_of(&self, call: usize) -> Option<&Message> {
+        self.messages.get(call + 1)
+    }
+
     /// Problems: a header received more than once, or an `expected` file never received.
     pub fn check_each_once(&self, expected: &[String]) -> Vec<String> {
         let mut problems = Vec::new();
@@ -196,6 +227,39 @@ impl Received {
             }
         }
         problems
+    }
+
+    /// Problems: the skill in `skill_dir` reached the model more than once, counting the
+    /// client's own expansions (`Base directory for this skill: <dir>`, at the prompt and again
+    /// after a compaction) and the hooks' `[Preloaded: <dir>/SKILL.md]` blocks alike.
+    pub fn check_skill_at_most_once(&self, skill_dir: &str) -> Vec<String> {
+        let expansions: Vec<usize> = self
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                let needle = format!("{EXPANSION}{skill_dir}\n");
+                m.texts
+                    .iter()
+                    .map(move |t| t.matches(needle.as_str()).count())
+                    .flat_map(move |n| std::iter::repeat_n(i, n))
+            })
+            .collect();
+        let skill_md = format!("{skill_dir}/SKILL.md");
+        let blocks: Vec<usize> = self
+            .headers()
+            .iter()
+            .filter(|h| h.path == skill_md)
+            .map(|h| h.message)
+            .collect();
+        if expansions.len() + blocks.len() <= 1 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{skill_md} reached the model {} times: the client's expansion at messages \
+             {expansions:?}, [Preloaded] blocks at messages {blocks:?}",
+            expansions.len() + blocks.len()
+        )]
     }
 
     /// Problems: a file of `paths` first received outside messages `from..=to`.
@@ -232,10 +296,19 @@ impl Received {
             .collect()
     }
 
-    /// Problems: a hook context holding the two characters backslash-n.
+    /// Problems: a hook context or a hook's deny reason holding the two characters backslash-n.
     pub fn check_no_literal_newlines(&self) -> Vec<String> {
+        let reasons = self
+            .errors()
+            .into_iter()
+            .filter(|(_, e)| e.contains(HOOK_REASON))
+            .map(|(_, e)| HookContext {
+                label: "deny reason".into(),
+                text: e.to_owned(),
+            });
         self.hook_contexts()
-            .iter()
+            .into_iter()
+            .chain(reasons)
             .filter(|c| c.text.contains("\\n"))
             .map(|c| {
                 let at = c.text.find("\\n").unwrap_or(0);
@@ -257,6 +330,7 @@ impl Received {
 fn message(value: &Value) -> Message {
     let mut texts = Vec::new();
     let mut tool_uses = Vec::new();
+    let mut errors = Vec::new();
     match &value["content"] {
         Value::String(s) => texts.push(s.clone()),
         Value::Array(blocks) => {
@@ -266,24 +340,31 @@ fn message(value: &Value) -> Message {
                         block["name"].as_str().unwrap_or_default().to_owned(),
                         block["input"].clone(),
                     )),
-                    Some("tool_result") => match &block["content"] {
-                        Value::String(s) => texts.push(s.clone()),
-                        Value::Array(parts) => {
-                            texts.extend(
-                                parts
-                                    .iter()
-                                    .filter_map(|p| p["text"].as_str().map(str::to_owned)),
-                            );
+                    Some("tool_result") => {
+                        let result: Vec<String> = match &block["content"] {
+                            Value::String(s) => vec![s.clone()],
+                            Value::Array(parts) => parts
+                                .iter()
+                                .filter_map(|p| p["text"].as_str().map(str::to_owned))
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        if block["is_error"] == Value::Bool(true) {
+                            errors.extend(result.iter().cloned());
                         }
-                        _ => {}
-                    },
+                        texts.extend(result);
+                    }
                     _ => texts.extend(block["text"].as_str().map(str::to_owned)),
                 }
             }
         }
         _ => {}
     }
-    Message { texts, tool_uses }
+    Message {
+        texts,
+        tool_uses,
+        errors,
+    }
 }
 
 /// The (label, text) of every hook context in one text.

@@ -1,15 +1,15 @@
-//! What every scenario shares: finding the client, knowing which product parts exist, printing
-//! notices that test capture does not swallow, the context-cost report, failing with the whole
-//! story, and the paths the example engine delivers.
+//! What every scenario shares: finding the client or saying why a scenario cannot run (and
+//! recording it for the summary line of `make test`), printing notices that test capture does
+//! not swallow, the context-cost report, failing with the whole story, the hooks' delivery log,
+//! and the paths the example engine delivers.
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin, repo};
+use crate::common::repo;
 use crate::model::{Kind, Request};
 use crate::received::Received;
 use crate::world::World;
@@ -21,88 +21,50 @@ pub fn notice(line: &str) {
     let _ = writeln!(err, "[e2e] {line}");
 }
 
-/// The client, or `None` after printing why `scenario` is skipped.
+/// `PRELOAD_E2E`: `require` makes every scenario that cannot run fail with its reason (what
+/// `.ci/run` sets); anything else lets it skip with a printed reason.
+pub const REQUIRE_ENV: &str = "PRELOAD_E2E";
+/// `PRELOAD_E2E_STATUS`: a directory where each scenario records whether it ran or why not, one
+/// file per scenario; `make test` prints the summary line from it.
+pub const STATUS_ENV: &str = "PRELOAD_E2E_STATUS";
+
+/// What makes the scenarios run.
+const HINT: &str = "`make e2e-setup` installs the pinned client into .e2e/ (or set \
+                    PRELOAD_E2E_CLAUDE to a client executable)";
+
+/// True when `PRELOAD_E2E=require`.
+pub fn required() -> bool {
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "require")
+}
+
+/// Records `outcome` (`ran`, or `skipped: <reason>`) for `scenario` in [`STATUS_ENV`].
+fn record(scenario: &str, outcome: &str) {
+    let Some(dir) = std::env::var_os(STATUS_ENV).filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let _ = fs::create_dir_all(&dir);
+    let _ = fs::write(dir.join(scenario), format!("{outcome}\n"));
+}
+
+/// The client for `scenario`. When it cannot run (the client is missing or does not start),
+/// fails with the reason under `PRELOAD_E2E=require`, else prints the reason and returns
+/// `None`. A product failure is never a reason: the scenario runs and fails.
 pub fn client_or_skip(scenario: &str) -> Option<PathBuf> {
     match crate::client::locate() {
-        Ok(path) => Some(path),
+        Ok(path) => {
+            record(scenario, "ran");
+            Some(path)
+        }
+        Err(reason) if required() => {
+            record(scenario, &format!("failed: {reason}"));
+            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {HINT}");
+        }
         Err(reason) => {
-            notice(&format!("SKIPPED {scenario}: {reason}"));
+            notice(&format!("SKIPPED {scenario}: {reason}; {HINT}"));
+            record(scenario, &format!("skipped: {reason}"));
             None
         }
-    }
-}
-
-/// Product parts a scenario can need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// A hook binary (by name) that answers `--help`.
-    Hook(&'static str),
-    /// `preload activate` and `preload phase` (the engine stand-in's backend).
-    SessionCommands,
-}
-
-/// The full pipeline a lifecycle needs.
-pub const PIPELINE: &[Part] = &[
-    Part::Hook("preload-session-start"),
-    Part::Hook("preload-prompt-submit"),
-    Part::Hook("preload-overflow"),
-    Part::Hook("preload-templates"),
-    Part::Hook("preload-phase-commands"),
-    Part::Hook("preload-injections"),
-    Part::SessionCommands,
-];
-
-/// The parts of `needs` that are not built yet (placeholders that print nothing).
-pub fn missing(needs: &[Part]) -> Vec<String> {
-    needs
-        .iter()
-        .filter(|part| !exists(**part))
-        .map(|part| match part {
-            Part::Hook(name) => format!("{name} (prints no --help yet)"),
-            Part::SessionCommands => "`preload activate` / `preload phase`".to_owned(),
-        })
-        .collect()
-}
-
-fn exists(part: Part) -> bool {
-    match part {
-        Part::Hook(name) => Command::new(bin(name))
-            .arg("--help")
-            .output()
-            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty()),
-        Part::SessionCommands => {
-            let sandbox = Sandbox::new();
-            let dir = sandbox.sessions.join("probe");
-            let run = |args: &[&str]| {
-                sandbox
-                    .command("preload")
-                    .args(args)
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            };
-            let dir_arg = dir.to_string_lossy().into_owned();
-            run(&["activate", &dir_arg, "--skill", "implement"])
-                && dir.join(".state.json").is_file()
-                && sandbox
-                    .command("preload")
-                    .args(["phase", &dir_arg, "1: Interrogation"])
-                    .output()
-                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Phase:"))
-        }
-    }
-}
-
-/// `None` after printing why `scenario` is skipped when a part of `needs` is missing.
-pub fn product_or_skip(scenario: &str, needs: &[Part]) -> Option<()> {
-    let missing = missing(needs);
-    if missing.is_empty() {
-        Some(())
-    } else {
-        notice(&format!(
-            "SKIPPED {scenario}: not built yet: {}",
-            missing.join(", ")
-        ));
-        None
     }
 }
 
@@ -137,7 +99,16 @@ pub fn dump(scenario: &str, requests: &[Request], world: &World) -> PathBuf {
         &path,
         serde_json::to_string_pretty(&all).unwrap_or_default(),
     );
-    let _ = fs::copy(&world.sandbox.log, dir.join("delivery-log.jsonl"));
+    for entry in fs::read_dir(world.sandbox.root())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("delivery-log") {
+            let _ = fs::copy(entry.path(), dir.join(&name));
+        }
+    }
     let _ = fs::copy(world.settings_path(), dir.join("settings.local.json"));
     if world.sandbox.sessions.is_dir() {
         let _ = copy_tree_files(&world.sandbox.sessions, &dir.join("sessions"));
@@ -230,15 +201,19 @@ impl<'a> Paths<'a> {
             .into_owned()
     }
 
-    /// A file of the `implement` skill.
-    pub fn skill(&self, rel: &str) -> String {
+    /// The `implement` skill's directory.
+    pub fn skill_dir(&self) -> String {
         self.world
             .sandbox
             .home
             .join(".claude/skills/implement")
-            .join(rel)
             .to_string_lossy()
             .into_owned()
+    }
+
+    /// A file of the `implement` skill.
+    pub fn skill(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.skill_dir())
     }
 
     /// The six core standards SessionStart seeds.
@@ -283,4 +258,102 @@ impl<'a> Paths<'a> {
     pub fn cmds(&self, names: &[&str]) -> Vec<String> {
         names.iter().map(|c| self.cmd(c)).collect()
     }
+}
+
+/// One delivery the hooks recorded in their event log (`direct-deliver` or `claim-deliver`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The hook (binary name without `preload-`).
+    pub hook: String,
+    /// The delivered file.
+    pub file: String,
+    /// Why (`session-start(startup)`, `overflow(preload)`, … ` [sub-agent <id>]`).
+    pub source: String,
+    /// Index of the event in the log (all events counted).
+    pub index: usize,
+}
+
+impl Delivery {
+    /// The sub-agent whose context received it, if any.
+    pub fn sub_agent(&self) -> Option<&str> {
+        preload_core::preload::sub_agent_of_source(&self.source)
+    }
+
+    /// Whether the hooks logged the client's own skill expansion (`prompt-submit`): the client
+    /// puts SKILL.md in the conversation itself, without a `[Preloaded: …]` header.
+    pub fn is_client_expansion(&self) -> bool {
+        self.hook == "prompt-submit"
+    }
+}
+
+/// Every event of a delivery log, parsed (a missing log is empty).
+pub fn events(log: &Path) -> Vec<Value> {
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("delivery log lines are JSON"))
+        .collect()
+}
+
+/// Every delivery of a log, in order.
+pub fn deliveries(log: &Path) -> Vec<Delivery> {
+    events(log)
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            matches!(
+                e["event"].as_str(),
+                Some("direct-deliver" | "claim-deliver")
+            )
+        })
+        .map(|(index, e)| Delivery {
+            hook: e["hook"].as_str().unwrap_or_default().to_owned(),
+            file: e["file"].as_str().unwrap_or_default().to_owned(),
+            source: e["source"].as_str().unwrap_or_default().to_owned(),
+            index,
+        })
+        .collect()
+}
+
+/// Index of the first event SessionStart logged for a compaction (`session-start(compact)`):
+/// where the log's second context window starts.
+pub fn compaction_point(log: &Path) -> Option<usize> {
+    events(log).iter().position(|e| {
+        e["hook"] == "session-start" && e["source"].as_str().is_some_and(|s| s.contains("compact"))
+    })
+}
+
+/// The files the hooks delivered into the main agent's context (events `from..to`), as
+/// `[Preloaded: …]` blocks: every delivery but the client's own skill expansion and the
+/// sub-agents' copies. Each must reach the model exactly once.
+pub fn delivered_to_main(log: &Path, from: usize, to: usize) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for d in deliveries(log) {
+        if (from..to).contains(&d.index)
+            && !d.is_client_expansion()
+            && d.sub_agent().is_none()
+            && !files.contains(&d.file)
+        {
+            files.push(d.file);
+        }
+    }
+    files
+}
+
+/// The files the hooks delivered into one sub-agent's context.
+pub fn delivered_to_sub(log: &Path) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for d in deliveries(log) {
+        if d.sub_agent().is_some() && !files.contains(&d.file) {
+            files.push(d.file);
+        }
+    }
+    files
+}
+
+/// Every file of `a` followed by those of `b` it does not hold.
+pub fn union(a: &[String], b: &[String]) -> Vec<String> {
+    let mut all = a.to_vec();
+    all.extend(b.iter().filter(|f| !a.contains(f)).cloned());
+    all
 }

@@ -1,6 +1,7 @@
 //! The world a scenario's client runs in: a temporary `HOME` with the bundled example engine, a
-//! project, the product's hooks wired into the project's `.claude/settings.local.json`, and a
-//! stand-in for the engine's `engine session activate|phase|log` on `PATH`.
+//! project, the product installed by its own `preload install` exactly as a user installs it
+//! (binaries in `~/.claude/engine/bin`, the project's `.claude/settings.local.json`, the default
+//! `guards.json`), and a stand-in for the engine's `engine session …` and `engine log` on `PATH`.
 
 use std::cell::Cell;
 use std::fs;
@@ -10,23 +11,26 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin};
+use crate::common::{Sandbox, bin, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
+/// How many `--chunk I/N` registrations `preload install` gives SessionStart.
+pub const SESSION_START_CHUNKS: usize = 8;
+/// The rules `guards.json` holds after install: the shipped default set, all of it.
+pub const DEFAULT_RULES: &[&str] = &[
+    "overflow-dehydration",
+    "session-gate",
+    "idle-gate",
+    "read-throttle",
+    "heartbeat-warn",
+    "heartbeat-block",
+    "preload",
+    "synthesis-commands",
+];
 
-/// The engine's rules file for the scenarios: its `preload` rule alone (delivers
-/// `pendingPreloads` on the next tool call), without the session gate and heartbeat rules that a
-/// scripted model with a stand-in engine cannot satisfy.
-pub const PRELOAD_RULE: &str = r#"[
-  {"id": "preload", "description": "deliver queued preloads",
-   "trigger": {"type": "discovery", "condition": {"field": "pendingPreloads", "nonEmpty": true}},
-   "payload": {"preload": "$pendingPreloads"}, "mode": "preload", "urgency": "allow",
-   "priority": 20, "inject": "always"}
-]
-"#;
-
-/// One hook registration: event, matcher, executable, arguments, timeout in seconds.
+/// One hook registration: event, matcher, executable, arguments, timeout in seconds. Only the
+/// harness's own tests wire hooks by hand (stand-ins that replace the product).
 #[derive(Debug, Clone)]
 pub struct Hook {
     /// Claude Code event name.
@@ -52,54 +56,6 @@ impl Hook {
             timeout: 10,
         }
     }
-}
-
-/// How many SessionStart registrations share the start-up text (`--chunk I/N`).
-pub const SESSION_START_CHUNKS: usize = 4;
-
-/// The product's hooks, wired as CONTRACT section 2 lists them.
-pub fn product_hooks() -> Vec<Hook> {
-    let mut hooks = Vec::new();
-    for i in 0..SESSION_START_CHUNKS {
-        let chunk = format!("{i}/{SESSION_START_CHUNKS}");
-        hooks.push(Hook::new(
-            "SessionStart",
-            None,
-            &bin("preload-session-start"),
-            &["--chunk", &chunk],
-        ));
-    }
-    hooks.push(Hook::new(
-        "UserPromptSubmit",
-        None,
-        &bin("preload-prompt-submit"),
-        &[],
-    ));
-    hooks.push(Hook::new(
-        "PreToolUse",
-        Some("*"),
-        &bin("preload-overflow"),
-        &[],
-    ));
-    hooks.push(Hook::new(
-        "PostToolUse",
-        Some("Skill|Bash"),
-        &bin("preload-templates"),
-        &[],
-    ));
-    hooks.push(Hook::new(
-        "PostToolUse",
-        Some("Bash"),
-        &bin("preload-phase-commands"),
-        &[],
-    ));
-    hooks.push(Hook::new(
-        "PostToolUse",
-        Some("*"),
-        &bin("preload-injections"),
-        &[],
-    ));
-    hooks
 }
 
 /// The settings object that wires `hooks` (exec form, grouped by event and matcher).
@@ -147,17 +103,15 @@ pub struct World {
 
 impl World {
     /// The bundled example engine and project, with `sessions/`, the engine stand-in on
-    /// `PATH`, and nothing wired yet.
+    /// `PATH`, no `guards.json` (install writes the default one) and nothing wired yet.
     pub fn new() -> Self {
         let sandbox = Sandbox::new();
         let bin_dir = sandbox.root().join("bin");
         fs::create_dir_all(&bin_dir).expect("bin dir");
-        write_script(&bin_dir.join("engine"), &engine_stand_in(&bin("preload")));
-        fs::write(
-            sandbox.home.join(".claude/engine/guards.json"),
-            PRELOAD_RULE,
-        )
-        .expect("guards.json");
+        let installed = sandbox.home.join(".claude/engine/bin/preload");
+        write_script(&bin_dir.join("engine"), &engine_stand_in(&installed));
+        fs::remove_file(sandbox.home.join(".claude/engine/guards.json"))
+            .expect("the example's guards.json");
         Self {
             cwd: sandbox.project.clone(),
             sandbox,
@@ -174,37 +128,160 @@ impl World {
         world
     }
 
-    /// Wires the product's hooks into the project the way users do: `preload install` when it
-    /// can, else the same exec-form settings written here.
-    pub fn install_product_hooks(&mut self) {
-        let settings = self.settings_path();
-        let prefix = self.sandbox.root().join("prefix");
-        let installed = Command::new(bin("preload"))
-            .arg("install")
-            .arg("--prefix")
-            .arg(&prefix)
-            .arg("--settings")
-            .arg(&settings)
-            .env("HOME", &self.sandbox.home)
-            .current_dir(&self.sandbox.project)
-            .output()
-            .is_ok_and(|o| o.status.success())
-            && fs::read_to_string(&settings).is_ok_and(|s| s.contains("preload-session-start"));
-        if installed {
-            self.wiring = format!("preload install --prefix {}", prefix.display());
-        } else {
-            self.wire(&product_hooks());
-            self.wiring = "exec-form settings written by the e2e harness \
-                           (`preload install` is not available yet)"
-                .into();
-        }
+    /// The directory `preload install` puts the binaries in (its default).
+    pub fn prefix(&self) -> PathBuf {
+        self.sandbox.home.join(".claude/engine/bin")
     }
 
-    /// Writes exactly `hooks` into the project's `.claude/settings.local.json`.
+    /// Installs the product the way the README tells users to: `preload install`, run inside
+    /// the project with the user's `HOME`. Fails with install's output when it fails, and
+    /// checks what it wrote: every `--chunk` registration of SessionStart, the compaction
+    /// hooks, and the shipped `guards.json` with all its rules.
+    pub fn install_product(&mut self) {
+        let out = Command::new(bin("preload"))
+            .arg("install")
+            .env_clear()
+            .env("HOME", &self.sandbox.home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.sandbox.project)
+            .output()
+            .expect("run `preload install`");
+        assert!(
+            out.status.success(),
+            "`preload install` failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.wiring = format!(
+            "`preload install` (binaries in {})",
+            self.prefix().display()
+        );
+        self.check_install();
+    }
+
+    fn check_install(&self) {
+        let settings: Value = serde_json::from_str(
+            &fs::read_to_string(self.settings_path()).expect("install wrote the settings"),
+        )
+        .expect("the settings are JSON");
+        let prefix = self.prefix();
+        let handlers = |event: &str| -> Vec<(String, Vec<String>)> {
+            settings["hooks"][event]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+                .map(|h| {
+                    let args = h["args"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str().map(str::to_owned))
+                        .collect();
+                    (h["command"].as_str().unwrap_or_default().to_owned(), args)
+                })
+                .collect()
+        };
+        let has = |event: &str, binary: &str, args: &[&str]| {
+            let command = prefix.join(binary).to_string_lossy().into_owned();
+            handlers(event).iter().any(|(c, a)| {
+                *c == command && a.iter().map(String::as_str).eq(args.iter().copied())
+            })
+        };
+        let mut missing = Vec::new();
+        for i in 0..SESSION_START_CHUNKS {
+            let chunk = format!("{i}/{SESSION_START_CHUNKS}");
+            if !has(
+                "SessionStart",
+                "preload-session-start",
+                &["--chunk", &chunk],
+            ) {
+                missing.push(format!("SessionStart --chunk {chunk}"));
+            }
+        }
+        for (event, binary, args) in [
+            (
+                "SessionStart",
+                "preload-compaction-reread",
+                &["sessionstart"][..],
+            ),
+            (
+                "PreCompact",
+                "preload-compaction-reread",
+                &["precompact"][..],
+            ),
+            (
+                "PreToolUse",
+                "preload-compaction-reread",
+                &["pretooluse"][..],
+            ),
+            ("Stop", "preload-compaction-reread", &["stop"][..]),
+            (
+                "PostToolUse",
+                "preload-compaction-reread",
+                &["register"][..],
+            ),
+            ("UserPromptSubmit", "preload-prompt-submit", &[][..]),
+            ("PreToolUse", "preload-overflow", &[][..]),
+            ("PostToolUse", "preload-templates", &[][..]),
+            ("PostToolUse", "preload-phase-commands", &[][..]),
+            ("PostToolUse", "preload-injections", &[][..]),
+        ] {
+            if !has(event, binary, args) {
+                missing.push(format!("{event} {binary} {}", args.join(" ")));
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "`preload install` did not wire: {missing:?}\n{settings:#}"
+        );
+        let guards_path = self.sandbox.home.join(".claude/engine/guards.json");
+        let guards = fs::read_to_string(&guards_path).expect("install wrote guards.json");
+        assert_eq!(
+            guards,
+            fs::read_to_string(repo().join("hooks/guards.json")).expect("hooks/guards.json"),
+            "install writes the shipped default rules"
+        );
+        let ids: Vec<String> = serde_json::from_str::<Value>(&guards)
+            .expect("guards.json is JSON")
+            .as_array()
+            .expect("guards.json is an array")
+            .iter()
+            .filter_map(|r| r["id"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(ids, DEFAULT_RULES, "every default rule is in force");
+    }
+
+    /// The test-session settings of `hooks/settings.e2e.json` (`E2E_AUTO_ANSWER=first`, the
+    /// auto-answer hook on `AskUserQuestion`), pointed at the installed binary, as
+    /// `docs/e2e-auto-answer.md` tells test harnesses to pass them with `--settings`.
+    pub fn auto_answer_settings(&self) -> PathBuf {
+        let path = self.sandbox.root().join("settings.e2e.json");
+        if !path.is_file() {
+            let shipped = fs::read_to_string(repo().join("hooks/settings.e2e.json"))
+                .expect("hooks/settings.e2e.json");
+            let text = shipped.replace(
+                "/home/user/.claude/engine/bin",
+                &self.prefix().to_string_lossy(),
+            );
+            assert_ne!(
+                text, shipped,
+                "settings.e2e.json names the install directory"
+            );
+            fs::write(&path, text).expect("write the test-session settings");
+        }
+        path
+    }
+
+    /// Writes exactly `hooks` into the project's `.claude/settings.local.json` (stand-ins only).
     pub fn wire(&mut self, hooks: &[Hook]) {
         let text = serde_json::to_string_pretty(&settings_for(hooks)).expect("settings JSON");
         fs::write(self.settings_path(), text).expect("write settings");
-        self.wiring = format!("{} registrations written by the e2e harness", hooks.len());
+        self.wiring = format!(
+            "{} stand-in registrations written by the e2e harness",
+            hooks.len()
+        );
     }
 
     /// The project's local settings file.
@@ -237,11 +314,15 @@ impl World {
         script
     }
 
-    /// The session's parsed `.state.json`, if present.
-    pub fn session_state(&self) -> Option<Value> {
-        let text =
-            fs::read_to_string(self.sandbox.sessions.join(SESSION).join(".state.json")).ok()?;
+    /// The parsed `.state.json` of session `name`, if present.
+    pub fn state_of(&self, name: &str) -> Option<Value> {
+        let text = fs::read_to_string(self.sandbox.sessions.join(name).join(".state.json")).ok()?;
         serde_json::from_str(&text).ok()
+    }
+
+    /// The parsed `.state.json` of the scripted session ([`SESSION`]), if present.
+    pub fn session_state(&self) -> Option<Value> {
+        self.state_of(SESSION)
     }
 }
 
@@ -250,15 +331,25 @@ fn write_script(path: &Path, body: &str) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod script");
 }
 
-/// `engine session activate|phase|log|continue`, backed by the `preload` command line.
+/// `engine session activate|continue|phase|log` and `engine log`, backed by the installed
+/// `preload` command line (`preload activate`, `preload phase`); the logs append what they are
+/// given.
 fn engine_stand_in(preload: &Path) -> String {
     format!(
         r#"#!/usr/bin/env bash
-# Stand-in for the engine's session commands, backed by `preload activate` / `preload phase`.
+# Stand-in for the engine's session and log commands, backed by `preload activate` / `preload phase`.
 set -euo pipefail
 PRELOAD='{preload}'
-[ "${{1:-}}" = session ] || {{ echo "engine stand-in: only 'engine session …' is known" >&2; exit 2; }}
-shift
+case "${{1:-}}" in
+  log)
+    # engine log <file> [text]: appends the text, or stdin when there is none.
+    file="${{2:?engine log needs a file}}"; shift 2
+    mkdir -p "$(dirname "$file")"
+    if [ "$#" -gt 0 ]; then printf '%s\n' "$*" >> "$file"; else cat >> "$file"; fi
+    echo "Logged to $file"; exit 0 ;;
+  session) shift ;;
+  *) echo "engine stand-in: only 'engine session …' and 'engine log …' are known" >&2; exit 2 ;;
+esac
 cmd="${{1:-}}"; dir="${{2:-}}"
 case "$cmd" in
   activate|continue)

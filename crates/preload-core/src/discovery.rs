@@ -55,7 +55,7 @@ pub struct Scope {
 /// Which directive names a call accepts besides [`CORE_DIRECTIVES`].
 #[derive(Debug, Clone, Default)]
 pub struct Accept {
-    /// Extra basenames (the skill's declared `directives`, for Edit and Write).
+    /// Extra basenames: the skill's declared `directives` (for a read, all but the checklist).
     pub declared: Vec<String>,
 }
 

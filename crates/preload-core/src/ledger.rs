@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::context::Context;
+use crate::discovery::CHECKLISTS;
 use crate::lock::StateLock;
 use crate::preload::{PARTS, PENDING, PRELOADED};
 use crate::session::{self, CONVERSATION_FIELD, PID_START_FIELD, PreloadState, SEEDING};
@@ -42,8 +43,6 @@ pub const SEED_FIELDS: [&str; 6] = [
 pub const OWED: &str = "owed";
 /// The stash of allow-rule content waiting for `PostToolUse`.
 pub const STASH: &str = "pendingAllowInjections";
-/// Checklists found by discovery.
-pub const CHECKLISTS: &str = "discoveredChecklists";
 /// Rules delivered once (`inject: "once"`).
 pub const INJECTED_RULES: &str = "injectedRules";
 /// Skills the client loaded itself in this conversation (a `/name` prompt, a `Skill` call):

@@ -2,10 +2,11 @@
 //!
 //! Layers, top to bottom (imports point down only):
 //! 1. `hooks`: one policy module per hook binary;
-//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`];
-//! 3. mechanisms: [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
+//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`], [`activation`];
+//! 3. mechanisms: [`ledger`] (a context window's record across the engine's files),
+//!    [`counters`], [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
 //! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
-//!    [`env`], [`clock`], [`file`], [`report`] (delivery log summaries).
+//!    [`mod@env`], [`clock`], [`mod@file`], [`report`] (delivery log summaries).
 //!
 //! Nothing here writes to stdout except [`runner`].
 

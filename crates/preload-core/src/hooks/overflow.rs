@@ -492,11 +492,18 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
         home: ctx.paths.home.clone(),
         cwd: ctx.cwd.clone(),
     };
+    // The skill's declared directives surface with the core ones (seed case 4.1: a read of a
+    // file finds the package's PITFALLS.md). A checklist is a gate on changing code: it is
+    // armed by an Edit or Write only, as in the engine.
+    let declared = s.strings("directives");
     let accept = Accept {
         declared: if matches!(call.tool, "Edit" | "Write") {
-            s.strings("directives")
+            declared
         } else {
-            Vec::new()
+            declared
+                .into_iter()
+                .filter(|d| d != discovery::CHECKLIST)
+                .collect()
         },
     };
     let Some(found) = discovery::discover(s, &scope, raw, &accept) else {

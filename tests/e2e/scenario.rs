@@ -1,0 +1,160 @@
+//! One scenario: the client, a world with the product installed, the scripted model, the
+//! scripted steps the engine's protocol asks for, and the checks every scenario makes on what
+//! the model received.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::client::{self, Options, Run};
+use crate::model::{ModelServer, Request, Script, Step, bash, tool};
+use crate::received::Received;
+use crate::support::{
+    Paths, assert_clean, client_or_skip, dump, notice, report_cost, request_summary,
+};
+use crate::world::{SESSION, World};
+
+/// The prompt that starts `/implement` (the client expands the skill itself).
+pub const IMPLEMENT_PROMPT: &str = "/implement add a total to the estimate";
+
+/// `engine session phase sessions/<SESSION> "<label>"`.
+pub fn phase(label: &str) -> Step {
+    phase_of(SESSION, label)
+}
+
+/// `engine session phase sessions/<session> "<label>"`.
+pub fn phase_of(session: &str, label: &str) -> Step {
+    bash(&format!(
+        "engine session phase sessions/{session} \"{label}\""
+    ))
+}
+
+/// `engine session activate sessions/<SESSION> implement`.
+pub fn activate() -> Step {
+    activate_of(SESSION)
+}
+
+/// `engine session activate sessions/<session> implement`.
+pub fn activate_of(session: &str) -> Step {
+    bash(&format!(
+        "engine session activate sessions/{session} implement"
+    ))
+}
+
+/// `engine log` of a progress line into the session's log (resets the heartbeat).
+pub fn log(line: &str) -> Step {
+    bash(&format!(
+        "engine log sessions/{SESSION}/IMPLEMENTATION_LOG.md <<'EOF'\n## {line}\nEOF"
+    ))
+}
+
+/// A Read of a project file.
+pub fn read(world: &World, rel: &str) -> Step {
+    tool(
+        "Read",
+        json!({"file_path": world.sandbox.project.join(rel)}),
+    )
+}
+
+/// A scenario's client, world and server, set up (product installed) or skipped.
+pub struct Scenario {
+    /// Its name (also the directory of its saved requests).
+    pub name: &'static str,
+    /// The client executable.
+    pub claude: PathBuf,
+    /// The world.
+    pub world: World,
+    /// The scripted model.
+    pub server: ModelServer,
+}
+
+impl Scenario {
+    /// Sets up `name` in `world` with the product installed by `preload install`; `None`
+    /// (printed) when the client cannot run and `PRELOAD_E2E` does not require it. A failing
+    /// install fails the scenario.
+    pub fn new(name: &'static str, world: World) -> Option<Self> {
+        let claude = client_or_skip(name)?;
+        let mut world = world;
+        world.install_product();
+        notice(&format!("{name}: product installed by {}", world.wiring));
+        Some(Self {
+            name,
+            claude,
+            world,
+            server: ModelServer::start(Script::default()),
+        })
+    }
+
+    /// One client run of `script` with `prompt`; must exit 0.
+    pub fn run(&self, script: Script, prompt: &str) -> Run {
+        self.run_with(script, prompt, &Options::default())
+    }
+
+    /// One client run with `options`; must exit 0.
+    pub fn run_with(&self, script: Script, prompt: &str, options: &Options) -> Run {
+        self.server.set_script(script);
+        let run = client::run(&self.claude, &self.world, &self.server, prompt, options);
+        self.check_run(&run, &self.server);
+        run
+    }
+
+    /// Saves the requests of `server` when `run` failed, then fails with the client's output.
+    pub fn check_run(&self, run: &Run, server: &ModelServer) {
+        if run.code != Some(0) {
+            dump(self.name, &server.requests(), &self.world);
+        }
+        run.assert_ok();
+    }
+
+    /// Every request so far, saved for inspection; returns them with the saved file.
+    pub fn requests(&self) -> (Vec<Request>, PathBuf) {
+        let requests = self.server.requests();
+        let saved = dump(self.name, &requests, &self.world);
+        notice(&format!("{}: {}", self.name, request_summary(&requests)));
+        (requests, saved)
+    }
+
+    /// Paths as the hooks write them.
+    pub fn paths(&self) -> Paths<'_> {
+        Paths::new(&self.world)
+    }
+
+    /// The world's delivery log.
+    pub fn log(&self) -> &Path {
+        &self.world.sandbox.log
+    }
+
+    /// The checks every context gets: each file of `files` (what the hooks logged as delivered
+    /// into it, and what the scenario expects) reached the model exactly once, no block came
+    /// twice, the skill's SKILL.md at most once (the client's own expansions included), no literal
+    /// backslash-n; then prints the context cost.
+    pub fn assert_context(&self, what: &str, got: &Received, files: &[String], saved: &Path) {
+        assert!(
+            !files.is_empty(),
+            "{}: {what}: no file to check (a vacuous pass)",
+            self.name
+        );
+        assert_clean(
+            self.name,
+            &format!("{what}: every preloaded file exactly once"),
+            &got.check_each_once(files),
+            got,
+            saved,
+        );
+        assert_clean(
+            self.name,
+            &format!("{what}: the skill's protocol at most once"),
+            &got.check_skill_at_most_once(&self.paths().skill_dir()),
+            got,
+            saved,
+        );
+        assert_clean(
+            self.name,
+            &format!("{what}: real newlines"),
+            &got.check_no_literal_newlines(),
+            got,
+            saved,
+        );
+        report_cost(self.name, what, got);
+    }
+}
