@@ -487,95 +487,28 @@ pub fn primary_field(tool: &str) -> Option<&'static str> {
     }
 }
 
-/// Shell-style glob match where `*` also matches `/`: `*`, `?`, `[...]` (with `!` or `^`
-/// negation and ranges) and `\` escapes.
+/// Shell-style glob match where `*` also matches `/` (`[[ value == glob ]]` in the engine):
+/// `*`, `?`, `[...]` classes (with `!` or `^` negation and ranges) and `\` escapes, matched
+/// with `globset`. A pattern `globset` cannot read (an unclosed `[`) matches itself only.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() {
-            match p[pi] {
-                '*' => {
-                    star = Some((pi, ti));
-                    pi += 1;
-                    continue;
-                }
-                '?' => {
-                    pi += 1;
-                    ti += 1;
-                    continue;
-                }
-                '[' => {
-                    if let Some((matched, next)) = class_match(&p, pi, t[ti]) {
-                        if matched {
-                            pi = next;
-                            ti += 1;
-                            continue;
-                        }
-                    } else if t[ti] == '[' {
-                        pi += 1;
-                        ti += 1;
-                        continue;
-                    }
-                }
-                '\\' if pi + 1 < p.len() => {
-                    if p[pi + 1] == t[ti] {
-                        pi += 2;
-                        ti += 1;
-                        continue;
-                    }
-                }
-                c => {
-                    if c == t[ti] {
-                        pi += 1;
-                        ti += 1;
-                        continue;
-                    }
-                }
-            }
+    // Braces are literal in the engine's `[[ == ]]`; `globset` would read them as alternatives.
+    let mut literal_braces = String::with_capacity(pattern.len());
+    let mut escaped = false;
+    for c in pattern.chars() {
+        if matches!(c, '{' | '}') && !escaped {
+            literal_braces.push('\\');
         }
-        match star {
-            Some((sp, st)) => {
-                pi = sp + 1;
-                ti = st + 1;
-                star = Some((sp, st + 1));
-            }
-            None => return false,
-        }
+        escaped = c == '\\' && !escaped;
+        literal_braces.push(c);
     }
-    p[pi..].iter().all(|c| *c == '*')
-}
-
-/// Match `c` against the bracket class starting at `p[start] == '['`; `None` when the class is
-/// not closed (then `[` is literal).
-fn class_match(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
-    let mut i = start + 1;
-    let negate = matches!(p.get(i), Some('!' | '^'));
-    if negate {
-        i += 1;
-    }
-    let mut hit = false;
-    let mut first = true;
-    loop {
-        let ch = *p.get(i)?;
-        if ch == ']' && !first {
-            return Some((hit != negate, i + 1));
-        }
-        first = false;
-        if p.get(i + 1) == Some(&'-') && p.get(i + 2).is_some_and(|e| *e != ']') {
-            let end = p[i + 2];
-            if ch <= c && c <= end {
-                hit = true;
-            }
-            i += 3;
-        } else {
-            if ch == c {
-                hit = true;
-            }
-            i += 1;
-        }
+    let glob = globset::GlobBuilder::new(&literal_braces)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .empty_alternates(true)
+        .build();
+    match glob {
+        Ok(glob) => glob.compile_matcher().is_match(text),
+        Err(_) => pattern == text,
     }
 }
 
@@ -903,6 +836,7 @@ mod tests {
         assert!(glob_match("[a-c]", "b") && glob_match("\\*", "*") && !glob_match("\\*", "x"));
         assert!(glob_match("[", "["));
         assert!(glob_match("", "") && !glob_match("", "x") && glob_match("*", ""));
+        assert!(glob_match("x{a,b}", "x{a,b}") && !glob_match("x{a,b}", "xa"));
     }
 
     #[test]
