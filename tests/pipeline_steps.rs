@@ -79,11 +79,10 @@ pub fn drain(sb: &Sandbox, name: &str, limit: usize) {
             return;
         }
         let answers = tool_call(sb, "Bash", json!({"command": "ls"}));
-        let heard: String = answers
+        let heard = answers
             .iter()
-            .map(|a| format!("{}{}", a.context(), a.reason()))
-            .collect();
-        if heard.contains("heartbeat") {
+            .any(|a| a.context().contains("heartbeat") || a.reason().contains("heartbeat"));
+        if heard {
             tool_call(
                 sb,
                 "Bash",
