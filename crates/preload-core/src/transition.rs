@@ -1,0 +1,503 @@
+//! Phase transitions as `session.sh phase` enforces them: the label checks, the sequence rules
+//! over the session's `phases`, the proof needed to leave a phase ([`proof`]), and the one
+//! locked write that records the new phase, its proof and the new phase's command files.
+//!
+//! A refused transition changes nothing, and its message and exit code are the engine's, since
+//! the agent reads them.
+
+pub mod proof;
+pub mod schema;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::clock;
+use crate::context::Context;
+use crate::delivery::Packer;
+use crate::preload::{self, Batch, Mode, Request};
+use crate::session::STATE_FILE;
+use crate::skill;
+use crate::state::{self, State};
+
+use proof::{Leaving, Proof, ProofSchema};
+
+/// The session's declared phases.
+pub const PHASES: &str = "phases";
+/// The phase the session is in, `"<label>: <name>"`.
+pub const CURRENT_PHASE: &str = "currentPhase";
+/// Every phase entered: the phase string, or `{phase, ts, proof}` when proof was given.
+pub const PHASE_HISTORY: &str = "phaseHistory";
+
+/// What a command printed, and whether it was refused (exit 1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// True when the command was refused.
+    pub refused: bool,
+}
+
+impl Outcome {
+    /// Add a line to standard output.
+    pub fn say(&mut self, line: &str) {
+        self.stdout.push_str(line);
+        self.stdout.push('\n');
+    }
+
+    /// Add a line to standard error.
+    pub fn warn(&mut self, line: &str) {
+        self.stderr.push_str(line);
+        self.stderr.push('\n');
+    }
+
+    /// Refuse with `message` on standard error.
+    pub fn refuse(&mut self, message: &str) {
+        self.warn(message);
+        self.refused = true;
+    }
+}
+
+/// lib.sh's `validate_phase`: not empty, and none of `/`, `&`, `\` or a newline.
+pub fn validate_phase(phase: &str) -> Result<(), String> {
+    if phase.is_empty() {
+        return Err("ERROR: validate_phase: empty phase label".to_owned());
+    }
+    if phase.contains(['/', '&', '\\', '\n']) {
+        return Err(format!(
+            "ERROR: validate_phase: invalid characters in phase label '{phase}' \
+             (no /, &, \\, or newlines)"
+        ));
+    }
+    Ok(())
+}
+
+/// The label of a phase string as the engine cuts it: everything before the first `": "`.
+pub fn label_of(phase: &str) -> &str {
+    phase.split_once(": ").map_or(phase, |(label, _)| label)
+}
+
+/// The name of a phase string: after the label's `": "`, else the whole string.
+fn name_of(phase: &str) -> &str {
+    match phase.split_once(':') {
+        Some((label, rest)) if !label.is_empty() => rest.strip_prefix(' ').unwrap_or(phase),
+        _ => phase,
+    }
+}
+
+/// The major number of a label: its leading digits, `"0"` when it has none.
+fn major_of(label: &str) -> &str {
+    let end = label.bytes().take_while(u8::is_ascii_digit).count();
+    if end == 0 { "0" } else { &label[..end] }
+}
+
+/// The major after `major`, as text.
+fn next_major(major: &str) -> String {
+    major
+        .parse::<u128>()
+        .map_or_else(|_| String::new(), |n| (n + 1).to_string())
+}
+
+/// A label's description of the step from `current` to `requested` crosses between lettered
+/// branches at the same depth (`3.A` → `3.B`, `3.A.1` → `3.B`).
+pub fn is_branch_switch(current: &str, requested: &str) -> bool {
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_uppercase());
+    for (c, r) in current.split('.').zip(requested.split('.')) {
+        if letters(c) && letters(r) && c != r {
+            return true;
+        }
+        if c != r {
+            return false;
+        }
+    }
+    false
+}
+
+/// The label of a `phases` entry: `label`, else the legacy `major`/`minor`.
+pub fn phase_label(phase: &Map<String, Value>) -> Option<String> {
+    match phase.get("label") {
+        Some(Value::String(s)) => return Some(s.clone()),
+        Some(Value::Number(n)) => return Some(n.to_string()),
+        _ => {}
+    }
+    let major = phase.get("major")?.as_i64()?;
+    match phase.get("minor").and_then(Value::as_i64).unwrap_or(0) {
+        0 => Some(major.to_string()),
+        minor => Some(format!("{major}.{minor}")),
+    }
+}
+
+/// The first entry of `phases` whose label is `label`.
+pub fn find<'a>(phases: &'a [Value], label: &str) -> Option<&'a Map<String, Value>> {
+    phases
+        .iter()
+        .filter_map(Value::as_object)
+        .find(|p| phase_label(p).as_deref() == Some(label))
+}
+
+/// How a requested transition stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// In sequence.
+    Sequential,
+    /// In sequence: an undeclared sub-phase of the current major, added to `phases`.
+    Append,
+    /// Out of sequence: needs the user's approval.
+    OutOfSequence,
+    /// A switch between lettered branches: needs the user's approval.
+    BranchSwitch,
+}
+
+/// The judgement of one transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The current label.
+    pub current: String,
+    /// The requested label.
+    pub requested: String,
+    /// The next declared phase after the current one, `(label, name)`.
+    pub next: Option<(String, String)>,
+}
+
+static LABEL_FORMAT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^[0-9]+(\.(([0-9]+[A-Z]?)|[A-Z]+))*$").ok());
+
+/// Judge the move from phase `current` to phase `requested` over the declared `phases`; `Err`
+/// is the engine's message for a malformed label.
+pub fn judge(phases: &[Value], current: &str, requested: &str) -> Result<Judgement, String> {
+    let req = label_of(requested);
+    if !LABEL_FORMAT.as_ref().is_some_and(|re| re.is_match(req)) {
+        return Err(format!(
+            "§CMD_UPDATE_PHASE: Invalid phase label format: '{req}'. Valid formats: N, N.M, \
+             N.A, N.MA (single uppercase). Got: '{requested}'"
+        ));
+    }
+    let cur = label_of(current);
+    let (req_major, cur_major) = (major_of(req), major_of(cur));
+    let after_current = next_major(cur_major);
+    let cur_key = skill::label_sort_key(cur);
+    let labelled = || {
+        phases
+            .iter()
+            .filter_map(Value::as_object)
+            .filter_map(|p| Some((phase_label(p)?, p)))
+    };
+    let next = labelled()
+        .map(|(label, p)| (skill::label_sort_key(&label), label, p))
+        .filter(|(key, _, _)| *key > cur_key)
+        .min_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, label, p)| {
+            let name = p.get("name").map_or_else(
+                || "null".to_owned(),
+                |n| n.as_str().map_or_else(|| n.to_string(), str::to_owned),
+            );
+            (label, name)
+        });
+    let next_label = next.as_ref().map(|(l, _)| l.as_str());
+    let declared = labelled().any(|(label, _)| label == req);
+    let forward = skill::label_sort_key(req) > cur_key;
+
+    let into_next_major = req_major == after_current;
+    // In sequence: the same phase again; the next declared phase (not across branches); the
+    // next major, from a phase whose next declared one is a sub-phase, from a sub-phase, or
+    // into any of its declared phases.
+    let in_sequence = req == cur
+        || (next_label == Some(req) && !is_branch_switch(cur, req))
+        || (into_next_major
+            && (next_label.is_some_and(|l| major_of(l) == cur_major)
+                || cur.contains('.')
+                || declared));
+    let verdict = if in_sequence {
+        Verdict::Sequential
+    } else if declared && req_major == cur_major && forward {
+        // Forward within the major, unless it crosses to another lettered branch.
+        if is_branch_switch(cur, req) {
+            Verdict::BranchSwitch
+        } else {
+            Verdict::Sequential
+        }
+    } else if !declared && req_major == cur_major {
+        Verdict::Append
+    } else {
+        Verdict::OutOfSequence
+    };
+    Ok(Judgement {
+        verdict,
+        current: cur.to_owned(),
+        requested: req.to_owned(),
+        next,
+    })
+}
+
+/// The engine's refusal of an unapproved transition.
+pub fn rejection(judgement: &Judgement, current: &str, requested: &str, dir: &Path) -> String {
+    let (cur, req) = (&judgement.current, &judgement.requested);
+    let dir = dir.display();
+    let mut text = String::new();
+    if judgement.verdict == Verdict::BranchSwitch {
+        let _ = write!(
+            text,
+            "§CMD_UPDATE_PHASE: Branch switch rejected ({cur} → {req}).\n  \
+             Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential \
+             steps.\n  \
+             You are in branch {cur} — switching to {req} requires explicit approval.\n  \
+             To exit this branch: engine session phase {dir} \"{}: [NextPhase]\"\n",
+            next_major(major_of(cur))
+        );
+    } else {
+        let _ = write!(
+            text,
+            "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  \
+             Current phase: {current} (label: {cur})\n  \
+             Requested phase: {requested} (label: {req})\n"
+        );
+        if let Some((label, name)) = &judgement.next {
+            let _ = writeln!(text, "  Expected next: {label}: {name}");
+        }
+    }
+    let _ = write!(
+        text,
+        "\n  To proceed: engine session phase {dir} \"{requested}\" --user-approved \"Reason: ...\""
+    );
+    text
+}
+
+/// `phases` with an undeclared phase added, sorted by label.
+fn appended(phases: &[Value], label: &str, name: &str) -> Vec<Value> {
+    let mut out = phases.to_vec();
+    out.push(json!({"label": label, "name": name}));
+    out.sort_by_cached_key(|p| {
+        p.as_object()
+            .and_then(phase_label)
+            .map(|l| skill::label_sort_key(&l))
+            .unwrap_or_default()
+    });
+    out
+}
+
+/// A `phase` call.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseRequest {
+    /// `"<label>: <name>"`.
+    pub phase: String,
+    /// `--user-approved REASON`.
+    pub approval: Option<String>,
+    /// What arrived on stdin.
+    pub proof: Option<Proof>,
+    /// Arguments that are no flag of `phase` (reported, then ignored).
+    pub unknown_flags: Vec<String>,
+}
+
+/// Move the session in `dir` to the requested phase, as `session.sh phase` does.
+pub fn change_phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcome {
+    let mut out = Outcome::default();
+    let phase = request.phase.as_str();
+    if let Err(message) = validate_phase(phase) {
+        out.refuse(&message);
+        return out;
+    }
+    let path = dir.join(STATE_FILE);
+    if !path.is_file() {
+        out.refuse(&format!(
+            "§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {} — is the session active?",
+            dir.display()
+        ));
+        return out;
+    }
+    for flag in &request.unknown_flags {
+        out.warn(&format!("§CMD_UPDATE_PHASE: Unknown flag '{flag}'"));
+    }
+    let written = state::update(&path, ctx.lock_deadline(), |s| {
+        transition(ctx, dir, request, s, &mut out)
+    });
+    match written {
+        Ok(Some((batch, description))) => {
+            batch.log(ctx, true);
+            out.stdout.push_str(&description);
+        }
+        Ok(None) => {}
+        Err(err) => out.refuse(&format!("preload: {err}")),
+    }
+    out
+}
+
+/// The decision and the write, inside the locked update; `None` when refused (nothing changed).
+fn transition(
+    ctx: &Context,
+    dir: &Path,
+    request: &PhaseRequest,
+    s: &mut State,
+    out: &mut Outcome,
+) -> Option<(Batch, String)> {
+    let phase = request.phase.as_str();
+    let phases: Vec<Value> = s
+        .get(PHASES)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let has_phases = !phases.is_empty();
+    let current = s.str(CURRENT_PHASE).unwrap_or("").to_owned();
+    let mut new_phases = None;
+    if has_phases {
+        let judgement = match judge(&phases, &current, phase) {
+            Ok(j) => j,
+            Err(message) => {
+                out.refuse(&message);
+                return None;
+            }
+        };
+        match (judgement.verdict, &request.approval) {
+            (Verdict::Sequential, _) => {}
+            (Verdict::Append, _) => {
+                new_phases = Some(appended(&phases, label_of(phase), name_of(phase)));
+            }
+            (_, None) => {
+                out.refuse(&rejection(&judgement, &current, phase, dir));
+                return None;
+            }
+            (_, Some(reason)) => {
+                out.say(&format!(
+                    "Phase transition approved (non-sequential): {current} -> {phase}"
+                ));
+                out.say(&format!("  Approval: {reason}"));
+            }
+        }
+    }
+    let proof = request.proof.as_ref();
+    if proof.is_some_and(|p| p.key_value_lines) {
+        out.warn(proof::DEPRECATION);
+    }
+    if has_phases && !current.is_empty() {
+        if let Err(message) = check_leaving(ctx, dir, &phases, &current, phase, proof, out) {
+            out.refuse(&message);
+            return None;
+        }
+    }
+
+    if let Some(list) = new_phases {
+        s.set(PHASES, Value::Array(list));
+    }
+    let now = clock::iso_utc(ctx.now);
+    s.set(CURRENT_PHASE, json!(phase));
+    s.set("lastHeartbeat", json!(now));
+    s.remove("loading");
+    s.set("toolCallsByTranscript", json!({}));
+    s.remove("primaryTranscriptKey");
+    let entry = match proof.filter(|p| p.is_recorded()) {
+        Some(p) => json!({"phase": phase, "ts": now, "proof": p.value}),
+        None => json!(phase),
+    };
+    s.array_mut(PHASE_HISTORY).push(entry);
+
+    if !has_phases {
+        return Some((Batch::default(), format!("Phase: {phase}\n")));
+    }
+    let phases: Vec<Value> = s
+        .get(PHASES)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let definition = find(&phases, label_of(phase));
+    let commands = ctx.paths.directives.join("commands");
+    let requests: Vec<Request> = ["steps", "commands"]
+        .iter()
+        .flat_map(|key| proof::command_files(&commands, definition.and_then(|d| d.get(*key))))
+        .map(|file| Request::new(file.to_string_lossy(), format!("session-phase({phase})")))
+        .collect();
+    let mut packer = Packer::new(ctx.budget);
+    let batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
+    Some((batch, describe(ctx, phase, definition)))
+}
+
+/// The proof check for leaving `current`, and the nudge when it declares none but others do.
+fn check_leaving(
+    ctx: &Context,
+    dir: &Path,
+    phases: &[Value],
+    current: &str,
+    requested: &str,
+    proof: Option<&Proof>,
+    out: &mut Outcome,
+) -> Result<(), String> {
+    let leaving_label = label_of(current);
+    let staying = label_of(requested) == leaving_label;
+    let definition = find(phases, leaving_label);
+    let declared = definition
+        .and_then(|d| d.get("proof"))
+        .filter(|p| !matches!(p, Value::Null | Value::Bool(false)));
+    if let (Some(definition), Some(declared)) = (definition, declared) {
+        let declared = state::strings_of(Some(declared));
+        if declared.is_empty() || staying {
+            return Ok(());
+        }
+        let leaving = Leaving {
+            phase: current,
+            definition,
+            declared,
+        };
+        let cmd_dir = ctx.paths.engine_directives.join("commands");
+        return proof::check_leaving(&leaving, proof, &cmd_dir, dir, requested);
+    }
+    let others_declare = phases.iter().any(|p| {
+        p.get("proof")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    });
+    if !staying && others_declare {
+        out.warn(&format!(
+            "§CMD_UPDATE_PHASE: Phase '{current}' has no proof fields declared, but other \
+             phases in this session declare proof. Consider adding proof fields to this phase."
+        ));
+    }
+    Ok(())
+}
+
+/// What the agent is told on entering a phase: `Phase:`, then from its definition the
+/// invariants, the numbered steps, the commands, the proof needed to leave it, the gate.
+pub fn describe(ctx: &Context, phase: &str, definition: Option<&Map<String, Value>>) -> String {
+    let mut out = format!("Phase: {phase}\n");
+    let empty = Map::new();
+    let def = definition.unwrap_or(&empty);
+    let list = |key: &str| state::strings_of(def.get(key));
+    let bullets = |out: &mut String, title: &str, items: &[String]| {
+        if !items.is_empty() {
+            let _ = writeln!(out, "{title}:");
+            for item in items {
+                let _ = writeln!(out, "  - {item}");
+            }
+        }
+    };
+    bullets(&mut out, "Invariants", &list("invariants"));
+    let steps = list("steps");
+    if !steps.is_empty() {
+        let prefix = phase.split([':', ' ']).next().unwrap_or(phase);
+        out.push_str("Steps:\n");
+        for (k, step) in steps.iter().enumerate() {
+            let _ = writeln!(out, "  {prefix}.{}: {step}", k + 1);
+        }
+    }
+    bullets(&mut out, "Commands", &list("commands"));
+    let cmd_dir = ctx.paths.engine_directives.join("commands");
+    let proof = ProofSchema::of_phase(&cmd_dir, def, &list("proof"));
+    let lines = proof.field_lines();
+    if !lines.is_empty() {
+        out.push_str("Proof required to leave this phase:\n");
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    let gate = def.get("gate").and_then(Value::as_bool).unwrap_or(true);
+    let _ = writeln!(out, "Gate: {gate}");
+    out
+}
+
+#[cfg(test)]
+mod tests;
