@@ -38,6 +38,17 @@ const MAX_DRAIN_CALLS: usize = 40;
 /// its heartbeat (the shipped rules block at 10 calls without one).
 const DRAIN_LOG_EVERY: usize = 5;
 
+/// The proof for leaving `/implement`'s phase 0: every field its `Proof required to leave this
+/// phase` list names (its command files' proof schemas and the phase's own).
+const PROOF_OF_SETUP: &str = r#"{"mode": "default", "sessionDir": "sessions/2026_01_01_DEMO_ESTIMATE", "parametersParsed": "add a running total to the estimate parser", "contextIngested": "2: parser.ts, total.ts"}
+"#;
+/// The proof for leaving phase 1.
+const PROOF_OF_INTERROGATION: &str = r#"{"depthChosen": "short (user)", "roundsCompleted": "1 round, 2 decisions", "questionsAsked": "2, on scope and rounding", "answersLogged": "hook", "interactionsLogged": "0, logged by the hooks"}
+"#;
+/// The proof for leaving phase 2.
+const PROOF_OF_PLANNING: &str = r#"{"planWritten": "IMPLEMENTATION_PLAN.md", "itemsWalked": "3 of 3", "userApproved": "looks good, go", "logEntries": "2 entries"}
+"#;
+
 /// One process the demo ran.
 #[derive(Debug)]
 struct Call {
@@ -349,10 +360,10 @@ impl Demo {
     }
 
     /// A `preload` subcommand (not a hook); returns its stdout.
-    fn cli(&mut self, args: &[&str]) -> String {
+    fn cli(&mut self, args: &[&str], stdin: &str) -> String {
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         let label = format!("preload {}", args[0]);
-        let call = self.spawn(label.clone(), "preload", &args, "");
+        let call = self.spawn(label.clone(), "preload", &args, stdin);
         if call.code != Some(0) {
             self.notes.push(format!(
                 "{label} failed (exit {:?}): {}",
@@ -418,19 +429,35 @@ impl Demo {
             json!({"success": true, "commandName": "implement"}),
         );
         // 3. The agent activates its session (the session gate holds other tools until then).
-        let activated = self.cli(&["activate", &dir_s, "--skill", "implement"]);
+        let activated = self.cli(&["activate", &dir_s, "--skill", "implement"], "");
         self.bash(
             &format!("engine session activate {rel} implement"),
             &activated,
         );
-        // 4. Phases 1, 2 and 3.A, with work in between.
-        for (phase, work) in [
-            ("1: Interrogation", "packages/estimate/src/parser.ts"),
-            ("2: Planning", "packages/estimate/tests/parser.test.ts"),
-            ("3.A: Build Loop", "packages/estimate/src/total.ts"),
+        // 4. Phases 1, 2 and 3.A, with work in between; each transition pipes the proof the
+        //    phase being left asks for (its `Proof required to leave this phase` list).
+        for (phase, work, proof) in [
+            (
+                "1: Interrogation",
+                "packages/estimate/src/parser.ts",
+                PROOF_OF_SETUP,
+            ),
+            (
+                "2: Planning",
+                "packages/estimate/tests/parser.test.ts",
+                PROOF_OF_INTERROGATION,
+            ),
+            (
+                "3.A: Build Loop",
+                "packages/estimate/src/total.ts",
+                PROOF_OF_PLANNING,
+            ),
         ] {
-            let said = self.cli(&["phase", &dir_s, phase]);
-            self.bash(&format!("engine session phase {rel} \"{phase}\""), &said);
+            let said = self.cli(&["phase", &dir_s, phase], proof);
+            self.bash(
+                &format!("engine session phase {rel} \"{phase}\" <<'EOF'\n{proof}EOF"),
+                &said,
+            );
             self.read(work);
             self.tool(
                 "Grep",

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::common::{Sandbox, read_json, strings};
 use crate::pipeline_steps::{
-    activate, bash_cli, cli, events_for, guarded_call, phase, post_tool, prompt, seen,
-    session_start, skill_call, tool_call,
+    activate, bash_cli, cli, cli_in, events_for, guarded_call, phase, phase_command, post_tool,
+    prompt, proof_stdin, seen, session_start, skill_call, tool_call,
 };
 
 const PHASE0: [&str; 4] = [
@@ -139,10 +139,11 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
         answers
     };
     call("Skill", json!({"skill": "implement"}), json!({}));
-    let bash = |args: &[&str], command: &str| bash_cli(&sb, command, args);
+    let bash = |args: &[&str], command: &str, stdin: &str| bash_cli(&sb, command, args, stdin);
     bash(
         &["activate", "sessions/test", "--skill", "implement"],
         "engine session activate sessions/test implement",
+        "",
     );
     call(
         "Read",
@@ -150,9 +151,12 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
         json!({}),
     );
     for p in ["1: Interrogation", "2: Planning", "3.A: Build Loop"] {
+        // Each transition carries the proof the phase being left asks for.
+        let proof = proof_stdin(&sb, "test");
         bash(
             &["phase", "sessions/test", p],
-            &format!("engine session phase sessions/test \"{p}\""),
+            &phase_command("test", p, &proof),
+            &proof,
         );
         call(
             "Read",
@@ -278,6 +282,7 @@ fn restart_after_dehydration_resumes_without_redelivery() {
         &sb,
         "engine session continue sessions/test",
         &["activate", "sessions/test"],
+        "",
     );
     let shown = seen(&answers);
     assert!(
@@ -545,8 +550,12 @@ fn phase_zero_is_direct_and_later_phases_are_claimed() {
     };
     assert_eq!(by("CMD_SELECT_MODE.md"), vec!["templates"]);
     assert_eq!(by("CMD_INTERROGATE.md"), vec!["overflow"]);
+    // Queued by the transition itself (as `session.sh phase` queues the new phase's commands),
+    // once: the phase-commands hook finds it queued already.
     let queued = events_for(&sb, "queue-pending", "CMD_INTERROGATE.md");
-    assert_eq!(queued[0]["hook"], "phase-commands");
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(queued[0]["hook"], "phase");
+    assert_eq!(queued[0]["source"], "session-phase(1: Interrogation)");
     sb.assert_no_duplicates();
 }
 
@@ -556,7 +565,8 @@ fn rapid_phase_transitions_are_delivered_in_one_claim() {
     start_implement(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     for p in ["1: Interrogation", "2: Planning", "3: Execution"] {
-        let (code, stdout) = cli(&sb, &["phase", "sessions/test", p]);
+        let proof = proof_stdin(&sb, "test");
+        let (code, stdout) = cli_in(&sb, &["phase", "sessions/test", p], &proof);
         assert_eq!(code, 0);
         post_tool(
             &sb,
@@ -593,7 +603,12 @@ fn rapid_phase_transitions_are_delivered_in_one_claim() {
 fn shared_command_across_many_phases_keeps_state_whole() {
     let sb = Sandbox::new();
     start_implement(&sb);
-    for p in ["2: Planning", "3: Execution", "3.A: Build Loop"] {
+    for p in [
+        "1: Interrogation",
+        "2: Planning",
+        "3: Execution",
+        "3.A: Build Loop",
+    ] {
         phase(&sb, "test", p);
         let state = sb.state("test");
         assert_eq!(state["skill"], "implement", "state intact after {p}");

@@ -6,7 +6,7 @@ use std::fs;
 use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};
-use crate::pipeline_steps::{cli, headers, prompt};
+use crate::pipeline_steps::{cli, cli_in, headers, prompt, proof_stdin};
 
 /// One `SessionStart` registration printing the whole text within one output budget.
 fn session_start(sb: &Sandbox, source: &str) -> Answer {
@@ -571,7 +571,8 @@ fn activate_and_phase_on_a_session_sh_state() {
         strings(&s, "preloadedFiles").contains(&"/a.md".to_owned()),
         "same owner keeps its context"
     );
-    let (code, out) = cli(&sb, &["phase", "sessions/t", "1: Interrogation"]);
+    let proof = proof_stdin(&sb, "t");
+    let (code, out) = cli_in(&sb, &["phase", "sessions/t", "1: Interrogation"], &proof);
     assert_eq!(code, 0);
     assert!(out.starts_with("Phase: 1: Interrogation\n"));
     assert_eq!(sb.state("t")["currentPhase"], "1: Interrogation");

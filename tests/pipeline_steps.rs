@@ -3,7 +3,10 @@
 //! (`preload-overflow`, with the sandbox's `guards.json`) included. A call the guard denies does
 //! not run, so its PostToolUse hooks do not either.
 
-use serde_json::{Value, json};
+use std::process::Output;
+
+use preload_core::transition::{self, proof::ProofSchema};
+use serde_json::{Map, Value, json};
 
 use crate::common::{Answer, Sandbox};
 
@@ -105,16 +108,66 @@ pub fn skill_call(sb: &Sandbox, skill: &str) -> Vec<Answer> {
 
 /// Run the `preload` command line in the project; (exit code, stdout).
 pub fn cli(sb: &Sandbox, args: &[&str]) -> (i32, String) {
-    let out = sb.command("preload").args(args).output().unwrap();
+    cli_in(sb, args, "")
+}
+
+/// Run the `preload` command line in the project with `stdin`; (exit code, stdout).
+pub fn cli_in(sb: &Sandbox, args: &[&str], stdin: &str) -> (i32, String) {
+    let out = cli_output(sb, args, stdin);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
 }
 
+/// Run the `preload` command line in the project with `stdin`; what it left.
+pub fn cli_output(sb: &Sandbox, args: &[&str], stdin: &str) -> Output {
+    sb.command("preload")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .unwrap()
+}
+
+/// What an agent pipes into `phase` to leave the current phase of session `name`: a value for
+/// every field of the phase's `Proof required to leave this phase` list (the fields of its
+/// command files' proof schemas and its own), of the type the schema names, a string
+/// otherwise. Empty when the phase asks for none.
+pub fn proof_stdin(sb: &Sandbox, name: &str) -> String {
+    let state = crate::common::read_json(&sb.sessions.join(name).join(".state.json"));
+    let current = state["currentPhase"].as_str().unwrap_or("");
+    let phases = state["phases"].as_array().cloned().unwrap_or_default();
+    let Some(definition) = transition::find(&phases, transition::label_of(current)) else {
+        return String::new();
+    };
+    let declared = crate::common::strings(&Value::Object(definition.clone()), "proof");
+    let commands = sb.home.join(".claude/engine/.directives/commands");
+    let schema = ProofSchema::of_phase(&commands, definition, &declared);
+    if schema.required.is_empty() {
+        return String::new();
+    }
+    let mut proof = Map::new();
+    for field in &schema.required {
+        let kind = schema
+            .properties
+            .get(field)
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str);
+        let value = match kind {
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!(format!("{field}: done")),
+        };
+        proof.insert(field.clone(), value);
+    }
+    format!("{}\n", Value::Object(proof))
+}
+
 /// A Bash tool call that runs the `preload` command line (`preload activate …`, `preload phase …`)
-/// and reports it to the PostToolUse hooks as `command`.
-pub fn bash_cli(sb: &Sandbox, command: &str, args: &[&str]) -> (String, Vec<Answer>) {
+/// with `stdin` and reports it to the PostToolUse hooks as `command`.
+pub fn bash_cli(sb: &Sandbox, command: &str, args: &[&str], stdin: &str) -> (String, Vec<Answer>) {
     let verdict = guard(sb, "Bash", &json!({"command": command}));
     verdict.assert_contract();
     assert!(
@@ -122,8 +175,13 @@ pub fn bash_cli(sb: &Sandbox, command: &str, args: &[&str]) -> (String, Vec<Answ
         "{command} is let through: {}",
         verdict.reason()
     );
-    let (code, stdout) = cli(sb, args);
-    assert_eq!(code, 0, "preload {args:?} failed");
+    let out = cli_output(sb, args, stdin);
+    assert!(
+        out.status.success(),
+        "preload {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let answers = post_tool(
         sb,
         "Bash",
@@ -140,19 +198,28 @@ pub fn activate(sb: &Sandbox, name: &str, skill: &str) -> Vec<Answer> {
         sb,
         &format!("engine session activate {dir} {skill}"),
         &["activate", &dir, "--skill", skill],
+        "",
     )
     .1
 }
 
-/// `engine session phase sessions/<name> "<phase>"` as a Bash tool call.
+/// The command line of `engine session phase sessions/<name> "<phase>"` with `proof` piped in.
+pub fn phase_command(name: &str, phase: &str, proof: &str) -> String {
+    let command = format!("engine session phase sessions/{name} \"{phase}\"");
+    if proof.is_empty() {
+        command
+    } else {
+        format!("{command} <<'EOF'\n{proof}EOF")
+    }
+}
+
+/// `engine session phase sessions/<name> "<phase>"` as a Bash tool call, with the proof the
+/// current phase asks for on stdin.
 pub fn phase(sb: &Sandbox, name: &str, phase: &str) -> Vec<Answer> {
     let dir = format!("sessions/{name}");
-    bash_cli(
-        sb,
-        &format!("engine session phase {dir} \"{phase}\""),
-        &["phase", &dir, phase],
-    )
-    .1
+    let proof = proof_stdin(sb, name);
+    let command = phase_command(name, phase, &proof);
+    bash_cli(sb, &command, &["phase", &dir, phase], &proof).1
 }
 
 /// The answers' contexts joined (what the agent saw from them).

@@ -18,4 +18,5 @@ mod pipeline_hooks;
 mod pipeline_steps;
 mod reliability;
 mod seed_cases;
+mod session_commands;
 mod session_start;

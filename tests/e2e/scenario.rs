@@ -22,11 +22,36 @@ pub fn phase(label: &str) -> Step {
     phase_of(SESSION, label)
 }
 
-/// `engine session phase sessions/<session> "<label>"`.
+/// The proof the scripted agent pipes to enter phase `label` of the bundled `/implement`: what
+/// the phase before it asks for to be left (its `Proof required to leave this phase` list).
+fn proof_to_enter(label: &str) -> Option<&'static str> {
+    let proof = match label.split(": ").next()? {
+        "1" => {
+            r#"{"mode": "default", "sessionDir": "sessions/e2e", "parametersParsed": "add a total to the estimate", "contextIngested": "2: parser.ts, total.ts"}"#
+        }
+        "2" => {
+            r#"{"depthChosen": "short (user)", "roundsCompleted": "1 round, 2 decisions", "questionsAsked": "2, on scope", "answersLogged": "hook", "interactionsLogged": "0, logged by the hooks"}"#
+        }
+        "3" => {
+            r#"{"planWritten": "IMPLEMENTATION_PLAN.md", "itemsWalked": "declined by user", "userApproved": "go", "logEntries": "1 entry"}"#
+        }
+        "3.A" => r#"{"pathChosen": "inline (user)", "logEntries": "1 entry"}"#,
+        "4" => {
+            r#"{"planStepsCompleted": "1 of 1", "testsPass": "npm test: 3 passed", "logEntries": "2 entries", "requestFile": "none, built inline", "responseReviewed": "none, built inline"}"#
+        }
+        _ => return None,
+    };
+    Some(proof)
+}
+
+/// `engine session phase sessions/<session> "<label>"`, with the proof the phase being left
+/// asks for piped in.
 pub fn phase_of(session: &str, label: &str) -> Step {
-    bash(&format!(
-        "engine session phase sessions/{session} \"{label}\""
-    ))
+    let command = format!("engine session phase sessions/{session} \"{label}\"");
+    match proof_to_enter(label) {
+        Some(proof) => bash(&format!("{command} <<'EOF'\n{proof}\nEOF")),
+        None => bash(&command),
+    }
 }
 
 /// `engine session activate sessions/<SESSION> implement`.

@@ -352,10 +352,10 @@ case "${{1:-}}" in
 esac
 cmd="${{1:-}}"; dir="${{2:-}}"
 case "$cmd" in
-  activate|continue)
-    skill="${{3:-}}"
-    if [ -n "$skill" ]; then "$PRELOAD" activate "$dir" --skill "$skill"; else "$PRELOAD" activate "$dir"; fi ;;
-  phase) "$PRELOAD" phase "$dir" "$3" ;;
+  # Arguments after the directory (the skill, the phase, flags) and stdin (session parameters,
+  # proof) go through as they are.
+  activate|continue) shift; "$PRELOAD" activate "$@" ;;
+  phase) shift; "$PRELOAD" phase "$@" ;;
   log) shift 2; mkdir -p "$dir"; printf '%s\n' "$*" >> "$dir/LOG.md"; echo "Logged to $dir/LOG.md" ;;
   *) echo "engine stand-in: unknown 'session $cmd'" >&2; exit 2 ;;
 esac

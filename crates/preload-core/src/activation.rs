@@ -49,6 +49,9 @@ pub enum Failure {
     /// The state cannot be changed (exit 1).
     #[error("{0}")]
     Refused(String),
+    /// Refused by a rule of the engine's; the text is the engine's own (exit 1).
+    #[error("{0}")]
+    Rejected(String),
 }
 
 /// A refusal carrying the error's message.

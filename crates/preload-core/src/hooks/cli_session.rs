@@ -1,42 +1,56 @@
 //! `preload activate` and `preload phase`: the session-state half of `session.sh` that the hooks
-//! read, for engines and tests that run without `session.sh`. Both work on a `.state.json` that
-//! `session.sh` created (unknown fields are kept) and hold the state lock from read to rename.
+//! read, for engines and tests that run without `session.sh`, enforcing what `session.sh`
+//! enforces (session parameters, completed skills, the phase sequence, the proof a phase needs)
+//! with its messages and exit codes. Both work on a `.state.json` that `session.sh` created
+//! (unknown fields are kept) and hold the state lock from read to rename.
 
-use std::fmt::Write as _;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
-use crate::activation::{Failure, activate, refused};
-use crate::clock;
+use crate::activation::{self, Failure};
 use crate::env::Env;
+use crate::input::MAX_STDIN_BYTES;
 use crate::runner;
-use crate::session::STATE_FILE;
-use crate::skill::{self, Skill};
-use crate::state;
+use crate::transition::{self, Outcome, PhaseRequest, proof};
 use crate::{Context, HookInput};
+
+/// How long `phase` waits for its proof on stdin (the engine's `read -t 1`).
+pub const PROOF_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Run `activate` or `phase` with its arguments; prints the result, returns the exit code.
 pub fn main(name: &str, args: &[String]) -> ExitCode {
-    let ctx = cli_context();
     let result = match name {
-        "activate" => activate_cmd(&ctx, args),
-        "phase" => phase_cmd(&ctx, args),
+        "activate" => activate_cmd(&cli_context("activate"), args),
+        "phase" => phase_cmd(&cli_context("phase"), args),
         _ => Err(Failure::Usage(format!("unknown subcommand {name}"))),
     };
     match result {
-        Ok(text) => {
-            runner::print_text(&text);
-            ExitCode::SUCCESS
+        Ok(outcome) => {
+            complain(&outcome.stderr);
+            if !outcome.stdout.is_empty() {
+                runner::print_text(&outcome.stdout);
+            }
+            if outcome.refused {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(Failure::Usage(why)) => {
-            complain(&format!("{why}\n\n{}", super::cli::HELP));
+            complain(&format!("preload: {why}\n\n{}\n", super::cli::HELP));
             ExitCode::from(2)
         }
         Err(Failure::Refused(why)) => {
-            complain(&why);
+            complain(&format!("preload: {why}\n"));
+            ExitCode::from(1)
+        }
+        Err(Failure::Rejected(why)) => {
+            complain(&format!("{why}\n"));
             ExitCode::from(1)
         }
     }
@@ -44,19 +58,53 @@ pub fn main(name: &str, args: &[String]) -> ExitCode {
 
 #[allow(clippy::print_stderr)]
 fn complain(text: &str) {
-    eprintln!("preload: {text}");
+    eprint!("{text}");
 }
 
 /// The context of a command-line call: the process's environment and working directory.
-fn cli_context() -> Context {
+fn cli_context(name: &'static str) -> Context {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let input = HookInput::from_value(json!({ "cwd": cwd }));
-    Context::new(
-        Env::from_process(),
-        "activate",
-        &input,
-        Duration::from_secs(5),
-    )
+    Context::new(Env::from_process(), name, &input, Duration::from_secs(5))
+}
+
+/// What arrived on stdin within `limit` (at most [`MAX_STDIN_BYTES`]); nothing for a terminal.
+/// A stdin held open without end is read until the limit and no longer waited for.
+fn read_stdin(limit: Duration) -> String {
+    if std::io::stdin().is_terminal() {
+        return String::new();
+    }
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = vec![0_u8; 64 * 1024];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        });
+    if reader.is_err() {
+        return String::new();
+    }
+    let deadline = Instant::now() + limit;
+    let mut bytes = Vec::new();
+    while let Ok(chunk) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        bytes.extend(chunk);
+        if bytes.len() as u64 > MAX_STDIN_BYTES {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn session_dir_arg(ctx: &Context, arg: &str) -> PathBuf {
@@ -69,19 +117,25 @@ fn session_dir_arg(ctx: &Context, arg: &str) -> PathBuf {
     crate::paths::lexical_clean(&path)
 }
 
-fn activate_cmd(ctx: &Context, args: &[String]) -> Result<String, Failure> {
+/// The value of a flag that needs one.
+fn flag_value<'a>(
+    iter: &mut impl Iterator<Item = &'a String>,
+    flag: &str,
+    what: &str,
+) -> Result<String, Failure> {
+    iter.next()
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .ok_or_else(|| Failure::Rejected(format!("{flag} requires {what}")))
+}
+
+fn activate_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
     let mut dir = None;
     let mut skill = None;
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.as_str() {
-            "--skill" => {
-                skill = Some(
-                    iter.next()
-                        .cloned()
-                        .ok_or_else(|| Failure::Usage("--skill needs a name".into()))?,
-                );
-            }
+            "--skill" => skill = Some(flag_value(&mut iter, "--skill", "a name")?),
             a if a.starts_with("--skill=") => skill = Some(a["--skill=".len()..].to_owned()),
             a if a.starts_with("--") => return Err(Failure::Usage(format!("unknown option {a}"))),
             a if dir.is_none() => dir = Some(a.to_owned()),
@@ -92,103 +146,54 @@ fn activate_cmd(ctx: &Context, args: &[String]) -> Result<String, Failure> {
     }
     let dir = dir.ok_or_else(|| Failure::Usage("activate needs a session directory".into()))?;
     let dir = session_dir_arg(ctx, &dir);
-    let done = activate(ctx, &dir, skill.as_deref())?;
-    Ok(format!(
-        "Session activated: {} (skill: {}, pid: {})\nCurrent phase: {}",
+    let done = activation::activate(ctx, &dir, skill.as_deref())?;
+    let mut out = Outcome::default();
+    out.say(&format!(
+        "Session activated: {} (skill: {}, pid: {})",
         dir.display(),
         done.skill,
-        ctx.owner_pid,
-        done.phase
-    ))
+        ctx.owner_pid
+    ));
+    out.say(&format!("Current phase: {}", done.phase));
+    Ok(out)
 }
 
-fn phase_cmd(ctx: &Context, args: &[String]) -> Result<String, Failure> {
-    let [dir, name] = args else {
+fn phase_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
+    let [dir, phase_arg, flags @ ..] = args else {
         return Err(Failure::Usage(
             "phase needs a session directory and \"<label>: <name>\"".into(),
         ));
     };
-    phase(ctx, &session_dir_arg(ctx, dir), name)
-}
-
-/// Set `currentPhase` of the session in `dir` and describe the phase (`Phase: …` first).
-pub fn phase(ctx: &Context, dir: &Path, phase: &str) -> Result<String, Failure> {
-    let phase = phase.trim();
-    if phase.is_empty() || phase.contains(['\n', '/', '&', '\\']) {
-        return Err(Failure::Usage(format!("bad phase {phase:?}")));
-    }
-    let path = dir.join(STATE_FILE);
-    if !path.is_file() {
-        return Err(Failure::Refused(format!(
-            "no session state at {}",
-            path.display()
-        )));
-    }
-    let now = clock::iso_utc(ctx.now);
-    let label = skill::label_of(phase);
-    let definition = state::update(&path, ctx.lock_deadline(), |s| {
-        s.set("currentPhase", json!(phase));
-        s.set("lastHeartbeat", json!(now));
-        s.remove("loading");
-        s.set("toolCallsByTranscript", json!({}));
-        s.remove("primaryTranscriptKey");
-        s.array_mut("phaseHistory").push(json!(phase));
-        let phases = s
-            .get("phases")
-            .and_then(Value::as_array)
-            .filter(|p| !p.is_empty())
-            .cloned()
-            .or_else(|| {
-                let skill = Skill::load(&ctx.paths, s.str("skill")?)?;
-                Some(skill.phases().to_vec())
-            })
-            .unwrap_or_default();
-        skill::find_phase(&phases, &label).cloned()
-    })
-    .map_err(refused)?;
-    Ok(describe_phase(phase, &label, definition.as_ref()))
-}
-
-/// The `session.sh phase` description: `Phase:`, invariants, steps, commands, proof, gate.
-fn describe_phase(phase: &str, label: &str, def: Option<&Map<String, Value>>) -> String {
-    let mut out = format!("Phase: {phase}\n");
-    let Some(def) = def else {
-        return out;
+    let mut request = PhaseRequest {
+        phase: phase_arg.clone(),
+        ..PhaseRequest::default()
     };
-    let list = |key: &str| state::strings_of(def.get(key));
-    let bullets = |out: &mut String, title: &str, items: Vec<String>| {
-        if !items.is_empty() {
-            let _ = writeln!(out, "{title}:");
-            for item in items {
-                let _ = writeln!(out, "  - {item}");
-            }
-        }
-    };
-    bullets(&mut out, "Invariants", list("invariants"));
-    let steps = list("steps");
-    if !steps.is_empty() {
-        out.push_str("Steps:\n");
-        for (k, step) in steps.iter().enumerate() {
-            let _ = writeln!(out, "  {label}.{}: {step}", k + 1);
+    let mut iter = flags.iter();
+    while let Some(flag) = iter.next() {
+        if flag == "--user-approved" {
+            request.approval = Some(flag_value(&mut iter, flag, "a reason string")?);
+        } else {
+            request.unknown_flags.push(flag.clone());
         }
     }
-    bullets(&mut out, "Commands", list("commands"));
-    bullets(
-        &mut out,
-        "Proof required to leave this phase",
-        list("proof"),
-    );
-    let gate = def.get("gate").and_then(Value::as_bool).unwrap_or(true);
-    let _ = writeln!(out, "Gate: {gate}");
-    out
+    request.proof = proof::parse(&read_stdin(PROOF_TIMEOUT));
+    Ok(phase(ctx, &session_dir_arg(ctx, dir), &request))
+}
+
+/// Move the session in `dir` to the requested phase, as `session.sh phase` does; what to print.
+pub fn phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcome {
+    transition::change_phase(ctx, dir, request)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::activation::activate;
     use crate::env;
     use crate::preload::{PENDING, PRELOADED};
     use crate::session;
+    use crate::session::STATE_FILE;
+    use crate::state;
     use std::fs;
 
     fn setup() -> (tempfile::TempDir, Context, PathBuf) {
@@ -297,19 +302,38 @@ mod tests {
         );
     }
 
+    fn request(phase: &str) -> PhaseRequest {
+        PhaseRequest {
+            phase: phase.to_owned(),
+            ..PhaseRequest::default()
+        }
+    }
+
     #[test]
     fn phase_sets_current_phase_and_describes_it() {
         let (_tmp, ctx, dir) = setup();
         activate(&ctx, &dir, Some("implement")).unwrap();
-        let text = phase(&ctx, &dir, "1: Interrogation").unwrap();
+        let out = phase(&ctx, &dir, &request("1: Interrogation"));
+        assert!(!out.refused);
         assert_eq!(
-            text,
+            out.stdout,
             "Phase: 1: Interrogation\nSteps:\n  1.1: §CMD_A\nCommands:\n  - §CMD_B\nProof required to leave this phase:\n  - depth\nGate: true\n"
+        );
+        assert!(
+            out.stderr
+                .contains("Phase '0: Setup' has no proof fields declared")
         );
         let s = state::load(&dir.join(STATE_FILE)).unwrap();
         assert_eq!(s.str("currentPhase"), Some("1: Interrogation"));
         assert!(s.get("loading").is_none());
         assert_eq!(s.get("toolCallsByTranscript"), Some(&json!({})));
-        assert!(matches!(phase(&ctx, &dir, "1/x"), Err(Failure::Usage(_))));
+        let out = phase(&ctx, &dir, &request("1/x"));
+        assert!(out.refused && out.stderr.starts_with("ERROR: validate_phase:"));
+        let out = phase(&ctx, &dir, &request("0: Setup"));
+        assert!(out.refused, "backwards, and phase 1 needs its proof");
+        assert!(
+            out.stderr
+                .starts_with("§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.")
+        );
     }
 }

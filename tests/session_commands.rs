@@ -1,0 +1,360 @@
+//! `preload phase` refuses what `session.sh phase` refuses, with its messages and exit codes:
+//! the phase sequence and the proof a phase asks for (recorded in the phase history); and never
+//! waits on a stdin left open.
+
+use std::fs;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use preload_core::env;
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, strings};
+use crate::pipeline_steps::cli_output;
+
+/// What a `preload` run left: (exit code, stdout, stderr).
+fn run(sb: &Sandbox, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let out = cli_output(sb, args, stdin);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The bundled `/implement` activated as session `t`.
+fn implement() -> Sandbox {
+    let sb = Sandbox::new();
+    let (code, _, err) = run(&sb, &["activate", "sessions/t", "implement"], "");
+    assert_eq!(code, 0, "{err}");
+    sb
+}
+
+fn dir(sb: &Sandbox) -> String {
+    sb.sessions.join("t").display().to_string()
+}
+
+/// The proof for leaving phase 0 of the bundled `/implement`: the fields its `Proof required to
+/// leave this phase` list names.
+const SETUP_PROOF: &str = r#"{"mode": "default", "sessionDir": "sessions/t", "parametersParsed": "add a total", "contextIngested": "2: parser.ts, total.ts"}"#;
+
+fn setup_proof() -> Value {
+    serde_json::from_str(SETUP_PROOF).unwrap()
+}
+
+/// The state without what every write changes.
+fn settled(sb: &Sandbox) -> Value {
+    let mut s = sb.state("t");
+    s.as_object_mut().unwrap().remove("lastHeartbeat");
+    s
+}
+
+#[test]
+fn a_skipped_phase_is_refused_and_nothing_changes() {
+    let sb = implement();
+    let before = fs::read_to_string(sb.sessions.join("t/.state.json")).unwrap();
+    let (code, out, err) = run(&sb, &["phase", "sessions/t", "2.4: Close"], SETUP_PROOF);
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: engine session phase {d} \"2.4: Close\" --user-approved \"Reason: ...\"\n",
+            d = dir(&sb)
+        )
+    );
+    assert_eq!(
+        fs::read_to_string(sb.sessions.join("t/.state.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn leaving_a_phase_needs_its_proof() {
+    let sb = implement();
+    let d = dir(&sb);
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "1: Interrogation"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_UPDATE_PHASE: Proof required to leave phase '0: Setup' but no STDIN provided.\n  Required proof fields: mode, sessionDir, parametersParsed, contextIngested\n\n  Usage: echo 'field: value' | session.sh phase {d} \"1: Interrogation\"\n"
+        )
+    );
+    let (code, _, err) = run(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        r#"{"mode": "quick", "parametersParsed": "", "zeta": 1}"#,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "§CMD_UPDATE_PHASE: Missing proof to leave phase '0: Setup': sessionDir, parametersParsed, contextIngested\n  Required: mode, sessionDir, parametersParsed, contextIngested\n  Provided: mode, parametersParsed, zeta\n"
+    );
+    let (code, _, err) = run(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        r#"{"mode": "quick", "sessionDir": "________", "parametersParsed": "yes"}"#,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "§CMD_UPDATE_PHASE: Proof field 'sessionDir' has unfilled blank (________). Complete the work before transitioning.\n"
+    );
+    assert_eq!(sb.state("t")["currentPhase"], "0: Setup");
+}
+
+#[test]
+fn proof_is_checked_against_the_phase_command_schemas() {
+    let sb = implement();
+    let (code, _, err) = run(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        SETUP_PROOF,
+    );
+    assert_eq!(code, 0, "{err}");
+    let given =
+        r#"{"depthChosen": "standard (user)", "roundsCompleted": 3, "questionsAsked": "4"}"#;
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "2: Planning"], given);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_UPDATE_PHASE: Proof validation failed against CMD schemas:\n/answersLogged: missing required property 'answersLogged' [required]\n/interactionsLogged: missing required property 'interactionsLogged' [required]\n/roundsCompleted: expected type string but got number [type]\n\n  Schema required: answersLogged, depthChosen, interactionsLogged, questionsAsked, roundsCompleted\n  Proof provided: {given}\n"
+        )
+    );
+    assert_eq!(sb.state("t")["currentPhase"], "1: Interrogation");
+}
+
+#[test]
+fn an_accepted_transition_records_its_proof_and_queues_the_phase_commands() {
+    let sb = implement();
+    let before = settled(&sb);
+    let (code, out, err) = run(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        SETUP_PROOF,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+    assert!(out.starts_with("Phase: 1: Interrogation\nSteps:\n  1.1: §CMD_REPORT_INTENT\n"));
+    assert!(
+        out.contains(
+            "Proof required to leave this phase:\n  - answersLogged: Where the answers were recorded (hook or manual)\n  - depthChosen: The depth and who chose it, e.g. 'standard (user)'\n"
+        ),
+        "{out}"
+    );
+    assert!(out.ends_with("Gate: true\n"), "{out}");
+    let s = settled(&sb);
+    assert_eq!(s["currentPhase"], "1: Interrogation");
+    assert!(s.get("loading").is_none());
+    let history = s["phaseHistory"].as_array().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["phase"], "1: Interrogation");
+    assert_eq!(history[0]["proof"], setup_proof());
+    assert!(history[0]["ts"].is_string());
+    let pending = strings(&s, "pendingPreloads");
+    for name in [
+        "CMD_INTERROGATE.md",
+        "CMD_ASK_ROUND.md",
+        "CMD_LOG_INTERACTION.md",
+    ] {
+        assert!(
+            pending
+                .iter()
+                .any(|p| p.ends_with(&format!("/engine/.directives/commands/{name}"))),
+            "{name} queued: {pending:?}"
+        );
+    }
+    assert_eq!(s["skill"], before["skill"], "the rest of the state is kept");
+    assert_eq!(s["phases"], before["phases"]);
+}
+
+#[test]
+fn key_value_proof_still_works_with_the_deprecation_notice() {
+    let sb = implement();
+    let mut lines = String::new();
+    for (key, value) in setup_proof().as_object().unwrap() {
+        let value = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned);
+        lines.push_str(key);
+        lines.push_str(": ");
+        lines.push_str(&value);
+        lines.push('\n');
+    }
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "1: Interrogation"], &lines);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        "⚠️  DEPRECATED: Proof piped as key:value lines. Use JSON objects instead.\n"
+    );
+    assert_eq!(sb.state("t")["phaseHistory"][0]["proof"], setup_proof());
+}
+
+#[test]
+fn the_users_approval_lets_a_skip_through_but_not_without_proof() {
+    let sb = implement();
+    let args = [
+        "phase",
+        "sessions/t",
+        "3.A: Build Loop",
+        "--user-approved",
+        "Reason: the user asked to build now",
+    ];
+    let (code, out, err) = run(&sb, &args, "");
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(
+            "Phase transition approved (non-sequential): 0: Setup -> 3.A: Build Loop\n"
+        )
+    );
+    assert!(err.starts_with("§CMD_UPDATE_PHASE: Proof required to leave phase '0: Setup'"));
+    let (code, out, err) = run(&sb, &args, SETUP_PROOF);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(
+        "Phase transition approved (non-sequential): 0: Setup -> 3.A: Build Loop\n  Approval: Reason: the user asked to build now\nPhase: 3.A: Build Loop\n"
+    ));
+    assert_eq!(sb.state("t")["currentPhase"], "3.A: Build Loop");
+}
+
+#[test]
+fn switching_branches_and_going_back_are_refused() {
+    let sb = Sandbox::new();
+    sb.active_session(
+        "t",
+        &json!({"currentPhase": "3.A: Alpha", "phases": [
+            {"label": "3", "name": "Exec"}, {"label": "3.A", "name": "Alpha"},
+            {"label": "3.B", "name": "Beta"}, {"label": "4", "name": "Synth"},
+            {"label": "4.1", "name": "One"}, {"label": "4.2", "name": "Two"}]}),
+    );
+    let d = dir(&sb);
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "3.B: Beta"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: engine session phase {d} \"4: [NextPhase]\"\n\n  To proceed: engine session phase {d} \"3.B: Beta\" --user-approved \"Reason: ...\"\n"
+        )
+    );
+    let (code, _, _) = run(&sb, &["phase", "sessions/t", "4.2: Two"], "");
+    assert_eq!(code, 0, "from a branch to the next major");
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "4.1: One"], "");
+    assert_eq!(code, 1, "backwards");
+    assert!(err.contains("Requested phase: 4.1: One (label: 4.1)\n\n  To proceed"));
+    let (code, out, _) = run(&sb, &["phase", "sessions/t", "4.5: Extra"], "");
+    assert_eq!(code, 0, "an undeclared sub-phase of the current major");
+    assert_eq!(out, "Phase: 4.5: Extra\nGate: true\n");
+    let labels: Vec<Value> = sb.state("t")["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["label"].clone())
+        .collect();
+    assert_eq!(
+        labels,
+        json!(["3", "3.A", "3.B", "4", "4.1", "4.2", "4.5"])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(
+        sb.state("t")["phaseHistory"],
+        json!(["4.2: Two", "4.5: Extra"])
+    );
+}
+
+#[test]
+fn bad_labels_missing_sessions_and_unknown_flags() {
+    let sb = implement();
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "1/x"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "ERROR: validate_phase: invalid characters in phase label '1/x' (no /, &, \\, or newlines)\n"
+    );
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", ""], "");
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "ERROR: validate_phase: empty phase label\n")
+    );
+    let (code, _, err) = run(&sb, &["phase", "sessions/t", "Setup"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "§CMD_UPDATE_PHASE: Invalid phase label format: 'Setup'. Valid formats: N, N.M, N.A, N.MA (single uppercase). Got: 'Setup'\n"
+    );
+    let (code, _, err) = run(&sb, &["phase", "sessions/none", "1: X"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {} — is the session active?\n",
+            sb.sessions.join("none").display()
+        )
+    );
+    let (code, out, err) = run(&sb, &["phase", "sessions/t", "0: Setup", "--loud"], "");
+    assert_eq!(code, 0);
+    assert_eq!(err, "§CMD_UPDATE_PHASE: Unknown flag '--loud'\n");
+    assert!(out.starts_with("Phase: 0: Setup\n"));
+}
+
+/// `preload <args>` with a stdin that gets `written` and is then held open; (exit code, stdout,
+/// stderr, seconds taken).
+fn held_open(sb: &Sandbox, args: &[&str], written: &str) -> (i32, String, String, f64) {
+    let mut child = Command::new(crate::common::bin("preload"))
+        .args(args)
+        .env_clear()
+        .env(env::HOME, &sb.home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
+        .env(env::CLAUDE_SESSION_CACHE_DIR, sb.root())
+        .current_dir(&sb.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(written.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "preload {args:?} hung on an open stdin"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed().as_secs_f64();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        took,
+    )
+}
+
+#[test]
+fn a_stdin_held_open_is_read_for_a_second_and_never_waited_on() {
+    let sb = implement();
+    let (code, _, err, took) = held_open(&sb, &["phase", "sessions/t", "1: Interrogation"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("but no STDIN provided"), "{err}");
+    assert!(took < 5.0, "{took}s");
+    let (code, _, err, took) = held_open(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        SETUP_PROOF,
+    );
+    assert_eq!(code, 0, "what arrived in time is the proof: {err}");
+    assert!(took < 5.0, "{took}s");
+    assert_eq!(
+        sb.state("t")["phaseHistory"][0]["phase"],
+        "1: Interrogation"
+    );
+}
