@@ -1,6 +1,6 @@
-//! `preload phase` refuses what `session.sh phase` refuses, with its messages and exit codes:
-//! the phase sequence and the proof a phase asks for (recorded in the phase history); and never
-//! waits on a stdin left open.
+//! `preload activate` and `preload phase` refuse what `session.sh` refuses, with its messages
+//! and exit codes: the phase sequence, the proof a phase asks for (recorded in the phase
+//! history), the session parameters, a completed skill; and never wait on a stdin left open.
 
 use std::fs;
 use std::io::Write;
@@ -357,4 +357,112 @@ fn a_stdin_held_open_is_read_for_a_second_and_never_waited_on() {
         sb.state("t")["phaseHistory"][0]["phase"],
         "1: Interrogation"
     );
+    let (code, _, err, took) = held_open(&sb, &["activate", "sessions/u", "implement"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(took < 6.0, "{took}s");
+}
+
+// activate
+
+/// Session parameters as the engine's `CMD_PARSE_PARAMETERS` schema asks for them.
+const PARAMETERS_SCHEMA: &str = "# ¶CMD_PARSE_PARAMETERS\n\n**Schema**:\n```json\n{\"type\": \"object\", \"required\": [\"taskSummary\", \"scope\"], \"properties\": {\"taskSummary\": {\"type\": \"string\"}, \"scope\": {\"type\": \"string\"}, \"contextPaths\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}}\n```\n\n## PROOF FOR §CMD_PARSE_PARAMETERS\n\n```json\n{\"type\": \"object\", \"required\": [\"parse_parametersDone\"]}\n```\n";
+
+#[test]
+fn session_parameters_are_validated_then_merged() {
+    let sb = Sandbox::new();
+    sb.directive("commands/CMD_PARSE_PARAMETERS.md", PARAMETERS_SCHEMA);
+    let (code, _, err) = run(&sb, &["activate", "sessions/t", "implement"], "{not json");
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "§CMD_PARSE_PARAMETERS: Invalid JSON on stdin\n")
+    );
+    assert!(!sb.sessions.join("t").exists(), "nothing created");
+    let (code, _, err) = run(
+        &sb,
+        &["activate", "sessions/t", "implement"],
+        r#"{"taskSummary": "add a total", "contextPaths": ["a", 2]}"#,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n/scope: missing required property 'scope' [required]\n/contextPaths/1: expected type string but got number [type]\n"
+    );
+    let (code, _, err) = run(
+        &sb,
+        &["activate", "sessions/t", "implement"],
+        r#"{"taskSummary": "add a total", "scope": "Code Changes Allowed", "taskType": "MINE"}"#,
+    );
+    assert_eq!(code, 0, "{err}");
+    let s = sb.state("t");
+    assert_eq!(s["taskSummary"], "add a total");
+    assert_eq!(s["scope"], "Code Changes Allowed");
+    assert_eq!(
+        s["taskType"], "IMPLEMENTATION",
+        "the skill's static fields win"
+    );
+
+    fs::remove_file(
+        sb.home
+            .join(".claude/engine/.directives/commands/CMD_PARSE_PARAMETERS.md"),
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        &sb,
+        &["activate", "sessions/v", "implement"],
+        r#"{"scope": "x"}"#,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: taskSummary, directoriesOfInterest, contextPaths, requestFiles, extraInfo\n  See §CMD_PARSE_PARAMETERS schema for required fields.\n"
+    );
+}
+
+#[test]
+fn a_completed_skill_is_activated_again_only_with_approval() {
+    let sb = Sandbox::new();
+    sb.active_session("t", &json!({"completedSkills": ["implement"]}));
+    let d = dir(&sb);
+    let (code, out, err) = run(&sb, &["activate", "sessions/t", "implement"], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "§CMD_PARSE_PARAMETERS: Skill 'implement' was already completed in this session.\n  Completed skills: implement\n  Session: {d}\n\nEnsure you are doing the right thing — right skill, right phase. You may re-activate this skill if the user explicitly allowed it.\n  To proceed: session.sh activate {d} implement --user-approved \"Reason: ...\"\n"
+        )
+    );
+    let (code, out, err) = run(
+        &sb,
+        &[
+            "activate",
+            "sessions/t",
+            "implement",
+            "--user-approved",
+            "Reason: once more",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(
+        "Skill re-activation approved (previously completed): implement\n  Approval: Reason: once more\nSession activated: "
+    ));
+    let (code, _, err) = run(
+        &sb,
+        &[
+            "activate",
+            "sessions/t",
+            "implement",
+            "--fast-track",
+            "--odd",
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(err, "§CMD_PARSE_PARAMETERS: Unknown flag '--odd'\n");
+    assert_eq!(sb.state("t")["fastTrack"], true);
+
+    sb.active_session("d", &json!({"skill": "do", "completedSkills": ["do"]}));
+    let (code, _, err) = run(&sb, &["activate", "sessions/d", "do"], "");
+    assert_eq!(code, 0, "/do can always be activated again: {err}");
 }

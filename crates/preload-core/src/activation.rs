@@ -1,5 +1,7 @@
 //! Session activation, the half of `session.sh activate` the hooks rely on: the fields the hooks
-//! read, the skill's static fields, the merge of the owner's seed, the PID claim and cache.
+//! read, the skill's static fields, the merge of the owner's seed, the PID claim and cache; and
+//! what the engine checks first: the session parameters piped in (against the
+//! `CMD_PARSE_PARAMETERS` schema), a skill already completed in the session, a live owner.
 //! Used by `preload activate` and by the guard engine's opt-in ad-hoc activation.
 
 use std::fs;
@@ -11,11 +13,14 @@ use crate::clock;
 use crate::context::Context;
 use crate::ledger;
 use crate::lock::StateLock;
+use crate::paths::EnginePaths;
 use crate::preload::{PARTS, PENDING, PRELOADED};
 use crate::process;
 use crate::session::{self, SEEDING, STATE_FILE};
 use crate::skill::{self, Skill};
 use crate::state::{self, State};
+use crate::transition::proof::{deep_merge, first_json_block};
+use crate::transition::schema;
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -40,6 +45,22 @@ const TEMPLATE_PATH_FIELDS: [&str; 5] = [
     "responseTemplate",
 ];
 
+/// The skills finished in a session; activating one of them again needs the user's approval.
+pub const COMPLETED_SKILLS: &str = "completedSkills";
+/// Set by `--fast-track`.
+pub const FAST_TRACK: &str = "fastTrack";
+/// The skill that may always be activated again.
+const REUSABLE_SKILL: &str = "do";
+/// The session parameters required when `CMD_PARSE_PARAMETERS.md` has no usable schema.
+pub const REQUIRED_PARAMETERS: [&str; 6] = [
+    "taskSummary",
+    "scope",
+    "directoriesOfInterest",
+    "contextPaths",
+    "requestFiles",
+    "extraInfo",
+];
+
 /// Why activating (or changing the phase of) a session failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
@@ -54,6 +75,61 @@ pub enum Failure {
     Rejected(String),
 }
 
+/// What an activation was asked for beyond the skill.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    /// Session parameters (checked with [`session_parameters`]), merged into the state.
+    pub parameters: Option<Map<String, Value>>,
+    /// `--fast-track`: no completed-skill check, `fastTrack: true`.
+    pub fast_track: bool,
+    /// `--user-approved REASON`: the user allowed activating a completed skill again.
+    pub approval: Option<String>,
+}
+
+/// Check the session parameters piped to `activate`: JSON, valid against the first JSON block of
+/// `CMD_PARSE_PARAMETERS.md` when it has one, else holding the [`REQUIRED_PARAMETERS`].
+/// `None` when nothing was piped; the object to merge otherwise.
+pub fn session_parameters(
+    paths: &EnginePaths,
+    text: &str,
+) -> Result<Option<Map<String, Value>>, Failure> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let params: Value = serde_json::from_str(text).map_err(|_| {
+        Failure::Rejected("§CMD_PARSE_PARAMETERS: Invalid JSON on stdin".to_owned())
+    })?;
+    let definition = paths
+        .engine_directives
+        .join("commands/CMD_PARSE_PARAMETERS.md");
+    let schema_doc = fs::read_to_string(definition)
+        .ok()
+        .map(|t| first_json_block(&t))
+        .and_then(|block| serde_json::from_str::<Value>(&block).ok());
+    if let Some(schema_doc) = schema_doc {
+        let errors = schema::validate(&schema_doc, &params);
+        if !errors.is_empty() {
+            return Err(Failure::Rejected(format!(
+                "§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n{}",
+                errors.join("\n")
+            )));
+        }
+    } else {
+        let missing: Vec<&str> = REQUIRED_PARAMETERS
+            .into_iter()
+            .filter(|f| params.get(f).is_none() || !params.is_object())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Failure::Rejected(format!(
+                "§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: {}\n  \
+                 See §CMD_PARSE_PARAMETERS schema for required fields.",
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok(params.as_object().cloned())
+}
+
 /// A refusal carrying the error's message.
 pub fn refused(err: impl std::fmt::Display) -> Failure {
     Failure::Refused(err.to_string())
@@ -62,6 +138,16 @@ pub fn refused(err: impl std::fmt::Display) -> Failure {
 /// Create or update `<dir>/.state.json` for the owner, merge and delete the owner's seed, claim
 /// the owner's PID from other sessions, write the PID cache.
 pub fn activate(ctx: &Context, dir: &Path, skill: Option<&str>) -> Result<Activated, Failure> {
+    activate_with(ctx, dir, skill, &Options::default())
+}
+
+/// [`activate`] with session parameters, `--fast-track` or the user's approval.
+pub fn activate_with(
+    ctx: &Context,
+    dir: &Path,
+    skill: Option<&str>,
+    options: &Options,
+) -> Result<Activated, Failure> {
     if let Some(name) = skill {
         if !skill::is_valid_name(name) {
             return Err(Failure::Usage(format!("bad skill name {name:?}")));
@@ -89,7 +175,7 @@ pub fn activate(ctx: &Context, dir: &Path, skill: Option<&str>) -> Result<Activa
     let seed = seed.filter(|s| s.str("lifecycle") == Some(SEEDING));
 
     let outcome = state::update(&path, ctx.lock_deadline(), |s| {
-        activate_state(ctx, s, skill, seed.as_ref(), carry.as_ref())
+        activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref())
     })
     .map_err(refused)??;
 
@@ -115,22 +201,50 @@ pub struct Activated {
     pub skill: String,
     /// Its current phase.
     pub phase: String,
+    /// True when the skill had been completed and the user approved activating it again.
+    pub approved_again: bool,
+}
+
+/// Whether `skill` was completed in the session and the user approved activating it again;
+/// refused when it was and nobody did. `/do`, and `--fast-track`, are never asked.
+fn completed_again(dir: &Path, s: &State, skill: &str, options: &Options) -> Result<bool, Failure> {
+    if skill == REUSABLE_SKILL || options.fast_track {
+        return Ok(false);
+    }
+    let completed = state::strings_of(s.get(COMPLETED_SKILLS));
+    if !completed.iter().any(|c| c == skill) {
+        return Ok(false);
+    }
+    if options.approval.is_none() {
+        return Err(completed_refusal(dir, skill, &completed));
+    }
+    Ok(true)
+}
+
+/// The engine's refusal to activate a completed skill again.
+fn completed_refusal(dir: &Path, skill: &str, completed: &[String]) -> Failure {
+    let dir = dir.display();
+    Failure::Rejected(format!(
+        "§CMD_PARSE_PARAMETERS: Skill '{skill}' was already completed in this session.\n  \
+         Completed skills: {}\n  Session: {dir}\n\n\
+         Ensure you are doing the right thing — right skill, right phase. You may re-activate \
+         this skill if the user explicitly allowed it.\n  \
+         To proceed: session.sh activate {dir} {skill} --user-approved \"Reason: ...\"",
+        completed.join(", ")
+    ))
 }
 
 fn activate_state(
     ctx: &Context,
+    dir: &Path,
     s: &mut State,
     skill_arg: Option<&str>,
+    options: &Options,
     seed: Option<&State>,
     carry: Option<&State>,
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
     let holder = s.pid("pid");
-    if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
-        return Err(Failure::Refused(format!(
-            "Session has active agent (PID {pid})"
-        )));
-    }
     let previous = s.str("skill").map(str::to_owned);
     let skill = skill_arg
         .map(str::to_owned)
@@ -140,7 +254,18 @@ fn activate_state(
         return Err(Failure::Usage(format!("bad skill name {skill:?}")));
     }
     let fresh = s.0.is_empty();
+    let approved_again = !fresh && completed_again(dir, s, &skill, options)?;
+    if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
+        return Err(Failure::Rejected(format!(
+            "§CMD_MAINTAIN_SESSION_DIR: Session has active agent (PID {pid}). Choose another folder."
+        )));
+    }
     let changed = previous.as_deref().is_some_and(|p| p != skill);
+    // The engine merges the parameters unless the owner re-activates its own skill, or a dead
+    // owner's dehydrated session is taken back as it was.
+    let same_window = !fresh && holder == Some(owner) && !changed;
+    let dehydrated = holder.is_some_and(|p| p != owner)
+        && (s.get("dehydratedContext").is_some_and(|v| !v.is_null()) || s.flag("killRequested"));
     let now = clock::iso_utc(ctx.now);
 
     s.set("pid", json!(owner));
@@ -164,6 +289,13 @@ fn activate_state(
     if changed {
         s.remove("phases");
         s.set("phaseHistory", json!([]));
+    }
+    if let Some(params) = options
+        .parameters
+        .as_ref()
+        .filter(|_| !same_window && !dehydrated)
+    {
+        deep_merge(&mut s.0, params);
     }
     if let Some(def) = Skill::load(&ctx.paths, &skill) {
         for (key, value) in static_fields(&def) {
@@ -199,9 +331,13 @@ fn activate_state(
         }
     }
     ledger::adopt(s, seed, carry);
+    if options.fast_track {
+        s.set(FAST_TRACK, json!(true));
+    }
     Ok(Activated {
         skill,
         phase: s.str("currentPhase").unwrap_or("").to_owned(),
+        approved_again,
     })
 }
 

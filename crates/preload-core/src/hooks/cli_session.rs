@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::activation::{self, Failure};
+use crate::activation::{self, Failure, Options};
 use crate::env::Env;
 use crate::input::MAX_STDIN_BYTES;
 use crate::runner;
@@ -21,6 +21,8 @@ use crate::{Context, HookInput};
 
 /// How long `phase` waits for its proof on stdin (the engine's `read -t 1`).
 pub const PROOF_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long `activate` waits for the session parameters on stdin.
+pub const PARAMETERS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Run `activate` or `phase` with its arguments; prints the result, returns the exit code.
 pub fn main(name: &str, args: &[String]) -> ExitCode {
@@ -130,24 +132,54 @@ fn flag_value<'a>(
 }
 
 fn activate_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
+    let mut out = Outcome::default();
     let mut dir = None;
     let mut skill = None;
+    let mut options = Options::default();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--skill" => skill = Some(flag_value(&mut iter, "--skill", "a name")?),
             a if a.starts_with("--skill=") => skill = Some(a["--skill=".len()..].to_owned()),
-            a if a.starts_with("--") => return Err(Failure::Usage(format!("unknown option {a}"))),
-            a if dir.is_none() => dir = Some(a.to_owned()),
+            "--fast-track" => options.fast_track = true,
+            "--user-approved" => {
+                options.approval = Some(flag_value(&mut iter, arg, "a reason string")?);
+            }
+            a if dir.is_none() && !a.starts_with("--") => dir = Some(a.to_owned()),
             // `session.sh activate <dir> <skill>` spelling.
-            a if skill.is_none() => skill = Some(a.to_owned()),
-            a => return Err(Failure::Usage(format!("unexpected argument {a}"))),
+            a if skill.is_none() && !a.starts_with("--") => skill = Some(a.to_owned()),
+            a => out.warn(&format!("§CMD_PARSE_PARAMETERS: Unknown flag '{a}'")),
         }
     }
     let dir = dir.ok_or_else(|| Failure::Usage("activate needs a session directory".into()))?;
     let dir = session_dir_arg(ctx, &dir);
-    let done = activation::activate(ctx, &dir, skill.as_deref())?;
-    let mut out = Outcome::default();
+    let activated = activation::session_parameters(&ctx.paths, &read_stdin(PARAMETERS_TIMEOUT))
+        .and_then(|parameters| {
+            options.parameters = parameters;
+            activation::activate_with(ctx, &dir, skill.as_deref(), &options)
+        });
+    let done = match activated {
+        Ok(done) => done,
+        Err(Failure::Refused(why)) => {
+            out.refuse(&format!("preload: {why}"));
+            return Ok(out);
+        }
+        Err(Failure::Rejected(why)) => {
+            out.refuse(&why);
+            return Ok(out);
+        }
+        Err(usage) => return Err(usage),
+    };
+    if done.approved_again {
+        out.say(&format!(
+            "Skill re-activation approved (previously completed): {}",
+            done.skill
+        ));
+        out.say(&format!(
+            "  Approval: {}",
+            options.approval.as_deref().unwrap_or("")
+        ));
+    }
     out.say(&format!(
         "Session activated: {} (skill: {}, pid: {})",
         dir.display(),
@@ -298,7 +330,9 @@ mod tests {
         let err = activate(&ctx, &dir, Some("implement")).unwrap_err();
         assert_eq!(
             err,
-            Failure::Refused(format!("Session has active agent (PID {parent})"))
+            Failure::Rejected(format!(
+                "§CMD_MAINTAIN_SESSION_DIR: Session has active agent (PID {parent}). Choose another folder."
+            ))
         );
     }
 
@@ -334,6 +368,99 @@ mod tests {
         assert!(
             out.stderr
                 .starts_with("§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.")
+        );
+    }
+
+    fn write_state(dir: &Path, state: &serde_json::Value) {
+        fs::create_dir_all(dir).unwrap();
+        fs::write(dir.join(STATE_FILE), state.to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_completed_skill_needs_approval_or_fast_track() {
+        let (_tmp, ctx, dir) = setup();
+        write_state(
+            &dir,
+            &json!({"skill": "implement", "completedSkills": ["implement", "do"]}),
+        );
+        let err = activate(&ctx, &dir, Some("implement")).unwrap_err();
+        assert_eq!(
+            err,
+            Failure::Rejected(format!(
+                "§CMD_PARSE_PARAMETERS: Skill 'implement' was already completed in this session.\n  Completed skills: implement, do\n  Session: {d}\n\nEnsure you are doing the right thing — right skill, right phase. You may re-activate this skill if the user explicitly allowed it.\n  To proceed: session.sh activate {d} implement --user-approved \"Reason: ...\"",
+                d = dir.display()
+            ))
+        );
+        assert!(
+            state::load(&dir.join(STATE_FILE))
+                .unwrap()
+                .get("pid")
+                .is_none()
+        );
+        activate(&ctx, &dir, Some("do")).unwrap();
+        let approved = Options {
+            approval: Some("Reason: again".into()),
+            ..Options::default()
+        };
+        let done = activation::activate_with(&ctx, &dir, Some("implement"), &approved).unwrap();
+        assert!(done.approved_again);
+        let fast = Options {
+            fast_track: true,
+            ..Options::default()
+        };
+        let done = activation::activate_with(&ctx, &dir, Some("implement"), &fast).unwrap();
+        assert!(!done.approved_again);
+        assert_eq!(
+            state::load(&dir.join(STATE_FILE))
+                .unwrap()
+                .get(activation::FAST_TRACK),
+            Some(&json!(true))
+        );
+    }
+
+    #[test]
+    fn session_parameters_are_checked_then_merged() {
+        let (_tmp, ctx, dir) = setup();
+        let fallback = activation::session_parameters(&ctx.paths, "{\"taskSummary\": \"x\"}");
+        assert_eq!(
+            fallback.unwrap_err(),
+            Failure::Rejected("§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: scope, directoriesOfInterest, contextPaths, requestFiles, extraInfo\n  See §CMD_PARSE_PARAMETERS schema for required fields.".into())
+        );
+        assert_eq!(
+            activation::session_parameters(&ctx.paths, "not json").unwrap_err(),
+            Failure::Rejected("§CMD_PARSE_PARAMETERS: Invalid JSON on stdin".into())
+        );
+        assert_eq!(activation::session_parameters(&ctx.paths, " \n"), Ok(None));
+        let commands = ctx.paths.engine_directives.join("commands");
+        fs::create_dir_all(&commands).unwrap();
+        fs::write(
+            commands.join("CMD_PARSE_PARAMETERS.md"),
+            "# P\n**Schema**:\n```json\n{\"type\": \"object\", \"required\": [\"taskSummary\"], \"properties\": {\"taskSummary\": {\"type\": \"string\"}, \"scope\": {\"type\": \"string\"}}}\n```\n",
+        )
+        .unwrap();
+        assert_eq!(
+            activation::session_parameters(&ctx.paths, "{\"scope\": 1}").unwrap_err(),
+            Failure::Rejected("§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n/taskSummary: missing required property 'taskSummary' [required]\n/scope: expected type string but got number [type]".into())
+        );
+        let params = activation::session_parameters(
+            &ctx.paths,
+            "{\"taskSummary\": \"add auth\", \"phases\": [], \"extra\": {\"a\": 1}}",
+        )
+        .unwrap();
+        let options = Options {
+            parameters: params,
+            ..Options::default()
+        };
+        activation::activate_with(&ctx, &dir, Some("implement"), &options).unwrap();
+        let s = state::load(&dir.join(STATE_FILE)).unwrap();
+        assert_eq!(s.str("taskSummary"), Some("add auth"));
+        assert_eq!(s.get("extra"), Some(&json!({"a": 1})));
+        assert_eq!(
+            s.get("phases")
+                .and_then(serde_json::Value::as_array)
+                .map(Vec::len),
+            Some(2),
+            "the skill's static fields win"
         );
     }
 }
