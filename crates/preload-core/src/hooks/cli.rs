@@ -11,9 +11,14 @@ use crate::runner;
 pub const HELP: &str = "preload: the command line of the native preload hooks.
 
 Usage:
-  preload activate <session-dir> [--skill NAME]   create or update a session's .state.json,
-                                                  merging this process's seed
-  preload phase <session-dir> \"<label>: <name>\"   set currentPhase; prints `Phase: …`
+  preload activate <session-dir> [--skill NAME] [--fast-track] [--user-approved REASON]
+                                                  create or update a session's .state.json,
+                                                  merging this process's seed; session
+                                                  parameters as JSON on stdin
+  preload phase <session-dir> \"<label>: <name>\" [--user-approved REASON]
+                                                  move to a phase, as session.sh phase
+                                                  enforces it; proof as JSON on stdin;
+                                                  prints `Phase: …`
   preload install [--prefix DIR] [--settings PATH] [--shims] [--print]
                                                   copy the binaries and wire them (--print:
                                                   show the wiring, change nothing)
