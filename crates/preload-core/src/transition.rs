@@ -1,12 +1,16 @@
 //! Phase transitions as `session.sh phase` enforces them: the label checks, the sequence rules
-//! over the session's `phases`, the proof needed to leave a phase ([`proof`]), and the one
-//! locked write that records the new phase, its proof and the new phase's command files.
+//! over the session's `phases` (here), the proof needed to leave a phase ([`proof`], checked
+//! with [`schema`]), and the one locked write that records the new phase, its proof and the new
+//! phase's command files ([`change_phase`]).
 //!
 //! A refused transition changes nothing, and its message and exit code are the engine's, since
 //! the agent reads them.
 
+mod change;
 pub mod proof;
 pub mod schema;
+
+pub use change::{PhaseRequest, change_phase, describe};
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -15,15 +19,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use crate::clock;
-use crate::context::Context;
-use crate::delivery::Packer;
-use crate::preload::{self, Batch, Mode, Request};
-use crate::session::STATE_FILE;
 use crate::skill;
-use crate::state::{self, State};
-
-use proof::{Leaving, Proof, ProofSchema};
 
 /// The session's declared phases.
 pub const PHASES: &str = "phases";
@@ -279,223 +275,6 @@ fn appended(phases: &[Value], label: &str, name: &str) -> Vec<Value> {
             .map(|l| skill::label_sort_key(&l))
             .unwrap_or_default()
     });
-    out
-}
-
-/// A `phase` call.
-#[derive(Debug, Clone, Default)]
-pub struct PhaseRequest {
-    /// `"<label>: <name>"`.
-    pub phase: String,
-    /// `--user-approved REASON`.
-    pub approval: Option<String>,
-    /// What arrived on stdin.
-    pub proof: Option<Proof>,
-    /// Arguments that are no flag of `phase` (reported, then ignored).
-    pub unknown_flags: Vec<String>,
-}
-
-/// Move the session in `dir` to the requested phase, as `session.sh phase` does.
-pub fn change_phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcome {
-    let mut out = Outcome::default();
-    let phase = request.phase.as_str();
-    if let Err(message) = validate_phase(phase) {
-        out.refuse(&message);
-        return out;
-    }
-    let path = dir.join(STATE_FILE);
-    if !path.is_file() {
-        out.refuse(&format!(
-            "§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {} — is the session active?",
-            dir.display()
-        ));
-        return out;
-    }
-    for flag in &request.unknown_flags {
-        out.warn(&format!("§CMD_UPDATE_PHASE: Unknown flag '{flag}'"));
-    }
-    let written = state::update(&path, ctx.lock_deadline(), |s| {
-        transition(ctx, dir, request, s, &mut out)
-    });
-    match written {
-        Ok(Some((batch, description))) => {
-            batch.log(ctx, true);
-            out.stdout.push_str(&description);
-        }
-        Ok(None) => {}
-        Err(err) => out.refuse(&format!("preload: {err}")),
-    }
-    out
-}
-
-/// The decision and the write, inside the locked update; `None` when refused (nothing changed).
-fn transition(
-    ctx: &Context,
-    dir: &Path,
-    request: &PhaseRequest,
-    s: &mut State,
-    out: &mut Outcome,
-) -> Option<(Batch, String)> {
-    let phase = request.phase.as_str();
-    let phases: Vec<Value> = s
-        .get(PHASES)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let has_phases = !phases.is_empty();
-    let current = s.str(CURRENT_PHASE).unwrap_or("").to_owned();
-    let mut new_phases = None;
-    if has_phases {
-        let judgement = match judge(&phases, &current, phase) {
-            Ok(j) => j,
-            Err(message) => {
-                out.refuse(&message);
-                return None;
-            }
-        };
-        match (judgement.verdict, &request.approval) {
-            (Verdict::Sequential, _) => {}
-            (Verdict::Append, _) => {
-                new_phases = Some(appended(&phases, label_of(phase), name_of(phase)));
-            }
-            (_, None) => {
-                out.refuse(&rejection(&judgement, &current, phase, dir));
-                return None;
-            }
-            (_, Some(reason)) => {
-                out.say(&format!(
-                    "Phase transition approved (non-sequential): {current} -> {phase}"
-                ));
-                out.say(&format!("  Approval: {reason}"));
-            }
-        }
-    }
-    let proof = request.proof.as_ref();
-    if proof.is_some_and(|p| p.key_value_lines) {
-        out.warn(proof::DEPRECATION);
-    }
-    if has_phases && !current.is_empty() {
-        if let Err(message) = check_leaving(ctx, dir, &phases, &current, phase, proof, out) {
-            out.refuse(&message);
-            return None;
-        }
-    }
-
-    if let Some(list) = new_phases {
-        s.set(PHASES, Value::Array(list));
-    }
-    let now = clock::iso_utc(ctx.now);
-    s.set(CURRENT_PHASE, json!(phase));
-    s.set("lastHeartbeat", json!(now));
-    s.remove("loading");
-    s.set("toolCallsByTranscript", json!({}));
-    s.remove("primaryTranscriptKey");
-    let entry = match proof.filter(|p| p.is_recorded()) {
-        Some(p) => json!({"phase": phase, "ts": now, "proof": p.value}),
-        None => json!(phase),
-    };
-    s.array_mut(PHASE_HISTORY).push(entry);
-
-    if !has_phases {
-        return Some((Batch::default(), format!("Phase: {phase}\n")));
-    }
-    let phases: Vec<Value> = s
-        .get(PHASES)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let definition = find(&phases, label_of(phase));
-    let commands = ctx.paths.directives.join("commands");
-    let requests: Vec<Request> = ["steps", "commands"]
-        .iter()
-        .flat_map(|key| proof::command_files(&commands, definition.and_then(|d| d.get(*key))))
-        .map(|file| Request::new(file.to_string_lossy(), format!("session-phase({phase})")))
-        .collect();
-    let mut packer = Packer::new(ctx.budget);
-    let batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
-    Some((batch, describe(ctx, phase, definition)))
-}
-
-/// The proof check for leaving `current`, and the nudge when it declares none but others do.
-fn check_leaving(
-    ctx: &Context,
-    dir: &Path,
-    phases: &[Value],
-    current: &str,
-    requested: &str,
-    proof: Option<&Proof>,
-    out: &mut Outcome,
-) -> Result<(), String> {
-    let leaving_label = label_of(current);
-    let staying = label_of(requested) == leaving_label;
-    let definition = find(phases, leaving_label);
-    let declared = definition
-        .and_then(|d| d.get("proof"))
-        .filter(|p| !matches!(p, Value::Null | Value::Bool(false)));
-    if let (Some(definition), Some(declared)) = (definition, declared) {
-        let declared = state::strings_of(Some(declared));
-        if declared.is_empty() || staying {
-            return Ok(());
-        }
-        let leaving = Leaving {
-            phase: current,
-            definition,
-            declared,
-        };
-        let cmd_dir = ctx.paths.engine_directives.join("commands");
-        return proof::check_leaving(&leaving, proof, &cmd_dir, dir, requested);
-    }
-    let others_declare = phases.iter().any(|p| {
-        p.get("proof")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty())
-    });
-    if !staying && others_declare {
-        out.warn(&format!(
-            "§CMD_UPDATE_PHASE: Phase '{current}' has no proof fields declared, but other \
-             phases in this session declare proof. Consider adding proof fields to this phase."
-        ));
-    }
-    Ok(())
-}
-
-/// What the agent is told on entering a phase: `Phase:`, then from its definition the
-/// invariants, the numbered steps, the commands, the proof needed to leave it, the gate.
-pub fn describe(ctx: &Context, phase: &str, definition: Option<&Map<String, Value>>) -> String {
-    let mut out = format!("Phase: {phase}\n");
-    let empty = Map::new();
-    let def = definition.unwrap_or(&empty);
-    let list = |key: &str| state::strings_of(def.get(key));
-    let bullets = |out: &mut String, title: &str, items: &[String]| {
-        if !items.is_empty() {
-            let _ = writeln!(out, "{title}:");
-            for item in items {
-                let _ = writeln!(out, "  - {item}");
-            }
-        }
-    };
-    bullets(&mut out, "Invariants", &list("invariants"));
-    let steps = list("steps");
-    if !steps.is_empty() {
-        let prefix = phase.split([':', ' ']).next().unwrap_or(phase);
-        out.push_str("Steps:\n");
-        for (k, step) in steps.iter().enumerate() {
-            let _ = writeln!(out, "  {prefix}.{}: {step}", k + 1);
-        }
-    }
-    bullets(&mut out, "Commands", &list("commands"));
-    let cmd_dir = ctx.paths.engine_directives.join("commands");
-    let proof = ProofSchema::of_phase(&cmd_dir, def, &list("proof"));
-    let lines = proof.field_lines();
-    if !lines.is_empty() {
-        out.push_str("Proof required to leave this phase:\n");
-        for line in lines {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
-    let gate = def.get("gate").and_then(Value::as_bool).unwrap_or(true);
-    let _ = writeln!(out, "Gate: {gate}");
     out
 }
 

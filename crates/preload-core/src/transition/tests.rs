@@ -1,7 +1,10 @@
 use super::*;
+use crate::Context;
 use crate::env::{self, Env};
 use crate::input::HookInput;
 use crate::preload::{PENDING, PRELOADED};
+use crate::session::STATE_FILE;
+use crate::state;
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
