@@ -1,5 +1,5 @@
 //! The `preload` command line: activate, phase, install, uninstall, doctor, status, report.
 
 fn main() -> std::process::ExitCode {
-    preload_core::hooks::cli::main()
+    preload_cli::main()
 }

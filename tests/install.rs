@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use preload_core::hooks::cli_install::{self, SESSION_START_CHUNKS};
+use preload_cli::install::{self, SESSION_START_CHUNKS};
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, bin, read_json, repo};
@@ -84,9 +84,9 @@ fn commands(settings: &Value, event: &str) -> Vec<String> {
 
 /// (event, binary) of every handler of ours in a settings document.
 fn wired(settings: &Value) -> BTreeSet<(String, String)> {
-    cli_install::all_handlers(settings)
+    install::all_handlers(settings)
         .filter_map(|(event, _, h)| {
-            cli_install::our_binary(h).map(|b| (event.to_owned(), b.to_owned()))
+            install::our_binary(h).map(|b| (event.to_owned(), b.to_owned()))
         })
         .collect()
 }
@@ -129,14 +129,14 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
 
     let first = preload(&sb, &["install", "--prefix", prefix_s]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    for name in cli_install::BINARIES {
+    for name in install::BINARIES {
         let meta = fs::metadata(prefix.join(name)).unwrap();
         assert!(
             std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0,
             "{name} executable"
         );
     }
-    let backup = cli_install::backup_of(&settings);
+    let backup = install::backup_of(&settings);
     assert_eq!(
         fs::read_to_string(&backup).unwrap(),
         original,
@@ -177,8 +177,8 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
     assert_eq!(native_chunks, SESSION_START_CHUNKS);
 
     // Exec form: absolute command, args array, timeout in seconds.
-    for (_, _, h) in cli_install::all_handlers(&doc) {
-        if cli_install::our_binary(h).is_some() {
+    for (_, _, h) in install::all_handlers(&doc) {
+        if install::our_binary(h).is_some() {
             let cmd = h["command"].as_str().unwrap();
             assert!(cmd.starts_with(prefix_s), "{cmd}");
             assert!(h["args"].is_array(), "exec form needs args: {h}");
@@ -231,7 +231,7 @@ fn uninstall_restores_the_backup_when_nothing_else_changed() {
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert_eq!(fs::read_to_string(&settings).unwrap(), original);
     assert!(
-        !cli_install::backup_of(&settings).exists(),
+        !install::backup_of(&settings).exists(),
         "the backup is consumed"
     );
 }
@@ -309,7 +309,7 @@ fn install_refuses_a_corrupt_settings_file() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("not a JSON object"), "{}", out.stderr);
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
-    assert!(!cli_install::backup_of(&settings).exists());
+    assert!(!install::backup_of(&settings).exists());
 }
 
 #[test]
@@ -317,7 +317,7 @@ fn committed_wiring_and_shims_match_the_table() {
     let committed = fs::read_to_string(repo().join("hooks/settings.json")).unwrap();
     assert_eq!(
         committed,
-        cli_install::settings_template(),
+        install::settings_template(),
         "hooks/settings.json is stale: regenerate it from the wiring table"
     );
     let doc: Value = serde_json::from_str(&committed).unwrap();
@@ -331,18 +331,18 @@ fn committed_wiring_and_shims_match_the_table() {
     assert_eq!(
         serde_json::to_string(&printed)
             .unwrap()
-            .replace("/opt/preload", cli_install::TEMPLATE_PREFIX),
+            .replace("/opt/preload", install::TEMPLATE_PREFIX),
         serde_json::to_string(&doc).unwrap(),
         "preload install writes the same wiring"
     );
     let mut names = BTreeSet::new();
-    for shim in cli_install::SHIMS {
+    for shim in install::SHIMS {
         let path = repo().join("hooks/shims").join(shim.script);
         assert!(path.is_file(), "missing shim {}", path.display());
         let text = fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            cli_install::shim_text(shim, None),
+            install::shim_text(shim, None),
             "{} is stale",
             shim.script
         );

@@ -5,7 +5,7 @@
 
 use std::process::Output;
 
-use preload_core::transition::{self, proof::ProofSchema};
+use preload_cli::transition::{self, proof::ProofSchema};
 use serde_json::{Map, Value, json};
 
 use crate::common::{Answer, Sandbox};

@@ -13,14 +13,11 @@ use crate::clock;
 use crate::context::Context;
 use crate::ledger;
 use crate::lock::StateLock;
-use crate::paths::EnginePaths;
 use crate::preload::{PARTS, PENDING, PRELOADED};
 use crate::process;
 use crate::session::{self, SEEDING, STATE_FILE};
 use crate::skill::{self, Skill};
 use crate::state::{self, State};
-use crate::transition::proof::{deep_merge, first_json_block};
-use crate::transition::schema;
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -51,16 +48,6 @@ pub const COMPLETED_SKILLS: &str = "completedSkills";
 pub const FAST_TRACK: &str = "fastTrack";
 /// The skill that may always be activated again.
 const REUSABLE_SKILL: &str = "do";
-/// The session parameters required when `CMD_PARSE_PARAMETERS.md` has no usable schema.
-pub const REQUIRED_PARAMETERS: [&str; 6] = [
-    "taskSummary",
-    "scope",
-    "directoriesOfInterest",
-    "contextPaths",
-    "requestFiles",
-    "extraInfo",
-];
-
 /// Why activating (or changing the phase of) a session failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
@@ -78,56 +65,12 @@ pub enum Failure {
 /// What an activation was asked for beyond the skill.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
-    /// Session parameters (checked with [`session_parameters`]), merged into the state.
+    /// Session parameters (checked by the command line), merged into the state.
     pub parameters: Option<Map<String, Value>>,
     /// `--fast-track`: no completed-skill check, `fastTrack: true`.
     pub fast_track: bool,
     /// `--user-approved REASON`: the user allowed activating a completed skill again.
     pub approval: Option<String>,
-}
-
-/// Check the session parameters piped to `activate`: JSON, valid against the first JSON block of
-/// `CMD_PARSE_PARAMETERS.md` when it has one, else holding the [`REQUIRED_PARAMETERS`].
-/// `None` when nothing was piped; the object to merge otherwise.
-pub fn session_parameters(
-    paths: &EnginePaths,
-    text: &str,
-) -> Result<Option<Map<String, Value>>, Failure> {
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    let params: Value = serde_json::from_str(text).map_err(|_| {
-        Failure::Rejected("§CMD_PARSE_PARAMETERS: Invalid JSON on stdin".to_owned())
-    })?;
-    let definition = paths
-        .engine_directives
-        .join("commands/CMD_PARSE_PARAMETERS.md");
-    let schema_doc = fs::read_to_string(definition)
-        .ok()
-        .map(|t| first_json_block(&t))
-        .and_then(|block| serde_json::from_str::<Value>(&block).ok());
-    if let Some(schema_doc) = schema_doc {
-        let errors = schema::validate(&schema_doc, &params);
-        if !errors.is_empty() {
-            return Err(Failure::Rejected(format!(
-                "§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n{}",
-                errors.join("\n")
-            )));
-        }
-    } else {
-        let missing: Vec<&str> = REQUIRED_PARAMETERS
-            .into_iter()
-            .filter(|f| params.get(f).is_none() || !params.is_object())
-            .collect();
-        if !missing.is_empty() {
-            return Err(Failure::Rejected(format!(
-                "§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: {}\n  \
-                 See §CMD_PARSE_PARAMETERS schema for required fields.",
-                missing.join(", ")
-            )));
-        }
-    }
-    Ok(params.as_object().cloned())
 }
 
 /// A refusal carrying the error's message.
@@ -295,7 +238,7 @@ fn activate_state(
         .as_ref()
         .filter(|_| !same_window && !dehydrated)
     {
-        deep_merge(&mut s.0, params);
+        state::deep_merge(&mut s.0, params);
     }
     if let Some(def) = Skill::load(&ctx.paths, &skill) {
         for (key, value) in static_fields(&def) {

@@ -35,7 +35,6 @@ pub mod runner;
 pub mod session;
 pub mod skill;
 pub mod state;
-pub mod transition;
 
 pub use context::Context;
 pub use input::HookInput;

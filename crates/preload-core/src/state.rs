@@ -213,6 +213,18 @@ impl State {
     }
 }
 
+/// jq's `*`: objects merged member by member, depth first; anything else is replaced.
+pub fn deep_merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+    for (key, value) in from {
+        match (into.get_mut(key), value) {
+            (Some(Value::Object(old)), Value::Object(new)) => deep_merge(old, new),
+            _ => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
 /// The raw text of the value of top-level member `key` of a JSON object, found by skipping the
 /// members before it without building them, and without reading past it.
 ///

@@ -1,9 +1,5 @@
 //! One policy module per hook binary; each exposes `main()` for its thin binary.
 
-pub mod cli;
-pub mod cli_inspect;
-pub mod cli_install;
-pub mod cli_session;
 pub mod compaction_reread;
 pub mod e2e_auto_answer;
 pub mod injections;

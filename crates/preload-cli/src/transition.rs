@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use crate::skill;
+use preload_core::skill;
 
 /// The session's declared phases.
 pub const PHASES: &str = "phases";

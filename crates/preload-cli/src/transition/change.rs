@@ -11,12 +11,12 @@ use super::{
     CURRENT_PHASE, Outcome, PHASE_HISTORY, PHASES, Verdict, appended, find, judge, label_of,
     name_of, rejection, validate_phase,
 };
-use crate::clock;
-use crate::context::Context;
-use crate::delivery::Packer;
-use crate::preload::{self, Batch, Mode, Request};
-use crate::session::STATE_FILE;
-use crate::state::{self, State};
+use preload_core::clock;
+use preload_core::context::Context;
+use preload_core::delivery::Packer;
+use preload_core::preload::{self, Batch, Mode, Request};
+use preload_core::session::STATE_FILE;
+use preload_core::state::{self, State};
 
 /// A `phase` call.
 #[derive(Debug, Clone, Default)]

@@ -1,10 +1,10 @@
 use super::*;
-use crate::Context;
-use crate::env::{self, Env};
-use crate::input::HookInput;
-use crate::preload::{PENDING, PRELOADED};
-use crate::session::STATE_FILE;
-use crate::state;
+use preload_core::Context;
+use preload_core::env::{self, Env};
+use preload_core::input::HookInput;
+use preload_core::preload::{PENDING, PRELOADED};
+use preload_core::session::STATE_FILE;
+use preload_core::state;
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;

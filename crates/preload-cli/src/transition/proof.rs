@@ -11,6 +11,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::schema;
+pub use preload_core::state::deep_merge;
 
 /// The notice for proof given as `key: value` lines.
 pub const DEPRECATION: &str =
@@ -159,18 +160,6 @@ fn json_values(text: &str) -> Option<Vec<Value>> {
         .into_iter::<Value>()
         .collect::<Result<Vec<_>, _>>()
         .ok()
-}
-
-/// jq's `*`: objects merged member by member, depth first; anything else is replaced.
-pub fn deep_merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
-    for (key, value) in from {
-        match (into.get_mut(key), value) {
-            (Some(Value::Object(old)), Value::Object(new)) => deep_merge(old, new),
-            _ => {
-                into.insert(key.clone(), value.clone());
-            }
-        }
-    }
 }
 
 /// The proof schema of a phase: the merged `properties` and `required` of its command files'

@@ -10,20 +10,20 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::cli_install::{
+use crate::install::{
     self, BINARIES, Options, SESSION_START_CHUNKS, SHIMS, Targets, WIRING, Wiring,
 };
-use crate::context::Context;
-use crate::delivery;
-use crate::env::{self, Env};
-use crate::input::HookInput;
-use crate::lock::{self, LockHealth};
-use crate::paths;
-use crate::preload::{PARTS, PENDING, PRELOADED};
-use crate::report::Report;
-use crate::runner;
-use crate::session::{self, CORE_STANDARDS, SEEDS_DIR, STATE_FILE};
-use crate::state::{self, State, StateError};
+use preload_core::context::Context;
+use preload_core::delivery;
+use preload_core::env::{self, Env};
+use preload_core::input::HookInput;
+use preload_core::lock::{self, LockHealth};
+use preload_core::paths;
+use preload_core::preload::{PARTS, PENDING, PRELOADED};
+use preload_core::report::Report;
+use preload_core::runner;
+use preload_core::session::{self, CORE_STANDARDS, SEEDS_DIR, STATE_FILE};
+use preload_core::state::{self, State, StateError};
 
 /// Run subcommand `name` with its arguments.
 pub fn main(name: &str, args: &[String]) -> ExitCode {
@@ -91,7 +91,7 @@ fn doctor_main(args: &[String], vars: &Env, cwd: &Path) -> ExitCode {
     let opts = match Options::parse(args) {
         Ok(o) => o,
         Err(e) => {
-            cli_install::complain(&format!("preload doctor: {e}"));
+            install::complain(&format!("preload doctor: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -140,7 +140,7 @@ pub fn doctor(opts: &Options, vars: &Env, cwd: &Path) -> Vec<Finding> {
     let prefix = opts
         .prefix
         .clone()
-        .map_or_else(|| home.join(cli_install::DEFAULT_PREFIX), |p| cwd.join(p));
+        .map_or_else(|| home.join(install::DEFAULT_PREFIX), |p| cwd.join(p));
     check_binaries(&prefix, &mut findings);
     let project_root = paths::find_project_root(cwd);
     let settings_files = settings_files(opts, &home, cwd, project_root.as_deref());
@@ -270,7 +270,7 @@ fn args_of(handler: &Value) -> Vec<&str> {
 /// True when a native handler is the one `row` describes (same binary and arguments, a chunk
 /// argument standing for the chunked row).
 fn is_row(row: &Wiring, handler: &Value) -> bool {
-    if cli_install::our_binary(handler) != Some(row.binary) {
+    if install::our_binary(handler) != Some(row.binary) {
         return false;
     }
     let args = args_of(handler);
@@ -305,7 +305,7 @@ fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Option<Ve
             ));
             continue;
         };
-        for (event, _, handler) in cli_install::all_handlers(&doc) {
+        for (event, _, handler) in install::all_handlers(&doc) {
             found.push(Found {
                 file: file.clone(),
                 event: event.to_owned(),
@@ -358,7 +358,7 @@ fn check_row(
     let bash: Vec<(&Found, &str)> = found
         .iter()
         .filter(|f| f.event == row.event)
-        .filter_map(|f| cli_install::replaced_script(&f.handler).map(|s| (f, s)))
+        .filter_map(|f| install::replaced_script(&f.handler).map(|s| (f, s)))
         .filter(|(_, s)| {
             SHIMS
                 .iter()
@@ -383,7 +383,7 @@ fn check_row(
     if !native.is_empty() {
         for (f, script) in &bash {
             problems += 1;
-            let kind = if cli_install::is_shim(&hooks_dir.join(script)) {
+            let kind = if install::is_shim(&hooks_dir.join(script)) {
                 "the shim"
             } else {
                 "the bash hook"
@@ -428,7 +428,7 @@ fn check_row(
         ));
     } else if !bash
         .iter()
-        .any(|(_, s)| cli_install::is_shim(&hooks_dir.join(s)))
+        .any(|(_, s)| install::is_shim(&hooks_dir.join(s)))
     {
         problems += 1;
         findings.push(Finding::warn(
@@ -604,7 +604,7 @@ fn status_main(args: &[String], vars: &Env, cwd: &Path) -> ExitCode {
         [] => false,
         [flag] if flag == "--json" => true,
         _ => {
-            cli_install::complain("preload status: usage: preload status [--json]");
+            install::complain("preload status: usage: preload status [--json]");
             return ExitCode::from(2);
         }
     };
@@ -775,7 +775,7 @@ fn report_main(args: &[String], vars: &Env) -> ExitCode {
         _ => None,
     };
     let Some(path) = path else {
-        cli_install::complain(
+        install::complain(
             "preload report: usage: preload report [LOG] (default $PRELOAD_TEST_LOG)",
         );
         return ExitCode::from(2);
@@ -786,7 +786,7 @@ fn report_main(args: &[String], vars: &Env) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            cli_install::complain(&format!(
+            install::complain(&format!(
                 "preload report: cannot read {}: {e}",
                 path.display()
             ));

@@ -5,7 +5,13 @@
 
 use std::process::ExitCode;
 
-use crate::runner;
+use preload_core::runner;
+
+pub mod inspect;
+pub mod install;
+pub mod parameters;
+pub mod session_cmd;
+pub mod transition;
 
 /// `preload --help`.
 pub const HELP: &str = "preload: the command line of the native preload hooks.
@@ -42,14 +48,12 @@ pub fn main() -> ExitCode {
     }
     let rest = &args[1..];
     match args[0].as_str() {
-        "activate" | "phase" => cli_session::main(&args[0], rest),
-        "install" | "uninstall" => cli_install::main(&args[0], rest),
-        "doctor" | "status" | "report" => cli_inspect::main(&args[0], rest),
+        "activate" | "phase" => session_cmd::main(&args[0], rest),
+        "install" | "uninstall" => install::main(&args[0], rest),
+        "doctor" | "status" | "report" => inspect::main(&args[0], rest),
         _ => {
             runner::print_text(HELP);
             ExitCode::from(2)
         }
     }
 }
-
-use super::{cli_inspect, cli_install, cli_session};

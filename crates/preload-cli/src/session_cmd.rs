@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::activation::{self, Failure, Options};
-use crate::env::Env;
-use crate::input::MAX_STDIN_BYTES;
-use crate::runner;
 use crate::transition::{self, Outcome, PhaseRequest, proof};
-use crate::{Context, HookInput};
+use preload_core::activation::{self, Failure, Options};
+use preload_core::env::Env;
+use preload_core::input::MAX_STDIN_BYTES;
+use preload_core::runner;
+use preload_core::{Context, HookInput};
 
 /// How long `phase` waits for its proof on stdin (the engine's `read -t 1`).
 pub const PROOF_TIMEOUT: Duration = Duration::from_secs(1);
@@ -44,7 +44,7 @@ pub fn main(name: &str, args: &[String]) -> ExitCode {
             }
         }
         Err(Failure::Usage(why)) => {
-            complain(&format!("preload: {why}\n\n{}\n", super::cli::HELP));
+            complain(&format!("preload: {why}\n\n{}\n", crate::HELP));
             ExitCode::from(2)
         }
         Err(Failure::Refused(why)) => {
@@ -116,7 +116,7 @@ fn session_dir_arg(ctx: &Context, arg: &str) -> PathBuf {
     } else {
         ctx.cwd.join(path)
     };
-    crate::paths::lexical_clean(&path)
+    preload_core::paths::lexical_clean(&path)
 }
 
 /// The value of a flag that needs one.
@@ -153,11 +153,12 @@ fn activate_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
     }
     let dir = dir.ok_or_else(|| Failure::Usage("activate needs a session directory".into()))?;
     let dir = session_dir_arg(ctx, &dir);
-    let activated = activation::session_parameters(&ctx.paths, &read_stdin(PARAMETERS_TIMEOUT))
-        .and_then(|parameters| {
+    let activated = crate::parameters::check(&ctx.paths, &read_stdin(PARAMETERS_TIMEOUT)).and_then(
+        |parameters| {
             options.parameters = parameters;
             activation::activate_with(ctx, &dir, skill.as_deref(), &options)
-        });
+        },
+    );
     let done = match activated {
         Ok(done) => done,
         Err(Failure::Refused(why)) => {
@@ -220,12 +221,12 @@ pub fn phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::activation::activate;
-    use crate::env;
-    use crate::preload::{PENDING, PRELOADED};
-    use crate::session;
-    use crate::session::STATE_FILE;
-    use crate::state;
+    use preload_core::activation::activate;
+    use preload_core::env;
+    use preload_core::preload::{PENDING, PRELOADED};
+    use preload_core::session;
+    use preload_core::session::STATE_FILE;
+    use preload_core::state;
     use std::fs;
 
     fn setup() -> (tempfile::TempDir, Context, PathBuf) {
@@ -421,16 +422,16 @@ mod tests {
     #[test]
     fn session_parameters_are_checked_then_merged() {
         let (_tmp, ctx, dir) = setup();
-        let fallback = activation::session_parameters(&ctx.paths, "{\"taskSummary\": \"x\"}");
+        let fallback = crate::parameters::check(&ctx.paths, "{\"taskSummary\": \"x\"}");
         assert_eq!(
             fallback.unwrap_err(),
             Failure::Rejected("§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: scope, directoriesOfInterest, contextPaths, requestFiles, extraInfo\n  See §CMD_PARSE_PARAMETERS schema for required fields.".into())
         );
         assert_eq!(
-            activation::session_parameters(&ctx.paths, "not json").unwrap_err(),
+            crate::parameters::check(&ctx.paths, "not json").unwrap_err(),
             Failure::Rejected("§CMD_PARSE_PARAMETERS: Invalid JSON on stdin".into())
         );
-        assert_eq!(activation::session_parameters(&ctx.paths, " \n"), Ok(None));
+        assert_eq!(crate::parameters::check(&ctx.paths, " \n"), Ok(None));
         let commands = ctx.paths.engine_directives.join("commands");
         fs::create_dir_all(&commands).unwrap();
         fs::write(
@@ -439,10 +440,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            activation::session_parameters(&ctx.paths, "{\"scope\": 1}").unwrap_err(),
+            crate::parameters::check(&ctx.paths, "{\"scope\": 1}").unwrap_err(),
             Failure::Rejected("§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n/taskSummary: missing required property 'taskSummary' [required]\n/scope: expected type string but got number [type]".into())
         );
-        let params = activation::session_parameters(
+        let params = crate::parameters::check(
             &ctx.paths,
             "{\"taskSummary\": \"add auth\", \"phases\": [], \"extra\": {\"a\": 1}}",
         )

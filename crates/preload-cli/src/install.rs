@@ -21,10 +21,10 @@ use std::process::ExitCode;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::env::{self, Env};
-use crate::paths::{self, EnginePaths};
-use crate::runner;
-use crate::state;
+use preload_core::env::{self, Env};
+use preload_core::paths::{self, EnginePaths};
+use preload_core::runner;
+use preload_core::state;
 
 /// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
@@ -782,7 +782,7 @@ impl Targets {
 }
 
 /// The shipped default rules (`hooks/guards.json`): the engine's own rule set.
-pub const DEFAULT_GUARDS: &str = include_str!("../../../../hooks/guards.json");
+pub const DEFAULT_GUARDS: &str = include_str!("../../../hooks/guards.json");
 
 /// Write the default rules to `~/.claude/engine/guards.json` when the engine has none; an
 /// existing file (even a broken one, which `preload doctor` reports) is never replaced. True
@@ -795,7 +795,8 @@ pub fn install_default_guards(home: &Path) -> Result<bool, InstallError> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     }
-    crate::state::write_atomic(&path, DEFAULT_GUARDS.as_bytes()).map_err(io_err("write", &path))?;
+    preload_core::state::write_atomic(&path, DEFAULT_GUARDS.as_bytes())
+        .map_err(io_err("write", &path))?;
     Ok(true)
 }
 
@@ -1165,7 +1166,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let guards = EnginePaths::new(tmp.path()).guards;
         assert!(install_default_guards(tmp.path()).unwrap());
-        let rules = crate::rules::parse(&fs::read_to_string(&guards).unwrap()).unwrap();
+        let rules = preload_core::rules::parse(&fs::read_to_string(&guards).unwrap()).unwrap();
         assert!(rules.iter().any(|r| r.id == "preload"));
         fs::write(&guards, "[]").unwrap();
         assert!(!install_default_guards(tmp.path()).unwrap());
