@@ -294,10 +294,13 @@ fn bad_labels_missing_sessions_and_unknown_flags() {
             sb.sessions.join("none").display()
         )
     );
+    // An unknown flag is a usage error of the command line (exit 2), and nothing changes.
+    let before = sb.state("t");
     let (code, out, err) = run(&sb, &["phase", "sessions/t", "0: Setup", "--loud"], "");
-    assert_eq!(code, 0);
-    assert_eq!(err, "§CMD_UPDATE_PHASE: Unknown flag '--loud'\n");
-    assert!(out.starts_with("Phase: 0: Setup\n"));
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("--loud") && err.contains("Usage:"), "{err}");
+    assert_eq!(sb.state("t"), before);
 }
 
 /// `preload <args>` with a stdin that gets `written` and is then held open; (exit code, stdout,
@@ -458,8 +461,14 @@ fn a_completed_skill_is_activated_again_only_with_approval() {
         ],
         "",
     );
-    assert_eq!(code, 0);
-    assert_eq!(err, "§CMD_PARSE_PARAMETERS: Unknown flag '--odd'\n");
+    assert_eq!(code, 2, "an unknown flag is a usage error: {err}");
+    assert!(err.contains("--odd"), "{err}");
+    let (code, _, err) = run(
+        &sb,
+        &["activate", "sessions/t", "implement", "--fast-track"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
     assert_eq!(sb.state("t")["fastTrack"], true);
 
     sb.active_session("d", &json!({"skill": "do", "completedSkills": ["do"]}));

@@ -25,15 +25,35 @@ use preload_core::runner;
 use preload_core::session::{self, CORE_STANDARDS, SEEDS_DIR, STATE_FILE};
 use preload_core::state::{self, State, StateError};
 
-/// Run subcommand `name` with its arguments.
-pub fn main(name: &str, args: &[String]) -> ExitCode {
-    let vars = Env::from_process();
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    match name {
-        "doctor" => doctor_main(args, &vars, &cwd),
-        "status" => status_main(args, &vars, &cwd),
-        _ => report_main(args, &vars),
-    }
+/// `preload doctor`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DoctorArgs {
+    /// Where the binaries are installed (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// A settings file to check besides the project's and the user's.
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
+    pub settings: Option<PathBuf>,
+}
+
+/// `preload status`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StatusArgs {
+    /// Print JSON, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `preload report`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReportArgs {
+    /// The delivery event log (default: `$PRELOAD_TEST_LOG`).
+    #[arg(value_parser = crate::path_arg)]
+    pub log: Option<PathBuf>,
+}
+
+fn process_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -87,15 +107,14 @@ impl Finding {
     }
 }
 
-fn doctor_main(args: &[String], vars: &Env, cwd: &Path) -> ExitCode {
-    let opts = match Options::parse(args) {
-        Ok(o) => o,
-        Err(e) => {
-            install::complain(&format!("preload doctor: {e}"));
-            return ExitCode::from(2);
-        }
+/// Run `preload doctor`.
+pub fn doctor_main(args: &DoctorArgs) -> ExitCode {
+    let opts = Options {
+        prefix: args.prefix.clone(),
+        settings: args.settings.clone(),
+        ..Options::default()
     };
-    let findings = doctor(&opts, vars, cwd);
+    let findings = doctor(&opts, &Env::from_process(), &process_cwd());
     let mut out = String::new();
     for f in &findings {
         let tag = match f.level {
@@ -599,17 +618,16 @@ fn check_sessions(dir: &Path, findings: &mut Vec<Finding>) {
 // ---------------------------------------------------------------------------------------------
 // status
 
-fn status_main(args: &[String], vars: &Env, cwd: &Path) -> ExitCode {
-    let json_out = match args {
-        [] => false,
-        [flag] if flag == "--json" => true,
-        _ => {
-            install::complain("preload status: usage: preload status [--json]");
-            return ExitCode::from(2);
-        }
-    };
-    let input = HookInput::from_value(json!({ "cwd": cwd }));
-    let ctx = Context::new(vars.clone(), "preload", &input, Duration::from_secs(1));
+/// Run `preload status`.
+pub fn status_main(args: &StatusArgs) -> ExitCode {
+    let json_out = args.json;
+    let input = HookInput::from_value(json!({ "cwd": process_cwd() }));
+    let ctx = Context::new(
+        Env::from_process(),
+        "preload",
+        &input,
+        Duration::from_secs(1),
+    );
     let status = status(&ctx);
     let failed = status.get("error").is_some();
     if json_out {
@@ -768,12 +786,13 @@ fn render_status(s: &Value) -> String {
 // ---------------------------------------------------------------------------------------------
 // report
 
-fn report_main(args: &[String], vars: &Env) -> ExitCode {
-    let path = match args {
-        [] => vars.get(env::PRELOAD_TEST_LOG).map(PathBuf::from),
-        [p] => Some(PathBuf::from(p)),
-        _ => None,
-    };
+/// Run `preload report`.
+pub fn report_main(args: &ReportArgs) -> ExitCode {
+    let path = args.log.clone().or_else(|| {
+        Env::from_process()
+            .get(env::PRELOAD_TEST_LOG)
+            .map(PathBuf::from)
+    });
     let Some(path) = path else {
         install::complain(
             "preload report: usage: preload report [LOG] (default $PRELOAD_TEST_LOG)",

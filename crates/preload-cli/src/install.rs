@@ -687,48 +687,32 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Instal
     }
 }
 
-/// The parsed command line of install / uninstall.
-#[derive(Debug, Clone, Default)]
+/// `preload install`: where the binaries and the wiring go.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct Options {
-    /// `--prefix DIR`.
+    /// Where the binaries go (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
     pub prefix: Option<PathBuf>,
-    /// `--settings PATH`.
+    /// The settings file to wire (default: the project's .claude/settings.local.json).
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
     pub settings: Option<PathBuf>,
-    /// `--shims`.
+    /// Leave the settings alone and replace the engine's hook scripts by shims instead.
+    #[arg(long)]
     pub shims: bool,
-    /// `--print`: print the wiring and change nothing.
+    /// Print the wiring and change nothing.
+    #[arg(long)]
     pub print: bool,
 }
 
-impl Options {
-    /// Parse arguments.
-    pub fn parse(args: &[String]) -> Result<Self, InstallError> {
-        let mut opts = Self::default();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| InstallError::Usage(format!("{name} needs a value")))
-            };
-            match arg.as_str() {
-                "--prefix" => opts.prefix = Some(PathBuf::from(value("--prefix")?)),
-                "--settings" => opts.settings = Some(PathBuf::from(value("--settings")?)),
-                "--shims" => opts.shims = true,
-                "--print" => opts.print = true,
-                other => {
-                    if let Some(v) = other.strip_prefix("--prefix=") {
-                        opts.prefix = Some(PathBuf::from(v));
-                    } else if let Some(v) = other.strip_prefix("--settings=") {
-                        opts.settings = Some(PathBuf::from(v));
-                    } else {
-                        return Err(InstallError::Usage(format!("unknown argument {other}")));
-                    }
-                }
-            }
-        }
-        Ok(opts)
-    }
+/// `preload uninstall`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UninstallArgs {
+    /// Where the binaries were installed (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// The settings file to unwire (default: the project's .claude/settings.local.json).
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
+    pub settings: Option<PathBuf>,
 }
 
 /// Where things go: resolved from options, `HOME` and the working directory.
@@ -1041,18 +1025,29 @@ pub fn uninstall_shims(hooks_dir: &Path) -> Result<Vec<&'static str>, InstallErr
     Ok(restored)
 }
 
-/// Run `install` or `uninstall`.
-pub fn main(name: &str, args: &[String]) -> ExitCode {
+/// Run `preload install`.
+pub fn run_install(opts: &Options) -> ExitCode {
+    run("install", opts, install)
+}
+
+/// Run `preload uninstall`.
+pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
+    let opts = Options {
+        prefix: args.prefix.clone(),
+        settings: args.settings.clone(),
+        ..Options::default()
+    };
+    run("uninstall", &opts, |_, targets| uninstall(targets))
+}
+
+fn run(
+    name: &str,
+    opts: &Options,
+    act: impl FnOnce(&Options, &Targets) -> Result<Vec<String>, InstallError>,
+) -> ExitCode {
     let vars = Env::from_process();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let result = Options::parse(args).and_then(|opts| {
-        let targets = Targets::resolve(&opts, &vars, &cwd)?;
-        if name == "install" {
-            install(&opts, &targets)
-        } else {
-            uninstall(&targets)
-        }
-    });
+    let result = Targets::resolve(opts, &vars, &cwd).and_then(|targets| act(opts, &targets));
     match result {
         Ok(lines) => {
             runner::print_text(&lines.join("\n"));

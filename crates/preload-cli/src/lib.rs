@@ -1,11 +1,14 @@
-//! The `preload` command line for people and scripts.
+//! The `preload` command line for people and scripts, over the hook library `preload-core`.
 //!
-//! Subcommands: `activate` and `phase` (session state, for engines and tests without
-//! `session.sh`), `install` and `uninstall` (wiring), `doctor`, `status`, `report`.
+//! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
+//! `install` and `uninstall` (wiring), `doctor`, `status`, `report`. Parsed with `clap`: each
+//! subcommand has its `--help`; an unknown subcommand or flag exits 2 with a usage error on
+//! stderr. Hook binaries never link this crate.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use preload_core::runner;
+use clap::{Parser, Subcommand};
 
 pub mod inspect;
 pub mod install;
@@ -13,47 +16,115 @@ pub mod parameters;
 pub mod session_cmd;
 pub mod transition;
 
-/// `preload --help`.
-pub const HELP: &str = "preload: the command line of the native preload hooks.
-
-Usage:
-  preload activate <session-dir> [--skill NAME] [--fast-track] [--user-approved REASON]
-                                                  create or update a session's .state.json,
-                                                  merging this process's seed; session
-                                                  parameters as JSON on stdin
-  preload phase <session-dir> \"<label>: <name>\" [--user-approved REASON]
-                                                  move to a phase, as session.sh phase
-                                                  enforces it; proof as JSON on stdin;
-                                                  prints `Phase: …`
-  preload install [--prefix DIR] [--settings PATH] [--shims] [--print]
-                                                  copy the binaries and wire them (--print:
-                                                  show the wiring, change nothing)
-  preload uninstall [--settings PATH]
-  preload doctor [--prefix DIR] [--settings PATH]  check the installation and state files
-  preload status [--json]                         the active session or seed of this process
-  preload report [LOG]                            summary of a delivery event log
-
-Env: HOME, CLAUDE_SUPERVISOR_PID / CLAUDE_PID, WORKSPACE, CLAUDE_PROJECT_DIR,
+/// What every subcommand reads from the environment.
+const ENV_HELP: &str =
+    "Env: HOME, CLAUDE_SUPERVISOR_PID / CLAUDE_PID, WORKSPACE, CLAUDE_PROJECT_DIR,
      CLAUDE_SESSION_CACHE_DIR, PRELOAD_TEST_LOG.";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "preload",
+    version,
+    about = "The command line of the native preload hooks.",
+    after_help = ENV_HELP,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create or update a session's .state.json, merging this process's seed; session
+    /// parameters as JSON on stdin (as `session.sh activate` enforces them).
+    Activate(session_cmd::ActivateArgs),
+    /// Move a session to a phase, as `session.sh phase` enforces it; proof as JSON on stdin;
+    /// prints `Phase: …`.
+    Phase(session_cmd::PhaseArgs),
+    /// Copy the binaries and wire them into the project's settings (or write shims).
+    Install(install::Options),
+    /// Take the wiring (or the shims) out again; the binaries stay.
+    Uninstall(install::UninstallArgs),
+    /// Check the installation, the engine, the rules and the state files.
+    Doctor(inspect::DoctorArgs),
+    /// The active session or seed of this Claude process.
+    Status(inspect::StatusArgs),
+    /// A summary of a delivery event log.
+    Report(inspect::ReportArgs),
+}
 
 /// Entry point of the `preload` binary.
 pub fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.is_empty() {
-        runner::print_text(HELP);
-        return ExitCode::from(2);
-    }
-    if runner::answer_meta_flag("preload", HELP, &args) {
-        return ExitCode::SUCCESS;
-    }
-    let rest = &args[1..];
-    match args[0].as_str() {
-        "activate" | "phase" => session_cmd::main(&args[0], rest),
-        "install" | "uninstall" => install::main(&args[0], rest),
-        "doctor" | "status" | "report" => inspect::main(&args[0], rest),
-        _ => {
-            runner::print_text(HELP);
-            ExitCode::from(2)
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version go to stdout (exit 0); a usage error to stderr (exit 2).
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
+    };
+    match cli.command {
+        Command::Activate(args) => session_cmd::activate(&args),
+        Command::Phase(args) => session_cmd::phase_command(&args),
+        Command::Install(args) => install::run_install(&args),
+        Command::Uninstall(args) => install::run_uninstall(&args),
+        Command::Doctor(args) => inspect::doctor_main(&args),
+        Command::Status(args) => inspect::status_main(&args),
+        Command::Report(args) => inspect::report_main(&args),
+    }
+}
+
+/// A path argument with a leading `~` expanded against `HOME` (the shell does not expand it
+/// after `=` or in quotes).
+pub fn path_arg(text: &str) -> Result<PathBuf, String> {
+    if text.is_empty() {
+        return Err("an empty path".to_owned());
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    Ok(match (text.strip_prefix('~'), home) {
+        (Some(""), Some(home)) => home,
+        (Some(rest), Some(home)) if rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn unknown_subcommands_and_flags_are_usage_errors() {
+        for args in [
+            vec!["preload", "nope"],
+            vec!["preload", "status", "--nope"],
+            vec!["preload", "install", "--shim"],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert!(err.use_stderr(), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_tilde_in_a_path_argument_is_home() {
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        assert_eq!(path_arg("~/x/y").unwrap(), home.join("x/y"));
+        assert_eq!(path_arg("~").unwrap(), home);
+        assert_eq!(path_arg("a/~b").unwrap(), PathBuf::from("a/~b"));
+        assert!(path_arg("").is_err());
     }
 }

@@ -24,13 +24,50 @@ pub const PROOF_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long `activate` waits for the session parameters on stdin.
 pub const PARAMETERS_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Run `activate` or `phase` with its arguments; prints the result, returns the exit code.
-pub fn main(name: &str, args: &[String]) -> ExitCode {
-    let result = match name {
-        "activate" => activate_cmd(&cli_context("activate"), args),
-        "phase" => phase_cmd(&cli_context("phase"), args),
-        _ => Err(Failure::Usage(format!("unknown subcommand {name}"))),
-    };
+/// `preload activate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ActivateArgs {
+    /// The session directory (`sessions/<name>`).
+    #[arg(value_parser = crate::path_arg)]
+    pub dir: std::path::PathBuf,
+    /// The skill, as `session.sh activate <dir> <skill>` takes it.
+    pub skill: Option<String>,
+    /// The skill (the same as the positional form).
+    #[arg(long = "skill", value_name = "NAME", conflicts_with = "skill")]
+    pub skill_flag: Option<String>,
+    /// Skip the completed-skill check and record `fastTrack: true`.
+    #[arg(long)]
+    pub fast_track: bool,
+    /// The user allowed activating a completed skill again.
+    #[arg(long, value_name = "REASON")]
+    pub user_approved: Option<String>,
+}
+
+/// `preload phase`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PhaseArgs {
+    /// The session directory (`sessions/<name>`).
+    #[arg(value_parser = crate::path_arg)]
+    pub dir: std::path::PathBuf,
+    /// The phase, `"<label>: <name>"`.
+    pub phase: String,
+    /// The user approved a non-sequential transition.
+    #[arg(long, value_name = "REASON")]
+    pub user_approved: Option<String>,
+}
+
+/// Run `preload activate`.
+pub fn activate(args: &ActivateArgs) -> ExitCode {
+    finish(activate_cmd(&cli_context("activate"), args))
+}
+
+/// Run `preload phase`.
+pub fn phase_command(args: &PhaseArgs) -> ExitCode {
+    finish(Ok(phase_cmd(&cli_context("phase"), args)))
+}
+
+/// Print what a command produced; its exit code.
+fn finish(result: Result<Outcome, Failure>) -> ExitCode {
     match result {
         Ok(outcome) => {
             complain(&outcome.stderr);
@@ -44,7 +81,7 @@ pub fn main(name: &str, args: &[String]) -> ExitCode {
             }
         }
         Err(Failure::Usage(why)) => {
-            complain(&format!("preload: {why}\n\n{}\n", crate::HELP));
+            complain(&format!("preload: {why}\n"));
             ExitCode::from(2)
         }
         Err(Failure::Refused(why)) => {
@@ -119,39 +156,15 @@ fn session_dir_arg(ctx: &Context, arg: &str) -> PathBuf {
     preload_core::paths::lexical_clean(&path)
 }
 
-/// The value of a flag that needs one.
-fn flag_value<'a>(
-    iter: &mut impl Iterator<Item = &'a String>,
-    flag: &str,
-    what: &str,
-) -> Result<String, Failure> {
-    iter.next()
-        .filter(|v| !v.is_empty())
-        .cloned()
-        .ok_or_else(|| Failure::Rejected(format!("{flag} requires {what}")))
-}
-
-fn activate_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
+fn activate_cmd(ctx: &Context, args: &ActivateArgs) -> Result<Outcome, Failure> {
     let mut out = Outcome::default();
-    let mut dir = None;
-    let mut skill = None;
-    let mut options = Options::default();
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--skill" => skill = Some(flag_value(&mut iter, "--skill", "a name")?),
-            a if a.starts_with("--skill=") => skill = Some(a["--skill=".len()..].to_owned()),
-            "--fast-track" => options.fast_track = true,
-            "--user-approved" => {
-                options.approval = Some(flag_value(&mut iter, arg, "a reason string")?);
-            }
-            a if dir.is_none() && !a.starts_with("--") => dir = Some(a.to_owned()),
-            // `session.sh activate <dir> <skill>` spelling.
-            a if skill.is_none() && !a.starts_with("--") => skill = Some(a.to_owned()),
-            a => out.warn(&format!("§CMD_PARSE_PARAMETERS: Unknown flag '{a}'")),
-        }
-    }
-    let dir = dir.ok_or_else(|| Failure::Usage("activate needs a session directory".into()))?;
+    let skill = args.skill.clone().or_else(|| args.skill_flag.clone());
+    let mut options = Options {
+        fast_track: args.fast_track,
+        approval: args.user_approved.clone(),
+        ..Options::default()
+    };
+    let dir = args.dir.to_string_lossy().into_owned();
     let dir = session_dir_arg(ctx, &dir);
     let activated = crate::parameters::check(&ctx.paths, &read_stdin(PARAMETERS_TIMEOUT)).and_then(
         |parameters| {
@@ -191,26 +204,17 @@ fn activate_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
     Ok(out)
 }
 
-fn phase_cmd(ctx: &Context, args: &[String]) -> Result<Outcome, Failure> {
-    let [dir, phase_arg, flags @ ..] = args else {
-        return Err(Failure::Usage(
-            "phase needs a session directory and \"<label>: <name>\"".into(),
-        ));
+fn phase_cmd(ctx: &Context, args: &PhaseArgs) -> Outcome {
+    let request = PhaseRequest {
+        phase: args.phase.clone(),
+        approval: args.user_approved.clone(),
+        proof: proof::parse(&read_stdin(PROOF_TIMEOUT)),
     };
-    let mut request = PhaseRequest {
-        phase: phase_arg.clone(),
-        ..PhaseRequest::default()
-    };
-    let mut iter = flags.iter();
-    while let Some(flag) = iter.next() {
-        if flag == "--user-approved" {
-            request.approval = Some(flag_value(&mut iter, flag, "a reason string")?);
-        } else {
-            request.unknown_flags.push(flag.clone());
-        }
-    }
-    request.proof = proof::parse(&read_stdin(PROOF_TIMEOUT));
-    Ok(phase(ctx, &session_dir_arg(ctx, dir), &request))
+    phase(
+        ctx,
+        &session_dir_arg(ctx, &args.dir.to_string_lossy()),
+        &request,
+    )
 }
 
 /// Move the session in `dir` to the requested phase, as `session.sh phase` does; what to print.

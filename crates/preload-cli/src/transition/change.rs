@@ -27,8 +27,6 @@ pub struct PhaseRequest {
     pub approval: Option<String>,
     /// What arrived on stdin.
     pub proof: Option<Proof>,
-    /// Arguments that are no flag of `phase` (reported, then ignored).
-    pub unknown_flags: Vec<String>,
 }
 
 /// Move the session in `dir` to the requested phase, as `session.sh phase` does.
@@ -46,9 +44,6 @@ pub fn change_phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcom
             dir.display()
         ));
         return out;
-    }
-    for flag in &request.unknown_flags {
-        out.warn(&format!("§CMD_UPDATE_PHASE: Unknown flag '{flag}'"));
     }
     let written = state::update(&path, ctx.lock_deadline(), |s| {
         transition(ctx, dir, request, s, &mut out)

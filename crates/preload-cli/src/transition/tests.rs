@@ -219,7 +219,6 @@ impl World {
             phase: phase.to_owned(),
             approval: approval.map(str::to_owned),
             proof: proof.and_then(proof::parse),
-            unknown_flags: Vec::new(),
         };
         change_phase(&self.ctx, &self.dir, &request)
     }
@@ -447,17 +446,4 @@ fn bad_phases_and_missing_sessions_are_refused() {
     let out = w.phase("0: Setup", None, None);
     assert!(out.refused && out.stderr.starts_with("preload: "));
     assert_eq!(w.raw(), "{bad");
-}
-
-#[test]
-fn unknown_flags_are_reported_and_ignored() {
-    let w = implement_world();
-    let request = PhaseRequest {
-        phase: "0: Setup".to_owned(),
-        unknown_flags: vec!["--loud".to_owned()],
-        ..PhaseRequest::default()
-    };
-    let out = change_phase(&w.ctx, &w.dir, &request);
-    assert!(!out.refused);
-    assert_eq!(out.stderr, "§CMD_UPDATE_PHASE: Unknown flag '--loud'\n");
 }
