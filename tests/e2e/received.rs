@@ -27,6 +27,8 @@ const CLIENT_SECTIONS: &[&str] = &[
 /// One message as the model sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// `user`, `assistant` or `system`.
+    pub role: String,
     /// Its texts: text blocks, tool results, string content.
     pub texts: Vec<String>,
     /// Its tool calls (`name`, `input`).
@@ -42,8 +44,17 @@ pub struct Header {
     pub label: String,
     /// The file path.
     pub path: String,
+    /// `(i, n)` of a labelled part `(part i/n)`; `None` for a whole file.
+    pub part: Option<(usize, usize)>,
     /// Index of the message holding it.
     pub message: usize,
+}
+
+/// `(i, n)` of a part label's tail (` (part i/n)`).
+fn part_of(label: &str) -> Option<(usize, usize)> {
+    let tail = label.split_once(" (part ")?.1.strip_suffix(')')?;
+    let (i, n) = tail.split_once('/')?;
+    Some((i.parse().ok()?, n.parse().ok()?))
 }
 
 /// One hook's `additionalContext` as the client passed it on.
@@ -107,6 +118,7 @@ impl Received {
                     // header's form (`[Preloaded: …]`) is no block.
                     if path.starts_with('/') {
                         headers.push(Header {
+                            part: part_of(&label),
                             label,
                             path,
                             message: index,
@@ -130,6 +142,30 @@ impl Received {
             .iter()
             .find(|h| h.path == path)
             .map(|h| h.message)
+    }
+
+    /// Index of the message with which `path` was complete in this conversation: its whole
+    /// block, or the last of its parts `1..=n` to arrive (a split file's parts may come over
+    /// several tool calls). `None` when it never arrived whole.
+    pub fn complete_at(&self, path: &str) -> Option<usize> {
+        let headers: Vec<Header> = self
+            .headers()
+            .into_iter()
+            .filter(|h| h.path == path)
+            .collect();
+        if let Some(whole) = headers.iter().find(|h| h.part.is_none()) {
+            return Some(whole.message);
+        }
+        let n = headers.iter().find_map(|h| h.part).map(|(_, n)| n)?;
+        (1..=n)
+            .map(|i| {
+                headers
+                    .iter()
+                    .find(|h| h.part == Some((i, n)))
+                    .map(|h| h.message)
+            })
+            .collect::<Option<Vec<usize>>>()
+            .and_then(|at| at.into_iter().max())
     }
 
     /// Every hook context, in order.
@@ -198,7 +234,11 @@ impl Received {
         self.messages.get(call + 1)
     }
 
-    /// Problems: a header received more than once, or an `expected` file never received.
+    /// Problems: a block (a whole file, or one part of a split file) received more than once, a
+    /// file received both whole and in parts or in parts of two different cuts, a file whose
+    /// parts did not all arrive (a file counts as delivered when its last part `(part n/n)` is
+    /// in, and every part `1..=n` must be there exactly once), or an `expected` file never
+    /// received.
     pub fn check_each_once(&self, expected: &[String]) -> Vec<String> {
         let mut problems = Vec::new();
         let headers = self.headers();
@@ -221,6 +261,40 @@ impl Received {
                 ));
             }
         }
+        let mut paths: Vec<&str> = Vec::new();
+        for header in &headers {
+            if !paths.contains(&header.path.as_str()) {
+                paths.push(&header.path);
+            }
+        }
+        for path in paths {
+            let of: Vec<&Header> = headers.iter().filter(|h| h.path == path).collect();
+            let whole: Vec<usize> = of
+                .iter()
+                .filter(|h| h.part.is_none())
+                .map(|h| h.message)
+                .collect();
+            let mut cuts: Vec<usize> = of.iter().filter_map(|h| h.part).map(|(_, n)| n).collect();
+            cuts.dedup();
+            if !whole.is_empty() && !cuts.is_empty() {
+                problems.push(format!(
+                    "delivered whole (messages {whole:?}) and in parts as well: {path}"
+                ));
+            }
+            if cuts.len() > 1 {
+                problems.push(format!("delivered in parts of {cuts:?} parts: {path}"));
+            }
+            if let Some(&n) = cuts.first() {
+                let missing: Vec<usize> = (1..=n)
+                    .filter(|i| !of.iter().any(|h| h.part == Some((*i, n))))
+                    .collect();
+                if !missing.is_empty() {
+                    problems.push(format!(
+                        "incomplete: parts {missing:?} of {n} never arrived: {path}"
+                    ));
+                }
+            }
+        }
         for path in expected {
             if !headers.iter().any(|h| &h.path == path) {
                 problems.push(format!("never delivered: {path}"));
@@ -233,6 +307,20 @@ impl Received {
     /// client's own expansions (`Base directory for this skill: <dir>`, at the prompt and again
     /// after a compaction) and the hooks' `[Preloaded: <dir>/SKILL.md]` blocks alike.
     pub fn check_skill_at_most_once(&self, skill_dir: &str) -> Vec<String> {
+        let arrivals = self.skill_arrivals(skill_dir);
+        if arrivals.len() <= 1 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{skill_dir}/SKILL.md reached the model {} times: {}",
+            arrivals.len(),
+            arrivals.join(", ")
+        )]
+    }
+
+    /// Every arrival of the skill in `skill_dir`: the client's own expansions and the hooks'
+    /// `[Preloaded: <dir>/SKILL.md]` blocks, each as `<how> at message <i>`.
+    pub fn skill_arrivals(&self, skill_dir: &str) -> Vec<String> {
         let expansions: Vec<usize> = self
             .messages
             .iter()
@@ -252,17 +340,19 @@ impl Received {
             .filter(|h| h.path == skill_md)
             .map(|h| h.message)
             .collect();
-        if expansions.len() + blocks.len() <= 1 {
-            return Vec::new();
-        }
-        vec![format!(
-            "{skill_md} reached the model {} times: the client's expansion at messages \
-             {expansions:?}, [Preloaded] blocks at messages {blocks:?}",
-            expansions.len() + blocks.len()
-        )]
+        expansions
+            .iter()
+            .map(|i| format!("the client's expansion at message {i}"))
+            .chain(
+                blocks
+                    .iter()
+                    .map(|i| format!("a [Preloaded] block at message {i}")),
+            )
+            .collect()
     }
 
-    /// Problems: a file of `paths` first received outside messages `from..=to`.
+    /// Problems: a file of `paths` not complete ([`Self::complete_at`]) within messages
+    /// `from..=to`, or begun before `from`.
     pub fn check_arrives_within(
         &self,
         paths: &[String],
@@ -272,14 +362,52 @@ impl Received {
     ) -> Vec<String> {
         paths
             .iter()
-            .filter_map(|path| match self.first(path) {
-                Some(at) if (from..=to).contains(&at) => None,
-                Some(at) => Some(format!(
-                    "{path} arrived at message {at}, not {when} ({from}..={to})"
+            .filter_map(|path| match (self.first(path), self.complete_at(path)) {
+                (Some(begun), Some(done)) if begun >= from && done <= to => None,
+                (Some(begun), Some(done)) => Some(format!(
+                    "{path} arrived at messages {begun}..={done}, not {when} ({from}..={to})"
                 )),
-                None => Some(format!("{path} never arrived ({when})")),
+                (Some(begun), None) => Some(format!(
+                    "{path} began at message {begun} but never arrived whole ({when})"
+                )),
+                (None, _) => Some(format!("{path} never arrived ({when})")),
             })
             .collect()
+    }
+
+    /// Whether the message at `index` is an ordinary tool call: one that ran (its result is
+    /// no deny) and is no `engine …` command of the session protocol.
+    pub fn is_ordinary_call(&self, index: usize) -> bool {
+        let Some(message) = self.messages.get(index) else {
+            return false;
+        };
+        let engine = |(name, input): &(String, Value)| {
+            name == "Bash"
+                && input["command"]
+                    .as_str()
+                    .is_some_and(|c| c.trim_start().starts_with("engine "))
+        };
+        !message.tool_uses.is_empty()
+            && !message.tool_uses.iter().any(engine)
+            && self
+                .result_of(index)
+                .is_some_and(|result| result.errors.is_empty())
+    }
+
+    /// The last message that belongs to the `n`th ordinary tool call after message `from` (its
+    /// result and the hook contexts that came with it: everything before the next assistant
+    /// turn); the end of the conversation when there are fewer calls.
+    pub fn after_ordinary_calls(&self, from: usize, n: usize) -> usize {
+        let last = self.messages.len().saturating_sub(1);
+        let Some(call) = (from + 1..self.messages.len())
+            .filter(|&i| self.is_ordinary_call(i))
+            .nth(n.saturating_sub(1))
+        else {
+            return last;
+        };
+        (call + 1..self.messages.len())
+            .find(|&i| self.messages[i].role == "assistant")
+            .map_or(last, |next| next - 1)
     }
 
     /// Problems: a header for a file ending with `suffix` at or after message `from`.
@@ -361,6 +489,7 @@ fn message(value: &Value) -> Message {
         _ => {}
     }
     Message {
+        role: value["role"].as_str().unwrap_or_default().to_owned(),
         texts,
         tool_uses,
         errors,
