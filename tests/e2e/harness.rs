@@ -213,11 +213,19 @@ fn harness_counts_parts_and_the_clients_own_skill_expansion() {
     ];
     expected.sort();
     assert_eq!(problems, expected);
-    assert_eq!(received.complete_at(done), Some(4), "complete with its last part");
+    assert_eq!(
+        received.complete_at(done),
+        Some(4),
+        "complete with its last part"
+    );
     assert_eq!(received.complete_at(split), None);
     let skill_dir = skill_md.trim_end_matches("/SKILL.md");
     let twice = received.check_skill_at_most_once(skill_dir);
-    assert_eq!(twice.len(), 1, "the client's expansion and a block: {twice:?}");
+    assert_eq!(
+        twice.len(),
+        1,
+        "the client's expansion and a block: {twice:?}"
+    );
     assert!(
         twice[0].contains("expansion at message 0") && twice[0].contains("block at message 4"),
         "{twice:?}"
