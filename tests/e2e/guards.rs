@@ -59,11 +59,14 @@ fn the_session_gate_denies_until_the_model_activates() {
         "after activation every call passes: {denied:?}"
     );
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
 }
 
 /// (d) Calls without `engine log`: the third gets the heartbeat's warning, the tenth is denied
@@ -129,10 +132,13 @@ fn the_heartbeat_warns_then_blocks_once_each_until_the_agent_logs() {
         );
     }
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
     let state = s.world.session_state().expect("the session");
     assert_eq!(state["toolCallsSinceLastLog"], 2, "two calls since the log");
 }

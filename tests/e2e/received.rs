@@ -183,6 +183,24 @@ impl Received {
         found
     }
 
+    /// The files whose blocks the client carried into a compacted conversation from before the
+    /// compaction: those in hook contexts that come before the first `SessionStart` context
+    /// (the exchange in flight when the client compacted, which it keeps after the summary).
+    pub fn kept_across_compaction(&self) -> Vec<String> {
+        let mut kept: Vec<String> = Vec::new();
+        for context in self.hook_contexts() {
+            if context.label == "SessionStart" {
+                break;
+            }
+            for path in header_paths(&context.text) {
+                if !kept.contains(&path) {
+                    kept.push(path);
+                }
+            }
+        }
+        kept
+    }
+
     /// Characters the hooks added to this conversation.
     pub fn hook_chars(&self) -> usize {
         self.hook_contexts()
@@ -494,6 +512,22 @@ fn message(value: &Value) -> Message {
         tool_uses,
         errors,
     }
+}
+
+/// The absolute paths of the `[Preloaded: …]` headers in `text`, in order.
+fn header_paths(text: &str) -> Vec<String> {
+    Received {
+        messages: vec![Message {
+            role: String::new(),
+            texts: vec![text.to_owned()],
+            tool_uses: Vec::new(),
+            errors: Vec::new(),
+        }],
+    }
+    .headers()
+    .into_iter()
+    .map(|h| h.path)
+    .collect()
 }
 
 /// The (label, text) of every hook context in one text.
