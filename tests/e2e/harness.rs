@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use crate::client;
-use crate::model::{ModelServer, Script, tool};
+use crate::model::{Kind, ModelServer, Script, tool};
 use crate::received::Received;
 use crate::support::{client_or_skip, dump};
-use crate::world::{Hook, World};
+use crate::world::{Hook, SESSION_START_CHUNKS, World};
 
 /// A hook answer carrying `context` for `event`. The client replaces an output over 10,000
 /// characters with a file path and a preview, so the stand-ins' answers must stay under it.
@@ -229,5 +229,116 @@ fn harness_counts_parts_and_the_clients_own_skill_expansion() {
     assert!(
         twice[0].contains("expansion at message 0") && twice[0].contains("block at message 4"),
         "{twice:?}"
+    );
+}
+
+/// What the client keeps of SessionStart on `--resume`. Each of [`SESSION_START_CHUNKS`]
+/// stand-ins answers with its own marker and a few KB of text: the odd ones name the source the
+/// client gave them (so their text differs between the start-up and the resume), the even ones
+/// answer the same text both times. The resumed conversation replays the first run's contexts
+/// and holds every registration's context of the resume whose text is new, each once; a context
+/// whose text is already in the conversation the client drops. So a hook that sends a file
+/// again on resume with the same slice text is not seen twice by the model, but the hook's own
+/// log counts it as delivered.
+#[test]
+fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_texts() {
+    let scenario = "harness_resume_keeps_session_start";
+    let Some(claude) = client_or_skip(scenario) else {
+        return;
+    };
+    let mut world = World::new();
+    // About 2,400 characters each: 32 of them twice stay under the client's auto-compaction
+    // (`--autocompact 100000`), which a resume of a larger conversation triggers at once.
+    let padding = "Text that stands for a slice of the standards.\n".repeat(50);
+    let tail = format!(
+        "{}}}}}",
+        serde_json::to_string(&padding)
+            .unwrap()
+            .trim_start_matches('"')
+    );
+    let hooks: Vec<Hook> = (0..SESSION_START_CHUNKS)
+        .map(|i| {
+            let script = world.bin_dir.join(format!("start-{i}"));
+            let rest = world.bin_dir.join(format!("start-{i}.json"));
+            std::fs::write(&rest, &tail).unwrap();
+            let tag = if i % 2 == 1 { "source=$src" } else { "same" };
+            let body = format!(
+                "#!/bin/sh\nsrc=$(grep -o '\"source\": *\"[a-z]*\"' | sed 's/.*\"\\([a-z]*\\)\"$/\\1/')\n\
+                 printf '{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\
+                 \"additionalContext\":\"[chunk {i}/{SESSION_START_CHUNKS} %s]\\\\n' \"{tag}\"\n\
+                 cat '{}'\n",
+                rest.display()
+            );
+            std::fs::write(&script, body).unwrap();
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            Hook::new("SessionStart", None, &script, &[])
+        })
+        .collect();
+    world.wire(&hooks);
+    let server = ModelServer::start(Script::main(vec![crate::model::bash("echo one")]));
+    let first = client::run(
+        &claude,
+        &world,
+        &server,
+        "Say hello.",
+        &client::Options::default(),
+    );
+    first.assert_ok();
+    server.set_script(Script::main(vec![crate::model::bash("echo two")]));
+    let options = client::Options {
+        resume: Some(
+            first
+                .session_id()
+                .expect("the client reports its session id"),
+        ),
+        ..client::Options::default()
+    };
+    let second = client::run(&claude, &world, &server, "Carry on.", &options);
+    second.assert_ok();
+    let requests = server.requests();
+    let saved = dump(scenario, &requests, &world);
+    assert!(
+        !requests.iter().any(|r| r.kind == Kind::Compaction),
+        "the resume did not compact"
+    );
+    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
+    let resumed_at = got.text_position("Carry on.").expect("the resumed one");
+    let mut problems = Vec::new();
+    for i in 0..SESSION_START_CHUNKS {
+        let markers: Vec<(String, usize)> = if i % 2 == 1 {
+            ["startup", "resume"]
+                .iter()
+                .map(|source| {
+                    (
+                        format!("[chunk {i}/{SESSION_START_CHUNKS} source={source}]"),
+                        1,
+                    )
+                })
+                .collect()
+        } else {
+            vec![(format!("[chunk {i}/{SESSION_START_CHUNKS} same]"), 1)]
+        };
+        for (marker, want) in markers {
+            let n = got.count_text(&marker);
+            if n != want {
+                problems.push(format!("{marker} arrived {n} times, not {want}"));
+            }
+        }
+        let resumed = format!("[chunk {i}/{SESSION_START_CHUNKS} source=resume]");
+        if i % 2 == 1
+            && got
+                .text_position(&resumed)
+                .is_some_and(|at| at < resumed_at)
+        {
+            problems.push(format!("{resumed} before the resume's prompt"));
+        }
+    }
+    crate::support::assert_clean(
+        scenario,
+        "the resume's new SessionStart contexts kept, its repeated ones dropped",
+        &problems,
+        &got,
+        &saved,
     );
 }

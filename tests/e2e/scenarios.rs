@@ -9,7 +9,8 @@ use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, log, phase, read};
 use crate::support::{
-    Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice, union,
+    Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,
+    resume_point, union,
 };
 use crate::world::World;
 
@@ -307,6 +308,50 @@ fn implement_lifecycle_delivers_each_file_once_at_its_phase() {
     s.world.sandbox.assert_no_duplicates();
 }
 
+/// The checks of a resumed conversation: it holds the first run (`first_call` is a call of
+/// it) and the second (its prompt `prompt`); every file the hooks delivered in either run is
+/// in it exactly once; and what the hooks delivered after the resume (from SessionStart
+/// `resume` on) arrived after the resume's prompt. The client drops a resume's SessionStart
+/// context whose text is already in the conversation (see
+/// `harness::the_client_keeps_every_session_start_context_of_a_resume`), so a file the hooks
+/// send again on resume may be in the conversation once while the hooks think they sent it
+/// twice: the second check catches that.
+fn assert_resumed(
+    s: &Scenario,
+    got: &Received,
+    first_call: &str,
+    prompt: &str,
+    expected: &[String],
+    saved: &std::path::Path,
+) {
+    let resumed_at = got.text_position(prompt);
+    assert!(
+        resumed_at.is_some() && got.bash_call(first_call).is_some(),
+        "the last conversation is the resumed one, holding the first run"
+    );
+    let logged = delivered_to_main(s.log(), 0, usize::MAX);
+    s.assert_context("resumed", got, &union(expected, &logged), saved);
+    let resume = resume_point(s.log()).expect("SessionStart ran for the resume");
+    let after_resume = delivered_to_main(s.log(), resume, usize::MAX);
+    notice(&format!(
+        "{}: delivered after the resume: {after_resume:?}",
+        s.name
+    ));
+    let late = got.check_arrives_within(
+        &after_resume,
+        resumed_at.unwrap_or_default(),
+        got.messages.len(),
+        "after the resume's prompt",
+    );
+    assert_clean(
+        s.name,
+        "what the hooks delivered after the resume reached the model after it",
+        &late,
+        got,
+        saved,
+    );
+}
+
 /// (f) A resumed session (`--resume`): the resumed conversation replays the first run, and every
 /// file the hooks delivered in either run is in it exactly once.
 #[test]
@@ -333,15 +378,72 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_REPORT_INTENT", "CMD_INTERROGATE", "CMD_ASK_ROUND"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
-    assert!(
-        got.text_position("Carry on.").is_some() && got.bash_call("session activate").is_some(),
-        "the last conversation is the resumed one, holding the first run"
+    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    s.assert_skill_once("resumed", &got, &saved);
+    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
+    let state = s.world.session_state().expect("the session");
+    assert_eq!(
+        state["pid"],
+        json!(resumed.pid),
+        "the resuming client owns the session"
     );
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("resumed", &got, &union(&expected, &logged), &saved);
+}
+
+/// A conversation resumed before it activated a session: the resuming client goes on from the
+/// first one's seed (the standards are in the replayed conversation), then activates `/implement`
+/// and works through phase 1. Every file once, the standards not sent again.
+#[test]
+fn resume_before_activation_goes_on_from_the_seed() {
+    let Some(s) = Scenario::new("resume_seed", World::new()) else {
+        return;
+    };
+    let settings = s.world.settings_path();
+    let run = s.run(
+        Script::main(vec![tool("Read", json!({"file_path": settings}))]),
+        "Say hello.",
+    );
+    let id = run.session_id().expect("the client reports its session id");
+    let second = vec![
+        activate(),
+        bash("ls packages/estimate"),
+        phase("1: Interrogation"),
+        read(&s.world, "packages/estimate/src/parser.ts"),
+        bash("ls packages"),
+    ];
+    let options = Options {
+        resume: Some(id),
+        ..Options::default()
+    };
+    let resumed = s.run_with(Script::main(second), "Carry on.", &options);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
+    let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let mut expected = p.core_standards();
+    expected.push(p.project("docs/TOC.md"));
+    expected.extend(phase1.clone());
+    expected.extend(p.core_directives());
+    let mut at_start = p.core_standards();
+    at_start.push(p.project("docs/TOC.md"));
+    let first_call = got
+        .messages
+        .iter()
+        .position(|m| !m.tool_uses.is_empty())
+        .expect("the first run's call");
+    assert_clean(
+        s.name,
+        "the standards in the first run",
+        &got.check_arrives_within(&at_start, 0, first_call, "before the first tool call"),
+        &got,
+        &saved,
+    );
+    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    s.assert_skill_once("resumed", &got, &saved);
+    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
     let state = s.world.session_state().expect("the session");
     assert_eq!(
         state["pid"],

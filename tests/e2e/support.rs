@@ -328,6 +328,14 @@ pub fn compaction_point(log: &Path) -> Option<usize> {
     })
 }
 
+/// Index of the first event SessionStart logged for a resume (`session-start(resume)`): where
+/// the log of the resuming client starts.
+pub fn resume_point(log: &Path) -> Option<usize> {
+    events(log).iter().position(|e| {
+        e["hook"] == "session-start" && e["source"].as_str().is_some_and(|s| s.contains("resume"))
+    })
+}
+
 /// The files the hooks delivered into the main agent's context (events `from..to`), as
 /// `[Preloaded: …]` blocks: every delivery but the client's own skill expansion and the
 /// sub-agents' copies. Each must reach the model exactly once.
