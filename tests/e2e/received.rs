@@ -247,6 +247,31 @@ impl Received {
             .collect()
     }
 
+    /// Problems: a `[Preloaded: …]` block that came with a denied tool call (its result is an
+    /// error, and everything up to the next assistant turn came with it). A denied call claims
+    /// nothing: what is queued waits for a call that runs.
+    pub fn check_nothing_with_denied_calls(&self) -> Vec<String> {
+        let headers = self.headers();
+        let mut problems = Vec::new();
+        for (result, _) in self.errors() {
+            let end = (result + 1..self.messages.len())
+                .find(|&i| self.messages[i].role == "assistant")
+                .unwrap_or(self.messages.len());
+            problems.extend(
+                headers
+                    .iter()
+                    .filter(|h| (result..end).contains(&h.message))
+                    .map(|h| {
+                        format!(
+                            "{} came with the denied call whose result is message {result}",
+                            h.label
+                        )
+                    }),
+            );
+        }
+        problems
+    }
+
     /// The message holding the result of the tool call at message `call` (the one after it).
     pub fn result_of(&self, call: usize) -> Option<&Message> {
         self.messages.get(call + 1)
@@ -563,6 +588,57 @@ fn hook_contexts_in(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A conversation: `engine` call, an ordinary call, a denied call with a block after its
+    /// result (which the check must catch), two more ordinary calls, each with a block after it.
+    fn conversation() -> Received {
+        let call = |id: &str, command: &str| {
+            serde_json::json!({"role": "assistant", "content": [{"type": "tool_use", "id": id,
+                "name": "Bash", "input": {"command": command}}]})
+        };
+        let result = |id: &str, error: bool| {
+            serde_json::json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": id, "content": "ok", "is_error": error}]})
+        };
+        let block = |path: &str| {
+            serde_json::json!({"role": "system", "content":
+                format!("PostToolUse:Bash hook additional context: [Preloaded: {path}]\nx\n")})
+        };
+        Received::from_body(&serde_json::json!({"messages": [
+            {"role": "user", "content": "go"},
+            call("a", "engine session phase sessions/e2e \"1: Interrogation\""), result("a", false),
+            call("b", "ls"), result("b", false), block("/b"),
+            call("c", "ls denied"), result("c", true), block("/c"),
+            call("d", "ls"), result("d", false), block("/d"),
+            call("e", "ls"), result("e", false), block("/e"),
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        ]}))
+    }
+
+    #[test]
+    fn ordinary_calls_are_counted_past_engine_commands_and_denied_calls() {
+        let got = conversation();
+        assert!(!got.is_ordinary_call(1), "an engine command");
+        assert!(got.is_ordinary_call(3));
+        assert!(!got.is_ordinary_call(6), "a denied call");
+        // The second ordinary call after the phase is `d`: its result and block end at 11.
+        assert_eq!(got.after_ordinary_calls(1, 2), 11);
+        assert_eq!(got.after_ordinary_calls(1, 1), 5);
+        assert_eq!(got.after_ordinary_calls(1, 9), got.messages.len() - 1);
+        assert_eq!(
+            got.check_arrives_within(&["/d".into()], 1, got.after_ordinary_calls(1, 2), "x"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            got.check_arrives_within(&["/e".into()], 1, got.after_ordinary_calls(1, 2), "x")
+                .len(),
+            1
+        );
+        assert_eq!(
+            got.check_nothing_with_denied_calls(),
+            vec!["/c came with the denied call whose result is message 7".to_owned()]
+        );
+    }
 
     #[test]
     fn hook_contexts_are_cut_at_the_next_label_and_client_sections() {
