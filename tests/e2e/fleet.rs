@@ -62,8 +62,9 @@ fn two_clients_at_once_in_one_project_keep_their_own_context() {
     }
 
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
     for (i, name) in names.iter().enumerate() {
         let requests = servers[i].requests();
@@ -76,6 +77,8 @@ fn two_clients_at_once_in_one_project_keep_their_own_context() {
         let got = Received::last_of(&requests, "main").expect("the client's conversation");
         let logged = delivered_to_main(&logs[i], 0, usize::MAX);
         s.assert_context(name, &got, &union(&expected, &logged), &saved);
+        s.assert_skill_once(name, &got, &saved);
+        s.assert_phase_files(name, &got, "1: Interrogation", &phase1, &saved);
         let other = names[1 - i];
         assert_eq!(
             got.count_text(&format!("sessions/{other}")),

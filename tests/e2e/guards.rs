@@ -5,7 +5,7 @@
 use crate::model::{Script, bash};
 use crate::received::Received;
 use crate::scenario::{IMPLEMENT_PROMPT, Scenario, activate, log, phase, read};
-use crate::support::{delivered_to_main, union};
+use crate::support::{assert_clean, delivered_to_main, union};
 use crate::world::World;
 
 /// The session gate's text as the model sees it before activation (`guards.json`,
@@ -59,11 +59,21 @@ fn the_session_gate_denies_until_the_model_activates() {
         "after activation every call passes: {denied:?}"
     );
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
+    assert_clean(
+        s.name,
+        "a denied call claims nothing",
+        &got.check_nothing_with_denied_calls(),
+        &got,
+        &saved,
+    );
 }
 
 /// (d) Calls without `engine log`: the third gets the heartbeat's warning, the tenth is denied
@@ -129,10 +139,20 @@ fn the_heartbeat_warns_then_blocks_once_each_until_the_agent_logs() {
         );
     }
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
+    assert_clean(
+        s.name,
+        "a denied call claims nothing",
+        &got.check_nothing_with_denied_calls(),
+        &got,
+        &saved,
+    );
     let state = s.world.session_state().expect("the session");
     assert_eq!(state["toolCallsSinceLastLog"], 2, "two calls since the log");
 }

@@ -5,13 +5,19 @@
 use serde_json::{Value, json};
 
 use crate::client;
-use crate::model::{ModelServer, Script, tool};
+use crate::model::{Kind, ModelServer, Script, tool};
 use crate::received::Received;
-use crate::support::{Paths, client_or_skip, dump};
-use crate::world::{Hook, World};
+use crate::support::{client_or_skip, dump};
+use crate::world::{Hook, SESSION_START_CHUNKS, World};
 
-/// A hook answer carrying `context` for `event`.
+/// A hook answer carrying `context` for `event`. The client replaces an output over 10,000
+/// characters with a file path and a preview, so the stand-ins' answers must stay under it.
 fn context(event: &str, text: &str) -> Value {
+    assert!(
+        text.chars().count() < 9_500,
+        "a stand-in's context fits the client's output cap: {} characters",
+        text.chars().count()
+    );
     json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 }
 
@@ -29,9 +35,44 @@ fn blocks(paths: &[&str]) -> String {
         .join("\n")
 }
 
+/// Part `i` of `n` of the file at `path`, as the contract labels it (the text is the harness's
+/// own; only the labels matter to the checks).
+fn part(path: &str, i: usize, n: usize) -> String {
+    format!("[Preloaded: {path} (part {i}/{n})]\nText of part {i} of {n}.\n")
+}
+
+/// Small files of the harness's own (a few hundred characters each, so any stand-in output
+/// stays far under the client's cap), as absolute paths.
+fn fixtures(world: &World, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|name| {
+            let body = format!(
+                "# {name}\n\nA fixture of the e2e harness's own tests.\n\n{}\n",
+                "A line of text that stands for a standard's content.\n".repeat(4)
+            );
+            world
+                .sandbox
+                .project_file(&format!("docs/harness/{name}.md"), &body)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
 /// Runs the client once with `hooks` wired and a script that reads one file; returns what the
 /// model received at the end of the main conversation.
 fn run_with(scenario: &str, world: &mut World, hooks: &[Hook]) -> Option<Received> {
+    run_with_prompt(scenario, world, hooks, "Read the parser.")
+}
+
+/// [`run_with`] with `prompt`.
+fn run_with_prompt(
+    scenario: &str,
+    world: &mut World,
+    hooks: &[Hook],
+    prompt: &str,
+) -> Option<Received> {
     let claude = client_or_skip(scenario)?;
     world.wire(hooks);
     let parser = world
@@ -42,13 +83,7 @@ fn run_with(scenario: &str, world: &mut World, hooks: &[Hook]) -> Option<Receive
         "Read",
         json!({"file_path": parser}),
     )]));
-    let run = client::run(
-        &claude,
-        world,
-        &server,
-        "Read the parser.",
-        &client::Options::default(),
-    );
+    let run = client::run(&claude, world, &server, prompt, &client::Options::default());
     run.assert_ok();
     let requests = server.requests();
     dump(scenario, &requests, world);
@@ -58,8 +93,8 @@ fn run_with(scenario: &str, world: &mut World, hooks: &[Hook]) -> Option<Receive
 #[test]
 fn harness_catches_a_file_delivered_twice_and_a_literal_backslash_n() {
     let mut world = World::new();
-    let paths = Paths::new(&world);
-    let (a, b) = (paths.engine("COMMANDS.md"), paths.engine("SIGILS.md"));
+    let files = fixtures(&world, &["A", "B"]);
+    let (a, b) = (files[0].clone(), files[1].clone());
     let start = world.stand_in_hook("start-hook", &context("SessionStart", &blocks(&[&a, &b])));
     let again = world.stand_in_hook(
         "again-hook",
@@ -95,8 +130,8 @@ fn harness_catches_a_file_delivered_twice_and_a_literal_backslash_n() {
 #[test]
 fn harness_catches_a_dropped_file_and_passes_a_clean_delivery() {
     let mut world = World::new();
-    let paths = Paths::new(&world);
-    let (a, b) = (paths.engine("COMMANDS.md"), paths.engine("SIGILS.md"));
+    let files = fixtures(&world, &["A", "B"]);
+    let (a, b) = (files[0].clone(), files[1].clone());
     let start = world.stand_in_hook("start-hook", &context("SessionStart", &blocks(&[&a])));
     let hooks = [Hook::new("SessionStart", None, &start, &[])];
     let Some(received) = run_with("harness_catches_a_dropped_file", &mut world, &hooks) else {
@@ -121,5 +156,189 @@ fn harness_catches_a_dropped_file_and_passes_a_clean_delivery() {
         contexts[0].text,
         blocks(&[&a]).trim_end_matches('\n'),
         "the context arrives verbatim"
+    );
+}
+
+/// A split file counts once all its parts arrived, each exactly once, over several outputs;
+/// a part sent twice, a part never sent, a file sent whole and in parts, and a skill expanded
+/// by the client and also sent as a block are each caught.
+#[test]
+fn harness_counts_parts_and_the_clients_own_skill_expansion() {
+    let mut world = World::new();
+    let files = fixtures(&world, &["SPLIT", "BEGUN", "BOTH", "DONE"]);
+    let (split, begun, both, done) = (&files[0], &files[1], &files[2], &files[3]);
+    let skill_md = world
+        .sandbox
+        .home
+        .join(".claude/skills/implement/SKILL.md")
+        .to_string_lossy()
+        .into_owned();
+    let at_start = [
+        part(split, 1, 3),
+        part(split, 2, 3),
+        part(done, 1, 2),
+        part(begun, 1, 2),
+        blocks(&[both]),
+    ]
+    .join("\n");
+    let on_call = [
+        part(split, 2, 3),
+        part(done, 2, 2),
+        part(both, 1, 2),
+        part(both, 2, 2),
+        format!("[Preloaded: {skill_md}]\nThe skill, sent again.\n"),
+    ]
+    .join("\n");
+    let start = world.stand_in_hook("start-hook", &context("SessionStart", &at_start));
+    let post = world.stand_in_hook("post-hook", &context("PostToolUse", &on_call));
+    let hooks = [
+        Hook::new("SessionStart", None, &start, &[]),
+        Hook::new("PostToolUse", Some("*"), &post, &[]),
+    ];
+    let Some(received) = run_with_prompt(
+        "harness_counts_parts",
+        &mut world,
+        &hooks,
+        "/implement add a total to the estimate",
+    ) else {
+        return;
+    };
+    let mut problems = received.check_each_once(std::slice::from_ref(done));
+    problems.sort();
+    let mut expected = vec![
+        format!("delivered 2 times (messages [1, 4]): {split} (part 2/3)"),
+        format!("incomplete: parts [3] of 3 never arrived: {split}"),
+        format!("incomplete: parts [2] of 2 never arrived: {begun}"),
+        format!("delivered whole (messages [1]) and in parts as well: {both}"),
+    ];
+    expected.sort();
+    assert_eq!(problems, expected);
+    assert_eq!(
+        received.complete_at(done),
+        Some(4),
+        "complete with its last part"
+    );
+    assert_eq!(received.complete_at(split), None);
+    let skill_dir = skill_md.trim_end_matches("/SKILL.md");
+    let twice = received.check_skill_at_most_once(skill_dir);
+    assert_eq!(
+        twice.len(),
+        1,
+        "the client's expansion and a block: {twice:?}"
+    );
+    assert!(
+        twice[0].contains("expansion at message 0") && twice[0].contains("block at message 4"),
+        "{twice:?}"
+    );
+}
+
+/// What the client keeps of SessionStart on `--resume`. Each of [`SESSION_START_CHUNKS`]
+/// stand-ins answers with its own marker and a few KB of text: the odd ones name the source the
+/// client gave them (so their text differs between the start-up and the resume), the even ones
+/// answer the same text both times. The resumed conversation replays the first run's contexts
+/// and holds every registration's context of the resume whose text is new, each once; a context
+/// whose text is already in the conversation the client drops. So a hook that sends a file
+/// again on resume with the same slice text is not seen twice by the model, but the hook's own
+/// log counts it as delivered.
+#[test]
+fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_texts() {
+    let scenario = "harness_resume_keeps_session_start";
+    let Some(claude) = client_or_skip(scenario) else {
+        return;
+    };
+    let mut world = World::new();
+    // About 2,400 characters each: 32 of them twice stay under the client's auto-compaction
+    // (`--autocompact 100000`), which a resume of a larger conversation triggers at once.
+    let padding = "Text that stands for a slice of the standards.\n".repeat(50);
+    let tail = format!(
+        "{}}}}}",
+        serde_json::to_string(&padding)
+            .unwrap()
+            .trim_start_matches('"')
+    );
+    let hooks: Vec<Hook> = (0..SESSION_START_CHUNKS)
+        .map(|i| {
+            let script = world.bin_dir.join(format!("start-{i}"));
+            let rest = world.bin_dir.join(format!("start-{i}.json"));
+            std::fs::write(&rest, &tail).unwrap();
+            let tag = if i % 2 == 1 { "source=$src" } else { "same" };
+            let body = format!(
+                "#!/bin/sh\nsrc=$(grep -o '\"source\": *\"[a-z]*\"' | sed 's/.*\"\\([a-z]*\\)\"$/\\1/')\n\
+                 printf '{{\"hookSpecificOutput\":{{\"hookEventName\":\"SessionStart\",\
+                 \"additionalContext\":\"[chunk {i}/{SESSION_START_CHUNKS} %s]\\\\n' \"{tag}\"\n\
+                 cat '{}'\n",
+                rest.display()
+            );
+            std::fs::write(&script, body).unwrap();
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            Hook::new("SessionStart", None, &script, &[])
+        })
+        .collect();
+    world.wire(&hooks);
+    let server = ModelServer::start(Script::main(vec![crate::model::bash("echo one")]));
+    let first = client::run(
+        &claude,
+        &world,
+        &server,
+        "Say hello.",
+        &client::Options::default(),
+    );
+    first.assert_ok();
+    server.set_script(Script::main(vec![crate::model::bash("echo two")]));
+    let options = client::Options {
+        resume: Some(
+            first
+                .session_id()
+                .expect("the client reports its session id"),
+        ),
+        ..client::Options::default()
+    };
+    let second = client::run(&claude, &world, &server, "Carry on.", &options);
+    second.assert_ok();
+    let requests = server.requests();
+    let saved = dump(scenario, &requests, &world);
+    assert!(
+        !requests.iter().any(|r| r.kind == Kind::Compaction),
+        "the resume did not compact"
+    );
+    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
+    let resumed_at = got.text_position("Carry on.").expect("the resumed one");
+    let mut problems = Vec::new();
+    for i in 0..SESSION_START_CHUNKS {
+        let markers: Vec<(String, usize)> = if i % 2 == 1 {
+            ["startup", "resume"]
+                .iter()
+                .map(|source| {
+                    (
+                        format!("[chunk {i}/{SESSION_START_CHUNKS} source={source}]"),
+                        1,
+                    )
+                })
+                .collect()
+        } else {
+            vec![(format!("[chunk {i}/{SESSION_START_CHUNKS} same]"), 1)]
+        };
+        for (marker, want) in markers {
+            let n = got.count_text(&marker);
+            if n != want {
+                problems.push(format!("{marker} arrived {n} times, not {want}"));
+            }
+        }
+        let resumed = format!("[chunk {i}/{SESSION_START_CHUNKS} source=resume]");
+        if i % 2 == 1
+            && got
+                .text_position(&resumed)
+                .is_some_and(|at| at < resumed_at)
+        {
+            problems.push(format!("{resumed} before the resume's prompt"));
+        }
+    }
+    crate::support::assert_clean(
+        scenario,
+        "the resume's new SessionStart contexts kept, its repeated ones dropped",
+        &problems,
+        &got,
+        &saved,
     );
 }

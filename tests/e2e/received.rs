@@ -27,6 +27,8 @@ const CLIENT_SECTIONS: &[&str] = &[
 /// One message as the model sees it.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// `user`, `assistant` or `system`.
+    pub role: String,
     /// Its texts: text blocks, tool results, string content.
     pub texts: Vec<String>,
     /// Its tool calls (`name`, `input`).
@@ -42,8 +44,17 @@ pub struct Header {
     pub label: String,
     /// The file path.
     pub path: String,
+    /// `(i, n)` of a labelled part `(part i/n)`; `None` for a whole file.
+    pub part: Option<(usize, usize)>,
     /// Index of the message holding it.
     pub message: usize,
+}
+
+/// `(i, n)` of a part label's tail (` (part i/n)`).
+fn part_of(label: &str) -> Option<(usize, usize)> {
+    let tail = label.split_once(" (part ")?.1.strip_suffix(')')?;
+    let (i, n) = tail.split_once('/')?;
+    Some((i.parse().ok()?, n.parse().ok()?))
 }
 
 /// One hook's `additionalContext` as the client passed it on.
@@ -107,6 +118,7 @@ impl Received {
                     // header's form (`[Preloaded: …]`) is no block.
                     if path.starts_with('/') {
                         headers.push(Header {
+                            part: part_of(&label),
                             label,
                             path,
                             message: index,
@@ -132,6 +144,30 @@ impl Received {
             .map(|h| h.message)
     }
 
+    /// Index of the message with which `path` was complete in this conversation: its whole
+    /// block, or the last of its parts `1..=n` to arrive (a split file's parts may come over
+    /// several tool calls). `None` when it never arrived whole.
+    pub fn complete_at(&self, path: &str) -> Option<usize> {
+        let headers: Vec<Header> = self
+            .headers()
+            .into_iter()
+            .filter(|h| h.path == path)
+            .collect();
+        if let Some(whole) = headers.iter().find(|h| h.part.is_none()) {
+            return Some(whole.message);
+        }
+        let n = headers.iter().find_map(|h| h.part).map(|(_, n)| n)?;
+        (1..=n)
+            .map(|i| {
+                headers
+                    .iter()
+                    .find(|h| h.part == Some((i, n)))
+                    .map(|h| h.message)
+            })
+            .collect::<Option<Vec<usize>>>()
+            .and_then(|at| at.into_iter().max())
+    }
+
     /// Every hook context, in order.
     pub fn hook_contexts(&self) -> Vec<HookContext> {
         let mut found = Vec::new();
@@ -145,6 +181,24 @@ impl Received {
             }
         }
         found
+    }
+
+    /// The files whose blocks the client carried into a compacted conversation from before the
+    /// compaction: those in hook contexts that come before the first `SessionStart` context
+    /// (the exchange in flight when the client compacted, which it keeps after the summary).
+    pub fn kept_across_compaction(&self) -> Vec<String> {
+        let mut kept: Vec<String> = Vec::new();
+        for context in self.hook_contexts() {
+            if context.label == "SessionStart" {
+                break;
+            }
+            for path in header_paths(&context.text) {
+                if !kept.contains(&path) {
+                    kept.push(path);
+                }
+            }
+        }
+        kept
     }
 
     /// Characters the hooks added to this conversation.
@@ -193,12 +247,41 @@ impl Received {
             .collect()
     }
 
+    /// Problems: a `[Preloaded: …]` block that came with a denied tool call (its result is an
+    /// error, and everything up to the next assistant turn came with it). A denied call claims
+    /// nothing: what is queued waits for a call that runs.
+    pub fn check_nothing_with_denied_calls(&self) -> Vec<String> {
+        let headers = self.headers();
+        let mut problems = Vec::new();
+        for (result, _) in self.errors() {
+            let end = (result + 1..self.messages.len())
+                .find(|&i| self.messages[i].role == "assistant")
+                .unwrap_or(self.messages.len());
+            problems.extend(
+                headers
+                    .iter()
+                    .filter(|h| (result..end).contains(&h.message))
+                    .map(|h| {
+                        format!(
+                            "{} came with the denied call whose result is message {result}",
+                            h.label
+                        )
+                    }),
+            );
+        }
+        problems
+    }
+
     /// The message holding the result of the tool call at message `call` (the one after it).
     pub fn result_of(&self, call: usize) -> Option<&Message> {
         self.messages.get(call + 1)
     }
 
-    /// Problems: a header received more than once, or an `expected` file never received.
+    /// Problems: a block (a whole file, or one part of a split file) received more than once, a
+    /// file received both whole and in parts or in parts of two different cuts, a file whose
+    /// parts did not all arrive (a file counts as delivered when its last part `(part n/n)` is
+    /// in, and every part `1..=n` must be there exactly once), or an `expected` file never
+    /// received.
     pub fn check_each_once(&self, expected: &[String]) -> Vec<String> {
         let mut problems = Vec::new();
         let headers = self.headers();
@@ -221,6 +304,40 @@ impl Received {
                 ));
             }
         }
+        let mut paths: Vec<&str> = Vec::new();
+        for header in &headers {
+            if !paths.contains(&header.path.as_str()) {
+                paths.push(&header.path);
+            }
+        }
+        for path in paths {
+            let of: Vec<&Header> = headers.iter().filter(|h| h.path == path).collect();
+            let whole: Vec<usize> = of
+                .iter()
+                .filter(|h| h.part.is_none())
+                .map(|h| h.message)
+                .collect();
+            let mut cuts: Vec<usize> = of.iter().filter_map(|h| h.part).map(|(_, n)| n).collect();
+            cuts.dedup();
+            if !whole.is_empty() && !cuts.is_empty() {
+                problems.push(format!(
+                    "delivered whole (messages {whole:?}) and in parts as well: {path}"
+                ));
+            }
+            if cuts.len() > 1 {
+                problems.push(format!("delivered in parts of {cuts:?} parts: {path}"));
+            }
+            if let Some(&n) = cuts.first() {
+                let missing: Vec<usize> = (1..=n)
+                    .filter(|i| !of.iter().any(|h| h.part == Some((*i, n))))
+                    .collect();
+                if !missing.is_empty() {
+                    problems.push(format!(
+                        "incomplete: parts {missing:?} of {n} never arrived: {path}"
+                    ));
+                }
+            }
+        }
         for path in expected {
             if !headers.iter().any(|h| &h.path == path) {
                 problems.push(format!("never delivered: {path}"));
@@ -233,6 +350,20 @@ impl Received {
     /// client's own expansions (`Base directory for this skill: <dir>`, at the prompt and again
     /// after a compaction) and the hooks' `[Preloaded: <dir>/SKILL.md]` blocks alike.
     pub fn check_skill_at_most_once(&self, skill_dir: &str) -> Vec<String> {
+        let arrivals = self.skill_arrivals(skill_dir);
+        if arrivals.len() <= 1 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{skill_dir}/SKILL.md reached the model {} times: {}",
+            arrivals.len(),
+            arrivals.join(", ")
+        )]
+    }
+
+    /// Every arrival of the skill in `skill_dir`: the client's own expansions and the hooks'
+    /// `[Preloaded: <dir>/SKILL.md]` blocks, each as `<how> at message <i>`.
+    pub fn skill_arrivals(&self, skill_dir: &str) -> Vec<String> {
         let expansions: Vec<usize> = self
             .messages
             .iter()
@@ -252,17 +383,19 @@ impl Received {
             .filter(|h| h.path == skill_md)
             .map(|h| h.message)
             .collect();
-        if expansions.len() + blocks.len() <= 1 {
-            return Vec::new();
-        }
-        vec![format!(
-            "{skill_md} reached the model {} times: the client's expansion at messages \
-             {expansions:?}, [Preloaded] blocks at messages {blocks:?}",
-            expansions.len() + blocks.len()
-        )]
+        expansions
+            .iter()
+            .map(|i| format!("the client's expansion at message {i}"))
+            .chain(
+                blocks
+                    .iter()
+                    .map(|i| format!("a [Preloaded] block at message {i}")),
+            )
+            .collect()
     }
 
-    /// Problems: a file of `paths` first received outside messages `from..=to`.
+    /// Problems: a file of `paths` not complete ([`Self::complete_at`]) within messages
+    /// `from..=to`, or begun before `from`.
     pub fn check_arrives_within(
         &self,
         paths: &[String],
@@ -272,14 +405,52 @@ impl Received {
     ) -> Vec<String> {
         paths
             .iter()
-            .filter_map(|path| match self.first(path) {
-                Some(at) if (from..=to).contains(&at) => None,
-                Some(at) => Some(format!(
-                    "{path} arrived at message {at}, not {when} ({from}..={to})"
+            .filter_map(|path| match (self.first(path), self.complete_at(path)) {
+                (Some(begun), Some(done)) if begun >= from && done <= to => None,
+                (Some(begun), Some(done)) => Some(format!(
+                    "{path} arrived at messages {begun}..={done}, not {when} ({from}..={to})"
                 )),
-                None => Some(format!("{path} never arrived ({when})")),
+                (Some(begun), None) => Some(format!(
+                    "{path} began at message {begun} but never arrived whole ({when})"
+                )),
+                (None, _) => Some(format!("{path} never arrived ({when})")),
             })
             .collect()
+    }
+
+    /// Whether the message at `index` is an ordinary tool call: one that ran (its result is
+    /// no deny) and is no `engine …` command of the session protocol.
+    pub fn is_ordinary_call(&self, index: usize) -> bool {
+        let Some(message) = self.messages.get(index) else {
+            return false;
+        };
+        let engine = |(name, input): &(String, Value)| {
+            name == "Bash"
+                && input["command"]
+                    .as_str()
+                    .is_some_and(|c| c.trim_start().starts_with("engine "))
+        };
+        !message.tool_uses.is_empty()
+            && !message.tool_uses.iter().any(engine)
+            && self
+                .result_of(index)
+                .is_some_and(|result| result.errors.is_empty())
+    }
+
+    /// The last message that belongs to the `n`th ordinary tool call after message `from` (its
+    /// result and the hook contexts that came with it: everything before the next assistant
+    /// turn); the end of the conversation when there are fewer calls.
+    pub fn after_ordinary_calls(&self, from: usize, n: usize) -> usize {
+        let last = self.messages.len().saturating_sub(1);
+        let Some(call) = (from + 1..self.messages.len())
+            .filter(|&i| self.is_ordinary_call(i))
+            .nth(n.saturating_sub(1))
+        else {
+            return last;
+        };
+        (call + 1..self.messages.len())
+            .find(|&i| self.messages[i].role == "assistant")
+            .map_or(last, |next| next - 1)
     }
 
     /// Problems: a header for a file ending with `suffix` at or after message `from`.
@@ -361,10 +532,27 @@ fn message(value: &Value) -> Message {
         _ => {}
     }
     Message {
+        role: value["role"].as_str().unwrap_or_default().to_owned(),
         texts,
         tool_uses,
         errors,
     }
+}
+
+/// The absolute paths of the `[Preloaded: …]` headers in `text`, in order.
+fn header_paths(text: &str) -> Vec<String> {
+    Received {
+        messages: vec![Message {
+            role: String::new(),
+            texts: vec![text.to_owned()],
+            tool_uses: Vec::new(),
+            errors: Vec::new(),
+        }],
+    }
+    .headers()
+    .into_iter()
+    .map(|h| h.path)
+    .collect()
 }
 
 /// The (label, text) of every hook context in one text.
@@ -400,6 +588,57 @@ fn hook_contexts_in(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A conversation: `engine` call, an ordinary call, a denied call with a block after its
+    /// result (which the check must catch), two more ordinary calls, each with a block after it.
+    fn conversation() -> Received {
+        let call = |id: &str, command: &str| {
+            serde_json::json!({"role": "assistant", "content": [{"type": "tool_use", "id": id,
+                "name": "Bash", "input": {"command": command}}]})
+        };
+        let result = |id: &str, error: bool| {
+            serde_json::json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": id, "content": "ok", "is_error": error}]})
+        };
+        let block = |path: &str| {
+            serde_json::json!({"role": "system", "content":
+                format!("PostToolUse:Bash hook additional context: [Preloaded: {path}]\nx\n")})
+        };
+        Received::from_body(&serde_json::json!({"messages": [
+            {"role": "user", "content": "go"},
+            call("a", "engine session phase sessions/e2e \"1: Interrogation\""), result("a", false),
+            call("b", "ls"), result("b", false), block("/b"),
+            call("c", "ls denied"), result("c", true), block("/c"),
+            call("d", "ls"), result("d", false), block("/d"),
+            call("e", "ls"), result("e", false), block("/e"),
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        ]}))
+    }
+
+    #[test]
+    fn ordinary_calls_are_counted_past_engine_commands_and_denied_calls() {
+        let got = conversation();
+        assert!(!got.is_ordinary_call(1), "an engine command");
+        assert!(got.is_ordinary_call(3));
+        assert!(!got.is_ordinary_call(6), "a denied call");
+        // The second ordinary call after the phase is `d`: its result and block end at 11.
+        assert_eq!(got.after_ordinary_calls(1, 2), 11);
+        assert_eq!(got.after_ordinary_calls(1, 1), 5);
+        assert_eq!(got.after_ordinary_calls(1, 9), got.messages.len() - 1);
+        assert_eq!(
+            got.check_arrives_within(&["/d".into()], 1, got.after_ordinary_calls(1, 2), "x"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            got.check_arrives_within(&["/e".into()], 1, got.after_ordinary_calls(1, 2), "x")
+                .len(),
+            1
+        );
+        assert_eq!(
+            got.check_nothing_with_denied_calls(),
+            vec!["/c came with the denied call whose result is message 7".to_owned()]
+        );
+    }
 
     #[test]
     fn hook_contexts_are_cut_at_the_next_label_and_client_sections() {

@@ -182,4 +182,49 @@ impl Scenario {
         );
         report_cost(self.name, what, got);
     }
+
+    /// The skill's SKILL.md reached this context exactly once, counting the client's own
+    /// expansions (at the prompt, a `Skill` call, after a compaction) with the hooks' blocks.
+    pub fn assert_skill_once(&self, what: &str, got: &Received, saved: &Path) {
+        let skill_dir = self.paths().skill_dir();
+        let mut problems = got.check_skill_at_most_once(&skill_dir);
+        if got.skill_arrivals(&skill_dir).is_empty() {
+            problems.push(format!("{skill_dir}/SKILL.md never reached the model"));
+        }
+        assert_clean(
+            self.name,
+            &format!("{what}: the skill's protocol exactly once"),
+            &problems,
+            got,
+            saved,
+        );
+    }
+
+    /// `files` arrived whole after the transition to `label` (`engine session phase … "label"`)
+    /// and within [`PHASE_CALLS`] ordinary tool calls of it.
+    pub fn assert_phase_files(
+        &self,
+        what: &str,
+        got: &Received,
+        label: &str,
+        files: &[String],
+        saved: &Path,
+    ) {
+        let needle = format!("\"{label}\"");
+        let entered = got
+            .bash_call(&needle)
+            .unwrap_or_else(|| panic!("{}: {what}: no transition to {label}", self.name));
+        let by = got.after_ordinary_calls(entered, PHASE_CALLS);
+        let when = format!("within {PHASE_CALLS} ordinary tool calls of entering {label}");
+        assert_clean(
+            self.name,
+            &format!("{what}: phase {label}'s commands"),
+            &got.check_arrives_within(files, entered, by, &when),
+            got,
+            saved,
+        );
+    }
 }
+
+/// How many ordinary tool calls after entering a phase its commands may take to reach the model.
+pub const PHASE_CALLS: usize = 2;

@@ -7,9 +7,10 @@ use serde_json::json;
 use crate::client::Options;
 use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, Scenario, activate, log, phase, read};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, log, phase, read};
 use crate::support::{
-    Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice, union,
+    Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,
+    resume_point, union,
 };
 use crate::world::World;
 
@@ -32,10 +33,12 @@ fn ask_depth() -> Step {
 
 /// The scripted `/implement` run, phases 0 to 4. Engine commands (`engine session …`,
 /// `engine log …`) pass the guard untouched, and activation keeps discovery and the heartbeat
-/// off until the first phase transition (as the engine does), so every phase has an ordinary
-/// tool call after its transition, and the agent logs before the heartbeat's third call. The
-/// directives are first touched in phase 1 (a Read: core names) and in the build loop (a Write
-/// into a new directory: the skill's `TESTING.md` and `PITFALLS.md`).
+/// off until the first phase transition (as the engine does). Every phase has an ordinary tool
+/// call right after its transition (phase 0 too: the example's phase 0 is more than one output
+/// holds, and what is left goes out on the next call), and the agent logs before the
+/// heartbeat's third call. The directives are first touched in phase 1 (a Read: core names and
+/// the skill's declared ones) and in the build loop (a Write into a new directory, which also
+/// brings the package's checklist).
 fn implement_lifecycle(world: &World) -> Vec<Step> {
     let total = world.sandbox.project.join("packages/estimate/src/total.ts");
     let notes = world
@@ -44,6 +47,7 @@ fn implement_lifecycle(world: &World) -> Vec<Step> {
         .join("packages/estimate/notes/plan.md");
     vec![
         activate(),
+        bash("ls packages/estimate"),
         phase("1: Interrogation"),
         ask_depth(),
         read(world, "packages/estimate/src/total.ts"),
@@ -77,18 +81,40 @@ const P3: &str = "\"3: Execution\"";
 const P3A: &str = "\"3.A: Build Loop\"";
 const P4: &str = "\"4: Synthesis\"";
 
-/// The files [`implement_lifecycle`] brings, with when they must first arrive: (when, after
-/// the call opening it, before the call closing it (`None`: the end), the files).
-type Stage = (
-    &'static str,
-    Option<&'static str>,
-    Option<&'static str>,
-    Vec<String>,
-);
+/// When a stage's files must be complete in the conversation.
+#[derive(Debug, Clone, Copy)]
+enum By {
+    /// Before the call containing this text.
+    Call(&'static str),
+    /// Within [`PHASE_CALLS`] ordinary tool calls after the call containing this text (a phase
+    /// transition).
+    PhaseCalls(&'static str),
+}
 
+/// Files [`implement_lifecycle`] brings: when, not begun before the call containing `from`
+/// (`None`: the start), complete [`By`] when.
+struct Stage {
+    when: &'static str,
+    from: Option<&'static str>,
+    by: By,
+    files: Vec<String>,
+}
+
+fn stage(when: &'static str, from: Option<&'static str>, by: By, files: Vec<String>) -> Stage {
+    Stage {
+        when,
+        from,
+        by,
+        files,
+    }
+}
+
+/// The stages of [`implement_lifecycle`], from the example skill's JSON block: each phase's
+/// `steps` and `commands` not already in context, its templates at phase 0.
 fn lifecycle_files(p: &Paths) -> Vec<Stage> {
     let mut at_start = p.core_standards();
     at_start.push(p.project("docs/TOC.md"));
+    // CMD_PARSE_PARAMETERS, a phase 0 step, is a core standard.
     let mut phase0 = p.cmds(&[
         "CMD_REPORT_INTENT",
         "CMD_SELECT_MODE",
@@ -99,44 +125,64 @@ fn lifecycle_files(p: &Paths) -> Vec<Stage> {
             .iter()
             .map(|t| p.skill(&format!("assets/TEMPLATE_IMPLEMENTATION_{t}.md"))),
     );
-    let mut phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
-    phase1.extend(p.core_directives());
     vec![
-        ("at session start", None, Some(START), at_start),
-        ("in phase 0", Some(START), Some(P1), phase0),
-        ("in phase 1", Some(P1), Some(P2), phase1),
-        (
+        stage("at session start", None, By::Call(START), at_start),
+        stage("in phase 0", Some(START), By::PhaseCalls(START), phase0),
+        stage(
+            "in phase 1",
+            Some(P1),
+            By::PhaseCalls(P1),
+            p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]),
+        ),
+        // Found by phase 1's Read; they go out after the phase's commands.
+        stage(
+            "in phase 1 (directives)",
+            Some(P1),
+            By::Call(P2),
+            p.core_directives(),
+        ),
+        stage(
             "in phase 2",
             Some(P2),
-            Some(P3),
-            p.cmds(&["CMD_GENERATE_PLAN", "CMD_APPEND_LOG"]),
+            By::PhaseCalls(P2),
+            p.cmds(&[
+                "CMD_GENERATE_PLAN",
+                "CMD_WALK_THROUGH_RESULTS",
+                "CMD_APPEND_LOG",
+            ]),
         ),
-        (
+        stage(
             "in phase 3",
             Some(P3),
-            Some(P3A),
+            By::PhaseCalls(P3),
             p.cmds(&["CMD_SELECT_EXECUTION_PATH"]),
         ),
-        (
-            // Phase 3.A's command, which CMD_SELECT_EXECUTION_PATH also refers to.
+        // Phase 3.A's commands; CMD_SELECT_EXECUTION_PATH refers to CMD_HANDOFF_TO_AGENT, so
+        // it may come in phase 3 already.
+        stage(
             "in phase 3 or 3.A",
             Some(P3),
-            Some(P4),
-            p.cmds(&["CMD_HANDOFF_TO_AGENT"]),
+            By::PhaseCalls(P3A),
+            p.cmds(&["CMD_HANDOFF_TO_AGENT", "CMD_RUN_TESTS"]),
         ),
-        (
-            // The directives the skill declares: the build loop's Write finds them, and a Read
-            // in phase 1 may already (seed case 4.1).
-            "by phase 3.A",
-            Some(P1),
-            Some(P4),
-            p.skill_directives(),
+        // The directives the skill declares: a Read in phase 1 finds them (seed case 4.1).
+        stage("by phase 3.A", Some(P1), By::Call(P4), p.skill_directives()),
+        // The package's checklist waits for an edit: the build loop's Write.
+        stage(
+            "in phase 3.A",
+            Some(P3A),
+            By::Call(P4),
+            vec![p.project("packages/estimate/.directives/CHECKLIST.md")],
         ),
-        (
+        stage(
             "in phase 4",
             Some(P4),
-            None,
-            p.cmds(&["CMD_RUN_SYNTHESIS_PIPELINE", "CMD_WALK_THROUGH_RESULTS"]),
+            By::PhaseCalls(P4),
+            p.cmds(&[
+                "CMD_RUN_SYNTHESIS_PIPELINE",
+                "CMD_GENERATE_DEBRIEF",
+                "CMD_CLOSE_SESSION",
+            ]),
         ),
     ]
 }
@@ -194,20 +240,25 @@ fn implement_lifecycle_delivers_each_file_once_at_its_phase() {
     let p = s.paths();
 
     let stages = lifecycle_files(&p);
-    let expected: Vec<String> = stages.iter().flat_map(|(.., f)| f.clone()).collect();
+    let expected: Vec<String> = stages.iter().flat_map(|s| s.files.clone()).collect();
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
 
-    // Each stage's files first arrive between the calls that open and close it.
+    // Each stage's files arrive whole after the call that opens it, a phase's commands within
+    // two ordinary tool calls of entering the phase.
     let call = |needle: &str| {
         got.bash_call(needle)
             .unwrap_or_else(|| panic!("no call {needle}"))
     };
     let mut timing = Vec::new();
-    for (when, from, until, files) in &stages {
-        let from = from.map_or(0, call);
-        let until = until.map_or(got.messages.len(), call);
-        timing.extend(got.check_arrives_within(files, from, until, when));
+    for stage in &stages {
+        let from = stage.from.map_or(0, call);
+        let by = match stage.by {
+            By::Call(needle) => call(needle),
+            By::PhaseCalls(needle) => got.after_ordinary_calls(call(needle), PHASE_CALLS),
+        };
+        timing.extend(got.check_arrives_within(&stage.files, from, by, stage.when));
     }
     assert_clean(s.name, "each file at its phase", &timing, &got, &saved);
 
@@ -257,6 +308,50 @@ fn implement_lifecycle_delivers_each_file_once_at_its_phase() {
     s.world.sandbox.assert_no_duplicates();
 }
 
+/// The checks of a resumed conversation: it holds the first run (`first_call` is a call of
+/// it) and the second (its prompt `prompt`); every file the hooks delivered in either run is
+/// in it exactly once; and what the hooks delivered after the resume (from SessionStart
+/// `resume` on) arrived after the resume's prompt. The client drops a resume's SessionStart
+/// context whose text is already in the conversation (see
+/// `harness::the_client_keeps_every_session_start_context_of_a_resume`), so a file the hooks
+/// send again on resume may be in the conversation once while the hooks think they sent it
+/// twice: the second check catches that.
+fn assert_resumed(
+    s: &Scenario,
+    got: &Received,
+    first_call: &str,
+    prompt: &str,
+    expected: &[String],
+    saved: &std::path::Path,
+) {
+    let resumed_at = got.text_position(prompt);
+    assert!(
+        resumed_at.is_some() && got.bash_call(first_call).is_some(),
+        "the last conversation is the resumed one, holding the first run"
+    );
+    let logged = delivered_to_main(s.log(), 0, usize::MAX);
+    s.assert_context("resumed", got, &union(expected, &logged), saved);
+    let resume = resume_point(s.log()).expect("SessionStart ran for the resume");
+    let after_resume = delivered_to_main(s.log(), resume, usize::MAX);
+    notice(&format!(
+        "{}: delivered after the resume: {after_resume:?}",
+        s.name
+    ));
+    let late = got.check_arrives_within(
+        &after_resume,
+        resumed_at.unwrap_or_default(),
+        got.messages.len(),
+        "after the resume's prompt",
+    );
+    assert_clean(
+        s.name,
+        "what the hooks delivered after the resume reached the model after it",
+        &late,
+        got,
+        saved,
+    );
+}
+
 /// (f) A resumed session (`--resume`): the resumed conversation replays the first run, and every
 /// file the hooks delivered in either run is in it exactly once.
 #[test]
@@ -283,15 +378,72 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_REPORT_INTENT", "CMD_INTERROGATE", "CMD_ASK_ROUND"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
-    assert!(
-        got.text_position("Carry on.").is_some() && got.bash_call("session activate").is_some(),
-        "the last conversation is the resumed one, holding the first run"
+    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    s.assert_skill_once("resumed", &got, &saved);
+    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
+    let state = s.world.session_state().expect("the session");
+    assert_eq!(
+        state["pid"],
+        json!(resumed.pid),
+        "the resuming client owns the session"
     );
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("resumed", &got, &union(&expected, &logged), &saved);
+}
+
+/// A conversation resumed before it activated a session: the resuming client goes on from the
+/// first one's seed (the standards are in the replayed conversation), then activates `/implement`
+/// and works through phase 1. Every file once, the standards not sent again.
+#[test]
+fn resume_before_activation_goes_on_from_the_seed() {
+    let Some(s) = Scenario::new("resume_seed", World::new()) else {
+        return;
+    };
+    let settings = s.world.settings_path();
+    let run = s.run(
+        Script::main(vec![tool("Read", json!({"file_path": settings}))]),
+        "Say hello.",
+    );
+    let id = run.session_id().expect("the client reports its session id");
+    let second = vec![
+        activate(),
+        bash("ls packages/estimate"),
+        phase("1: Interrogation"),
+        read(&s.world, "packages/estimate/src/parser.ts"),
+        bash("ls packages"),
+    ];
+    let options = Options {
+        resume: Some(id),
+        ..Options::default()
+    };
+    let resumed = s.run_with(Script::main(second), "Carry on.", &options);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
+    let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let mut expected = p.core_standards();
+    expected.push(p.project("docs/TOC.md"));
+    expected.extend(phase1.clone());
+    expected.extend(p.core_directives());
+    let mut at_start = p.core_standards();
+    at_start.push(p.project("docs/TOC.md"));
+    let first_call = got
+        .messages
+        .iter()
+        .position(|m| !m.tool_uses.is_empty())
+        .expect("the first run's call");
+    assert_clean(
+        s.name,
+        "the standards in the first run",
+        &got.check_arrives_within(&at_start, 0, first_call, "before the first tool call"),
+        &got,
+        &saved,
+    );
+    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    s.assert_skill_once("resumed", &got, &saved);
+    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
     let state = s.world.session_state().expect("the session");
     assert_eq!(
         state["pid"],
@@ -337,18 +489,7 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
 
-    let before = Received::compacted(&requests).expect("the client compacted the conversation");
-    let mut before_expected = p.core_standards();
-    before_expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND"]));
-    before_expected.extend(p.core_directives());
-    let logged_before = delivered_to_main(s.log(), 0, split);
-    s.assert_context(
-        "before compaction",
-        &before,
-        &union(&before_expected, &logged_before),
-        &saved,
-    );
-
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
     assert!(
         after
@@ -356,22 +497,45 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
             .is_some(),
         "the last conversation is the compacted one"
     );
-    // The skill's protocol must be there once: the client re-injects the skills invoked before
-    // the compaction itself, so it may come from the client or from SessionStart.
-    assert!(
-        after.text_position(EXPANSION).is_some() || after.count(&p.skill("SKILL.md")) > 0,
-        "the skill's protocol is in the new context"
-    );
-    let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
-    expected.push(dispatch.clone());
-    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(&expected, &logged_after),
+    // The client summarises the conversation up to the exchange in flight and keeps that
+    // exchange (the heavy step's call, its result and what the hooks added to it) after the
+    // summary: what the hooks delivered on that call is in the new context, not the old one.
+    let kept = after.kept_across_compaction();
+    notice(&format!(
+        "{}: kept across the compaction with the call in flight: {kept:?}",
+        s.name
+    ));
+    let logged_before = delivered_to_main(s.log(), 0, split);
+    let strays: Vec<String> = kept
+        .iter()
+        .filter(|f| !logged_before.contains(f))
+        .map(|f| format!("kept across the compaction but never logged before it: {f}"))
+        .collect();
+    assert_clean(s.name, "the kept exchange", &strays, &after, &saved);
+
+    let before = Received::compacted(&requests).expect("the client compacted the conversation");
+    let mut before_expected = p.core_standards();
+    before_expected.extend(phase1.clone());
+    let before_files: Vec<String> = union(&before_expected, &logged_before)
+        .into_iter()
+        .filter(|f| !kept.contains(f))
+        .collect();
+    s.assert_context("before compaction", &before, &before_files, &saved);
+    s.assert_skill_once("before compaction", &before, &saved);
+    s.assert_phase_files(
+        "before compaction",
+        &before,
+        "1: Interrogation",
+        &phase1,
         &saved,
     );
+
+    // The skill's protocol must be there once: the client re-injects the skills invoked before
+    // the compaction itself, so SessionStart must not send it again.
+    s.assert_skill_once("after compaction", &after, &saved);
+    let mut expected = p.core_standards();
+    expected.extend(phase1.clone());
+    expected.push(dispatch.clone());
     assert_eq!(
         after.count_text("[Compaction re-read]"),
         1,
@@ -387,6 +551,13 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         "no call is blocked after compaction (the re-read came with SessionStart)",
         &blocked,
         &after,
+        &saved,
+    );
+    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
+    s.assert_context(
+        "after compaction",
+        &after,
+        &union(&union(&expected, &kept), &logged_after),
         &saved,
     );
 }
@@ -419,17 +590,25 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
     let p = s.paths();
     let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
     let main_got = Received::last_of(&requests, "main").expect("the main conversation");
-    let planning = p.cmds(&["CMD_GENERATE_PLAN", "CMD_APPEND_LOG"]);
+    let planning = p.cmds(&[
+        "CMD_GENERATE_PLAN",
+        "CMD_WALK_THROUGH_RESULTS",
+        "CMD_APPEND_LOG",
+    ]);
     s.assert_context(
         "sub-agent",
         &sub_got,
         &union(&planning, &delivered_to_sub(s.log())),
         &saved,
     );
+    s.assert_phase_files("sub-agent", &sub_got, "2: Planning", &planning, &saved);
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut main_expected = p.core_standards();
-    main_expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND"]));
+    main_expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &main_got, &union(&main_expected, &logged), &saved);
+    s.assert_skill_once("main", &main_got, &saved);
+    s.assert_phase_files("main", &main_got, "1: Interrogation", &phase1, &saved);
     let leaked: Vec<String> = planning
         .iter()
         .filter(|f| main_got.count(f) > 0)
@@ -495,9 +674,12 @@ fn parallel_tool_calls_deliver_each_file_once() {
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the main conversation");
     let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(phase1.clone());
     expected.extend(p.core_directives());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_skill_once("main", &got, &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
 }

@@ -279,10 +279,15 @@ impl Delivery {
         preload_core::preload::sub_agent_of_source(&self.source)
     }
 
-    /// Whether the hooks logged the client's own skill expansion (`prompt-submit`): the client
-    /// puts SKILL.md in the conversation itself, without a `[Preloaded: …]` header.
+    /// Whether the hooks recorded a skill the client loaded itself, without a `[Preloaded: …]`
+    /// header: its expansion of a `/skill` prompt (`prompt-submit`, `skill-expansion(…)`), a
+    /// `Skill` tool call (`templates`, `skill-call(…)`), or its re-injection of the skills
+    /// invoked before a compaction (`session-start`, `client-skill-reload(compact)`).
+    /// [`crate::received::Received::check_skill_at_most_once`] counts these arrivals.
     pub fn is_client_expansion(&self) -> bool {
-        self.hook == "prompt-submit"
+        ["skill-expansion(", "skill-call(", "client-skill-reload("]
+            .iter()
+            .any(|s| self.source.starts_with(s))
     }
 }
 
@@ -320,6 +325,14 @@ pub fn deliveries(log: &Path) -> Vec<Delivery> {
 pub fn compaction_point(log: &Path) -> Option<usize> {
     events(log).iter().position(|e| {
         e["hook"] == "session-start" && e["source"].as_str().is_some_and(|s| s.contains("compact"))
+    })
+}
+
+/// Index of the first event SessionStart logged for a resume (`session-start(resume)`): where
+/// the log of the resuming client starts.
+pub fn resume_point(log: &Path) -> Option<usize> {
+    events(log).iter().position(|e| {
+        e["hook"] == "session-start" && e["source"].as_str().is_some_and(|s| s.contains("resume"))
     })
 }
 

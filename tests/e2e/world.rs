@@ -15,8 +15,9 @@ use crate::common::{Sandbox, bin, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
-/// How many `--chunk I/N` registrations `preload install` gives SessionStart.
-pub const SESSION_START_CHUNKS: usize = 8;
+/// How many `--chunk I/N` registrations `preload install` gives SessionStart (the product's own
+/// constant: the scenarios check the wiring install really writes).
+pub use preload_core::hooks::cli_install::SESSION_START_CHUNKS;
 /// The rules `guards.json` holds after install: the shipped default set, all of it.
 pub const DEFAULT_RULES: &[&str] = &[
     "overflow-dehydration",
