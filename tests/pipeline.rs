@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::common::{Sandbox, read_json, strings};
 use crate::pipeline_steps::{
-    activate, bash_cli, cli, cli_in, events_for, guarded_call, phase, phase_command, post_tool,
-    prompt, proof_stdin, seen, session_start, skill_call, tool_call,
+    activate, bash_cli, cli, cli_in, drain, events_for, guarded_call, phase, phase_command,
+    post_tool, prompt, proof_stdin, seen, session_start, skill_call, tool_call,
 };
 
 const PHASE0: [&str; 4] = [
@@ -811,4 +811,36 @@ fn after_a_compaction_a_skill_the_client_never_loaded_is_delivered() {
     fs::remove_file(&sb.log).unwrap();
     let text = session_start(&sb, "compact").context();
     assert!(text.contains("/implement/SKILL.md]"), "{text}");
+}
+
+#[test]
+fn after_a_compaction_the_files_of_the_call_the_client_keeps_are_not_sent_again() {
+    let sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    drain(&sb, "test", 30);
+    // The last tool call before the compaction carries a directive; the client keeps that call
+    // (and what the hooks added to it) in the new context.
+    let read = json!({"file_path": sb.project.join("packages/estimate/src/total.ts")});
+    let verdict = sb.run(
+        "preload-overflow",
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": read,
+            "tool_use_id": "toolu_last"}),
+    );
+    assert_eq!(verdict.decision(), "allow");
+    let carried = sb.run(
+        "preload-injections",
+        json!({"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": read,
+            "tool_use_id": "toolu_last"}),
+    );
+    let kept = preload_core::delivery::block_paths(&carried.context());
+    assert!(!kept.is_empty(), "the call carried files");
+    let text = session_start(&sb, "compact").context();
+    for file in &kept {
+        assert!(
+            !preload_core::delivery::block_paths(&text).contains(file),
+            "{file} is in the new context already"
+        );
+        assert!(strings(&sb.state("test"), "preloadedFiles").contains(file));
+    }
 }

@@ -114,6 +114,10 @@ impl HookInput {
     pub fn trigger(&self) -> Option<&str> {
         self.str("trigger")
     }
+    /// `tool_use_id`: the tool call a `PreToolUse` / `PostToolUse` event belongs to.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        self.str("tool_use_id")
+    }
     /// `agent_id`: set only inside a sub-agent.
     pub fn agent_id(&self) -> Option<&str> {
         self.str("agent_id")

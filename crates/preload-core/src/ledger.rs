@@ -45,6 +45,9 @@ pub const OWED: &str = "owed";
 pub const STASH: &str = "pendingAllowInjections";
 /// Rules delivered once (`inject: "once"`).
 pub const INJECTED_RULES: &str = "injectedRules";
+/// The files the main agent's latest tool call carried (`{"toolUseId", "files"}`): after a
+/// compaction the client keeps that call, its result and what the hooks added to it.
+pub const LAST_CALL: &str = "lastCallDeliveries";
 /// Skills the client loaded itself in this conversation (a `/name` prompt, a `Skill` call):
 /// it puts their SKILL.md back into the context after a compaction on its own.
 pub const INVOKED_SKILLS: &str = "invokedSkills";
@@ -280,6 +283,46 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         s.remove_item(PRELOADED, &path);
         s.push_unique(PENDING, &path);
     }
+}
+
+/// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files`: several
+/// hooks of one call add to one record; a later call starts a new one.
+pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String]) {
+    let Some(call) = call.filter(|c| !c.is_empty()) else {
+        return;
+    };
+    if files.is_empty() {
+        return;
+    }
+    let same_call = s
+        .get(LAST_CALL)
+        .and_then(|r| r.get("toolUseId"))
+        .and_then(Value::as_str)
+        == Some(call);
+    let mut kept = if same_call {
+        s.get(LAST_CALL)
+            .map(|r| crate::state::strings_of(r.get("files")))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    for file in files {
+        if !kept.contains(file) {
+            kept.push(file.clone());
+        }
+    }
+    s.set(
+        LAST_CALL,
+        serde_json::json!({"toolUseId": call, "files": kept}),
+    );
+}
+
+/// The files the latest tool call carried, taken out of the record (a compaction starts a new
+/// context window that holds them: the client keeps the call it happened after).
+pub fn take_last_call_deliveries(s: &mut State) -> Vec<String> {
+    s.remove(LAST_CALL)
+        .map(|r| crate::state::strings_of(r.get("files")))
+        .unwrap_or_default()
 }
 
 /// True when a write to the session `target` (read as `s`) would adopt the owner's carry or a

@@ -96,11 +96,20 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let agent = input.agent_id().unwrap_or("").to_owned();
     let budget = ctx.budget.saturating_sub(1);
+    let call = input.tool_use_id();
     let taken = ledger::update(ctx, &target, |s| {
         let Some(Value::Array(entries)) = s.0.get_mut(STASH) else {
             return Vec::new();
         };
-        drain(entries, &agent, budget)
+        let taken = drain(entries, &agent, budget);
+        if agent.is_empty() {
+            let files: Vec<String> = taken
+                .iter()
+                .flat_map(|t| delivery::block_paths(t))
+                .collect();
+            ledger::note_call_deliveries(s, call, &files);
+        }
+        taken
     })?;
     if taken.is_empty() {
         return Ok(HookOutput::Silent);

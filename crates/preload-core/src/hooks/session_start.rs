@@ -150,7 +150,6 @@ pub fn generate(
         return Ok(Vec::new());
     };
     let source = input.source().unwrap_or("startup").to_owned();
-    session::remove_stale_seeds(&sessions);
     let recovery = if source == "startup" {
         find_dehydrated(ctx)
     } else {
@@ -175,6 +174,8 @@ pub fn generate(
         goes_on,
         resumed_seed,
     } = choose_window(ctx, &source, &conversation);
+    // Only now: the seed of a resumed conversation belongs to a process that is gone.
+    session::remove_stale_seeds(&sessions);
     let from_session = session_dir.as_deref().and_then(|dir| {
         let mut attempt = packer.clone();
         let filled = fill_session(ctx, &plan, dir, goes_on, &conversation, &mut attempt)?;
@@ -259,7 +260,15 @@ fn fill_session(
         if goes_on {
             s.set("pid", json!(ctx.owner_pid));
         } else {
+            // The client keeps the tool call a compaction happened after, with what the hooks
+            // added to it: those files are in the new context window from its start.
+            let kept = ledger::take_last_call_deliveries(s);
             reset(s);
+            if plan.source == "compact" {
+                for file in &kept {
+                    s.push_unique(PRELOADED, file);
+                }
+            }
         }
         if !conversation.is_empty() {
             s.set(session::CONVERSATION_FIELD, json!(conversation));

@@ -87,6 +87,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         return Ok(HookOutput::Silent);
     };
     let mut packer = Packer::new(ctx.budget);
+    let call = input.tool_use_id().filter(|_| input.agent_id().is_none());
     let batch = ledger::update(ctx, &target, |s| {
         let (name, label) = match &trigger {
             Trigger::Skill(name) => (name.clone(), "0".to_owned()),
@@ -128,6 +129,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         batch.extend(preload::apply(ctx, s, &requests, Mode::Direct, &mut packer));
         let queued = preload::pending_requests(ctx, s, "pending-drain");
         batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
+        let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
+        ledger::note_call_deliveries(s, call, &out);
         batch
     })?;
     batch.log(ctx, target.is_session);
