@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint doc check e2e e2e-setup parity clean
+.PHONY: all build release test demo bench install uninstall fmt lint doc check dist e2e e2e-setup parity clean
 
 all: build
 
@@ -55,14 +55,20 @@ fmt:
 	$(CARGO) fmt --all
 	$(CARGO) fmt --all --manifest-path fuzz/Cargo.toml
 
-## Formatting (the workspace and the fuzz targets), clippy with warnings as errors, and a
-## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is
-## built but never run).
+## The macOS target the code is also linted for (only its standard library is needed:
+## `rustup target add aarch64-apple-darwin`; nothing is linked).
+MACOS_TARGET ?= aarch64-apple-darwin
+
+## Formatting (the workspace and the fuzz targets), clippy with warnings as errors (for this
+## machine, then for macOS: the platform code and everything else as it compiles there), and a
+## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is built
+## but never run).
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) fmt --all --check --manifest-path fuzz/Cargo.toml
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml
+	$(CARGO) clippy --workspace --all-targets --locked --target $(MACOS_TARGET) -- -D warnings
 
 ## The API docs, with warnings as errors.
 doc:
@@ -78,6 +84,70 @@ parity: release
 
 clean:
 	$(CARGO) clean
+
+## The targets `make dist` packages: this machine's, and macOS on Apple silicon.
+HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+DIST_TARGETS ?= $(HOST_TARGET) $(MACOS_TARGET)
+DIST_DIR ?= $(CURDIR)/target/dist
+## Where cargo puts what it builds, and the binaries (every [[bin]] of Cargo.toml).
+BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+DIST_BINARIES := $(shell sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p;}' Cargo.toml)
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+## make dist [DIST_TARGETS="..."]: one tarball per target in target/dist/, each with bin/ (the
+## nine binaries), README.md, CHANGELOG.md, LICENSE when there is one, docs/install.md and
+## hooks/ (settings.json, guards.json, shims/), and a `sha256sum -c` file beside it. A target
+## other than this machine's is built only when its standard library is installed and it can be
+## linked: CARGO_TARGET_<TRIPLE>_LINKER is set, or it is macOS on a macOS host, or cargo-zigbuild
+## and zig are installed (then `cargo zigbuild` links it); else it is skipped, and the last line
+## names what was skipped and why. macOS binaries are built for macOS 11 and later.
+MACOSX_DEPLOYMENT_TARGET ?= 11.0
+dist:
+	@set -eu; mkdir -p "$(DIST_DIR)"; skipped=""; \
+	if command -v sha256sum >/dev/null 2>&1; then sum="sha256sum"; else sum="shasum -a 256"; fi; \
+	if tar --version 2>/dev/null | grep -q GNU; then \
+		stamp="$$(git log -1 --format=%ct 2>/dev/null || echo 0)"; \
+		tarflags="--sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$stamp"; \
+	else tarflags=""; fi; \
+	for target in $(DIST_TARGETS); do \
+		build=build; \
+		if [ "$$target" != "$(HOST_TARGET)" ]; then \
+			libdir="$$(rustc --print target-libdir --target "$$target" 2>/dev/null || true)"; \
+			if [ -z "$$libdir" ] || ! ls "$$libdir"/libstd-* >/dev/null 2>&1; then \
+				skipped="$$skipped $$target (no standard library: rustup target add $$target)"; continue; \
+			fi; \
+			linker_var="CARGO_TARGET_$$(echo "$$target" | tr 'a-z-' 'A-Z_')_LINKER"; \
+			case "$$target" in *-apple-darwin) native=Darwin;; *) native=;; esac; \
+			if [ -n "$$(printenv "$$linker_var" || true)" ] || [ "$$(uname -s)" = "$$native" ]; then :; \
+			elif $(CARGO) zigbuild --help >/dev/null 2>&1 && { command -v zig >/dev/null 2>&1 \
+					|| python3 -m ziglang version >/dev/null 2>&1; }; then build=zigbuild; \
+			else \
+				skipped="$$skipped $$target (no linker: set $$linker_var, or install cargo-zigbuild and zig)"; \
+				continue; \
+			fi; \
+		fi; \
+		echo "dist: building $$target ($(CARGO) $$build)"; \
+		MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" \
+			$(CARGO) $$build --release --locked --bins --target "$$target"; \
+		name="preload-hooks-$(VERSION)-$$target"; stage="$(DIST_DIR)/$$name"; \
+		rm -rf "$$stage"; mkdir -p "$$stage/bin" "$$stage/docs" "$$stage/hooks"; \
+		for bin in $(DIST_BINARIES); do \
+			cp "$(BUILD_DIR)/$$target/release/$$bin" "$$stage/bin/"; \
+			if [ "$$target" = "$(HOST_TARGET)" ]; then \
+				"$$stage/bin/$$bin" --version </dev/null | grep -qx "$$bin $(VERSION)"; \
+			fi; \
+		done; \
+		cp README.md CHANGELOG.md "$$stage/"; \
+		if [ -f LICENSE ]; then cp LICENSE "$$stage/"; fi; \
+		cp docs/install.md "$$stage/docs/"; \
+		cp hooks/settings.json hooks/guards.json "$$stage/hooks/"; \
+		cp -R hooks/shims "$$stage/hooks/shims"; \
+		tar -C "$(DIST_DIR)" $$tarflags -czf "$(DIST_DIR)/$$name.tar.gz" "$$name"; \
+		rm -rf "$$stage"; \
+		(cd "$(DIST_DIR)" && $$sum "$$name.tar.gz" > "$$name.tar.gz.sha256"); \
+		echo "dist: $(DIST_DIR)/$$name.tar.gz"; \
+	done; \
+	if [ -n "$$skipped" ]; then echo "dist: skipped:$$skipped"; fi
 
 ## Installs the Claude Code client the end-to-end scenarios are pinned to into .e2e/ (npm).
 e2e-setup:

@@ -152,6 +152,49 @@ fn help_and_version_answer_without_stdin() {
     }
 }
 
+/// Every binary of the release, hooks and `preload` alike.
+const BINARIES: [&str; 9] = [
+    "preload-session-start",
+    "preload-prompt-submit",
+    "preload-templates",
+    "preload-phase-commands",
+    "preload-overflow",
+    "preload-injections",
+    "preload-compaction-reread",
+    "preload-e2e-auto-answer",
+    "preload",
+];
+
+#[test]
+fn every_binary_answers_version_while_stdin_stays_open() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    for name in BINARIES {
+        for flag in ["--version", "-V"] {
+            // stdin is a pipe nobody writes to or closes: a binary that read it would hang.
+            let mut child = Command::new(crate::common::bin(name))
+                .arg(flag)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().unwrap().is_none() {
+                if Instant::now() > deadline {
+                    child.kill().unwrap();
+                    panic!("{name} {flag} waited for stdin");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{name} {flag}");
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(text, format!("{name} {}\n", env!("CARGO_PKG_VERSION")));
+        }
+    }
+}
+
 // preload-session-start
 
 #[test]

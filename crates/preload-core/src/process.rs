@@ -1,8 +1,20 @@
-//! Process facts the hooks need: liveness, start time, parent and name (Linux `/proc`).
+//! Process facts the hooks need: liveness, start time, parent and name.
+//!
+//! Liveness is `kill -0` everywhere. The other facts come from the platform's own interface:
+//! `/proc/<pid>/stat` on Linux (and any other system with a Linux-style `/proc`), libproc's
+//! `proc_pidinfo` on macOS (see the `macos` module). They mean the same on both: the start time
+//! is a value that changes when a PID is reused, the parent is the parent PID, the name is the
+//! short command name (at most 15 bytes, as `comm`).
 
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
+
+// The only module of the workspace with `unsafe` (FFI to libproc); the workspace denies it
+// everywhere else. Each block carries its SAFETY comment.
+#[cfg(target_os = "macos")]
+#[allow(unsafe_code)]
+mod macos;
 
 /// True when a process with this PID exists (`kill -0`; a process of another user counts).
 pub fn is_alive(pid: u32) -> bool {
@@ -18,32 +30,64 @@ pub fn is_alive(pid: u32) -> bool {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` after the command name.
-fn stat_fields(pid: u32) -> Option<(String, Vec<String>)> {
+/// What the kernel says about one process; each fact is absent when it cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Facts {
+    /// The short command name (`comm`).
+    name: String,
+    /// The parent PID.
+    parent: Option<u32>,
+    /// The start time, in the platform's unit (see [`start_time`]).
+    started: Option<u64>,
+}
+
+/// The facts of `pid` from `/proc/<pid>/stat`.
+#[cfg(not(target_os = "macos"))]
+fn facts(pid: u32) -> Option<Facts> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// The facts of `pid` from libproc.
+#[cfg(target_os = "macos")]
+fn facts(pid: u32) -> Option<Facts> {
+    macos::facts(pid)
+}
+
+/// Parse one `/proc/<pid>/stat` line: the name is between the first `(` and the last `)` (it
+/// may itself hold spaces and parentheses); after it come state(0) ppid(1) ... and starttime,
+/// field 22 overall, index 19.
+#[cfg(any(test, not(target_os = "macos")))]
+fn parse_stat(text: &str) -> Option<Facts> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let name = text.get(open + 1..close)?.to_owned();
-    let rest = text.get(close + 1..)?;
-    Some((name, rest.split_whitespace().map(str::to_owned).collect()))
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    Some(Facts {
+        name,
+        parent: rest.get(1).and_then(|field| field.parse().ok()),
+        started: rest.get(19).and_then(|field| field.parse().ok()),
+    })
 }
 
-/// The start time of a process in clock ticks since boot, when it can be read.
+/// The start time of a process, when it can be read: clock ticks since boot on Linux,
+/// microseconds since the Unix epoch on macOS (there only for processes of the same user, as
+/// the kernel answers for them alone unless we are root).
 ///
-/// Stored next to a PID so a PID reused by another process is recognised.
+/// Stored next to a PID so a PID reused by another process is recognised; compare it only with
+/// values taken on the same machine.
 pub fn start_time(pid: u32) -> Option<u64> {
-    // After the name: state(0) ppid(1) ... starttime is field 22 overall, index 19 here.
-    stat_fields(pid)?.1.get(19)?.parse().ok()
+    facts(pid)?.started
 }
 
 /// The parent PID of a process, when it can be read.
 pub fn parent_of(pid: u32) -> Option<u32> {
-    stat_fields(pid)?.1.get(1)?.parse().ok()
+    facts(pid)?.parent
 }
 
 /// The short command name of a process (`comm`), when it can be read.
 pub fn name_of(pid: u32) -> Option<String> {
-    stat_fields(pid).map(|(name, _)| name)
+    facts(pid).map(|facts| facts.name)
 }
 
 /// True when `pid` names a live process that is the same one that had `started` as start time.
@@ -104,8 +148,8 @@ pub fn nearest_non_shell_ancestor() -> u32 {
     let parent = std::os::unix::process::parent_id();
     let mut pid = parent;
     for _ in 0..16 {
-        match name_of(pid) {
-            Some(name) if SHELLS.contains(&name.as_str()) => match parent_of(pid) {
+        match facts(pid) {
+            Some(facts) if SHELLS.contains(&facts.name.as_str()) => match facts.parent {
                 Some(up) if up > 1 => pid = up,
                 _ => return parent,
             },
@@ -134,5 +178,56 @@ mod tests {
         assert!(!is_alive(0));
         assert!(!is_alive(u32::MAX));
         assert!(!is_alive(4_000_000));
+        assert_eq!(start_time(u32::MAX), None);
+        assert_eq!(parent_of(u32::MAX), None);
+        assert_eq!(name_of(u32::MAX), None);
+    }
+
+    #[test]
+    fn own_parent_and_name_are_what_the_process_knows() {
+        let me = std::process::id();
+        assert_eq!(parent_of(me), Some(std::os::unix::process::parent_id()));
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.file_name().unwrap().to_string_lossy().into_owned();
+        let name = name_of(me).unwrap();
+        assert!(!name.is_empty() && name.len() <= 15, "{name:?}");
+        assert!(
+            exe.starts_with(&name),
+            "{name:?} is not the start of {exe:?}"
+        );
+    }
+
+    #[test]
+    fn a_child_has_its_name_parent_and_a_later_start_until_it_is_reaped() {
+        let me = std::process::id();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(is_alive(pid));
+        assert_eq!(name_of(pid).as_deref(), Some("sleep"));
+        assert_eq!(parent_of(pid), Some(me));
+        let started = start_time(pid).unwrap();
+        assert!(started >= start_time(me).unwrap());
+        assert!(is_same_live_process(pid, Some(started)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!is_alive(pid));
+        assert!(!is_same_live_process(pid, Some(started)));
+        assert_eq!(name_of(pid), None);
+    }
+
+    #[test]
+    fn stat_lines_with_odd_names_parse() {
+        let line = "4242 (a (b) c) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 \
+                    987654 1000 100 18446744073709551615";
+        let facts = parse_stat(line).unwrap();
+        assert_eq!(facts.name, "a (b) c");
+        assert_eq!(facts.parent, Some(17));
+        assert_eq!(facts.started, Some(987_654));
+        let short = parse_stat("7 (sh) S").unwrap();
+        assert_eq!((short.parent, short.started), (None, None));
+        assert_eq!(parse_stat("no parentheses"), None);
     }
 }
