@@ -2,8 +2,7 @@
 //!
 //! Layers, top to bottom (imports point down only):
 //! 1. `hooks`: one policy module per hook binary;
-//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`], [`activation`],
-//!    [`transition`] (phase sequence and proof);
+//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`], [`activation`];
 //! 3. mechanisms: [`ledger`] (a context window's record across the engine's files),
 //!    [`counters`], [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
 //! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
