@@ -947,7 +947,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         let ctx = core_context(&sb, &[]);
         preload_core::state::update(&target.path, Instant::now() + Duration::from_secs(2), |s| {
             for p in &paths {
-                s.push_unique(preload::PENDING, p);
+                s.push_unique(preload_core::fields::PENDING_PRELOADS, p);
             }
         })
         .unwrap();

@@ -16,10 +16,10 @@ use crate::install::{
 use preload_core::context::Context;
 use preload_core::delivery;
 use preload_core::env::{self, Env};
+use preload_core::fields;
 use preload_core::input::HookInput;
 use preload_core::lock::{self, LockHealth};
 use preload_core::paths;
-use preload_core::preload::{PARTS, PENDING, PRELOADED};
 use preload_core::report::Report;
 use preload_core::runner;
 use preload_core::session::{self, CORE_STANDARDS, SEEDS_DIR, STATE_FILE};
@@ -669,26 +669,29 @@ pub fn status(ctx: &Context) -> Value {
             return out;
         }
     };
-    out["lifecycle"] = json!(state.str("lifecycle"));
-    out["skill"] = json!(state.str("skill"));
-    out["phase"] = json!(state.str("currentPhase"));
+    out[fields::LIFECYCLE] = json!(state.str(fields::LIFECYCLE));
+    out[fields::SKILL] = json!(state.str(fields::SKILL));
+    out["phase"] = json!(state.str(fields::CURRENT_PHASE));
     out["counters"] = json!({
-        "toolCallsByTranscript": state.get("toolCallsByTranscript"),
-        "toolCallsSinceLastLog": state.get("toolCallsSinceLastLog"),
+        (fields::TOOL_CALLS_BY_TRANSCRIPT): state.get(fields::TOOL_CALLS_BY_TRANSCRIPT),
+        (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),
     });
     let preloaded: Vec<Value> = state
-        .strings(PRELOADED)
+        .strings(fields::PRELOADED_FILES)
         .iter()
         .map(|p| file_entry(p))
         .collect();
     let pending: Vec<Value> = state
-        .strings(PENDING)
+        .strings(fields::PENDING_PRELOADS)
         .iter()
         .map(|p| file_entry(p))
         .collect();
     out["preloaded"] = json!(preloaded);
     out["pending"] = json!(pending);
-    out["parts"] = state.get(PARTS).cloned().unwrap_or(Value::Null);
+    out["parts"] = state
+        .get(fields::PRELOAD_PARTS)
+        .cloned()
+        .unwrap_or(Value::Null);
     out["stashed"] = json!(stashed(&state));
     let chars = context_chars(&state, ctx.max_file_bytes());
     out["contextChars"] = json!(chars);
@@ -698,7 +701,7 @@ pub fn status(ctx: &Context) -> Value {
 
 fn stashed(state: &State) -> Vec<Value> {
     state
-        .get("pendingAllowInjections")
+        .get(fields::STASH)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -715,7 +718,7 @@ fn stashed(state: &State) -> Vec<Value> {
 /// Characters the preloaded files put in context (content only, as delivered).
 fn context_chars(state: &State, max: u64) -> usize {
     state
-        .strings(PRELOADED)
+        .strings(fields::PRELOADED_FILES)
         .iter()
         .map(|p| match delivery::read_for_delivery(Path::new(p), max) {
             delivery::FileBody::Text(t) => delivery::chars(delivery::trim_trailing_newlines(&t)),
@@ -741,13 +744,14 @@ fn render_status(s: &Value) -> String {
         let _ = write!(out, "cannot read it: {}", text(err));
         return out;
     }
-    let _ = writeln!(out, "lifecycle: {}", text(&s["lifecycle"]));
-    let _ = writeln!(out, "skill:     {}", text(&s["skill"]));
+    let _ = writeln!(out, "lifecycle: {}", text(&s[fields::LIFECYCLE]));
+    let _ = writeln!(out, "skill:     {}", text(&s[fields::SKILL]));
     let _ = writeln!(out, "phase:     {}", text(&s["phase"]));
     let _ = writeln!(
         out,
         "counters:  since last log {}, by transcript {}",
-        s["counters"]["toolCallsSinceLastLog"], s["counters"]["toolCallsByTranscript"]
+        s["counters"][fields::TOOL_CALLS_SINCE_LAST_LOG],
+        s["counters"][fields::TOOL_CALLS_BY_TRANSCRIPT]
     );
     for (title, key) in [("preloaded", "preloaded"), ("pending", "pending")] {
         let list = s[key].as_array().cloned().unwrap_or_default();

@@ -227,7 +227,7 @@ mod tests {
     use super::*;
     use preload_core::activation::activate;
     use preload_core::env;
-    use preload_core::preload::{PENDING, PRELOADED};
+    use preload_core::fields;
     use preload_core::session;
     use preload_core::session::STATE_FILE;
     use preload_core::state;
@@ -284,13 +284,13 @@ mod tests {
                 .unwrap()
                 .ends_with("skills/implement/assets/T.md")
         );
-        let preloaded = s.strings(PRELOADED);
+        let preloaded = s.strings(fields::PRELOADED_FILES);
         assert_eq!(
             preloaded.len(),
             7,
             "six seeds + the seed's SKILL.md: {preloaded:?}"
         );
-        assert_eq!(s.strings(PENDING), vec!["/x/q.md"]);
+        assert_eq!(s.strings(fields::PENDING_PRELOADS), vec!["/x/q.md"]);
         assert!(s.get("touchedDirs").unwrap().get("/d").is_some());
         assert_eq!(
             s.get("pendingAllowInjections")
@@ -418,7 +418,7 @@ mod tests {
         assert_eq!(
             state::load(&dir.join(STATE_FILE))
                 .unwrap()
-                .get(activation::FAST_TRACK),
+                .get(fields::FAST_TRACK),
             Some(&json!(true))
         );
     }

@@ -21,13 +21,6 @@ use serde_json::{Map, Value, json};
 
 use preload_core::skill;
 
-/// The session's declared phases.
-pub const PHASES: &str = "phases";
-/// The phase the session is in, `"<label>: <name>"`.
-pub const CURRENT_PHASE: &str = "currentPhase";
-/// Every phase entered: the phase string, or `{phase, ts, proof}` when proof was given.
-pub const PHASE_HISTORY: &str = "phaseHistory";
-
 /// What a command printed, and whether it was refused (exit 1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {

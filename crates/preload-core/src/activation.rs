@@ -11,9 +11,9 @@ use serde_json::{Map, Value, json};
 
 use crate::clock;
 use crate::context::Context;
+use crate::fields;
 use crate::ledger;
 use crate::lock::StateLock;
-use crate::preload::{PARTS, PENDING, PRELOADED};
 use crate::process;
 use crate::session::{self, SEEDING, STATE_FILE};
 use crate::skill::{self, Skill};
@@ -42,10 +42,6 @@ const TEMPLATE_PATH_FIELDS: [&str; 5] = [
     "responseTemplate",
 ];
 
-/// The skills finished in a session; activating one of them again needs the user's approval.
-pub const COMPLETED_SKILLS: &str = "completedSkills";
-/// Set by `--fast-track`.
-pub const FAST_TRACK: &str = "fastTrack";
 /// The skill that may always be activated again.
 const REUSABLE_SKILL: &str = "do";
 /// Why activating (or changing the phase of) a session failed.
@@ -115,7 +111,7 @@ pub fn activate_with(
         .as_ref()
         .and_then(|_| ledger::read_seed_parts(&seed_path).ok());
     let (seed, carry) = record.unwrap_or_default();
-    let seed = seed.filter(|s| s.str("lifecycle") == Some(SEEDING));
+    let seed = seed.filter(|s| s.str(fields::LIFECYCLE) == Some(SEEDING));
 
     let outcome = state::update(&path, ctx.lock_deadline(), |s| {
         activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref())
@@ -154,7 +150,7 @@ fn completed_again(dir: &Path, s: &State, skill: &str, options: &Options) -> Res
     if skill == REUSABLE_SKILL || options.fast_track {
         return Ok(false);
     }
-    let completed = state::strings_of(s.get(COMPLETED_SKILLS));
+    let completed = state::strings_of(s.get(fields::COMPLETED_SKILLS));
     if !completed.iter().any(|c| c == skill) {
         return Ok(false);
     }
@@ -187,8 +183,8 @@ fn activate_state(
     carry: Option<&State>,
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
-    let holder = s.pid("pid");
-    let previous = s.str("skill").map(str::to_owned);
+    let holder = s.pid(fields::PID);
+    let previous = s.str(fields::SKILL).map(str::to_owned);
     let skill = skill_arg
         .map(str::to_owned)
         .or_else(|| previous.clone())
@@ -208,15 +204,18 @@ fn activate_state(
     // owner's dehydrated session is taken back as it was.
     let same_window = !fresh && holder == Some(owner) && !changed;
     let dehydrated = holder.is_some_and(|p| p != owner)
-        && (s.get("dehydratedContext").is_some_and(|v| !v.is_null()) || s.flag("killRequested"));
+        && (s
+            .get(fields::DEHYDRATED_CONTEXT)
+            .is_some_and(|v| !v.is_null())
+            || s.flag(fields::KILL_REQUESTED));
     let now = clock::iso_utc(ctx.now);
 
-    s.set("pid", json!(owner));
-    s.set("skill", json!(skill));
-    s.set("lifecycle", json!("active"));
-    s.set("loading", json!(true));
-    s.set("overflowed", json!(false));
-    s.set("killRequested", json!(false));
+    s.set(fields::PID, json!(owner));
+    s.set(fields::SKILL, json!(skill));
+    s.set(fields::LIFECYCLE, json!("active"));
+    s.set(fields::LOADING, json!(true));
+    s.set(fields::OVERFLOWED, json!(false));
+    s.set(fields::KILL_REQUESTED, json!(false));
     for (key, value) in [
         ("contextUsage", json!(0)),
         ("toolCallsSinceLastLog", json!(0)),
@@ -228,10 +227,10 @@ fn activate_state(
             s.set(key, value);
         }
     }
-    s.set("lastHeartbeat", json!(now));
+    s.set(fields::LAST_HEARTBEAT, json!(now));
     if changed {
-        s.remove("phases");
-        s.set("phaseHistory", json!([]));
+        s.remove(fields::PHASES);
+        s.set(fields::PHASE_HISTORY, json!([]));
     }
     if let Some(params) = options
         .parameters
@@ -245,28 +244,28 @@ fn activate_state(
             s.set(&key, value);
         }
     }
-    if fresh || changed || s.str("currentPhase").is_none() {
+    if fresh || changed || s.str(fields::CURRENT_PHASE).is_none() {
         let phases = s
-            .get("phases")
+            .get(fields::PHASES)
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
         let first = skill::first_phase(&phases).unwrap_or_else(|| "Phase 1: Setup".to_owned());
-        s.set("currentPhase", json!(first));
+        s.set(fields::CURRENT_PHASE, json!(first));
     }
     // A session taken over from another (dead) process starts a new context window.
     if holder != Some(owner) {
-        s.set(PRELOADED, json!(session::core_seeds(ctx)));
-        s.set(PENDING, json!([]));
-        s.set("touchedDirs", json!({}));
-        s.set(ledger::STASH, json!([]));
-        s.remove(PARTS);
-        s.remove(session::CONVERSATION_FIELD);
+        s.set(fields::PRELOADED_FILES, json!(session::core_seeds(ctx)));
+        s.set(fields::PENDING_PRELOADS, json!([]));
+        s.set(fields::TOUCHED_DIRS, json!({}));
+        s.set(fields::STASH, json!([]));
+        s.remove(fields::PRELOAD_PARTS);
+        s.remove(fields::SESSION_ID);
     }
     for (key, value) in [
-        (PRELOADED, json!(session::core_seeds(ctx))),
+        (fields::PRELOADED_FILES, json!(session::core_seeds(ctx))),
         ("touchedDirs", json!({})),
-        (PENDING, json!([])),
+        (fields::PENDING_PRELOADS, json!([])),
         ("pendingAllowInjections", json!([])),
     ] {
         if s.get(key).is_none() {
@@ -275,11 +274,11 @@ fn activate_state(
     }
     ledger::adopt(s, seed, carry);
     if options.fast_track {
-        s.set(FAST_TRACK, json!(true));
+        s.set(fields::FAST_TRACK, json!(true));
     }
     Ok(Activated {
         skill,
-        phase: s.str("currentPhase").unwrap_or("").to_owned(),
+        phase: s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned(),
         approved_again,
     })
 }
@@ -336,10 +335,10 @@ fn claim_pid(ctx: &Context, sessions: &Path, keep: &Path) {
         }
         let _ = state::update(&path, ctx.lock_deadline(), |s| {
             let mine = s
-                .number("pid")
+                .number(fields::PID)
                 .is_some_and(|n| (n - f64::from(ctx.owner_pid)).abs() < 0.5);
             if mine {
-                s.remove("pid");
+                s.remove(fields::PID);
             }
         });
     }

@@ -23,22 +23,13 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use crate::fields;
 use crate::file;
 use crate::lock::Latch;
 use crate::state::{self, State, StateError};
 
 /// The counters file in a session directory.
 pub const FILE: &str = ".preload-counters.json";
-/// The per-agent counters in the state.
-pub const BY_TRANSCRIPT: &str = "toolCallsByTranscript";
-/// The main agent's counter copy the engine displays.
-pub const SINCE_LAST_LOG: &str = "toolCallsSinceLastLog";
-/// The main agent's first counter key.
-pub const PRIMARY: &str = "primaryTranscriptKey";
-/// Prefix of the per-agent last edited file (same-file Edit suppression).
-pub const LAST_EDIT_PREFIX: &str = "lastEditFile_";
-/// The sequence number the state's counters were written at.
-pub const SEQ: &str = "preloadCountersSeq";
 
 /// Largest counters file read.
 const MAX_BYTES: u64 = 1024 * 1024;
@@ -58,14 +49,14 @@ pub struct Counters {
 /// through, its phase.
 pub fn epoch_of(state: &State) -> String {
     let history = state
-        .get("phaseHistory")
+        .get(fields::PHASE_HISTORY)
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     format!(
         "{}|{}|{history}|{}",
-        state.str("startedAt").unwrap_or(""),
-        state.pid("pid").unwrap_or(0),
-        state.str("currentPhase").unwrap_or("")
+        state.str(fields::STARTED_AT).unwrap_or(""),
+        state.pid(fields::PID).unwrap_or(0),
+        state.str(fields::CURRENT_PHASE).unwrap_or("")
     )
 }
 
@@ -77,22 +68,32 @@ pub fn file_of(state_file: &Path) -> PathBuf {
 impl Counters {
     /// The state's own values (its mirror, or the engine's after a reset), in `state`'s epoch.
     fn from_state(state: &State) -> Self {
-        let counts = match state.get(BY_TRANSCRIPT) {
+        let counts = match state.get(fields::TOOL_CALLS_BY_TRANSCRIPT) {
             Some(Value::Object(map)) => map.clone(),
             _ => Map::new(),
         };
         let last_edit = state
             .0
             .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(LAST_EDIT_PREFIX)?.to_owned(), v.clone())))
+            .filter_map(|(k, v)| {
+                Some((
+                    k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX)?.to_owned(),
+                    v.clone(),
+                ))
+            })
             .collect();
         Self {
             epoch: epoch_of(state),
-            seq: state.get(SEQ).and_then(Value::as_u64).unwrap_or(0),
+            seq: state
+                .get(fields::COUNTERS_SEQ)
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
             counts,
             last_edit,
-            primary: state.str(PRIMARY).map(str::to_owned),
-            since_last_log: state.number(SINCE_LAST_LOG).map_or(0, crate::rules::whole),
+            primary: state.str(fields::PRIMARY_TRANSCRIPT_KEY).map(str::to_owned),
+            since_last_log: state
+                .number(fields::TOOL_CALLS_SINCE_LAST_LOG)
+                .map_or(0, crate::rules::whole),
         }
     }
 
@@ -191,29 +192,38 @@ impl Counters {
 
     /// Write the counters into a state: the engine's fields, as it would have written them.
     pub fn mirror(&self, state: &mut State) {
-        let by = state.object_mut(BY_TRANSCRIPT);
+        let by = state.object_mut(fields::TOOL_CALLS_BY_TRANSCRIPT);
         for (k, v) in &self.counts {
             by.insert(k.clone(), v.clone());
         }
-        if !self.counts.is_empty() || state.get(SINCE_LAST_LOG).is_some() {
-            state.set(SINCE_LAST_LOG, Value::from(self.since_last_log));
+        if !self.counts.is_empty() || state.get(fields::TOOL_CALLS_SINCE_LAST_LOG).is_some() {
+            state.set(
+                fields::TOOL_CALLS_SINCE_LAST_LOG,
+                Value::from(self.since_last_log),
+            );
         }
         if let Some(primary) = &self.primary {
-            state.set(PRIMARY, Value::from(primary.as_str()));
+            state.set(
+                fields::PRIMARY_TRANSCRIPT_KEY,
+                Value::from(primary.as_str()),
+            );
         }
-        state.set(SEQ, Value::from(self.seq));
+        state.set(fields::COUNTERS_SEQ, Value::from(self.seq));
         let forgotten: Vec<String> = state
             .0
             .keys()
-            .filter_map(|k| k.strip_prefix(LAST_EDIT_PREFIX))
+            .filter_map(|k| k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX))
             .filter(|key| !self.last_edit.contains_key(*key))
-            .map(|key| format!("{LAST_EDIT_PREFIX}{key}"))
+            .map(|key| format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX))
             .collect();
         for key in forgotten {
             state.remove(&key);
         }
         for (key, file) in &self.last_edit {
-            state.set(&format!("{LAST_EDIT_PREFIX}{key}"), file.clone());
+            state.set(
+                &format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX),
+                file.clone(),
+            );
         }
     }
 }
@@ -284,8 +294,14 @@ mod tests {
         assert_eq!(c.get("main.jsonl"), 3);
         let mut mirrored = stale.clone();
         c.mirror(&mut mirrored);
-        assert_eq!(mirrored.number(SINCE_LAST_LOG), Some(3.0));
-        assert_eq!(mirrored.str(PRIMARY), Some("main.jsonl"));
+        assert_eq!(
+            mirrored.number(fields::TOOL_CALLS_SINCE_LAST_LOG),
+            Some(3.0)
+        );
+        assert_eq!(
+            mirrored.str(fields::PRIMARY_TRANSCRIPT_KEY),
+            Some("main.jsonl")
+        );
     }
 
     #[test]
@@ -302,7 +318,7 @@ mod tests {
         c.mirror(&mut mirrored);
         // A tool of the engine's sets the counter on the current state.
         mirrored
-            .object_mut(BY_TRANSCRIPT)
+            .object_mut(fields::TOOL_CALLS_BY_TRANSCRIPT)
             .insert("main.jsonl".into(), json!(9));
         assert_eq!(Counters::read(&file, &mirrored).get("main.jsonl"), 9);
         // A copy of the state from before the first count (no sequence yet) is stale.
@@ -344,13 +360,13 @@ mod tests {
         assert_eq!((c.get("main.jsonl"), c.get("sub:x")), (2, 1));
         let mut s = state("{}");
         c.mirror(&mut s);
-        assert_eq!(s.number(SINCE_LAST_LOG), Some(2.0));
+        assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(2.0));
         assert_eq!(s.str("lastEditFile_main.jsonl"), Some("/b.rs"));
         c.count("main.jsonl", true, "Read", None);
         c.mirror(&mut s);
         assert!(s.get("lastEditFile_main.jsonl").is_none());
         c.reset("main.jsonl", true);
         c.mirror(&mut s);
-        assert_eq!(s.number(SINCE_LAST_LOG), Some(0.0));
+        assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(0.0));
     }
 }

@@ -11,15 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::fields;
 use crate::paths;
 use crate::state::State;
 
-/// `touchedDirs`.
-pub const TOUCHED: &str = "touchedDirs";
-/// `discoveredChecklists`.
-pub const CHECKLISTS: &str = "discoveredChecklists";
-/// `directiveReadsWithoutClearing` (reset when new directives are found).
-pub const READS_WITHOUT_CLEARING: &str = "directiveReadsWithoutClearing";
 /// The checklist file name (tracked for the deactivation gate).
 pub const CHECKLIST: &str = "CHECKLIST.md";
 /// Directive names every caller accepts.
@@ -147,7 +142,7 @@ fn key_of(dir: &Path) -> String {
 /// Every file already recorded under any `touchedDirs` key: full paths, or bare names recorded
 /// by the engine's `session activate` (joined with their key).
 fn recorded(state: &State) -> Vec<String> {
-    let Some(Value::Object(map)) = state.get(TOUCHED) else {
+    let Some(Value::Object(map)) = state.get(fields::TOUCHED_DIRS) else {
         return Vec::new();
     };
     map.iter()
@@ -167,7 +162,7 @@ fn recorded(state: &State) -> Vec<String> {
 
 fn is_walked(state: &State, dir: &Path) -> bool {
     state
-        .get(TOUCHED)
+        .get(fields::TOUCHED_DIRS)
         .and_then(Value::as_object)
         .is_some_and(|m| m.contains_key(&key_of(dir)))
 }
@@ -237,7 +232,7 @@ pub fn discover(
         }
         per_level.push((key_of(level), new_here));
     }
-    let touched = state.object_mut(TOUCHED);
+    let touched = state.object_mut(fields::TOUCHED_DIRS);
     for (key, files) in &per_level {
         match touched.get_mut(key) {
             Some(Value::Array(existing)) => {
@@ -260,11 +255,11 @@ pub fn discover(
         .collect();
     for file in &files {
         if file.ends_with(&format!("/{CHECKLIST}")) {
-            state.push_unique(CHECKLISTS, file);
+            state.push_unique(fields::DISCOVERED_CHECKLISTS, file);
         }
     }
     if !files.is_empty() {
-        state.set(READS_WITHOUT_CLEARING, json!(0));
+        state.set(fields::DIRECTIVE_READS, json!(0));
     }
     Some(Found {
         dir: key_of(&dir),
@@ -360,9 +355,9 @@ mod tests {
             "core at both levels plus the declared PITFALLS, not CONTRIBUTING"
         );
         assert!(found.dir.ends_with("packages/estimate/src"));
-        let touched = s.get(TOUCHED).unwrap().as_object().unwrap();
+        let touched = s.get(fields::TOUCHED_DIRS).unwrap().as_object().unwrap();
         assert_eq!(touched.len(), 4, "src, estimate, packages, project");
-        assert_eq!(s.get(READS_WITHOUT_CLEARING), Some(&json!(0)));
+        assert_eq!(s.get(fields::DIRECTIVE_READS), Some(&json!(0)));
     }
 
     #[test]
@@ -406,7 +401,12 @@ mod tests {
             ),
             None
         );
-        let before = s.get(TOUCHED).unwrap().as_object().unwrap().len();
+        let before = s
+            .get(fields::TOUCHED_DIRS)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .len();
         let sibling = discover(
             &mut s,
             &t.scope,
@@ -416,7 +416,11 @@ mod tests {
         .unwrap();
         assert!(sibling.files.is_empty());
         assert_eq!(
-            s.get(TOUCHED).unwrap().as_object().unwrap().len(),
+            s.get(fields::TOUCHED_DIRS)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len(),
             before + 1,
             "only the sibling itself is new"
         );
@@ -497,7 +501,7 @@ mod tests {
         let utils = t.scope.cwd.join("src/utils");
         // The engine's activate records bare names under their directory.
         let dot = t.scope.cwd.join(".directives");
-        s.object_mut(TOUCHED)
+        s.object_mut(fields::TOUCHED_DIRS)
             .insert(dot.to_string_lossy().into_owned(), json!(["AGENTS.md"]));
         let found = discover(&mut s, &t.scope, "src/utils/a.ts", &accept).unwrap();
         assert_eq!(found.dir, utils.to_string_lossy());
@@ -508,11 +512,11 @@ mod tests {
                 .any(|f| f.ends_with("utils/CHECKLIST.md"))
         );
         assert!(!found.files.iter().any(|f| f.ends_with("AGENTS.md")));
-        assert_eq!(s.strings(CHECKLISTS).len(), 1);
-        s.remove(TOUCHED);
+        assert_eq!(s.strings(fields::DISCOVERED_CHECKLISTS).len(), 1);
+        s.remove(fields::TOUCHED_DIRS);
         discover(&mut s, &t.scope, "src/utils/b.ts", &accept).unwrap();
         assert_eq!(
-            s.strings(CHECKLISTS).len(),
+            s.strings(fields::DISCOVERED_CHECKLISTS).len(),
             1,
             "not duplicated on rediscovery"
         );

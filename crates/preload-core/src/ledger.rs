@@ -23,34 +23,20 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::context::Context;
-use crate::discovery::CHECKLISTS;
+use crate::fields;
 use crate::lock::StateLock;
-use crate::preload::{PARTS, PENDING, PRELOADED};
-use crate::session::{self, CONVERSATION_FIELD, PID_START_FIELD, PreloadState, SEEDING};
+use crate::session::{self, PreloadState, SEEDING};
 use crate::state::{self, State, StateError};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [
     "pid",
     "lifecycle",
-    PID_START_FIELD,
-    PRELOADED,
-    PENDING,
+    fields::PID_START_TIME,
+    fields::PRELOADED_FILES,
+    fields::PENDING_PRELOADS,
     "touchedDirs",
 ];
-
-/// The carry's list of files still owed to the context window.
-pub const OWED: &str = "owed";
-/// The stash of allow-rule content waiting for `PostToolUse`.
-pub const STASH: &str = "pendingAllowInjections";
-/// Rules delivered once (`inject: "once"`).
-pub const INJECTED_RULES: &str = "injectedRules";
-/// The files the main agent's latest tool call carried (`{"toolUseId", "files"}`): after a
-/// compaction the client keeps that call, its result and what the hooks added to it.
-pub const LAST_CALL: &str = "lastCallDeliveries";
-/// Skills the client loaded itself in this conversation (a `/name` prompt, a `Skill` call):
-/// it puts their SKILL.md back into the context after a compaction on its own.
-pub const INVOKED_SKILLS: &str = "invokedSkills";
 
 /// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
 pub fn carry_path(seed: &Path) -> PathBuf {
@@ -143,7 +129,7 @@ fn joined(seed: &State, carry: Option<&State>) -> State {
     let mut view = seed.clone();
     if let Some(carry) = carry {
         for (key, value) in &carry.0 {
-            if key != OWED && !SEED_FIELDS.contains(&key.as_str()) {
+            if key != fields::OWED && !SEED_FIELDS.contains(&key.as_str()) {
                 view.0.insert(key.clone(), value.clone());
             }
         }
@@ -165,12 +151,12 @@ fn split(view: &State) -> (State, Option<State>) {
     }
     let owed = owed_of(view);
     if !owed.is_empty() {
-        carry.set(OWED, Value::from(owed));
+        carry.set(fields::OWED, Value::from(owed));
     }
     if carry.0.is_empty() {
         return (seed, None);
     }
-    for key in ["pid", PID_START_FIELD] {
+    for key in ["pid", fields::PID_START_TIME] {
         if let Some(value) = view.get(key) {
             carry.0.shift_insert(0, key.to_owned(), value.clone());
         }
@@ -180,8 +166,8 @@ fn split(view: &State) -> (State, Option<State>) {
 
 /// The files of a record not (fully) in its context window: queued, or partly delivered.
 fn owed_of(view: &State) -> Vec<String> {
-    let mut owed = view.strings(PENDING);
-    if let Some(Value::Object(parts)) = view.get(PARTS) {
+    let mut owed = view.strings(fields::PENDING_PRELOADS);
+    if let Some(Value::Object(parts)) = view.get(fields::PRELOAD_PARTS) {
         for path in parts.keys() {
             if !owed.contains(path) {
                 owed.push(path.clone());
@@ -213,7 +199,7 @@ fn update_session<T>(
     };
     let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
     let seed = match state::load(seed_path) {
-        Ok(seed) => Some(seed).filter(|s| s.str("lifecycle") == Some(SEEDING)),
+        Ok(seed) => Some(seed).filter(|s| s.str(fields::LIFECYCLE) == Some(SEEDING)),
         Err(StateError::Missing { .. }) => None,
         Err(err) => return Err(err),
     };
@@ -237,14 +223,14 @@ fn update_session<T>(
 /// files back in the queue and out of `preloadedFiles`.
 pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     if let Some(seed) = seed {
-        for item in seed.strings(PRELOADED) {
-            s.push_unique(PRELOADED, &item);
+        for item in seed.strings(fields::PRELOADED_FILES) {
+            s.push_unique(fields::PRELOADED_FILES, &item);
         }
-        for item in seed.strings(PENDING) {
-            s.push_unique(PENDING, &item);
+        for item in seed.strings(fields::PENDING_PRELOADS) {
+            s.push_unique(fields::PENDING_PRELOADS, &item);
         }
-        if let Some(Value::Object(map)) = seed.get("touchedDirs") {
-            let target = s.object_mut("touchedDirs");
+        if let Some(Value::Object(map)) = seed.get(fields::TOUCHED_DIRS) {
+            let target = s.object_mut(fields::TOUCHED_DIRS);
             for (k, v) in map {
                 target.insert(k.clone(), v.clone());
             }
@@ -254,12 +240,12 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         return;
     }
     let record = joined(seed.unwrap_or(&State::default()), carry);
-    for key in [CHECKLISTS, INVOKED_SKILLS] {
+    for key in [fields::DISCOVERED_CHECKLISTS, fields::INVOKED_SKILLS] {
         for item in record.strings(key) {
             s.push_unique(key, &item);
         }
     }
-    for key in [PARTS, INJECTED_RULES] {
+    for key in [fields::PRELOAD_PARTS, fields::INJECTED_RULES] {
         if let Some(Value::Object(map)) = record.get(key) {
             let target = s.object_mut(key);
             for (k, v) in map {
@@ -267,21 +253,21 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
             }
         }
     }
-    if let Some(Value::Array(entries)) = record.get(STASH) {
-        s.array_mut(STASH).extend(entries.iter().cloned());
+    if let Some(Value::Array(entries)) = record.get(fields::STASH) {
+        s.array_mut(fields::STASH).extend(entries.iter().cloned());
     }
-    if s.get(CONVERSATION_FIELD).is_none() {
-        if let Some(id) = record.get(CONVERSATION_FIELD) {
-            s.set(CONVERSATION_FIELD, id.clone());
+    if s.get(fields::SESSION_ID).is_none() {
+        if let Some(id) = record.get(fields::SESSION_ID) {
+            s.set(fields::SESSION_ID, id.clone());
         }
     }
     let owed = match carry {
-        Some(carry) => carry.strings(OWED),
+        Some(carry) => carry.strings(fields::OWED),
         None => owed_of(&record),
     };
     for path in owed {
-        s.remove_item(PRELOADED, &path);
-        s.push_unique(PENDING, &path);
+        s.remove_item(fields::PRELOADED_FILES, &path);
+        s.push_unique(fields::PENDING_PRELOADS, &path);
     }
 }
 
@@ -295,12 +281,12 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
         return;
     }
     let same_call = s
-        .get(LAST_CALL)
+        .get(fields::LAST_CALL_DELIVERIES)
         .and_then(|r| r.get("toolUseId"))
         .and_then(Value::as_str)
         == Some(call);
     let mut kept = if same_call {
-        s.get(LAST_CALL)
+        s.get(fields::LAST_CALL_DELIVERIES)
             .map(|r| crate::state::strings_of(r.get("files")))
             .unwrap_or_default()
     } else {
@@ -312,7 +298,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
         }
     }
     s.set(
-        LAST_CALL,
+        fields::LAST_CALL_DELIVERIES,
         serde_json::json!({"toolUseId": call, "files": kept}),
     );
 }
@@ -320,7 +306,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
 /// The files the latest tool call carried, taken out of the record (a compaction starts a new
 /// context window that holds them: the client keeps the call it happened after).
 pub fn take_last_call_deliveries(s: &mut State) -> Vec<String> {
-    s.remove(LAST_CALL)
+    s.remove(fields::LAST_CALL_DELIVERIES)
         .map(|r| crate::state::strings_of(r.get("files")))
         .unwrap_or_default()
 }
@@ -341,7 +327,7 @@ pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
         || ctx
             .conversation
             .as_deref()
-            .is_some_and(|c| s.str(CONVERSATION_FIELD) != Some(c))
+            .is_some_and(|c| s.str(fields::SESSION_ID) != Some(c))
 }
 
 /// Record which conversation the session serves. When another conversation worked in it
@@ -352,19 +338,19 @@ pub fn tag_conversation(ctx: &Context, s: &mut State) {
     let Some(conversation) = ctx.conversation.as_deref() else {
         return;
     };
-    match s.str(CONVERSATION_FIELD) {
+    match s.str(fields::SESSION_ID) {
         Some(id) if id == conversation => return,
         Some(_) => new_context_window(s),
         None => drop_window_fields(s),
     }
-    s.set(CONVERSATION_FIELD, Value::from(conversation));
+    s.set(fields::SESSION_ID, Value::from(conversation));
 }
 
 /// Fields that belong to one context window beyond what the engine itself resets.
 fn is_window_field(key: &str) -> bool {
-    key == PARTS
-        || key.starts_with(&format!("{PRELOADED}_sub:"))
-        || key.starts_with(&format!("{PARTS}_sub:"))
+    key == fields::PRELOAD_PARTS
+        || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
 }
 
 fn drop_window_fields(s: &mut State) {
@@ -378,20 +364,20 @@ fn drop_window_fields(s: &mut State) {
 /// its stash carried are queued again (the new window has not seen them).
 fn new_context_window(s: &mut State) {
     drop_window_fields(s);
-    s.remove(INVOKED_SKILLS);
-    let Some(Value::Array(entries)) = s.remove(STASH) else {
+    s.remove(fields::INVOKED_SKILLS);
+    let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
         return;
     };
-    let preloaded = s.strings(PRELOADED);
+    let preloaded = s.strings(fields::PRELOADED_FILES);
     for entry in &entries {
         let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
         for path in crate::delivery::block_paths(content) {
             if !preloaded.contains(&path) {
-                s.push_unique(PENDING, &path);
+                s.push_unique(fields::PENDING_PRELOADS, &path);
             }
         }
     }
-    s.set(STASH, Value::Array(Vec::new()));
+    s.set(fields::STASH, Value::Array(Vec::new()));
 }
 
 #[cfg(test)]
@@ -425,12 +411,12 @@ mod tests {
             ]
         );
         let carry = carry.unwrap();
-        assert_eq!(carry.strings(OWED), ["/b", "/c"]);
+        assert_eq!(carry.strings(fields::OWED), ["/b", "/c"]);
         assert_eq!(carry.str("sessionId"), Some("conv"));
         assert_eq!(carry.pid("pid"), Some(5));
         let back = joined(&seed, Some(&carry));
         assert_eq!(back.get("preloadParts"), view.get("preloadParts"));
-        assert!(back.get(OWED).is_none());
+        assert!(back.get(fields::OWED).is_none());
     }
 
     #[test]
@@ -447,16 +433,22 @@ mod tests {
             "sessionId": "conv", "injectedRules": {"synthesis-commands": true}
         }));
         adopt(&mut s, None, Some(&carry));
-        assert_eq!(s.strings(PRELOADED), ["/std/COMMANDS.md"]);
-        assert_eq!(s.strings(PENDING), ["/std/SIGILS.md", "/std/INVARIANTS.md"]);
-        assert_eq!(s.get(PARTS), Some(&json!({"/std/INVARIANTS.md": 1})));
+        assert_eq!(s.strings(fields::PRELOADED_FILES), ["/std/COMMANDS.md"]);
         assert_eq!(
-            s.get(STASH).and_then(Value::as_array).map(Vec::len),
+            s.strings(fields::PENDING_PRELOADS),
+            ["/std/SIGILS.md", "/std/INVARIANTS.md"]
+        );
+        assert_eq!(
+            s.get(fields::PRELOAD_PARTS),
+            Some(&json!({"/std/INVARIANTS.md": 1}))
+        );
+        assert_eq!(
+            s.get(fields::STASH).and_then(Value::as_array).map(Vec::len),
             Some(1)
         );
         assert_eq!(s.str("sessionId"), Some("conv"));
         assert_eq!(
-            s.get(INJECTED_RULES),
+            s.get(fields::INJECTED_RULES),
             Some(&json!({"synthesis-commands": true}))
         );
     }
@@ -472,9 +464,9 @@ mod tests {
             ]
         }));
         new_context_window(&mut s);
-        assert!(s.get(PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
-        assert_eq!(s.strings(PENDING), ["/stashed.md"]);
-        assert_eq!(s.get(STASH), Some(&json!([])));
-        assert_eq!(s.strings(PRELOADED), ["/kept"]);
+        assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
+        assert_eq!(s.strings(fields::PENDING_PRELOADS), ["/stashed.md"]);
+        assert_eq!(s.get(fields::STASH), Some(&json!([])));
+        assert_eq!(s.strings(fields::PRELOADED_FILES), ["/kept"]);
     }
 }

@@ -18,6 +18,7 @@ pub mod dedup;
 pub mod delivery;
 pub mod discovery;
 pub mod env;
+pub mod fields;
 pub mod file;
 pub mod hooks;
 pub mod input;

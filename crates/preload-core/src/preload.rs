@@ -11,18 +11,12 @@ use serde_json::{Value, json};
 use crate::context::Context;
 use crate::dedup::{Hit, InContext};
 use crate::delivery::{self, Event, FileBody, Packer};
+use crate::fields;
 use crate::refs::Resolver;
 use crate::runner::HookError;
 use crate::session::PreloadState;
 use crate::skill;
 use crate::state::State;
-
-/// `preloadedFiles`.
-pub const PRELOADED: &str = "preloadedFiles";
-/// `pendingPreloads`.
-pub const PENDING: &str = "pendingPreloads";
-/// Progress of files delivered in parts: `{path: parts already out}`.
-pub const PARTS: &str = "preloadParts";
 
 /// Whose context window a pass fills.
 ///
@@ -42,16 +36,16 @@ impl Audience<'_> {
     /// The state field of this audience's files in context.
     pub fn preloaded_key(self) -> String {
         match self {
-            Self::Main => PRELOADED.to_owned(),
-            Self::SubAgent(id) => format!("{PRELOADED}_sub:{id}"),
+            Self::Main => fields::PRELOADED_FILES.to_owned(),
+            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOADED_FILES, id),
         }
     }
 
     /// The state field of this audience's part progress.
     fn parts_key(self) -> String {
         match self {
-            Self::Main => PARTS.to_owned(),
-            Self::SubAgent(id) => format!("{PARTS}_sub:{id}"),
+            Self::Main => fields::PRELOAD_PARTS.to_owned(),
+            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOAD_PARTS, id),
         }
     }
 }
@@ -186,7 +180,7 @@ fn override_of(state: &State, normalized: &str) -> Option<String> {
     }
     let suffix = format!("{ENGINE_COMMANDS}{name}");
     state
-        .strings(PRELOADED)
+        .strings(fields::PRELOADED_FILES)
         .into_iter()
         .find(|p| p.ends_with(&suffix))
 }
@@ -286,9 +280,9 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
             if body == FileBody::Unavailable {
                 Outcome::Unavailable
             } else {
-                set_parts_done(state, PARTS, &path, None);
-                state.push_unique(PRELOADED, &path);
-                state.remove_item(PENDING, &path);
+                set_parts_done(state, fields::PRELOAD_PARTS, &path, None);
+                state.push_unique(fields::PRELOADED_FILES, &path);
+                state.remove_item(fields::PENDING_PRELOADS, &path);
                 pass.in_context.add(&path, &ctx.file_ids);
                 pass.batch
                     .note(Event::DirectDeliver, &path, &request.source, "new");
@@ -336,8 +330,8 @@ impl<'a> Pass<'a> {
     /// Take a file out of the queue, when this audience owns it.
     fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
         if self.owns_queue {
-            state.remove_item(PENDING, path);
-            state.remove_item(PENDING, requested);
+            state.remove_item(fields::PENDING_PRELOADS, path);
+            state.remove_item(fields::PENDING_PRELOADS, requested);
         }
     }
 
@@ -355,7 +349,7 @@ impl<'a> Pass<'a> {
 
     /// Queue for the next tool call.
     fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
-        if state.push_unique(PENDING, path) {
+        if state.push_unique(fields::PENDING_PRELOADS, path) {
             self.batch
                 .note(Event::QueuePending, path, &request.source, "new");
             Outcome::Queued
@@ -404,7 +398,7 @@ impl<'a> Pass<'a> {
         }
         if next == first {
             // Nothing fit: stays queued for the next call.
-            if self.owns_queue && state.push_unique(PENDING, path) {
+            if self.owns_queue && state.push_unique(fields::PENDING_PRELOADS, path) {
                 self.batch
                     .note(Event::QueuePending, path, &request.source, "deferred");
             }
@@ -417,7 +411,7 @@ impl<'a> Pass<'a> {
         if next < parts.len() {
             set_parts_done(state, &self.parts_key, path, Some(next));
             if self.owns_queue {
-                state.push_unique(PENDING, path);
+                state.push_unique(fields::PENDING_PRELOADS, path);
             }
             return Outcome::Partial;
         }
@@ -448,7 +442,7 @@ impl<'a> Pass<'a> {
                 .in_context
                 .check(state, &found, &self.ctx.file_ids)
                 .is_none()
-                && state.push_unique(PENDING, &found)
+                && state.push_unique(fields::PENDING_PRELOADS, &found)
             {
                 self.batch.note(Event::ResolveRef, &found, &source, "new");
                 self.batch.note(Event::QueuePending, &found, &source, "new");
@@ -465,7 +459,7 @@ fn file_name(path: &str) -> &str {
 /// they go out ([`by_priority`]).
 pub fn pending_requests(ctx: &Context, state: &State, source: &str) -> Vec<Request> {
     let requests = state
-        .strings(PENDING)
+        .strings(fields::PENDING_PRELOADS)
         .into_iter()
         .map(|p| Request::new(p, source))
         .collect();
@@ -495,7 +489,7 @@ fn priority_of(
     phase_files: &[String],
     directives: &[String],
 ) -> Priority {
-    if parts_done(state, PARTS, path) > 0 {
+    if parts_done(state, fields::PRELOAD_PARTS, path) > 0 {
         Priority::Begun
     } else if standards.iter().any(|s| s == path) {
         Priority::Standard
@@ -517,12 +511,12 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
         return requests;
     }
     let standards = crate::session::core_seeds(ctx);
-    let label = skill::label_of(state.str("currentPhase").unwrap_or(""));
+    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or(""));
     let phase_files: Vec<String> = skill::session_phase_cmds(&ctx.paths, &state.0, &label)
         .iter()
         .map(|p| ctx.normalize(&p.to_string_lossy()))
         .collect();
-    let directives: Vec<String> = match state.get("touchedDirs") {
+    let directives: Vec<String> = match state.get(fields::TOUCHED_DIRS) {
         Some(Value::Object(map)) => map
             .values()
             .flat_map(|v| crate::state::strings_of(Some(v)))
@@ -696,9 +690,9 @@ mod tests {
             format!("[Preloaded: {a}]\n# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n")
         );
         let s = f.load();
-        assert_eq!(s.strings(PRELOADED), vec![a.clone()]);
+        assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a.clone()]);
         assert_eq!(
-            s.strings(PENDING),
+            s.strings(fields::PENDING_PRELOADS),
             vec![b.clone()],
             "self-reference not queued, B queued"
         );
@@ -713,7 +707,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
-        assert!(f.load().strings(PENDING).is_empty());
+        assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
     }
 
     #[test]
@@ -733,8 +727,8 @@ mod tests {
         assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
         assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
         let s = f.load();
-        assert_eq!(s.strings(PRELOADED), vec![a]);
-        assert_eq!(s.strings(PENDING), vec![b]);
+        assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a]);
+        assert_eq!(s.strings(fields::PENDING_PRELOADS), vec![b]);
         assert!(batch.blocks.is_empty(), "recording prints nothing");
     }
 
@@ -758,17 +752,17 @@ mod tests {
         let s = f.load();
         assert_eq!(s.strings("preloadedFiles_sub:a1"), vec![a.clone()]);
         assert_eq!(
-            s.strings(PENDING),
+            s.strings(fields::PENDING_PRELOADS),
             vec![a.clone()],
             "the queue stays for the main agent"
         );
-        assert!(s.strings(PRELOADED).is_empty());
+        assert!(s.strings(fields::PRELOADED_FILES).is_empty());
         assert_eq!(claim(Audience::SubAgent("a1")).delivered().count(), 0);
         assert_eq!(claim(Audience::SubAgent("a2")).delivered().count(), 1);
         let main = claim(Audience::Main);
         assert_eq!(main.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
         assert_eq!(sub_agent_of_source(&main.events[0].source), None);
-        assert!(f.load().strings(PENDING).is_empty());
+        assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
     }
 
     #[test]
@@ -796,7 +790,7 @@ mod tests {
         }
         assert_eq!(delivered, vec![a, b]);
         assert_eq!(queued, 1, "only B is ever queued");
-        assert!(f.load().strings(PENDING).is_empty());
+        assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
     }
 
     #[test]
@@ -826,7 +820,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(batch.outcomes[0].1, Outcome::InContext(Hit::Path));
-        assert!(f.load().strings(PENDING).is_empty());
+        assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
     }
 
     #[test]
@@ -862,8 +856,14 @@ mod tests {
             requests = pending_requests(&ctx, &f.load(), "rule");
         }
         let s = f.load();
-        assert!(s.strings(PRELOADED).contains(&a) && s.strings(PRELOADED).contains(&small));
-        assert!(s.get(PARTS).is_none(), "progress removed once complete");
+        assert!(
+            s.strings(fields::PRELOADED_FILES).contains(&a)
+                && s.strings(fields::PRELOADED_FILES).contains(&small)
+        );
+        assert!(
+            s.get(fields::PRELOAD_PARTS).is_none(),
+            "progress removed once complete"
+        );
         let n = parts_seen
             .iter()
             .filter(|h| h.contains("CMD_BIG.md (part"))
@@ -897,8 +897,8 @@ mod tests {
             &mut packer,
         )
         .unwrap();
-        assert!(f.load().strings(PENDING).is_empty());
-        assert!(f.load().strings(PRELOADED).is_empty());
+        assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+        assert!(f.load().strings(fields::PRELOADED_FILES).is_empty());
         let huge = f.cmd("HUGE", &"x".repeat(300 * 1024));
         let batch = ensure(
             &ctx,

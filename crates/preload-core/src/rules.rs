@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
 
+use crate::fields;
 use crate::state::{State, strings_of};
 
 /// Default `OVERFLOW_THRESHOLD` of the engine's `config.sh`.
@@ -282,7 +283,7 @@ pub fn overflow_threshold(disable_auto_compact: bool, configured: Option<&str>) 
 /// The per-agent tool-call counter `toolCallsByTranscript[key]` (0 when absent).
 pub fn counter(state: &State, key: &str) -> u64 {
     state
-        .get("toolCallsByTranscript")
+        .get(fields::TOOL_CALLS_BY_TRANSCRIPT)
         .and_then(|m| m.get(key))
         .and_then(number_of)
         .map_or(0, whole)
@@ -335,7 +336,7 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
     let state = facts.state;
     match &rule.trigger {
         Trigger::ContextThreshold(threshold) => {
-            let usage = state.number("contextUsage").unwrap_or(0.0);
+            let usage = state.number(fields::CONTEXT_USAGE).unwrap_or(0.0);
             let gte = match threshold {
                 Threshold::Value(v) => *v,
                 Threshold::Overflow => facts.overflow_threshold,
@@ -346,11 +347,14 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
             no_active_session,
             eq,
         } => {
-            let lifecycle = state.str("lifecycle").unwrap_or("");
+            let lifecycle = state.str(fields::LIFECYCLE).unwrap_or("");
             (*no_active_session && !ACTIVE_LIFECYCLES.contains(&lifecycle))
                 || eq.as_deref() == Some(lifecycle)
         }
-        Trigger::Phase(needle) => state.str("currentPhase").unwrap_or("").contains(needle),
+        Trigger::Phase(needle) => state
+            .str(fields::CURRENT_PHASE)
+            .unwrap_or("")
+            .contains(needle),
         Trigger::ToolCount { field, gte_field } => {
             let value = state.number(field).unwrap_or(0.0);
             let threshold = state.number(gte_field).unwrap_or(999.0);
@@ -382,7 +386,7 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
 /// Evaluate every rule; the matches come sorted by priority (stable for equal priorities).
 /// `inject: once` rules already in `injectedRules` are skipped.
 pub fn evaluate(rules: &[Rule], facts: &Facts) -> Vec<Matched> {
-    let injected = facts.state.get("injectedRules");
+    let injected = facts.state.get(fields::INJECTED_RULES);
     let mut out: Vec<Matched> = rules
         .iter()
         .filter(|rule| {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::env;
+use crate::fields;
 use crate::file;
 use crate::process;
 use crate::state::{self, State, StateError};
@@ -21,11 +22,6 @@ pub const SEEDS_DIR: &str = ".seeds";
 pub const STATE_FILE: &str = ".state.json";
 /// `lifecycle` of a seed file.
 pub const SEEDING: &str = "seeding";
-/// Field naming the Claude Code conversation (`session_id`) a state's context window belongs to;
-/// the engine's statusline writes the same field, and `session.sh restart` clears it.
-pub const CONVERSATION_FIELD: &str = "sessionId";
-/// Field of a seed that records the owner's process start time (PID reuse check).
-pub const PID_START_FIELD: &str = "pidStartTime";
 
 /// Largest PID cache file read (it holds one path).
 const CACHE_MAX_BYTES: u64 = 64 * 1024;
@@ -88,8 +84,8 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     }
     let pane = fleet_pane(ctx);
     if let (Some(dir), Some(pane)) = (&cached, pane.as_deref()) {
-        if let Some(state) = peek_fields(&dir.join(STATE_FILE), &["pid", FLEET_FIELD]) {
-            if state.str(FLEET_FIELD) == Some(pane) {
+        if let Some(state) = peek_fields(&dir.join(STATE_FILE), &["pid", fields::FLEET_PANE_ID]) {
+            if state.str(fields::FLEET_PANE_ID) == Some(pane) {
                 return held_elsewhere(&state, pid).not().then(|| dir.clone());
             }
         }
@@ -107,9 +103,6 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let _ = fs::remove_file(&none);
     Some(found)
 }
-
-/// The state field naming a session's fleet pane.
-pub const FLEET_FIELD: &str = "fleetPaneId";
 
 /// How long `fleet.sh pane-id` may take.
 const FLEET_TIMEOUT: Duration = Duration::from_secs(1);
@@ -134,7 +127,7 @@ pub fn fleet_pane(ctx: &Context) -> Option<String> {
 /// True when a process other than `owner` holds the state and is alive.
 fn held_elsewhere(state: &State, owner: u32) -> bool {
     state
-        .pid("pid")
+        .pid(fields::PID)
         .is_some_and(|holder| holder != owner && process::is_alive(holder))
 }
 
@@ -146,10 +139,10 @@ fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
         if held_elsewhere(s, owner) {
             return false;
         }
-        if let Some(old) = s.pid("pid").filter(|old| *old != owner) {
-            s.set("lastKnownPid", json!(old));
+        if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
+            s.set(fields::LAST_KNOWN_PID, json!(old));
         }
-        s.set("pid", json!(owner));
+        s.set(fields::PID, json!(owner));
         true
     });
     matches!(taken, Ok(true)).then(|| dir.to_path_buf())
@@ -255,32 +248,32 @@ fn scan(roots: &[PathBuf], pid: u32, pane: Option<&str>, conversation: Option<&s
                 &[
                     "pid",
                     "lastKnownPid",
-                    FLEET_FIELD,
-                    CONVERSATION_FIELD,
+                    fields::FLEET_PANE_ID,
+                    fields::SESSION_ID,
                     "primaryTranscriptKey",
                 ],
             ) else {
                 continue;
             };
-            if fleet.is_none() && pane.is_some() && state.str(FLEET_FIELD) == pane {
+            if fleet.is_none() && pane.is_some() && state.str(fields::FLEET_PANE_ID) == pane {
                 fleet = Some((dir.clone(), held_elsewhere(&state, pid)));
             }
-            if by_pid.is_none() && state.pid("pid") == Some(pid) {
+            if by_pid.is_none() && state.pid(fields::PID) == Some(pid) {
                 by_pid = Some(dir.clone());
             }
-            if last_known.is_none() && state.pid("lastKnownPid") == Some(pid) {
+            if last_known.is_none() && state.pid(fields::LAST_KNOWN_PID) == Some(pid) {
                 if held_elsewhere(&state, pid) {
                     held = true;
                 } else {
                     last_known = Some(dir.clone());
                 }
             }
-            let same_conversation = state.str(CONVERSATION_FIELD) == conversation
-                || state.str("primaryTranscriptKey") == key.as_deref();
+            let same_conversation = state.str(fields::SESSION_ID) == conversation
+                || state.str(fields::PRIMARY_TRANSCRIPT_KEY) == key.as_deref();
             if by_conversation.is_none()
                 && conversation.is_some()
                 && same_conversation
-                && state.pid("pid").is_none_or(|p| !process::is_alive(p))
+                && state.pid(fields::PID).is_none_or(|p| !process::is_alive(p))
             {
                 by_conversation = Some(dir.clone());
             }
@@ -313,7 +306,7 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
     }
     let owned_elsewhere = |state: &State| {
         state
-            .pid("pid")
+            .pid(fields::PID)
             .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
     };
     let matches = |path: &Path| {
@@ -321,8 +314,8 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
         if !text.contains(conversation) {
             return None;
         }
-        let state = State::parse_fields(&text, &["pid", CONVERSATION_FIELD]).ok()?;
-        (state.str(CONVERSATION_FIELD) == Some(conversation) && !owned_elsewhere(&state))
+        let state = State::parse_fields(&text, &["pid", fields::SESSION_ID]).ok()?;
+        (state.str(fields::SESSION_ID) == Some(conversation) && !owned_elsewhere(&state))
             .then_some(())
     };
     let roots = ctx.sessions_dirs();
@@ -364,22 +357,22 @@ pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
 /// A fresh seed document for `pid` with `preloaded` already in context.
 pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     let mut seed = State::default();
-    seed.set("pid", json!(pid));
-    seed.set("lifecycle", json!(SEEDING));
-    seed.set("preloadedFiles", json!(preloaded));
-    seed.set("pendingPreloads", json!([]));
-    seed.set("touchedDirs", json!({}));
+    seed.set(fields::PID, json!(pid));
+    seed.set(fields::LIFECYCLE, json!(SEEDING));
+    seed.set(fields::PRELOADED_FILES, json!(preloaded));
+    seed.set(fields::PENDING_PRELOADS, json!([]));
+    seed.set(fields::TOUCHED_DIRS, json!({}));
     own_seed(&mut seed, pid);
     seed
 }
 
 /// Make `seed` the seed of process `pid` (its PID and start time).
 pub fn own_seed(seed: &mut State, pid: u32) {
-    seed.set("pid", json!(pid));
+    seed.set(fields::PID, json!(pid));
     match process::start_time(pid) {
-        Some(start) => seed.set(PID_START_FIELD, json!(start)),
+        Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
         None => {
-            seed.remove(PID_START_FIELD);
+            seed.remove(fields::PID_START_TIME);
         }
     }
 }
@@ -448,10 +441,10 @@ pub fn seed_is_stale(path: &Path) -> bool {
         return false;
     };
     let pid = seed
-        .pid("pid")
+        .pid(fields::PID)
         .or_else(|| path.file_stem()?.to_str()?.parse().ok());
     let Some(pid) = pid else { return true };
-    let started = seed.get(PID_START_FIELD).and_then(Value::as_u64);
+    let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
     !process::is_same_live_process(pid, started)
 }
 
@@ -709,7 +702,7 @@ mod tests {
         let wrong_start = process::start_time(me).unwrap() + 7;
         fs::write(
             &reused,
-            format!("{{\"pid\": {me}, \"{PID_START_FIELD}\": {wrong_start}}}"),
+            format!("{{\"pid\": {me}, \"pidStartTime\": {wrong_start}}}"),
         )
         .unwrap();
         let live = seed_path(&sessions, std::os::unix::process::parent_id());

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::fields;
 use crate::paths::EnginePaths;
 use crate::refs::{self, Kind};
 
@@ -46,7 +47,7 @@ pub fn definition(text: &str) -> Option<Map<String, Value>> {
         .collect();
     let with_phases = objects
         .iter()
-        .position(|m| m.get("phases").is_some_and(Value::is_array));
+        .position(|m| m.get(fields::PHASES).is_some_and(Value::is_array));
     objects.into_iter().nth(with_phases.unwrap_or(0))
 }
 
@@ -87,7 +88,7 @@ impl Skill {
     /// The `phases` array (empty when absent).
     pub fn phases(&self) -> &[Value] {
         self.definition
-            .get("phases")
+            .get(fields::PHASES)
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice)
     }
@@ -261,12 +262,12 @@ pub fn session_phase_cmds(
     state: &Map<String, Value>,
     label: &str,
 ) -> Vec<PathBuf> {
-    let Some(name) = state.get("skill").and_then(Value::as_str) else {
+    let Some(name) = state.get(fields::SKILL).and_then(Value::as_str) else {
         return Vec::new();
     };
     let skill = Skill::load(paths, name);
     let state_phases = state
-        .get("phases")
+        .get(fields::PHASES)
         .and_then(Value::as_array)
         .filter(|p| !p.is_empty());
     let phases = state_phases.map_or_else(

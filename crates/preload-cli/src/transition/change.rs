@@ -8,12 +8,12 @@ use serde_json::{Map, Value, json};
 
 use super::proof::{self, Leaving, Proof, ProofSchema};
 use super::{
-    CURRENT_PHASE, Outcome, PHASE_HISTORY, PHASES, Verdict, appended, find, judge, label_of,
-    name_of, rejection, validate_phase,
+    Outcome, Verdict, appended, find, judge, label_of, name_of, rejection, validate_phase,
 };
 use preload_core::clock;
 use preload_core::context::Context;
 use preload_core::delivery::Packer;
+use preload_core::fields;
 use preload_core::preload::{self, Batch, Mode, Request};
 use preload_core::session::STATE_FILE;
 use preload_core::state::{self, State};
@@ -69,12 +69,12 @@ fn transition(
 ) -> Option<(Batch, String)> {
     let phase = request.phase.as_str();
     let phases: Vec<Value> = s
-        .get(PHASES)
+        .get(fields::PHASES)
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     let has_phases = !phases.is_empty();
-    let current = s.str(CURRENT_PHASE).unwrap_or("").to_owned();
+    let current = s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned();
     let mut new_phases = None;
     if has_phases {
         let judgement = match judge(&phases, &current, phase) {
@@ -113,25 +113,25 @@ fn transition(
     }
 
     if let Some(list) = new_phases {
-        s.set(PHASES, Value::Array(list));
+        s.set(fields::PHASES, Value::Array(list));
     }
     let now = clock::iso_utc(ctx.now);
-    s.set(CURRENT_PHASE, json!(phase));
-    s.set("lastHeartbeat", json!(now));
-    s.remove("loading");
-    s.set("toolCallsByTranscript", json!({}));
-    s.remove("primaryTranscriptKey");
+    s.set(fields::CURRENT_PHASE, json!(phase));
+    s.set(fields::LAST_HEARTBEAT, json!(now));
+    s.remove(fields::LOADING);
+    s.set(fields::TOOL_CALLS_BY_TRANSCRIPT, json!({}));
+    s.remove(fields::PRIMARY_TRANSCRIPT_KEY);
     let entry = match proof.filter(|p| p.is_recorded()) {
         Some(p) => json!({"phase": phase, "ts": now, "proof": p.value}),
         None => json!(phase),
     };
-    s.array_mut(PHASE_HISTORY).push(entry);
+    s.array_mut(fields::PHASE_HISTORY).push(entry);
 
     if !has_phases {
         return Some((Batch::default(), format!("Phase: {phase}\n")));
     }
     let phases: Vec<Value> = s
-        .get(PHASES)
+        .get(fields::PHASES)
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();

@@ -1,8 +1,8 @@
 use super::*;
 use preload_core::Context;
 use preload_core::env::{self, Env};
+use preload_core::fields;
 use preload_core::input::HookInput;
-use preload_core::preload::{PENDING, PRELOADED};
 use preload_core::session::STATE_FILE;
 use preload_core::state;
 use std::fs;
@@ -308,7 +308,7 @@ fn an_accepted_transition_records_the_proof_and_queues_the_phase_commands() {
     assert_eq!(entry["phase"], "1: Interrogation");
     assert_eq!(entry["proof"], json!({"mode": "quick", "intentDone": true}));
     assert_eq!(entry["ts"], s["lastHeartbeat"]);
-    let pending: Vec<String> = state::strings_of(s.get(PENDING));
+    let pending: Vec<String> = state::strings_of(s.get(fields::PENDING_PRELOADS));
     let names: Vec<&str> = pending
         .iter()
         .map(|p| p.rsplit('/').next().unwrap())
@@ -335,12 +335,12 @@ fn files_already_in_context_are_not_queued_and_staying_needs_no_proof() {
     w.cmd("LOG", r#"{"required": ["logged"]}"#);
     let intent = w.commands.canonicalize().unwrap().join("CMD_INTENT.md");
     let mut s = w.state();
-    s[PRELOADED] = json!([intent]);
+    s[fields::PRELOADED_FILES] = json!([intent]);
     fs::write(w.dir.join(STATE_FILE), s.to_string()).unwrap();
     let out = w.phase("1: Interrogation", None, None);
     assert!(!out.refused, "{}", out.stderr);
     let s = w.state();
-    let pending = state::strings_of(s.get(PENDING));
+    let pending = state::strings_of(s.get(fields::PENDING_PRELOADS));
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert!(pending[0].ends_with("CMD_LOG.md"));
     assert_eq!(s["phaseHistory"], json!(["1: Interrogation"]));

@@ -11,13 +11,11 @@ use serde_json::Value;
 
 use crate::delivery::{self, chars};
 use crate::env;
+use crate::fields;
 use crate::ledger;
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::{Context, HookError, HookInput, HookOutput};
-
-/// The stash field.
-pub const STASH: &str = "pendingAllowInjections";
 
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
@@ -98,7 +96,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let budget = ctx.budget.saturating_sub(1);
     let call = input.tool_use_id();
     let taken = ledger::update(ctx, &target, |s| {
-        let Some(Value::Array(entries)) = s.0.get_mut(STASH) else {
+        let Some(Value::Array(entries)) = s.0.get_mut(fields::STASH) else {
             return Vec::new();
         };
         let taken = drain(entries, &agent, budget);

@@ -7,7 +7,7 @@
 //!
 //! Which state: the owner's session; else, before activation, its seed (discovery and the preload
 //! rule work on the seed, and rules see `lifecycle: "none"`, so the session gate applies); else a
-//! `{"lifecycle": "none", "contextUsage": 0}` stand-in that is never written. A project without a
+//! `{(fields::LIFECYCLE): "none", (fields::CONTEXT_USAGE): 0}` stand-in that is never written. A project without a
 //! `sessions/` directory has no engine: the hook prints nothing.
 
 use std::borrow::Cow;
@@ -25,7 +25,8 @@ use crate::delivery::{self, Event, MIN_BUDGET, Packer, chars};
 use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::file;
-use crate::hooks::injections::STASH;
+
+use crate::fields;
 use crate::ledger;
 use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
@@ -183,8 +184,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         }
         Target::Nowhere => {
             let mut stand_in = State::default();
-            stand_in.set("lifecycle", json!("none"));
-            stand_in.set("contextUsage", json!(0));
+            stand_in.set(fields::LIFECYCLE, json!("none"));
+            stand_in.set(fields::CONTEXT_USAGE, json!(0));
             decide(
                 ctx,
                 &call,
@@ -258,7 +259,7 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     activation::activate(ctx, &dir, Some("do")).map_err(|f| HookError::Other(f.to_string()))?;
     // An ad-hoc session has no phases to load: count and discover from the first call.
     state::update(&path, ctx.lock_deadline(), |s| {
-        s.remove("loading");
+        s.remove(fields::LOADING);
     })?;
     Ok(Some(dir))
 }
@@ -284,7 +285,7 @@ fn session_call(
     if let Some(pass) = pass_through(call, &read, engine) {
         if pass == Pass::Dehydrating {
             let _ = state::update(path, ctx.lock_deadline(), |s| {
-                s.set("lifecycle", json!("dehydrating"));
+                s.set(fields::LIFECYCLE, json!("dehydrating"));
             });
         }
         return Ok(Plan::default());
@@ -376,15 +377,15 @@ fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option
     {
         return Some(Pass::Allow);
     }
-    let lifecycle = s.str("lifecycle").unwrap_or("active");
-    (lifecycle == "dehydrating" || s.flag("killRequested")).then_some(Pass::Allow)
+    let lifecycle = s.str(fields::LIFECYCLE).unwrap_or("active");
+    (lifecycle == "dehydrating" || s.flag(fields::KILL_REQUESTED)).then_some(Pass::Allow)
 }
 
 /// No counting and no discovery while loading, overflowed or not at work.
 fn is_quiet(s: &State) -> bool {
-    s.flag("loading")
-        || s.flag("overflowed")
-        || QUIET_LIFECYCLES.contains(&s.str("lifecycle").unwrap_or("active"))
+    s.flag(fields::LOADING)
+        || s.flag(fields::OVERFLOWED)
+        || QUIET_LIFECYCLES.contains(&s.str(fields::LIFECYCLE).unwrap_or("active"))
 }
 
 /// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
@@ -411,7 +412,7 @@ fn decide(
     // Rules see the session, or (before activation) the seed as "no session".
     let view: Cow<State> = if matches!(target, Target::Seed(_)) {
         let mut v = s.clone();
-        v.set("lifecycle", json!("none"));
+        v.set(fields::LIFECYCLE, json!("none"));
         Cow::Owned(v)
     } else {
         Cow::Borrowed(&*s)
@@ -468,11 +469,11 @@ fn decide(
             &mut plan,
         ));
         if !delivered.is_empty() && writes == Writes::Allowed {
-            let injected = s.object_mut(ledger::INJECTED_RULES);
+            let injected = s.object_mut(fields::INJECTED_RULES);
             for id in &delivered {
                 injected.insert(id.clone(), json!(true));
             }
-            s.set("lastHeartbeat", json!(clock::iso_utc(ctx.now)));
+            s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
         }
     }
     plan
@@ -495,7 +496,7 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
     // The skill's declared directives surface with the core ones (seed case 4.1: a read of a
     // file finds the package's PITFALLS.md). A checklist is a gate on changing code: it is
     // armed by an Edit or Write only, as in the engine.
-    let declared = s.strings("directives");
+    let declared = s.strings(fields::DIRECTIVES);
     let accept = Accept {
         declared: if matches!(call.tool, "Edit" | "Write") {
             declared
@@ -647,7 +648,7 @@ fn stash_allow(
         plan.direct.extend(texts.into_iter().flatten());
         return Vec::new();
     }
-    let waiting: usize = match s.get(STASH) {
+    let waiting: usize = match s.get(fields::STASH) {
         Some(Value::Array(entries)) => entries
             .iter()
             .filter(|e| e.get("agentId").and_then(Value::as_str).unwrap_or("") == agent)
@@ -682,7 +683,7 @@ fn stash_allow(
         entries.push(json!({"ruleId": rule.id, "content": content, "agentId": agent}));
     }
     if !entries.is_empty() {
-        s.array_mut(STASH).extend(entries);
+        s.array_mut(fields::STASH).extend(entries);
     }
     delivered
 }
@@ -699,11 +700,11 @@ fn enrich_heartbeat(
         return text.to_owned();
     };
     let template = s
-        .str("logTemplate")
+        .str(fields::LOG_TEMPLATE)
         .filter(|t| !t.is_empty())
         .and_then(|t| Path::new(t).file_name())
         .map(|n| n.to_string_lossy().into_owned());
-    let log_file = match (&template, s.str("skill").filter(|k| !k.is_empty())) {
+    let log_file = match (&template, s.str(fields::SKILL).filter(|k| !k.is_empty())) {
         (Some(t), _) => t.strip_prefix("TEMPLATE_").unwrap_or(t).to_owned(),
         (None, Some(skill)) => {
             let upper: String = skill
@@ -729,12 +730,11 @@ fn enrich_heartbeat(
     let count = if call.is_sub() {
         rules::counter(s, &call.key)
     } else {
-        s.number(counters::SINCE_LAST_LOG).map_or(0, rules::whole)
+        s.number(fields::TOOL_CALLS_SINCE_LAST_LOG)
+            .map_or(0, rules::whole)
     };
-    let limit = s
-        .number("toolUseWithoutLogsBlockAfter")
-        .map_or(10, rules::whole);
-    let percent = (s.number("contextUsage").unwrap_or(0.0) * 100.0).round();
+    let limit = s.number(fields::BLOCK_AFTER).map_or(10, rules::whole);
+    let percent = (s.number(fields::CONTEXT_USAGE).unwrap_or(0.0) * 100.0).round();
     let (_, _, _, hh, mm, _) = clock::utc_parts(ctx.now);
     let head = format!("{text} ({count}/{limit}) [{hh:02}:{mm:02} | Context: {percent}%]");
     match template {
@@ -864,9 +864,9 @@ mod tests {
         }
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 3);
-        assert_eq!(s.number(counters::SINCE_LAST_LOG), Some(3.0));
+        assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(3.0));
         assert_eq!(s.str("primaryTranscriptKey"), Some("main.jsonl"));
-        let stash = s.get(STASH).unwrap().as_array().unwrap();
+        let stash = s.get(fields::STASH).unwrap().as_array().unwrap();
         assert_eq!(stash.len(), 1);
         let content = stash[0]["content"].as_str().unwrap();
         assert!(
@@ -891,7 +891,7 @@ mod tests {
         assert_eq!(handle(&log, &ctx).unwrap(), HookOutput::Allow(None));
         let s = state::load(&path).unwrap();
         assert_eq!(rules::counter(&s, "main.jsonl"), 0);
-        assert_eq!(s.number(counters::SINCE_LAST_LOG), Some(0.0));
+        assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(0.0));
     }
 
     #[test]
@@ -914,7 +914,7 @@ mod tests {
         assert_eq!(rules::counter(&s, "sub:a1"), 1);
         assert_eq!(s.str("lastEditFile_sub:a1"), Some("/x/a.rs"));
         assert_eq!(
-            s.number(counters::SINCE_LAST_LOG),
+            s.number(fields::TOOL_CALLS_SINCE_LAST_LOG),
             Some(1.0),
             "parent's copy untouched"
         );

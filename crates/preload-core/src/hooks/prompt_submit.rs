@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use crate::env;
+use crate::fields;
 use crate::ledger;
 use crate::preload::{self, Request};
 use crate::runner::{self, HookEvent, HookSpec};
@@ -60,7 +61,7 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
         ));
     };
     let state = state::load(&dir.join(STATE_FILE))?;
-    let lifecycle = state.str("lifecycle").unwrap_or("active");
+    let lifecycle = state.str(fields::LIFECYCLE).unwrap_or("active");
     if LIVE.contains(&lifecycle) {
         return Ok(None);
     }
@@ -68,7 +69,7 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let skill = state.str("skill").unwrap_or("none");
+    let skill = state.str(fields::SKILL).unwrap_or("none");
     Ok(Some(format!(
         "§CMD_REQUIRE_ACTIVE_SESSION: Previous session '{name}' (skill: {skill}) is {lifecycle}.\n\
          Before new work, activate a skill directly (/do for a small task, /implement, /analyze, \
@@ -88,7 +89,7 @@ fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
     };
     let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
     let batch = ledger::update(ctx, &target, |s| {
-        s.push_unique(ledger::INVOKED_SKILLS, name);
+        s.push_unique(fields::INVOKED_SKILLS, name);
         preload::record(ctx, s, std::slice::from_ref(&request))
     })?;
     batch.log(ctx, target.is_session);

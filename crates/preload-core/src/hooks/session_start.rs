@@ -25,18 +25,17 @@ use serde_json::{Map, Value, json};
 use crate::clock;
 use crate::delivery::{self, Event, Packer};
 use crate::env;
+use crate::fields;
 use crate::ledger;
 use crate::lock::StateLock;
 use crate::markers;
-use crate::preload::{self, Batch, Mode, Outcome, PENDING, PRELOADED, Request};
+use crate::preload::{self, Batch, Mode, Outcome, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
 use crate::skill;
 use crate::state::{self, State, StateError};
 use crate::{Context, HookError, HookInput, HookOutput};
 
-/// The stash field the injections hook drains.
-const STASH: &str = "pendingAllowInjections";
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";
 /// A cache older than this is generated again: the N registrations of one event start within
@@ -203,7 +202,7 @@ pub fn generate(
         (fill, seed, false)
     };
     if !conversation.is_empty() {
-        seed.set(session::CONVERSATION_FIELD, json!(conversation));
+        seed.set(fields::SESSION_ID, json!(conversation));
     }
     fill.batch.log(ctx, is_session);
     let seed_path = session::seed_path(&sessions, ctx.owner_pid);
@@ -213,7 +212,7 @@ pub fn generate(
             let _ = fs::remove_file(ledger::carry_path(old));
         }
         let why = format!("session-start({source})");
-        for file in seed.strings(PRELOADED) {
+        for file in seed.strings(fields::PRELOADED_FILES) {
             ctx.log.record(Event::Seed, &file, &why, is_session, "new");
         }
     }
@@ -224,7 +223,7 @@ pub fn generate(
                 .is_some_and(|d| d.join(STATE_FILE) == r.state))
         {
             let _ = state::update(&r.state, ctx.lock_deadline(), |s| {
-                s.remove("dehydratedContext");
+                s.remove(fields::DEHYDRATED_CONTEXT);
             });
         }
     }
@@ -258,7 +257,7 @@ fn fill_session(
     let dir = dir.to_path_buf();
     let result = state::update(&path, ctx.lock_deadline(), |s| {
         if goes_on {
-            s.set("pid", json!(ctx.owner_pid));
+            s.set(fields::PID, json!(ctx.owner_pid));
         } else {
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
@@ -266,18 +265,18 @@ fn fill_session(
             reset(s);
             if plan.source == "compact" {
                 for file in &kept {
-                    s.push_unique(PRELOADED, file);
+                    s.push_unique(fields::PRELOADED_FILES, file);
                 }
             }
         }
         if !conversation.is_empty() {
-            s.set(session::CONVERSATION_FIELD, json!(conversation));
+            s.set(fields::SESSION_ID, json!(conversation));
         }
         let fill = plan.fill(s, Some(&dir), packer);
         if plan.recovery.is_some_and(|r| r.state == path) {
-            s.remove("dehydratedContext");
+            s.remove(fields::DEHYDRATED_CONTEXT);
         }
-        (fill, s.strings(PRELOADED))
+        (fill, s.strings(fields::PRELOADED_FILES))
     });
     match result {
         Ok(filled) => Some(filled),
@@ -337,11 +336,11 @@ fn runner_note(ctx: &Context, message: &str) {
 
 /// The fields a new context window clears.
 fn reset(state: &mut State) {
-    state.set(PRELOADED, json!([]));
-    state.set("touchedDirs", json!({}));
-    state.set(PENDING, json!([]));
-    state.set(STASH, json!([]));
-    state.remove(preload::PARTS);
+    state.set(fields::PRELOADED_FILES, json!([]));
+    state.set(fields::TOUCHED_DIRS, json!({}));
+    state.set(fields::PENDING_PRELOADS, json!([]));
+    state.set(fields::STASH, json!([]));
+    state.remove(fields::PRELOAD_PARTS);
 }
 
 /// Write the fresh seed under its lock; an unparsable seed is left untouched.
@@ -439,7 +438,7 @@ impl Plan<'_> {
             entry.insert("ruleId".into(), json!(STASH_RULE));
             entry.insert("content".into(), json!(text));
             entry.insert("agentId".into(), json!(""));
-            state.array_mut(STASH).push(Value::Object(entry));
+            state.array_mut(fields::STASH).push(Value::Object(entry));
         }
         fill.overflow = deferred + texts_left.len();
         fill
@@ -464,8 +463,8 @@ impl Plan<'_> {
                     line,
                     " | Session: {} | Skill: {} | Phase: {} | Heartbeat: {}/{}",
                     name.unwrap_or_default(),
-                    state.str("skill").unwrap_or("(none)"),
-                    state.str("currentPhase").unwrap_or("(none)"),
+                    state.str(fields::SKILL).unwrap_or("(none)"),
+                    state.str(fields::CURRENT_PHASE).unwrap_or("(none)"),
                     count("toolCallsSinceLastLog", 0),
                     count("toolUseWithoutLogsBlockAfter", 10),
                 );
@@ -488,7 +487,7 @@ const CLIENT_REINJECT_CHARS: usize = 20_000;
 /// in context, not delivered a second time. A longer one is delivered whole by us.
 fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
     let requests: Vec<Request> = state
-        .strings(ledger::INVOKED_SKILLS)
+        .strings(fields::INVOKED_SKILLS)
         .iter()
         .filter(|name| skill::is_valid_name(name))
         .map(|name| ctx.paths.skill_file(name))
@@ -504,14 +503,14 @@ fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
 /// Lifecycles in which the session's skill is in use.
 fn is_live_lifecycle(state: &State) -> bool {
     matches!(
-        state.str("lifecycle"),
+        state.str(fields::LIFECYCLE),
         None | Some("active" | "resuming" | "restarting" | "dehydrating")
     )
 }
 
 /// SKILL.md, its FMT/INV references, the current phase's commands and templates.
 fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
-    let Some(name) = state.str("skill").filter(|n| skill::is_valid_name(n)) else {
+    let Some(name) = state.str(fields::SKILL).filter(|n| skill::is_valid_name(n)) else {
         return Vec::new();
     };
     let source = format!("session-start-skill({name})");
@@ -524,7 +523,7 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
             out.push(Request::new(found.to_string_lossy(), source.clone()));
         }
     }
-    let label = skill::label_of(state.str("currentPhase").unwrap_or("0"));
+    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or("0"));
     for path in skill::session_phase_cmds(&ctx.paths, &state.0, &label) {
         out.push(Request::new(
             path.to_string_lossy(),
@@ -536,7 +535,7 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
 
 /// The session's debrief (else its log) and `DIALOGUE.md`.
 fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
-    let Some(name) = state.str("skill").filter(|n| skill::is_valid_name(n)) else {
+    let Some(name) = state.str(fields::SKILL).filter(|n| skill::is_valid_name(n)) else {
         return Vec::new();
     };
     if !ctx.paths.skill_file(name).is_file() {
@@ -612,10 +611,10 @@ fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
             let Ok(state) = State::parse(&text) else {
                 continue;
             };
-            let Some(Value::Object(context)) = state.get("dehydratedContext") else {
+            let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
                 continue;
             };
-            if let Some(pid) = state.pid("pid") {
+            if let Some(pid) = state.pid(fields::PID) {
                 if pid != ctx.owner_pid && crate::process::is_alive(pid) {
                     continue;
                 }
@@ -625,8 +624,11 @@ fn find_dehydrated(ctx: &Context) -> Option<Recovery> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default(),
-                skill: state.str("skill").unwrap_or("(none)").to_owned(),
-                phase: state.str("currentPhase").unwrap_or("(none)").to_owned(),
+                skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
+                phase: state
+                    .str(fields::CURRENT_PHASE)
+                    .unwrap_or("(none)")
+                    .to_owned(),
                 context: context.clone(),
                 state: path,
             });

@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use crate::delivery::Packer;
+use crate::fields;
 use crate::ledger;
 use crate::preload::{self, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
@@ -92,10 +93,10 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         let (name, label) = match &trigger {
             Trigger::Skill(name) => (name.clone(), "0".to_owned()),
             Trigger::Activation => {
-                let Some(name) = s.str("skill").map(str::to_owned) else {
+                let Some(name) = s.str(fields::SKILL).map(str::to_owned) else {
                     return preload::Batch::default();
                 };
-                let label = skill::label_of(s.str("currentPhase").unwrap_or("0"));
+                let label = skill::label_of(s.str(fields::CURRENT_PHASE).unwrap_or("0"));
                 (name, label)
             }
         };
@@ -109,14 +110,14 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         if matches!(trigger, Trigger::Skill(_)) {
             // The Skill call put the skill's SKILL.md into the context itself (and the client
             // puts it back after a compaction): recorded, not sent a second time.
-            s.push_unique(ledger::INVOKED_SKILLS, &name);
+            s.push_unique(fields::INVOKED_SKILLS, &name);
             let loaded = Request::new(file.to_string_lossy(), format!("skill-call({name})"));
             batch = preload::record(ctx, s, std::slice::from_ref(&loaded));
         } else if file.is_file() {
             requests.push(Request::new(file.to_string_lossy(), source.clone()));
         }
         // The state's phases and templates when it is this skill's session, else the skill's.
-        let phase_files = if s.str("skill") == Some(name.as_str()) {
+        let phase_files = if s.str(fields::SKILL) == Some(name.as_str()) {
             skill::session_phase_cmds(&ctx.paths, &s.0, &label)
         } else {
             let mut only = serde_json::Map::new();
