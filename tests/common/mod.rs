@@ -393,7 +393,7 @@ impl Sandbox {
             .map(|e| {
                 let mut file = e["file"].as_str().unwrap_or("").to_owned();
                 let source = e["source"].as_str().unwrap_or("");
-                if let Some(agent) = preload_core::preload::sub_agent_of_source(source) {
+                if let Some(agent) = preload_core::delivery::sub_agent_of_source(source) {
                     file = format!("{file} (sub-agent {agent})");
                 }
                 (e["hook"].as_str().unwrap_or("").to_owned(), file)

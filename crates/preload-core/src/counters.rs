@@ -93,7 +93,7 @@ impl Counters {
             primary: state.str(fields::PRIMARY_TRANSCRIPT_KEY).map(str::to_owned),
             since_last_log: state
                 .number(fields::TOOL_CALLS_SINCE_LAST_LOG)
-                .map_or(0, crate::rules::whole),
+                .map_or(0, state::whole),
         }
     }
 
@@ -152,7 +152,7 @@ impl Counters {
         self.counts
             .get(key)
             .and_then(Value::as_f64)
-            .map_or(0, crate::rules::whole)
+            .map_or(0, state::whole)
     }
 
     /// Count one call of `tool` by the agent of `key` (`main` for the main agent), with the

@@ -319,6 +319,19 @@ impl EventLog {
     }
 }
 
+/// The delivery log's `source` of an event made for a sub-agent's context window.
+pub fn sub_agent_source(source: &str, agent: &str) -> String {
+    format!("{source} [sub-agent {agent}]")
+}
+
+/// The sub-agent whose context window a logged `source` speaks for, if any.
+pub fn sub_agent_of_source(source: &str) -> Option<&str> {
+    source
+        .strip_suffix(']')?
+        .rsplit_once(" [sub-agent ")
+        .map(|(_, agent)| agent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -223,19 +223,6 @@ pub fn apply(
     apply_for(ctx, state, requests, mode, packer, Audience::Main)
 }
 
-/// The delivery log's `source` of an event made for a sub-agent's context window.
-pub fn sub_agent_source(source: &str, agent: &str) -> String {
-    format!("{source} [sub-agent {agent}]")
-}
-
-/// The sub-agent whose context window a logged `source` speaks for, if any.
-pub fn sub_agent_of_source(source: &str) -> Option<&str> {
-    source
-        .strip_suffix(']')?
-        .rsplit_once(" [sub-agent ")
-        .map(|(_, agent)| agent)
-}
-
 /// [`apply`] for a given audience.
 pub fn apply_for(
     ctx: &Context,
@@ -259,7 +246,7 @@ pub fn apply_for(
     }
     if let Audience::SubAgent(agent) = audience {
         for event in &mut pass.batch.events {
-            event.source = sub_agent_source(&event.source, agent);
+            event.source = delivery::sub_agent_source(&event.source, agent);
         }
     }
     pass.batch
@@ -748,7 +735,10 @@ mod tests {
         };
         let sub = claim(Audience::SubAgent("a1"));
         assert_eq!(sub.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
-        assert_eq!(sub_agent_of_source(&sub.events[0].source), Some("a1"));
+        assert_eq!(
+            delivery::sub_agent_of_source(&sub.events[0].source),
+            Some("a1")
+        );
         let s = f.load();
         assert_eq!(s.strings("preloadedFiles_sub:a1"), vec![a.clone()]);
         assert_eq!(
@@ -761,7 +751,7 @@ mod tests {
         assert_eq!(claim(Audience::SubAgent("a2")).delivered().count(), 1);
         let main = claim(Audience::Main);
         assert_eq!(main.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
-        assert_eq!(sub_agent_of_source(&main.events[0].source), None);
+        assert_eq!(delivery::sub_agent_of_source(&main.events[0].source), None);
         assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
     }
 

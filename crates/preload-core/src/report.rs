@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::preload;
+use crate::delivery;
 
 /// One file delivered more than once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl Report {
             };
             let (kind, hook, mut file) = (field("event"), field("hook"), field("file"));
             // A sub-agent's context window is its own: its copy is not a duplicate.
-            if let Some(agent) = preload::sub_agent_of_source(&field("source")) {
+            if let Some(agent) = delivery::sub_agent_of_source(&field("source")) {
                 file = format!("{file} (sub-agent {agent})");
             }
             report.total_events += 1;

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 use crate::fields;
-use crate::state::{State, strings_of};
+use crate::state::{self, State, strings_of};
 
 /// Default `OVERFLOW_THRESHOLD` of the engine's `config.sh`.
 pub const DEFAULT_OVERFLOW_THRESHOLD: f64 = 0.76;
@@ -286,18 +286,7 @@ pub fn counter(state: &State, key: &str) -> u64 {
         .get(fields::TOOL_CALLS_BY_TRANSCRIPT)
         .and_then(|m| m.get(key))
         .and_then(number_of)
-        .map_or(0, whole)
-}
-
-/// A JSON number as a whole count: negative and non-finite values are 0, fractions cut,
-/// values past `u64::MAX` saturate.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-pub fn whole(n: f64) -> u64 {
-    if n.is_finite() && n > 0.0 {
-        n as u64
-    } else {
-        0
-    }
+        .map_or(0, state::whole)
 }
 
 /// A rule that matched, with its payload resolved against the state.

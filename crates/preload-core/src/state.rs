@@ -510,6 +510,17 @@ pub fn update<T>(
     Ok(out)
 }
 
+/// A JSON number as a whole count: negative and non-finite values are 0, fractions cut,
+/// values past `u64::MAX` saturate.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn whole(n: f64) -> u64 {
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -731,9 +731,9 @@ fn enrich_heartbeat(
         rules::counter(s, &call.key)
     } else {
         s.number(fields::TOOL_CALLS_SINCE_LAST_LOG)
-            .map_or(0, rules::whole)
+            .map_or(0, state::whole)
     };
-    let limit = s.number(fields::BLOCK_AFTER).map_or(10, rules::whole);
+    let limit = s.number(fields::BLOCK_AFTER).map_or(10, state::whole);
     let percent = (s.number(fields::CONTEXT_USAGE).unwrap_or(0.0) * 100.0).round();
     let (_, _, _, hh, mm, _) = clock::utc_parts(ctx.now);
     let head = format!("{text} ({count}/{limit}) [{hh:02}:{mm:02} | Context: {percent}%]");
