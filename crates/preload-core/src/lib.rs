@@ -1,40 +1,53 @@
-//! The shared library of the native preload hooks.
+//! The hook library of the native preload hooks: every hook's logic, nothing about processes
+//! beyond [`runner`], which alone writes to stdout.
 //!
-//! Layers, top to bottom (imports point down only):
-//! 1. `hooks`: one policy module per hook binary;
-//! 2. the pipeline: [`runner`], [`preload`], [`skill`], [`rules`], [`activation`];
-//! 3. mechanisms: [`ledger`] (a context window's record across the engine's files),
-//!    [`counters`], [`state`], [`refs`], [`dedup`], [`discovery`], [`session`], [`context`];
-//! 4. primitives: [`paths`], [`process`], [`lock`], [`markers`], [`delivery`], [`input`],
-//!    [`mod@env`], [`clock`], [`mod@file`], [`report`] (delivery log summaries).
+//! The modules stand in five layers, declared below in that order. A module uses modules of
+//! its own layer or of lower ones, never of a higher one, and there are no import cycles
+//! (`tests/architecture.rs` checks both, and that `docs/architecture.md` names the same layers):
 //!
-//! Nothing here writes to stdout except [`runner`].
+//! 1. **policies**: `hooks`, one module per hook binary;
+//! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
+//!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
+//! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
+//!    [`counters`], [`skill`], [`discovery`], [`report`];
+//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
+//! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
+//!    [`markers`], [`delivery`], [`clock`].
 
+// Layer 1: policies.
+pub mod hooks;
+
+// Layer 2: pipeline.
 pub mod activation;
-pub mod clock;
+pub mod preload;
+pub mod rules;
+pub mod runner;
+
+// Layer 3: mechanisms.
 pub mod context;
 pub mod counters;
-pub mod dedup;
-pub mod delivery;
 pub mod discovery;
-pub mod env;
-pub mod fields;
-pub mod file;
-pub mod hooks;
-pub mod input;
 pub mod ledger;
+pub mod report;
+pub mod session;
+pub mod skill;
+
+// Layer 4: state.
+pub mod dedup;
+pub mod fields;
+pub mod refs;
+pub mod state;
+
+// Layer 5: primitives.
+pub mod clock;
+pub mod delivery;
+pub mod env;
+pub mod file;
+pub mod input;
 pub mod lock;
 pub mod markers;
 pub mod paths;
-pub mod preload;
 pub mod process;
-pub mod refs;
-pub mod report;
-pub mod rules;
-pub mod runner;
-pub mod session;
-pub mod skill;
-pub mod state;
 
 pub use context::Context;
 pub use input::HookInput;
