@@ -1,0 +1,89 @@
+//! Unit tests of `ledger`.
+
+use super::*;
+use serde_json::json;
+
+fn state(v: Value) -> State {
+    match v {
+        Value::Object(map) => State(map),
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[test]
+fn a_seed_keeps_only_what_the_engine_reads() {
+    let view = state(json!({
+        "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "pendingPreloads": ["/b"],
+        "touchedDirs": {}, "preloadParts": {"/c": 2}, "pendingAllowInjections": [{"content": "x"}],
+        "sessionId": "conv"
+    }));
+    let (seed, carry) = split(&view);
+    assert_eq!(
+        seed.0.keys().collect::<Vec<_>>(),
+        [
+            "pid",
+            "lifecycle",
+            "preloadedFiles",
+            "pendingPreloads",
+            "touchedDirs"
+        ]
+    );
+    let carry = carry.unwrap();
+    assert_eq!(carry.strings(fields::OWED), ["/b", "/c"]);
+    assert_eq!(carry.str("sessionId"), Some("conv"));
+    assert_eq!(carry.pid("pid"), Some(5));
+    let back = joined(&seed, Some(&carry));
+    assert_eq!(back.get("preloadParts"), view.get("preloadParts"));
+    assert!(back.get(fields::OWED).is_none());
+}
+
+#[test]
+fn adoption_puts_owed_files_back_in_the_queue() {
+    // The engine's fresh state lists the six standards as delivered; two never went out.
+    let mut s = state(json!({
+        "pid": 5, "preloadedFiles": ["/std/COMMANDS.md", "/std/SIGILS.md", "/std/INVARIANTS.md"],
+        "pendingPreloads": ["/std/SIGILS.md"]
+    }));
+    let carry = state(json!({
+        "pid": 5, "owed": ["/std/SIGILS.md", "/std/INVARIANTS.md"],
+        "preloadParts": {"/std/INVARIANTS.md": 1},
+        "pendingAllowInjections": [{"ruleId": "preload", "content": "[Preloaded: /d.md]\nd", "agentId": ""}],
+        "sessionId": "conv", "injectedRules": {"synthesis-commands": true}
+    }));
+    adopt(&mut s, None, Some(&carry));
+    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/std/COMMANDS.md"]);
+    assert_eq!(
+        s.strings(fields::PENDING_PRELOADS),
+        ["/std/SIGILS.md", "/std/INVARIANTS.md"]
+    );
+    assert_eq!(
+        s.get(fields::PRELOAD_PARTS),
+        Some(&json!({"/std/INVARIANTS.md": 1}))
+    );
+    assert_eq!(
+        s.get(fields::STASH).and_then(Value::as_array).map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(s.str("sessionId"), Some("conv"));
+    assert_eq!(
+        s.get(fields::INJECTED_RULES),
+        Some(&json!({"synthesis-commands": true}))
+    );
+}
+
+#[test]
+fn another_conversation_lets_the_old_window_go() {
+    let mut s = state(json!({
+        "sessionId": "old", "preloadedFiles": ["/kept"], "preloadParts": {"/big": 3},
+        "preloadedFiles_sub:a1": ["/x"],
+        "pendingAllowInjections": [
+            {"ruleId": "preload", "content": "[Preloaded: /stashed.md]\nbody", "agentId": ""},
+            {"ruleId": "heartbeat-warn", "content": "[warn: heartbeat]", "agentId": ""}
+        ]
+    }));
+    new_context_window(&mut s);
+    assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
+    assert_eq!(s.strings(fields::PENDING_PRELOADS), ["/stashed.md"]);
+    assert_eq!(s.get(fields::STASH), Some(&json!([])));
+    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/kept"]);
+}

@@ -1,0 +1,205 @@
+//! Unit tests of `lock`.
+
+use super::*;
+
+fn soon(ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(ms)
+}
+
+#[test]
+fn acquire_writes_pid_and_release_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let lock = StateLock::acquire(&file, soon(100)).unwrap();
+    let dir = lock_dir_for(&file);
+    assert_eq!(read_holder(&dir), Some(std::process::id()));
+    lock.release();
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_live_bash_holder_excludes_us_until_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    // The way the engine's bash takes it: mkdir, then its own PID (alive: this process's parent).
+    fs::create_dir(&dir).unwrap();
+    fs::write(
+        dir.join("pid"),
+        format!("{}\n", std::os::unix::process::parent_id()),
+    )
+    .unwrap();
+    let err = StateLock::acquire(&file, soon(60)).unwrap_err();
+    assert!(matches!(err, LockError::Timeout { .. }), "{err}");
+    assert!(
+        dir.join("pid").exists(),
+        "a live holder's lock is never removed"
+    );
+}
+
+#[test]
+fn a_dead_holder_is_reclaimed_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("pid"), "4000000\n").unwrap();
+    let started = Instant::now();
+    let lock = StateLock::acquire(&file, soon(2000)).unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(read_holder(lock.path()), Some(std::process::id()));
+}
+
+#[test]
+fn a_pidless_lock_is_reclaimed_only_when_old() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    fs::create_dir(&dir).unwrap();
+    assert_eq!(inspect(&dir), LockHealth::Fresh);
+    assert!(StateLock::acquire(&file, soon(40)).is_err());
+    let old = SystemTime::now() - Duration::from_secs(30);
+    fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+    assert_eq!(inspect(&dir), LockHealth::Stale);
+    assert!(StateLock::acquire(&file, soon(100)).is_ok());
+}
+
+#[test]
+fn threads_are_serialised() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("count");
+    fs::write(&file, "0").unwrap();
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20 {
+                    let _lock = StateLock::acquire(&file, soon(5000)).unwrap();
+                    let n: u32 = fs::read_to_string(&file).unwrap().parse().unwrap();
+                    fs::write(&file, (n + 1).to_string()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), "160");
+}
+
+#[test]
+fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    fs::write(&file, "{}").unwrap();
+    let dir = lock_dir_for(&file);
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("pid"), "4000000\n").unwrap();
+    let litter = tmp.path().join(".state.json.tmp.4000000.3");
+    fs::write(&litter, "{\"partial\": ").unwrap();
+    let lock = StateLock::acquire(&file, soon(500)).unwrap();
+    lock.release();
+    assert!(!litter.exists(), "the dead writer's temporary is swept");
+    let left: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from(".state.json")]);
+}
+
+#[test]
+fn release_leaves_a_lock_that_is_no_longer_ours() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let lock = StateLock::acquire(&file, soon(100)).unwrap();
+    // Reclaimed from us meanwhile (held past STALE_AFTER) and re-taken by another process.
+    fs::write(
+        lock.path().join("pid"),
+        format!("{}\n", std::os::unix::process::parent_id()),
+    )
+    .unwrap();
+    let dir = lock.path().to_path_buf();
+    lock.release();
+    assert!(dir.join("pid").exists());
+}
+
+#[test]
+fn a_lock_appears_with_its_holder_inside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (dir, stop) = (dir.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut pidless = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if dir.is_dir() && !dir.join("pid").exists() && dir.is_dir() {
+                    pidless += 1;
+                }
+            }
+            pidless
+        })
+    };
+    for _ in 0..200 {
+        StateLock::acquire(&file, soon(500)).unwrap().release();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let pidless = watcher.join().unwrap();
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert_eq!(pidless, 0, "a lock was seen without its pid file");
+    }
+}
+
+#[test]
+fn two_locks_in_one_directory_do_not_wait_on_each_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = StateLock::acquire(&tmp.path().join("a.json"), soon(200)).unwrap();
+    let started = Instant::now();
+    let b = StateLock::acquire(&tmp.path().join("b.json"), soon(200)).unwrap();
+    assert!(started.elapsed() < Duration::from_millis(150));
+    a.release();
+    b.release();
+    assert!(
+        LATCHES
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(d, ..)| d != tmp.path())
+    );
+}
+
+#[test]
+fn a_lock_holds_only_the_engines_pid_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let lock = StateLock::acquire(&file, soon(100)).unwrap();
+    let names: Vec<_> = fs::read_dir(lock.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["pid"]);
+}
+
+#[test]
+fn a_racy_reclaim_of_a_live_lock_is_noticed_before_the_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let lock = StateLock::acquire(&file, soon(100)).unwrap();
+    assert!(lock.still_held());
+    let dir = lock.path().to_path_buf();
+    // What lib.sh does after it saw an earlier holder die: rm -f pid; rmdir; then its own
+    // mkdir and PID.
+    fs::remove_file(dir.join("pid")).unwrap();
+    fs::remove_dir(&dir).unwrap();
+    assert!(!lock.still_held());
+    fs::create_dir(&dir).unwrap();
+    fs::write(
+        dir.join("pid"),
+        format!("{}\n", std::os::unix::process::parent_id()),
+    )
+    .unwrap();
+    assert!(!lock.still_held());
+    lock.release();
+    assert!(dir.join("pid").exists(), "the new holder's lock stays");
+}

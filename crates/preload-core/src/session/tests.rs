@@ -1,0 +1,238 @@
+//! Unit tests of `session`.
+
+use super::*;
+use crate::env::Env;
+use crate::input::HookInput;
+use std::time::Duration;
+
+fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
+    let env = Env::from_pairs([
+        (env::HOME, home.to_string_lossy().into_owned()),
+        (env::CLAUDE_SUPERVISOR_PID, pid.to_string()),
+        (
+            env::CLAUDE_SESSION_CACHE_DIR,
+            cache.to_string_lossy().into_owned(),
+        ),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": project}));
+    Context::new(env, "test", &input, Duration::from_secs(2))
+}
+
+fn project() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("proj");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    fs::create_dir_all(project.join("sessions")).unwrap();
+    let home = tmp.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    (tmp, project, home)
+}
+
+#[test]
+fn finds_the_owners_session_and_caches_it() {
+    let (tmp, project, home) = project();
+    for (name, pid) in [("a", 11), ("b", 22)] {
+        let dir = project.join("sessions").join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join(STATE_FILE),
+            format!("{{\"pid\": {pid}, \"lifecycle\": \"active\"}}"),
+        )
+        .unwrap();
+    }
+    let ctx = ctx_in(&project, &home, 22, tmp.path());
+    assert_eq!(find_session(&ctx), Some(project.join("sessions/b")));
+    let cached = fs::read_to_string(cache_file(&ctx)).unwrap();
+    assert_eq!(cached.trim(), project.join("sessions/b").to_string_lossy());
+    let other = ctx_in(&project, &home, 33, tmp.path());
+    assert_eq!(find_session(&other), None);
+}
+
+#[test]
+fn pid_beats_last_known_pid_and_a_live_owner_keeps_its_session() {
+    let (tmp, project, home) = project();
+    let live = std::os::unix::process::parent_id();
+    let write = |name: &str, body: String| {
+        let dir = project.join("sessions").join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(STATE_FILE), body).unwrap();
+    };
+    write("a", format!("{{\"pid\": {live}, \"lastKnownPid\": 55}}"));
+    write("b", "{\"pid\": 4000000, \"lastKnownPid\": 55}".into());
+    write("c", "{\"pid\": 4000001, \"lastKnownPid\": 55}".into());
+    let ctx = ctx_in(&project, &home, 55, tmp.path());
+    assert_eq!(
+        find_session(&ctx),
+        Some(project.join("sessions/b")),
+        "a: owned by a live process; b: the first with a dead owner"
+    );
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    write("d", "{\"pid\": 55}".into());
+    assert_eq!(find_session(&ctx), Some(project.join("sessions/d")));
+}
+
+fn fleet_script(home: &Path, pane: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let scripts = home.join(".claude/scripts");
+    fs::create_dir_all(&scripts).unwrap();
+    let script = scripts.join("fleet.sh");
+    fs::write(
+        &script,
+        format!("#!/bin/sh\n[ \"$1\" = pane-id ] && echo '{pane}'\nexit 0\n"),
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn the_fleet_panes_session_wins_among_the_owners() {
+    let (tmp, project, home) = project();
+    let write = |name: &str, body: &str| {
+        let dir = project.join("sessions").join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(STATE_FILE), body).unwrap();
+    };
+    write(
+        "a_implement",
+        "{\"pid\": 66, \"fleetPaneId\": \"fleet:w:other\"}",
+    );
+    write(
+        "b_analyze",
+        "{\"pid\": 66, \"fleetPaneId\": \"fleet:w:mine\"}",
+    );
+    fleet_script(&home, "fleet:w:mine");
+    let ctx = ctx_in(&project, &home, 66, tmp.path());
+    assert_eq!(find_session(&ctx), Some(project.join("sessions/b_analyze")));
+    // The pane's session held by another live process is not ours: no session at all, as
+    // in `session.sh find`.
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    let live = std::os::unix::process::parent_id();
+    write(
+        "b_analyze",
+        &format!("{{\"pid\": {live}, \"fleetPaneId\": \"fleet:w:mine\"}}"),
+    );
+    assert_eq!(find_session(&ctx), None);
+}
+
+#[test]
+fn a_conversation_back_in_a_new_process_takes_its_session_over() {
+    let (tmp, project, home) = project();
+    let dir = project.join("sessions/s");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join(STATE_FILE),
+        "{\"pid\": 4000000, \"skill\": \"implement\", \"sessionId\": \"conv-1\"}",
+    )
+    .unwrap();
+    let env = Env::from_pairs([
+        (env::HOME, home.to_string_lossy().into_owned()),
+        (env::CLAUDE_SUPERVISOR_PID, "77".to_owned()),
+        (
+            env::CLAUDE_SESSION_CACHE_DIR,
+            tmp.path().to_string_lossy().into_owned(),
+        ),
+    ]);
+    let other = HookInput::from_value(json!({"cwd": project, "session_id": "conv-2"}));
+    let ctx = Context::new(env.clone(), "test", &other, Duration::from_secs(2));
+    assert_eq!(find_session(&ctx), None, "another conversation");
+    let same = HookInput::from_value(json!({"cwd": project, "session_id": "conv-1"}));
+    let ctx = Context::new(env, "test", &same, Duration::from_secs(2));
+    assert_eq!(find_session(&ctx), Some(dir.clone()));
+    let taken = state::load(&dir.join(STATE_FILE)).unwrap();
+    assert_eq!(taken.pid("pid"), Some(77));
+    assert_eq!(taken.pid("lastKnownPid"), Some(4_000_000));
+    assert_eq!(
+        taken.str("skill"),
+        Some("implement"),
+        "nothing else changed"
+    );
+}
+
+#[test]
+fn no_session_is_remembered_until_an_activation() {
+    let (tmp, project, home) = project();
+    let dir = project.join("sessions/a");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    assert_eq!(find_session(&ctx), None);
+    assert!(no_session_file(&ctx).is_file());
+    // The remembered answer stands without reading the states: an edit that no activation
+    // makes (no PID cache written, no new session directory) is not seen.
+    fs::write(dir.join(STATE_FILE), "{\"pid\": 44}").unwrap();
+    assert_eq!(find_session(&ctx), None);
+    // An activation writes the PID cache: found at once.
+    fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
+    assert_eq!(find_session(&ctx), Some(dir.clone()));
+    // A new session directory is seen too.
+    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    assert_eq!(find_session(&ctx), None);
+    let fresh = project.join("sessions/b");
+    fs::create_dir_all(&fresh).unwrap();
+    fs::write(fresh.join(STATE_FILE), "{\"pid\": 44}").unwrap();
+    assert_eq!(find_session(&ctx), Some(fresh));
+}
+
+#[test]
+fn a_stale_cache_entry_is_not_trusted() {
+    let (tmp, project, home) = project();
+    let dir = project.join("sessions/a");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
+    assert_eq!(find_session(&ctx), None);
+}
+
+#[test]
+fn preload_state_falls_back_to_a_created_seed() {
+    let (tmp, project, home) = project();
+    let ctx = ctx_in(&project, &home, std::process::id(), tmp.path());
+    let found = find_preload_state(&ctx).unwrap().unwrap();
+    assert!(!found.is_session);
+    assert_eq!(
+        found.path,
+        project
+            .join("sessions/.seeds")
+            .join(format!("{}.json", std::process::id()))
+    );
+    let seed = state::load(&found.path).unwrap();
+    assert_eq!(seed.str("lifecycle"), Some(SEEDING));
+    assert_eq!(seed.strings("preloadedFiles").len(), 6);
+    assert!(!seed_is_stale(&found.path));
+}
+
+#[test]
+fn no_sessions_dir_means_no_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("p");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    let ctx = ctx_in(&project, tmp.path(), 7, tmp.path());
+    assert_eq!(find_preload_state(&ctx).unwrap(), None);
+}
+
+#[test]
+fn dead_and_reused_pids_make_seeds_stale() {
+    let (_tmp, project, _home) = project();
+    let sessions = project.join("sessions");
+    fs::create_dir_all(sessions.join(SEEDS_DIR)).unwrap();
+    let dead = seed_path(&sessions, 4_000_000);
+    fs::write(&dead, "{\"pid\": 4000000, \"lifecycle\": \"seeding\"}").unwrap();
+    let me = std::process::id();
+    let reused = seed_path(&sessions, me);
+    let wrong_start = process::start_time(me).unwrap() + 7;
+    fs::write(
+        &reused,
+        format!("{{\"pid\": {me}, \"pidStartTime\": {wrong_start}}}"),
+    )
+    .unwrap();
+    let live = seed_path(&sessions, std::os::unix::process::parent_id());
+    fs::write(
+        &live,
+        format!("{{\"pid\": {}}}", std::os::unix::process::parent_id()),
+    )
+    .unwrap();
+    assert_eq!(remove_stale_seeds(&sessions), 2);
+    assert!(!dead.exists() && !reused.exists() && live.exists());
+}

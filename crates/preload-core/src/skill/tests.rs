@@ -1,0 +1,119 @@
+//! Unit tests of `skill`.
+
+use super::*;
+use serde_json::json;
+
+const SKILL: &str = r#"# Implement
+Intro §CMD_PROSE.
+```json
+{"note": "first block without phases"}
+```
+```json
+{
+  "taskType": "IMPLEMENTATION",
+  "logTemplate": "assets/TEMPLATE_IMPLEMENTATION_LOG.md",
+  "phases": [
+    {"label": "0", "name": "Setup", "steps": ["§CMD_REPORT_INTENT", "§CMD_PARSE_PARAMETERS"], "commands": [], "proof": ["mode"]},
+    {"label": "1", "name": "Interrogation", "steps": ["§CMD_INTERROGATE"], "commands": ["§CMD_ASK_ROUND", "§CMD_LOG_INTERACTION"], "proof": ["§CMD_NOT_A_COMMAND"]},
+    {"label": "3.A", "name": "Build Loop", "steps": ["§CMD_GENERATE_DEBRIEF_file", "depthChosen", "§CMD_REPORT_INTENT"]}
+  ]
+}
+```
+```json
+not json at all
+```
+"#;
+
+#[test]
+fn the_block_with_phases_is_chosen() {
+    let def = definition(SKILL).unwrap();
+    assert_eq!(def["taskType"], "IMPLEMENTATION");
+    assert_eq!(json_blocks(SKILL).len(), 2);
+}
+
+#[test]
+fn letter_branch_phases_resolve() {
+    let def = definition(SKILL).unwrap();
+    let phases = def["phases"].as_array().unwrap();
+    let p = find_phase(phases, "3.A").unwrap();
+    assert_eq!(command_names(p), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
+    assert_eq!(
+        command_names(find_phase(phases, "1").unwrap()),
+        ["INTERROGATE", "ASK_ROUND", "LOG_INTERACTION"]
+    );
+    assert!(find_phase(phases, "9").is_none());
+}
+
+#[test]
+fn legacy_major_minor_labels() {
+    let phases = vec![
+        json!({"major": 4, "minor": 2, "steps": ["§CMD_X"]}),
+        json!({"major": 2, "minor": 0}),
+    ];
+    assert!(find_phase(&phases, "4.2").is_some());
+    assert!(find_phase(&phases, "2").is_some());
+}
+
+#[test]
+fn labels_come_from_phase_strings() {
+    assert_eq!(label_of("3.A: Build Loop"), "3.A");
+    assert_eq!(label_of("Phase 1: Setup"), "1");
+    assert_eq!(label_of("4.2: Agent Handoff"), "4.2");
+    assert_eq!(label_of("0"), "0");
+}
+
+#[test]
+fn resolver_keeps_existing_files_and_templates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = EnginePaths::new(tmp.path());
+    let cmds = paths.engine_directives.join("commands");
+    std::fs::create_dir_all(&cmds).unwrap();
+    std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+    let skill_dir = paths.skills.join("implement");
+    std::fs::create_dir_all(skill_dir.join("assets")).unwrap();
+    std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
+    let def = definition(SKILL).unwrap();
+    let phases = def["phases"].as_array().unwrap();
+    let got = resolve_phase_cmds(&paths, phases, "0", &def, &skill_dir);
+    assert_eq!(
+        got,
+        vec![
+            cmds.join("CMD_REPORT_INTENT.md"),
+            skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
+        ]
+    );
+}
+
+#[test]
+fn first_phase_sorts_labels_numerically() {
+    let phases = vec![
+        json!({"label": "10", "name": "Late"}),
+        json!({"label": "3.A", "name": "Build Loop"}),
+        json!({"label": "2", "name": "Planning"}),
+    ];
+    assert_eq!(first_phase(&phases).as_deref(), Some("2: Planning"));
+    assert_eq!(label_sort_key("3.A"), "003.A");
+    assert!(label_sort_key("10") > label_sort_key("9"));
+    assert_eq!(first_phase(&[]), None);
+}
+
+#[test]
+fn session_phases_win_over_the_skill_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = EnginePaths::new(tmp.path());
+    let cmds = paths.engine_directives.join("commands");
+    std::fs::create_dir_all(&cmds).unwrap();
+    std::fs::write(cmds.join("CMD_FROM_STATE.md"), "s").unwrap();
+    std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+    std::fs::create_dir_all(paths.skills.join("implement")).unwrap();
+    std::fs::write(paths.skill_file("implement"), SKILL).unwrap();
+    let state =
+        json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]});
+    let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+    assert_eq!(got, vec![cmds.join("CMD_FROM_STATE.md")]);
+    let state = json!({"skill": "implement"});
+    let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+    assert_eq!(got, vec![cmds.join("CMD_REPORT_INTENT.md")]);
+    let state = json!({"skill": "../etc"});
+    assert!(session_phase_cmds(&paths, state.as_object().unwrap(), "0").is_empty());
+}

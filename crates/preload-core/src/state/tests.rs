@@ -1,0 +1,207 @@
+//! Unit tests of `state`.
+
+use super::*;
+use serde_json::json;
+use std::time::Duration;
+
+const REAL_SHAPED: &str = r#"{
+  "pid": 424242,
+  "skill": "implement",
+  "lifecycle": "active",
+  "loading": true,
+  "zUnknownField": {"b": 1, "a": [3, 2, 1]},
+  "currentPhase": "0: Setup",
+  "toolUseWithoutLogsWarnAfter": 3,
+  "preloadedFiles": [
+    "/h/.claude/engine/.directives/COMMANDS.md"
+  ],
+  "touchedDirs": {},
+  "pendingPreloads": [],
+  "contextUsage": 0.4312,
+  "aaa": null
+}
+"#;
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(2)
+}
+
+#[test]
+fn parse_fields_keeps_only_the_named_fields_and_rejects_what_parse_rejects() {
+    let state = State::parse_fields(REAL_SHAPED, &["pid", "lifecycle", "absent"]).unwrap();
+    assert_eq!(state.0.len(), 2);
+    assert_eq!(state.pid("pid"), Some(424_242));
+    assert_eq!(state.str("lifecycle"), Some("active"));
+    let last = State::parse_fields(
+        "{\"pid\": 1, \"x\": [1, {\"pid\": 7}], \"pid\": 2}",
+        &["pid"],
+    );
+    assert_eq!(
+        last.unwrap().pid("pid"),
+        Some(2),
+        "the last duplicate wins, as in parse"
+    );
+    for bad in [
+        "{not json",
+        "",
+        "[1,2]",
+        "\"text\"",
+        "{\"pid\": 1} trailing",
+        "{\"a\": [1,}",
+    ] {
+        assert!(
+            State::parse(bad).is_err() && State::parse_fields(bad, &["pid"]).is_err(),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn peeking_finds_top_level_members_only() {
+    let text = r#"{"watchTaskId": {"pid": 7, "s": "}\"{"}, "list": [1, {"pid": 8}], "pid": 424242, "x": "y"}"#;
+    assert_eq!(peek_pid(text, "pid"), Some(424_242));
+    assert_eq!(peek_member(text, "x"), Some("\"y\""));
+    assert_eq!(peek_member(text, "list"), Some(r#"[1, {"pid": 8}]"#));
+    assert_eq!(peek_pid(text, "lastKnownPid"), None);
+    assert_eq!(peek_pid(r#"{"pid": "31"}"#, "pid"), Some(31));
+    assert_eq!(peek_pid(r#"{"pid": 0}"#, "pid"), None);
+    assert_eq!(peek_pid(r#"{"pid": -3}"#, "pid"), None);
+    assert_eq!(peek_pid("[1]", "pid"), None);
+    assert_eq!(peek_pid(r#"{"a": 1 "pid": 2}"#, "pid"), None);
+    assert_eq!(peek_pid(REAL_SHAPED, "pid"), Some(424_242));
+}
+
+#[test]
+fn round_trip_keeps_unknown_fields_and_order() {
+    let state = State::parse(REAL_SHAPED).unwrap();
+    let keys: Vec<_> = state.0.keys().cloned().collect();
+    assert_eq!(keys[4], "zUnknownField");
+    assert_eq!(keys.last().unwrap(), "aaa");
+    let text = state.to_pretty();
+    let again = State::parse(&text).unwrap();
+    assert_eq!(state, again);
+    assert!(
+        text.contains("\n  \"pid\": 424242,\n"),
+        "2-space indentation: {text}"
+    );
+    assert!(text.contains("0.4312"));
+}
+
+#[test]
+fn update_changes_one_field_and_keeps_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(".state.json");
+    fs::write(&path, REAL_SHAPED).unwrap();
+    update(&path, soon(), |s| s.push_unique("pendingPreloads", "/x.md")).unwrap();
+    let after = load(&path).unwrap();
+    assert_eq!(after.strings("pendingPreloads"), vec!["/x.md"]);
+    assert_eq!(
+        after.get("zUnknownField"),
+        State::parse(REAL_SHAPED).unwrap().get("zUnknownField")
+    );
+    assert!(!crate::lock::lock_dir_for(&path).exists());
+}
+
+#[test]
+fn corrupt_files_are_never_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bad in ["{not json", "", "[1,2]", "\"text\""] {
+        let path = tmp.path().join("bad.json");
+        fs::write(&path, bad).unwrap();
+        let err = update(&path, soon(), |s| s.set("x", Value::Bool(true))).unwrap_err();
+        assert!(matches!(err, StateError::Corrupt { .. }), "{bad:?}: {err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), bad);
+        assert!(!crate::lock::lock_dir_for(&path).exists());
+    }
+}
+
+#[test]
+fn unchanged_state_is_not_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.json");
+    fs::write(&path, "{\"a\":1}").unwrap();
+    update(&path, soon(), |_| ()).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+}
+
+#[test]
+fn create_if_absent_never_replaces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("seed.json");
+    let mut first = State::default();
+    first.set("n", Value::from(1));
+    assert!(create_if_absent(&path, &first, soon()).unwrap());
+    let mut second = State::default();
+    second.set("n", Value::from(2));
+    assert!(!create_if_absent(&path, &second, soon()).unwrap());
+    assert_eq!(load(&path).unwrap().number("n"), Some(1.0));
+}
+
+#[test]
+fn atomic_write_does_not_follow_a_planted_temp_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("victim");
+    fs::write(&target, "keep").unwrap();
+    let path = tmp.path().join("s.json");
+    // Plant symlinks at the next few temp names.
+    let next = crate::file::next_temp_number();
+    for n in next..next + 4 {
+        let name = format!("s.json.tmp.{}.{n}", std::process::id());
+        let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
+    }
+    let _ = write_atomic(&path, b"{}");
+    assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+}
+
+#[test]
+fn nothing_is_committed_after_the_call_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.json");
+    fs::write(&path, "{\"pendingPreloads\": [\"/a.md\"]}").unwrap();
+    commit_before(Some(Instant::now()));
+    let late = update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md"));
+    commit_before(None);
+    assert!(matches!(late, Err(StateError::Late { .. })), "{late:?}");
+    assert_eq!(
+        load(&path).unwrap().strings("pendingPreloads"),
+        vec!["/a.md"]
+    );
+    assert!(!crate::lock::lock_dir_for(&path).exists());
+    update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md")).unwrap();
+    assert!(load(&path).unwrap().strings("pendingPreloads").is_empty());
+}
+
+proptest::proptest! {
+    #[test]
+    fn peeking_agrees_with_a_full_parse(
+        keys in proptest::collection::vec("[a-z\"{}\\[\\],:\\\\]{0,6}", 0..8),
+        pid in proptest::option::of(1u32..100_000),
+        at in 0usize..8,
+    ) {
+        let mut map = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            map.insert(k.clone(), json!({"pid": i, "s": format!("{k}}}\"")}));
+            if i == at {
+                if let Some(pid) = pid { map.insert("pid".into(), json!(pid)); }
+            }
+        }
+        if keys.is_empty() {
+            if let Some(pid) = pid { map.insert("pid".into(), json!(pid)); }
+        }
+        let state = State(map);
+        for text in [state.to_pretty(), serde_json::to_string(&state.0).unwrap()] {
+            proptest::prop_assert_eq!(peek_pid(&text, "pid"), state.pid("pid"));
+        }
+    }
+
+
+    #[test]
+    fn any_object_round_trips(keys in proptest::collection::vec("[a-zA-Z_]{1,8}", 0..12), n in 0i64..1000) {
+        let mut state = State::default();
+        for (i, k) in keys.iter().enumerate() {
+            state.set(k, Value::from(n + i64::try_from(i).unwrap()));
+        }
+        let again = State::parse(&state.to_pretty()).unwrap();
+        proptest::prop_assert_eq!(state, again);
+    }
+}
