@@ -9,14 +9,19 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::context::Context;
-use crate::dedup::{Hit, InContext};
+use crate::dedup::Hit;
 use crate::delivery::{self, Event, FileBody, Packer};
 use crate::fields;
 use crate::refs::Resolver;
 use crate::runner::HookError;
 use crate::session::PreloadState;
-use crate::skill;
 use crate::state::State;
+
+mod priority;
+pub use priority::{Priority, by_priority};
+
+mod pass;
+use pass::Pass;
 
 /// Whose context window a pass fills.
 ///
@@ -284,164 +289,6 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
     pass.batch
 }
 
-/// One ensure pass over a state.
-struct Pass<'a> {
-    ctx: &'a Context,
-    in_context: InContext,
-    resolver: Resolver,
-    max_bytes: u64,
-    batch: Batch,
-    /// Field of the audience's files in context.
-    preloaded_key: String,
-    /// Field of the audience's part progress.
-    parts_key: String,
-    /// True when delivery takes files out of `pendingPreloads` (the main agent).
-    owns_queue: bool,
-}
-
-impl<'a> Pass<'a> {
-    fn new(ctx: &'a Context, audience: Audience<'_>) -> Self {
-        let preloaded_key = audience.preloaded_key();
-        Self {
-            ctx,
-            in_context: InContext::new(&preloaded_key),
-            resolver: resolver(ctx),
-            max_bytes: ctx.max_file_bytes(),
-            batch: Batch::default(),
-            preloaded_key,
-            parts_key: audience.parts_key(),
-            owns_queue: audience == Audience::Main,
-        }
-    }
-
-    /// Take a file out of the queue, when this audience owns it.
-    fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
-        if self.owns_queue {
-            state.remove_item(fields::PENDING_PRELOADS, path);
-            state.remove_item(fields::PENDING_PRELOADS, requested);
-        }
-    }
-
-    /// Already in context: note it, and drop a stale queue entry.
-    fn skip(&mut self, state: &mut State, request: &Request, path: &str, hit: Hit) -> Outcome {
-        let event = if hit == Hit::Inode {
-            Event::SkipInode
-        } else {
-            Event::SkipDedup
-        };
-        self.batch.note(event, path, &request.source, hit.as_str());
-        self.unqueue(state, path, &request.path);
-        Outcome::InContext(hit)
-    }
-
-    /// Queue for the next tool call.
-    fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
-        if state.push_unique(fields::PENDING_PRELOADS, path) {
-            self.batch
-                .note(Event::QueuePending, path, &request.source, "new");
-            Outcome::Queued
-        } else {
-            Outcome::AlreadyQueued
-        }
-    }
-
-    /// Deliver as much of the file as the budget holds; track it in the same state.
-    fn deliver(
-        &mut self,
-        state: &mut State,
-        request: &Request,
-        path: &str,
-        mode: Mode,
-        packer: &mut Packer,
-    ) -> Outcome {
-        let (mut parts, content) =
-            match delivery::read_for_delivery(Path::new(path), self.max_bytes) {
-                FileBody::Text(text) => (
-                    delivery::file_parts(path, &text, delivery::part_size(self.ctx.budget)),
-                    Some(text),
-                ),
-                FileBody::TooLarge(size) => (
-                    vec![delivery::pointer_block(path, size, self.max_bytes)],
-                    None,
-                ),
-                FileBody::Unavailable | FileBody::Empty => {
-                    self.unqueue(state, path, &request.path);
-                    set_parts_done(state, &self.parts_key, path, None);
-                    return Outcome::Unavailable;
-                }
-            };
-        let first = parts_done(state, &self.parts_key, path).min(parts.len().saturating_sub(1));
-        let shadow = if first == 0 {
-            override_of(state, path)
-        } else {
-            None
-        };
-        if let Some(global) = &shadow {
-            parts[0] = format!("[Override: shadows {global}]\n{}", parts[0]);
-        }
-        let mut next = first;
-        while next < parts.len() && packer.try_add(parts[next].clone()) {
-            next += 1;
-        }
-        if next == first {
-            // Nothing fit: stays queued for the next call.
-            if self.owns_queue && state.push_unique(fields::PENDING_PRELOADS, path) {
-                self.batch
-                    .note(Event::QueuePending, path, &request.source, "deferred");
-            }
-            return Outcome::Queued;
-        }
-        if let Some(global) = &shadow {
-            self.batch.note(Event::OverrideDetect, path, global, "new");
-        }
-        self.batch.blocks.extend(parts[first..next].iter().cloned());
-        if next < parts.len() {
-            set_parts_done(state, &self.parts_key, path, Some(next));
-            if self.owns_queue {
-                state.push_unique(fields::PENDING_PRELOADS, path);
-            }
-            return Outcome::Partial;
-        }
-        // Fully out: into the audience's files in context, out of the queue, in the same write.
-        set_parts_done(state, &self.parts_key, path, None);
-        state.push_unique(&self.preloaded_key, path);
-        self.unqueue(state, path, &request.path);
-        self.in_context.add(path, &self.ctx.file_ids);
-        let event = if mode == Mode::Direct {
-            Event::DirectDeliver
-        } else {
-            Event::ClaimDeliver
-        };
-        self.batch.note(event, path, &request.source, "new");
-        // The pipeline is the recursion: a delivered file's references are queued once.
-        if let Some(text) = content {
-            self.queue_references(state, path, &text);
-        }
-        Outcome::Delivered
-    }
-
-    /// Queue the resolved references of a delivered file that are neither in context nor queued.
-    fn queue_references(&mut self, state: &mut State, path: &str, text: &str) {
-        let source = format!("resolve_refs({})", file_name(path));
-        for found in self.resolver.references_of(Path::new(path), text) {
-            let found = self.ctx.normalize(&found.to_string_lossy());
-            if self
-                .in_context
-                .check(state, &found, &self.ctx.file_ids)
-                .is_none()
-                && state.push_unique(fields::PENDING_PRELOADS, &found)
-            {
-                self.batch.note(Event::ResolveRef, &found, &source, "new");
-                self.batch.note(Event::QueuePending, &found, &source, "new");
-            }
-        }
-    }
-}
-
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// The queued files as claim requests (the preload rule's `$pendingPreloads`), in the order
 /// they go out ([`by_priority`]).
 pub fn pending_requests(ctx: &Context, state: &State, source: &str) -> Vec<Request> {
@@ -451,76 +298,6 @@ pub fn pending_requests(ctx: &Context, state: &State, source: &str) -> Vec<Reque
         .map(|p| Request::new(p, source))
         .collect();
     by_priority(ctx, state, requests)
-}
-
-/// Why a queued file matters now, most urgent first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Priority {
-    /// Partly delivered: the rest of what the model has begun to read.
-    Begun,
-    /// A core standard (owed to the context window since SessionStart).
-    Standard,
-    /// A command or template of the current phase.
-    CurrentPhase,
-    /// A directive of a directory the agent works in.
-    Directive,
-    /// Anything else: reached through a `§` reference, a past phase's command, ….
-    Reference,
-}
-
-/// The priority of the queued file `path` (normalised) in `state`.
-fn priority_of(
-    path: &str,
-    state: &State,
-    standards: &[String],
-    phase_files: &[String],
-    directives: &[String],
-) -> Priority {
-    if parts_done(state, fields::PRELOAD_PARTS, path) > 0 {
-        Priority::Begun
-    } else if standards.iter().any(|s| s == path) {
-        Priority::Standard
-    } else if phase_files.iter().any(|p| p == path) {
-        Priority::CurrentPhase
-    } else if directives.iter().any(|d| d == path) {
-        Priority::Directive
-    } else {
-        Priority::Reference
-    }
-}
-
-/// Order `requests` for delivery: partly delivered files, core standards, the current phase's
-/// commands and templates, directives of touched directories, then the rest; the queue's order
-/// within each. A file that no longer matters (a past phase's command) never goes ahead of one
-/// that does.
-pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<Request> {
-    if requests.len() < 2 {
-        return requests;
-    }
-    let standards = crate::session::core_seeds(ctx);
-    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or(""));
-    let phase_files: Vec<String> = skill::session_phase_cmds(&ctx.paths, &state.0, &label)
-        .iter()
-        .map(|p| ctx.normalize(&p.to_string_lossy()))
-        .collect();
-    let directives: Vec<String> = match state.get(fields::TOUCHED_DIRS) {
-        Some(Value::Object(map)) => map
-            .values()
-            .flat_map(|v| crate::state::strings_of(Some(v)))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut ranked: Vec<(Priority, usize, Request)> = requests
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let path = ctx.normalize(&r.path);
-            let p = priority_of(&path, state, &standards, &phase_files, &directives);
-            (p, i, r)
-        })
-        .collect();
-    ranked.sort_by_key(|(p, i, _)| (*p, *i));
-    ranked.into_iter().map(|(_, _, r)| r).collect()
 }
 
 /// `preload_ensure` as one locked update of `target`; events are logged after the save.

@@ -16,6 +16,9 @@ use serde_json::{Map, Value};
 use crate::file::{self, ReadError};
 use crate::lock::{LockError, StateLock};
 
+mod peek;
+pub use peek::{peek_member, peek_pid};
+
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -223,107 +226,6 @@ pub fn deep_merge(into: &mut Map<String, Value>, from: &Map<String, Value>) {
             }
         }
     }
-}
-
-/// The raw text of the value of top-level member `key` of a JSON object, found by skipping the
-/// members before it without building them, and without reading past it.
-///
-/// A quick look for the hot path (whose `pid` does a state name?): the document after the
-/// member is not checked. `None` when the text is not an object or has no such member.
-pub fn peek_member<'t>(text: &'t str, key: &str) -> Option<&'t str> {
-    let bytes = text.as_bytes();
-    let mut at = skip_space(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
-        return None;
-    }
-    at += 1;
-    loop {
-        at = skip_space(bytes, at);
-        // The end of the object (`}`) or anything but a key: no such member.
-        if *bytes.get(at)? != b'"' {
-            return None;
-        }
-        let key_end = skip_string(bytes, at)?;
-        let found = text.get(at + 1..key_end - 1)? == key;
-        at = skip_space(bytes, key_end);
-        if bytes.get(at) != Some(&b':') {
-            return None;
-        }
-        at = skip_space(bytes, at + 1);
-        let value_end = skip_value(bytes, at)?;
-        if found {
-            return text.get(at..value_end);
-        }
-        at = skip_space(bytes, value_end);
-        match bytes.get(at)? {
-            b',' => at += 1,
-            _ => return None,
-        }
-    }
-}
-
-fn skip_space(bytes: &[u8], mut at: usize) -> usize {
-    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
-        at += 1;
-    }
-    at
-}
-
-/// The index just past the string starting at `at` (which is `"`).
-fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut i = at + 1;
-    loop {
-        match bytes.get(i)? {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-}
-
-/// The index just past the value starting at `at`.
-fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
-    match bytes.get(at)? {
-        b'"' => skip_string(bytes, at),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = at;
-            loop {
-                match bytes.get(i)? {
-                    b'"' => {
-                        i = skip_string(bytes, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            let mut i = at;
-            while bytes
-                .get(i)
-                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
-            {
-                i += 1;
-            }
-            (i > at).then_some(i)
-        }
-    }
-}
-
-/// A process ID held by top-level member `key` ([`peek_member`]): a positive whole number, or
-/// a string of one.
-pub fn peek_pid(text: &str, key: &str) -> Option<u32> {
-    let raw = peek_member(text, key)?;
-    raw.trim_matches('"').parse().ok().filter(|pid| *pid > 0)
 }
 
 /// The strings of a JSON array (other entries skipped); empty for anything but an array.

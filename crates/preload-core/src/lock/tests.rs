@@ -161,7 +161,7 @@ fn two_locks_in_one_directory_do_not_wait_on_each_other() {
     a.release();
     b.release();
     assert!(
-        LATCHES
+        latch::LATCHES
             .lock()
             .unwrap()
             .iter()

@@ -1,7 +1,7 @@
 //! Unit tests of `session`.
 
 use super::*;
-use crate::env::Env;
+use crate::env::{self, Env};
 use crate::input::HookInput;
 use std::time::Duration;
 
