@@ -21,25 +21,25 @@ use crate::state::{self, State};
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
-    "taskType",
-    "phases",
-    "nextSkills",
-    "directives",
-    "modes",
-    "logTemplate",
-    "debriefTemplate",
-    "planTemplate",
-    "requestTemplate",
-    "responseTemplate",
+    fields::TASK_TYPE,
+    fields::PHASES,
+    fields::NEXT_SKILLS,
+    fields::DIRECTIVES,
+    fields::MODES,
+    fields::LOG_TEMPLATE,
+    fields::DEBRIEF_TEMPLATE,
+    fields::PLAN_TEMPLATE,
+    fields::REQUEST_TEMPLATE,
+    fields::RESPONSE_TEMPLATE,
 ];
 
 /// Fields holding a path relative to the skill folder.
 const TEMPLATE_PATH_FIELDS: [&str; 5] = [
-    "logTemplate",
-    "debriefTemplate",
-    "planTemplate",
-    "requestTemplate",
-    "responseTemplate",
+    fields::LOG_TEMPLATE,
+    fields::DEBRIEF_TEMPLATE,
+    fields::PLAN_TEMPLATE,
+    fields::REQUEST_TEMPLATE,
+    fields::RESPONSE_TEMPLATE,
 ];
 
 /// The skill that may always be activated again.
@@ -217,11 +217,11 @@ fn activate_state(
     s.set(fields::OVERFLOWED, json!(false));
     s.set(fields::KILL_REQUESTED, json!(false));
     for (key, value) in [
-        ("contextUsage", json!(0)),
-        ("toolCallsSinceLastLog", json!(0)),
-        ("toolUseWithoutLogsWarnAfter", json!(3)),
-        ("toolUseWithoutLogsBlockAfter", json!(10)),
-        ("startedAt", json!(now)),
+        (fields::CONTEXT_USAGE, json!(0)),
+        (fields::TOOL_CALLS_SINCE_LAST_LOG, json!(0)),
+        (fields::WARN_AFTER, json!(3)),
+        (fields::BLOCK_AFTER, json!(10)),
+        (fields::STARTED_AT, json!(now)),
     ] {
         if s.get(key).is_none() {
             s.set(key, value);
@@ -264,9 +264,9 @@ fn activate_state(
     }
     for (key, value) in [
         (fields::PRELOADED_FILES, json!(session::core_seeds(ctx))),
-        ("touchedDirs", json!({})),
+        (fields::TOUCHED_DIRS, json!({})),
         (fields::PENDING_PRELOADS, json!([])),
-        ("pendingAllowInjections", json!([])),
+        (fields::STASH, json!([])),
     ] {
         if s.get(key).is_none() {
             s.set(key, value);
@@ -298,7 +298,7 @@ fn static_fields(def: &Skill) -> Vec<(String, Value)> {
             let value = def.definition.get(*key)?;
             let value = match (*key, value) {
                 (k, Value::String(rel)) if TEMPLATE_PATH_FIELDS.contains(&k) => json!(abs(rel)),
-                ("modes", Value::Object(modes)) => {
+                (fields::MODES, Value::Object(modes)) => {
                     let mut out = Map::new();
                     for (id, mode) in modes {
                         let mut mode = mode.clone();

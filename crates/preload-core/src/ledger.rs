@@ -30,12 +30,12 @@ use crate::state::{self, State, StateError};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [
-    "pid",
-    "lifecycle",
+    fields::PID,
+    fields::LIFECYCLE,
     fields::PID_START_TIME,
     fields::PRELOADED_FILES,
     fields::PENDING_PRELOADS,
-    "touchedDirs",
+    fields::TOUCHED_DIRS,
 ];
 
 /// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
@@ -156,7 +156,7 @@ fn split(view: &State) -> (State, Option<State>) {
     if carry.0.is_empty() {
         return (seed, None);
     }
-    for key in ["pid", fields::PID_START_TIME] {
+    for key in [fields::PID, fields::PID_START_TIME] {
         if let Some(value) = view.get(key) {
             carry.0.shift_insert(0, key.to_owned(), value.clone());
         }
@@ -282,12 +282,12 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
     }
     let same_call = s
         .get(fields::LAST_CALL_DELIVERIES)
-        .and_then(|r| r.get("toolUseId"))
+        .and_then(|r| r.get(fields::LAST_CALL_ID))
         .and_then(Value::as_str)
         == Some(call);
     let mut kept = if same_call {
         s.get(fields::LAST_CALL_DELIVERIES)
-            .map(|r| crate::state::strings_of(r.get("files")))
+            .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
             .unwrap_or_default()
     } else {
         Vec::new()
@@ -299,7 +299,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
     }
     s.set(
         fields::LAST_CALL_DELIVERIES,
-        serde_json::json!({"toolUseId": call, "files": kept}),
+        serde_json::json!({fields::LAST_CALL_ID: call, fields::LAST_CALL_FILES: kept}),
     );
 }
 
@@ -307,7 +307,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
 /// context window that holds them: the client keeps the call it happened after).
 pub fn take_last_call_deliveries(s: &mut State) -> Vec<String> {
     s.remove(fields::LAST_CALL_DELIVERIES)
-        .map(|r| crate::state::strings_of(r.get("files")))
+        .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
         .unwrap_or_default()
 }
 

@@ -70,7 +70,7 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
         .map(|t| PathBuf::from(t.trim()))
         .filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = &cached {
-        if state_pid(&dir.join(STATE_FILE), "pid") == Some(pid) {
+        if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(pid) {
             return Some(dir.clone());
         }
     }
@@ -87,7 +87,9 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     }
     let pane = fleet_pane(ctx);
     if let (Some(dir), Some(pane)) = (&cached, pane.as_deref()) {
-        if let Some(state) = peek_fields(&dir.join(STATE_FILE), &["pid", fields::FLEET_PANE_ID]) {
+        if let Some(state) =
+            peek_fields(&dir.join(STATE_FILE), &[fields::PID, fields::FLEET_PANE_ID])
+        {
             if state.str(fields::FLEET_PANE_ID) == Some(pane) {
                 return held_elsewhere(&state, pid).not().then(|| dir.clone());
             }
@@ -177,7 +179,7 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
         if !text.contains(conversation) {
             return None;
         }
-        let state = State::parse_fields(&text, &["pid", fields::SESSION_ID]).ok()?;
+        let state = State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()?;
         (state.str(fields::SESSION_ID) == Some(conversation) && !owned_elsewhere(&state))
             .then_some(())
     };

@@ -10,7 +10,11 @@ use crate::paths::EnginePaths;
 use crate::refs::{self, Kind};
 
 /// Template fields of a skill, in delivery order.
-pub const TEMPLATE_FIELDS: [&str; 3] = ["logTemplate", "debriefTemplate", "planTemplate"];
+pub const TEMPLATE_FIELDS: [&str; 3] = [
+    fields::LOG_TEMPLATE,
+    fields::DEBRIEF_TEMPLATE,
+    fields::PLAN_TEMPLATE,
+];
 
 /// Every fenced `json` block of a Markdown text that parses, in order.
 pub fn json_blocks(text: &str) -> Vec<Value> {

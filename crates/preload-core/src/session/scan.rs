@@ -107,11 +107,11 @@ pub(super) fn scan(
             let Ok(state) = State::parse_fields(
                 &text,
                 &[
-                    "pid",
-                    "lastKnownPid",
+                    fields::PID,
+                    fields::LAST_KNOWN_PID,
                     fields::FLEET_PANE_ID,
                     fields::SESSION_ID,
-                    "primaryTranscriptKey",
+                    fields::PRIMARY_TRANSCRIPT_KEY,
                 ],
             ) else {
                 continue;
