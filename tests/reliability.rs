@@ -1121,7 +1121,7 @@ fn planted_symlinks_and_fifos_are_never_followed_by_writers() {
     // The state path itself a symlink: replaced, never written through.
     let linked = sb.root().join("linked.json");
     symlink(&victim, &linked).unwrap();
-    preload_core::state::write_atomic(&linked, b"{}").unwrap();
+    preload_core::file::write_atomic(&linked, b"{}").unwrap();
     assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
     assert!(fs::symlink_metadata(&linked).unwrap().is_file());
     // The PID cache a symlink to the victim.

@@ -780,6 +780,7 @@ pub fn install_default_guards(home: &Path) -> Result<bool, InstallError> {
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     }
     preload_core::state::write_atomic(&path, DEFAULT_GUARDS.as_bytes())
+        .map_err(|e| e.source)
         .map_err(io_err("write", &path))?;
     Ok(true)
 }
@@ -836,7 +837,9 @@ fn write_file(path: &Path, text: &str) -> Result<(), InstallError> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     }
-    state::write_atomic(path, text.as_bytes()).map_err(io_err("write", path))
+    state::write_atomic(path, text.as_bytes())
+        .map_err(|e| e.source)
+        .map_err(io_err("write", path))
 }
 
 /// What a settings change did.
@@ -955,7 +958,9 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, InstallErro
             continue;
         }
         // A new file renamed over the old one: a running hook keeps its own copy.
-        state::write_atomic(&target, &bytes).map_err(io_err("write", &target))?;
+        state::write_atomic(&target, &bytes)
+            .map_err(|e| e.source)
+            .map_err(io_err("write", &target))?;
         make_executable(&target)?;
         copied += 1;
     }
@@ -1004,7 +1009,9 @@ pub fn install_shims(
                 fs::remove_file(&target).map_err(io_err("replace", &target))?;
             }
         }
-        state::write_atomic(&target, text.as_bytes()).map_err(io_err("write", &target))?;
+        state::write_atomic(&target, text.as_bytes())
+            .map_err(|e| e.source)
+            .map_err(io_err("write", &target))?;
         make_executable(&target)?;
         written.push(shim.script);
     }

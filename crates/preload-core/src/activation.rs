@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::clock;
 use crate::context::Context;
 use crate::fields;
+use crate::file;
 use crate::ledger;
 use crate::lock::StateLock;
 use crate::process;
@@ -129,7 +130,7 @@ pub fn activate_with(
     }
     claim_pid(ctx, &sessions, &path);
     let cache = session::cache_file(ctx);
-    let _ = state::write_atomic(&cache, format!("{}\n", dir.display()).as_bytes());
+    let _ = file::write_atomic(&cache, format!("{}\n", dir.display()).as_bytes());
     Ok(outcome)
 }
 

@@ -251,11 +251,7 @@ pub fn update(
                 source: std::io::Error::other(err),
             })?;
         text.push('\n');
-        state::write_atomic(&path, text.as_bytes()).map_err(|source| StateError::Io {
-            action: "write",
-            path,
-            source,
-        })?;
+        file::write_atomic(&path, text.as_bytes())?;
     }
     drop(latch);
     Ok(counters)

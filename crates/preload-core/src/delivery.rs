@@ -356,8 +356,8 @@ pub fn read_for_delivery(path: &std::path::Path, max_bytes: u64) -> FileBody {
                 FileBody::Text(text)
             }
         }
-        Err(crate::file::ReadError::TooLarge(size)) => FileBody::TooLarge(size),
-        Err(crate::file::ReadError::Unavailable) => FileBody::Unavailable,
+        Err(crate::file::ReadError::TooLarge { size, .. }) => FileBody::TooLarge(size),
+        Err(crate::file::ReadError::Unavailable { .. }) => FileBody::Unavailable,
     }
 }
 

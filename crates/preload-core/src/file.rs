@@ -1,13 +1,14 @@
 //! File primitives every writer and reader shares: bounded reads of regular files only (a FIFO,
-//! device or directory never blocks or floods a hook), the temporary-name scheme of atomic
-//! writes and staged locks, and the sweep that removes temporaries left by killed processes.
+//! device or directory never blocks or floods a hook), atomic writes and the temporary-name
+//! scheme they and staged locks use, and the sweep that removes temporaries left by killed
+//! processes.
 //!
 //! A temporary is `<name>.tmp.<pid>.<n>` (the engine's bash writes `<name>.tmp.<pid>`), in the
 //! directory of the file it stands in for. It is orphaned when its PID is dead, or when it is
 //! older than [`ORPHAN_AFTER`] (a PID reused by a later process).
 
 use std::fs;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,12 +20,35 @@ use crate::process;
 pub const ORPHAN_AFTER: Duration = Duration::from_secs(60);
 
 /// Why a file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
     /// Missing, not a regular file (directory, FIFO, device, socket), or unreadable.
-    Unavailable,
-    /// A regular file larger than the cap; holds its size.
-    TooLarge(u64),
+    #[error("cannot read {path}: missing, not a regular file, or unreadable")]
+    Unavailable {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A regular file larger than the cap.
+    #[error("{path} holds {size} bytes, more than the {max} read")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size (at least `max + 1`).
+        size: u64,
+        /// The cap.
+        max: u64,
+    },
+}
+
+/// An atomic write that failed; the file is as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteError {
+    /// The file.
+    pub path: PathBuf,
+    /// The underlying error.
+    #[source]
+    pub source: io::Error,
 }
 
 /// Read at most `max_bytes` of the regular file at `path` (symlinks followed).
@@ -33,27 +57,35 @@ pub enum ReadError {
 /// or device planted where a file was expected is refused without blocking, and a file swapped
 /// after a check is never the one read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    let unavailable = || ReadError::Unavailable {
+        path: path.to_path_buf(),
+    };
+    let too_large = |size| ReadError::TooLarge {
+        path: path.to_path_buf(),
+        size,
+        max: max_bytes,
+    };
     let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(nonblock)
         .open(path)
-        .map_err(|_| ReadError::Unavailable)?;
-    let meta = file.metadata().map_err(|_| ReadError::Unavailable)?;
+        .map_err(|_| unavailable())?;
+    let meta = file.metadata().map_err(|_| unavailable())?;
     if !meta.is_file() {
-        return Err(ReadError::Unavailable);
+        return Err(unavailable());
     }
     if meta.len() > max_bytes {
-        return Err(ReadError::TooLarge(meta.len()));
+        return Err(too_large(meta.len()));
     }
     // Sized from the metadata, so a file is read in one or two calls.
     let expected = usize::try_from(meta.len()).unwrap_or(0);
     let mut bytes = Vec::with_capacity(expected.saturating_add(1));
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|_| ReadError::Unavailable)?;
+        .map_err(|_| unavailable())?;
     if bytes.len() as u64 > max_bytes {
-        return Err(ReadError::TooLarge(bytes.len() as u64));
+        return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
 }
@@ -79,6 +111,41 @@ pub fn temp_path(path: &Path) -> PathBuf {
 }
 
 /// The counter the next [`temp_path`] of this process will use (tests plant entries there).
+/// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_if(path, bytes, || true).map(|_| ())
+}
+
+/// [`write_atomic`], publishing only when `still_ok` holds right before the rename; false (and
+/// nothing changed) when it did not.
+pub fn write_atomic_if(
+    path: &Path,
+    bytes: &[u8],
+    still_ok: impl FnOnce() -> bool,
+) -> Result<bool, WriteError> {
+    let temp = temp_path(path);
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        drop(file);
+        if !still_ok() {
+            return Ok(false);
+        }
+        fs::rename(&temp, path).map(|()| true)
+    })();
+    if !matches!(result, Ok(true)) {
+        let _ = fs::remove_file(&temp);
+    }
+    result.map_err(|source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 #[cfg(test)]
 pub(crate) fn next_temp_number() -> u32 {
     TEMP_COUNTER.load(Ordering::Relaxed)
@@ -163,19 +230,29 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        assert_eq!(read_regular(&fifo, 100), Err(ReadError::Unavailable));
-        assert_eq!(read_regular(tmp.path(), 100), Err(ReadError::Unavailable));
-        assert_eq!(
-            read_regular(Path::new("/dev/zero"), 100),
-            Err(ReadError::Unavailable)
-        );
-        assert_eq!(
-            read_regular(&tmp.path().join("none"), 100),
-            Err(ReadError::Unavailable)
-        );
+        let unavailable = |path: &Path| {
+            Err(ReadError::Unavailable {
+                path: path.to_path_buf(),
+            })
+        };
+        assert_eq!(read_regular(&fifo, 100), unavailable(&fifo));
+        assert_eq!(read_regular(tmp.path(), 100), unavailable(tmp.path()));
+        let zero = Path::new("/dev/zero");
+        assert_eq!(read_regular(zero, 100), unavailable(zero));
+        let none = tmp.path().join("none");
+        assert_eq!(read_regular(&none, 100), unavailable(&none));
         let big = tmp.path().join("big");
         fs::write(&big, vec![b'x'; 101]).unwrap();
-        assert_eq!(read_regular(&big, 100), Err(ReadError::TooLarge(101)));
+        let err = read_regular(&big, 100).unwrap_err();
+        assert_eq!(
+            err,
+            ReadError::TooLarge {
+                path: big.clone(),
+                size: 101,
+                max: 100
+            }
+        );
+        assert!(err.to_string().contains(&*big.to_string_lossy()), "{err}");
         assert_eq!(read_regular(&big, 101).unwrap().len(), 101);
     }
 

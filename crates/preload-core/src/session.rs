@@ -99,12 +99,12 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
         Scan::Found(found) => found,
         Scan::Conversation(found) => take_over(ctx, &found)?,
         Scan::Nothing => {
-            let _ = state::write_atomic(&none, format!("{print}\n").as_bytes());
+            let _ = file::write_atomic(&none, format!("{print}\n").as_bytes());
             return None;
         }
         Scan::Held => return None,
     };
-    let _ = state::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+    let _ = file::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
     let _ = fs::remove_file(&none);
     Some(found)
 }

@@ -7,17 +7,20 @@
 
 use std::cell::Cell;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use crate::file::{self, ReadError};
+use crate::file::{self, ReadError, WriteError};
 use crate::lock::{LockError, StateLock};
 
 mod peek;
 pub use peek::{peek_member, peek_pid};
+
+#[doc(hidden)]
+pub use crate::file::write_atomic;
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
@@ -51,6 +54,9 @@ pub enum StateError {
         /// The underlying error.
         source: io::Error,
     },
+    /// An atomic write failed; the file is as it was.
+    #[error(transparent)]
+    Write(#[from] WriteError),
     /// The lock could not be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
@@ -259,12 +265,12 @@ pub fn load(path: &Path) -> Result<State, StateError> {
     };
     let bytes = match file::read_regular(path, MAX_STATE_BYTES) {
         Ok(bytes) => bytes,
-        Err(ReadError::TooLarge(size)) => {
+        Err(ReadError::TooLarge { size, .. }) => {
             return Err(corrupt(format!(
                 "{size} bytes, more than the {MAX_STATE_BYTES} read"
             )));
         }
-        Err(ReadError::Unavailable) => {
+        Err(ReadError::Unavailable { .. }) => {
             return Err(match fs::metadata(path) {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => StateError::Missing {
                     path: path.to_path_buf(),
@@ -313,11 +319,7 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
             path: path.to_path_buf(),
         });
     }
-    write_atomic(path, state.to_pretty().as_bytes()).map_err(|source| StateError::Io {
-        action: "write",
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(file::write_atomic(path, state.to_pretty().as_bytes())?)
 }
 
 /// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
@@ -337,47 +339,11 @@ pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), S
         })
     };
     // Checked as late as possible: right before the rename that publishes the new version.
-    match write_atomic_if(path, state.to_pretty().as_bytes(), || lock.still_held()) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(lost()),
-        Err(source) => Err(StateError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        }),
+    if file::write_atomic_if(path, state.to_pretty().as_bytes(), || lock.still_held())? {
+        Ok(())
+    } else {
+        Err(lost())
     }
-}
-
-/// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_if(path, bytes, || true).map(|_| ())
-}
-
-/// [`write_atomic`], publishing only when `still_ok` holds right before the rename; false (and
-/// nothing changed) when it did not.
-pub fn write_atomic_if(
-    path: &Path,
-    bytes: &[u8],
-    still_ok: impl FnOnce() -> bool,
-) -> io::Result<bool> {
-    let temp = file::temp_path(path);
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.flush()?;
-        drop(file);
-        if !still_ok() {
-            return Ok(false);
-        }
-        fs::rename(&temp, path).map(|()| true)
-    })();
-    if !matches!(result, Ok(true)) {
-        let _ = fs::remove_file(&temp);
-    }
-    result
 }
 
 /// Create `path` with `state` unless it already exists; true when this call created it.

@@ -851,10 +851,10 @@ fn cached_slots(
     let doc = json!({"n": total, "slots": slots});
     let written = state::write_atomic(&path, doc.to_string().as_bytes());
     lock.release();
-    written.map_err(|source| HookError::Io {
+    written.map_err(|err| HookError::Io {
         action: "write",
         path,
-        source,
+        source: err.source,
     })?;
     Ok(slots)
 }

@@ -149,7 +149,7 @@ fn atomic_write_does_not_follow_a_planted_temp_symlink() {
         let name = format!("s.json.tmp.{}.{n}", std::process::id());
         let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
     }
-    let _ = write_atomic(&path, b"{}");
+    let _ = file::write_atomic(&path, b"{}");
     assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
 }
 
