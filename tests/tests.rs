@@ -5,6 +5,7 @@
 
 mod common;
 
+mod architecture;
 mod auto_answer;
 mod compaction;
 mod discovery;
