@@ -68,24 +68,34 @@ pub enum StateError {
     },
 }
 
+/// Why a text is not a state document.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Not JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// JSON, but its top level is not an object.
+    #[error("top level is {0}")]
+    NotAnObject(&'static str),
+}
+
 /// A state document: a JSON object whose key order is kept.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct State(pub Map<String, Value>);
 
 impl State {
-    /// Parse a document; anything but an object is an error message.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => Ok(Self(map)),
-            Ok(other) => Err(format!("top level is {}", kind_of(&other))),
-            Err(err) => Err(err.to_string()),
+    /// Parse a document; anything but an object is an error.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        match serde_json::from_str::<Value>(text)? {
+            Value::Object(map) => Ok(Self(map)),
+            other => Err(ParseError::NotAnObject(kind_of(&other))),
         }
     }
 
     /// Parse a document as [`State::parse`] does but keep only the top-level `fields`: the
     /// rest is checked and skipped without being built, so a quick look at a large state
     /// (whose `pid` is it?) costs a fraction of a full parse.
-    pub fn parse_fields(text: &str, fields: &[&str]) -> Result<Self, String> {
+    pub fn parse_fields(text: &str, fields: &[&str]) -> Result<Self, ParseError> {
         struct Only<'a>(&'a [&'a str]);
         impl<'de> serde::de::Visitor<'de> for Only<'_> {
             type Value = Map<String, Value>;
@@ -109,8 +119,7 @@ impl State {
         }
         let mut de = serde_json::Deserializer::from_str(text);
         let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
-            .and_then(|kept| de.end().map(|()| kept))
-            .map_err(|err| err.to_string())?;
+            .and_then(|kept| de.end().map(|()| kept))?;
         Ok(Self(kept))
     }
 
@@ -290,7 +299,7 @@ pub fn load(path: &Path) -> Result<State, StateError> {
         }
     };
     let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))?;
-    State::parse(&text).map_err(corrupt)
+    State::parse(&text).map_err(|err| corrupt(err.to_string()))
 }
 
 thread_local! {
