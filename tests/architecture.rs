@@ -47,7 +47,7 @@ fn declared_layers(lib_rs: &str) -> Vec<Layer> {
         {
             layers
                 .last_mut()
-                .unwrap_or_else(|| panic!("`pub mod {module};` before any `// Layer` line"))
+                .expect("a `pub mod` line after a `// Layer` line")
                 .modules
                 .insert(module.to_owned());
         }
