@@ -51,6 +51,11 @@ pub const LAST_CALL: &str = "lastCallDeliveries";
 /// Skills the client loaded itself in this conversation (a `/name` prompt, a `Skill` call):
 /// it puts their SKILL.md back into the context after a compaction on its own.
 pub const INVOKED_SKILLS: &str = "invokedSkills";
+/// Skills the client put back after a compaction of this conversation. It keeps the skills it
+/// loaded in its own memory only, so a client process that resumes the conversation holds none
+/// of them, except those a compaction put back: the transcript records that re-injection and
+/// the resuming client recalls it.
+pub const RELOADED_SKILLS: &str = "reloadedSkills";
 
 /// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
 pub fn carry_path(seed: &Path) -> PathBuf {
@@ -286,19 +291,24 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
 }
 
 /// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files`: several
-/// hooks of one call add to one record; a later call starts a new one.
+/// hooks of one call add to one record; a later call starts a new one. A later call that
+/// carried nothing ends the record of an earlier one: after a compaction the client keeps only
+/// the call in flight, so what an earlier call carried is not in the new context window.
 pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String]) {
     let Some(call) = call.filter(|c| !c.is_empty()) else {
         return;
     };
-    if files.is_empty() {
-        return;
-    }
     let same_call = s
         .get(LAST_CALL)
         .and_then(|r| r.get("toolUseId"))
         .and_then(Value::as_str)
         == Some(call);
+    if files.is_empty() {
+        if !same_call {
+            s.remove(LAST_CALL);
+        }
+        return;
+    }
     let mut kept = if same_call {
         s.get(LAST_CALL)
             .map(|r| crate::state::strings_of(r.get("files")))
@@ -314,6 +324,44 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String])
     s.set(
         LAST_CALL,
         serde_json::json!({"toolUseId": call, "files": kept}),
+    );
+}
+
+/// The skills a new client process holds at SessionStart `source`: on a resume, those a
+/// compaction of the conversation put back (the client recalls them from the transcript);
+/// otherwise (a new conversation, `/clear`) none. A compaction keeps what the process holds.
+pub fn skills_held_at_start(s: &mut State, source: &str) {
+    match source {
+        "compact" => {}
+        "resume" => {
+            let reloaded = s.strings(RELOADED_SKILLS);
+            let held: Vec<String> = s
+                .strings(INVOKED_SKILLS)
+                .into_iter()
+                .filter(|name| reloaded.contains(name))
+                .collect();
+            if held.is_empty() {
+                s.remove(INVOKED_SKILLS);
+            } else {
+                s.set(INVOKED_SKILLS, serde_json::json!(held));
+            }
+        }
+        _ => {
+            s.remove(INVOKED_SKILLS);
+            s.remove(RELOADED_SKILLS);
+        }
+    }
+}
+
+/// Note that SessionStart `source` (a resume) delivered `files`. The client holds a
+/// SessionStart's contexts until its next request; when it compacts before that request (a
+/// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
+/// the summary, in the new context window, like the tool call a compaction happens after. The
+/// record replaces any tool call's: that call belongs to the client process that is gone.
+pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String]) {
+    s.set(
+        LAST_CALL,
+        serde_json::json!({"toolUseId": format!("session-start({source})"), "files": files}),
     );
 }
 
@@ -379,6 +427,7 @@ fn drop_window_fields(s: &mut State) {
 fn new_context_window(s: &mut State) {
     drop_window_fields(s);
     s.remove(INVOKED_SKILLS);
+    s.remove(RELOADED_SKILLS);
     let Some(Value::Array(entries)) = s.remove(STASH) else {
         return;
     };
