@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint doc check dist e2e e2e-setup parity clean
+.PHONY: all build release test demo bench install uninstall fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
 
 all: build
 
@@ -158,5 +158,18 @@ e2e-setup:
 e2e:
 	@rm -rf "$(E2E_STATUS)"; status=0; \
 	PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --locked --test e2e -- --nocapture || status=$$?; \
+	tests/e2e/summary.sh "$(E2E_STATUS)"; \
+	exit $$status
+
+## make e2e-engine ENGINE=/path/to/engine/checkout [JQ=/path/to/jq]: the opt-in end-to-end scenario
+## against the real engine (idealic-ai/engine): the checkout installed in a throwaway HOME by its
+## own setup functions, the product installed over it, the pinned client through /implement,
+## /compact and a plain resume, judged point by point (docs/e2e.md). The engine's scripts need
+## jq 1.7 or newer (JQ, else the first jq on PATH). Nothing of the engine enters this repository.
+e2e-engine:
+	@test -n "$(ENGINE)" || { echo "usage: make e2e-engine ENGINE=/path/to/engine/checkout [JQ=/path/to/jq 1.7+]"; exit 2; }
+	@rm -rf "$(E2E_STATUS)"; status=0; \
+	PRELOAD_E2E_ENGINE="$(ENGINE)" PRELOAD_E2E_JQ="$(JQ)" PRELOAD_E2E_STATUS="$(E2E_STATUS)" \
+		$(CARGO) test --locked --test e2e real_engine -- --nocapture || status=$$?; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
 	exit $$status

@@ -844,3 +844,138 @@ fn after_a_compaction_the_files_of_the_call_the_client_keeps_are_not_sent_again(
         assert!(strings(&sb.state("test"), "preloadedFiles").contains(file));
     }
 }
+
+// A conversation resumed by another client process, then compacted (`claude -p /compact
+// --resume <id>`, or a resumed conversation over the window compacted at once).
+
+#[test]
+fn after_a_resume_a_compaction_delivers_the_skill_the_new_client_never_loaded() {
+    let sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    tool_call(&sb, "Read", json!({"file_path": "x"}));
+    // The resumed client process replays the conversation; it does not hold the skill the
+    // first one loaded, and puts nothing back after a compaction.
+    session_start(&sb, "resume").assert_contract();
+    fs::remove_file(&sb.log).unwrap();
+    let text = session_start(&sb, "compact").context();
+    assert!(
+        text.contains("/implement/SKILL.md]"),
+        "the skill's protocol is in the new context: {}",
+        &text[..text.len().min(400)]
+    );
+    assert!(
+        events_for(&sb, "direct-deliver", "/implement/SKILL.md")
+            .iter()
+            .all(|e| e["source"] != "client-skill-reload(compact)"),
+        "not counted as the client's reload"
+    );
+}
+
+#[test]
+fn a_resumed_client_recalls_the_skill_an_earlier_compaction_put_back() {
+    let mut sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    tool_call(&sb, "Read", json!({"file_path": "x"}));
+    // The first process compacts: the client puts its skill back (and records that in the
+    // transcript).
+    let first = session_start(&sb, "compact").context();
+    assert!(
+        !first.contains("/implement/SKILL.md]"),
+        "the client's reload"
+    );
+    // A resumed process recalls that re-injection and puts the skill back again itself. (Its
+    // second compaction is a new SessionStart event: a cache of its own.)
+    session_start(&sb, "resume").assert_contract();
+    fs::remove_file(&sb.log).unwrap();
+    let cache = sb.root().join("second-compaction-cache");
+    sb.extra_env.push((
+        "PRELOAD_CACHE_DIR".into(),
+        cache.to_string_lossy().into_owned(),
+    ));
+    let text = session_start(&sb, "compact").context();
+    assert!(
+        !text.contains("/implement/SKILL.md]"),
+        "the client puts the recalled skill back: not sent twice"
+    );
+    let reload = events_for(&sb, "direct-deliver", "/implement/SKILL.md");
+    assert_eq!(reload.len(), 1);
+    assert_eq!(reload[0]["source"], "client-skill-reload(compact)");
+}
+
+#[test]
+fn a_compaction_right_after_a_resume_keeps_what_the_resume_delivered() {
+    let sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    drain(&sb, "test", 30);
+    fs::write(
+        sb.sessions.join("test/IMPLEMENTATION_LOG.md"),
+        "## [2026-01-01 10:00:00] Setup\n*   **Mode**: general\n",
+    )
+    .unwrap();
+    let resumed = session_start(&sb, "resume").context();
+    assert!(resumed.contains("/IMPLEMENTATION_LOG.md]"), "{resumed}");
+    // Compacted before the resumed client's first request: the client puts the resume's
+    // SessionStart contexts after the summary, in the new context.
+    let text = session_start(&sb, "compact").context();
+    assert!(
+        !text.contains("/IMPLEMENTATION_LOG.md]"),
+        "the log the resume delivered is in the new context already"
+    );
+    assert!(
+        strings(&sb.state("test"), "preloadedFiles")
+            .iter()
+            .any(|f| f.ends_with("/IMPLEMENTATION_LOG.md")),
+        "recorded as in the new context"
+    );
+}
+
+#[test]
+fn after_a_compaction_files_of_an_earlier_call_are_not_counted_as_kept() {
+    let sb = Sandbox::new();
+    start_implement(&sb);
+    phase(&sb, "test", "1: Interrogation");
+    drain(&sb, "test", 30);
+    let call = |tool: &str, input: &serde_json::Value, id: &str| {
+        let verdict = sb.run(
+            "preload-overflow",
+            json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
+                "tool_use_id": id}),
+        );
+        assert_eq!(verdict.decision(), "allow");
+        sb.run(
+            "preload-injections",
+            json!({"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": input,
+                "tool_use_id": id}),
+        )
+    };
+    let read = json!({"file_path": sb.project.join("packages/estimate/src/total.ts")});
+    let mut carried =
+        preload_core::delivery::block_paths(&call("Read", &read, "toolu_a").context());
+    assert!(!carried.is_empty(), "the first call carried directives");
+    // Later calls, up to one that carries no file; the compaction happens after it, so the
+    // client keeps that call, not the earlier ones.
+    let ls = json!({"command": "ls"});
+    let mut quiet = false;
+    for i in 0..10 {
+        let files = preload_core::delivery::block_paths(
+            &call("Bash", &ls, &format!("toolu_b{i}")).context(),
+        );
+        if files.is_empty() {
+            quiet = true;
+            break;
+        }
+        carried.extend(files);
+    }
+    assert!(quiet, "a call that carries no file");
+    let resent = preload_core::delivery::block_paths(&session_start(&sb, "compact").context());
+    let preloaded = strings(&sb.state("test"), "preloadedFiles");
+    for file in carried.iter().filter(|f| !resent.contains(f)) {
+        assert!(
+            !preloaded.contains(file),
+            "{file} went with an earlier call: not in the new context"
+        );
+    }
+}

@@ -21,6 +21,9 @@ use serde_json::{Value, json};
 #[path = "../../support/example.rs"]
 mod example;
 
+/// Used by the e2e worlds only.
+#[allow(unused_imports)]
+pub use example::copy_tree;
 pub use example::repo;
 
 /// A binary's path (built by cargo for the integration tests).
@@ -174,6 +177,21 @@ impl Sandbox {
             .prefix("preload-test")
             .tempdir()
             .unwrap();
+        Self::bare_at(tmp)
+    }
+
+    /// [`Sandbox::bare`] in a temporary directory under `base` (created when missing): for a
+    /// run whose paths must avoid names the engine's discovery skips (`tmp`, `build`, …).
+    pub fn bare_in(base: &Path) -> Self {
+        fs::create_dir_all(base).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("preload-test")
+            .tempdir_in(base)
+            .unwrap();
+        Self::bare_at(tmp)
+    }
+
+    fn bare_at(tmp: tempfile::TempDir) -> Self {
         let root = tmp.path().canonicalize().unwrap();
         let home = root.join("home");
         let project = root.join("project");

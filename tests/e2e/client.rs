@@ -178,17 +178,19 @@ pub struct Running {
     child: std::process::Child,
     pid: u32,
     started: Instant,
+    timeout: Duration,
     out_path: PathBuf,
     err_path: PathBuf,
 }
 
 impl Running {
-    /// Waits for the run (killing it after [`RUN_TIMEOUT`]).
+    /// Waits for the run (killing it after the world's run timeout, [`RUN_TIMEOUT`] unless
+    /// the world says otherwise).
     pub fn wait(mut self) -> Run {
         let code = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break status.code(),
-                Ok(None) if self.started.elapsed() < RUN_TIMEOUT => {
+                Ok(None) if self.started.elapsed() < self.timeout => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 _ => {
@@ -250,6 +252,7 @@ pub fn start(
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("NO_COLOR", "1")
         .env("LANG", "C.UTF-8")
+        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
         .current_dir(&world.cwd)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).expect("client stdout file"))
@@ -260,6 +263,7 @@ pub fn start(
         pid: child.id(),
         child,
         started,
+        timeout: world.run_timeout,
         out_path,
         err_path,
     }

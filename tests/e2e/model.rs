@@ -161,8 +161,13 @@ pub struct ModelServer {
 }
 
 impl ModelServer {
-    /// Starts a server on `127.0.0.1:0` answering from `script`.
+    /// Starts a server on `127.0.0.1:0` answering from `script`, for [`LIFETIME`] at most.
     pub fn start(script: Script) -> Self {
+        Self::start_for(script, LIFETIME)
+    }
+
+    /// [`ModelServer::start`], living `lifetime` at most.
+    pub fn start_for(script: Script, lifetime: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener
             .set_nonblocking(true)
@@ -174,7 +179,7 @@ impl ModelServer {
             stop: AtomicBool::new(false),
             served: AtomicUsize::new(0),
             ids: AtomicUsize::new(0),
-            deadline: Instant::now() + LIFETIME,
+            deadline: Instant::now() + lifetime,
         });
         let accept_shared = Arc::clone(&shared);
         let thread = std::thread::spawn(move || accept_loop(&listener, &accept_shared));

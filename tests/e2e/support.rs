@@ -38,7 +38,7 @@ pub fn required() -> bool {
 }
 
 /// Records `outcome` (`ran`, or `skipped: <reason>`) for `scenario` in [`STATUS_ENV`].
-fn record(scenario: &str, outcome: &str) {
+pub fn record(scenario: &str, outcome: &str) {
     let Some(dir) = std::env::var_os(STATUS_ENV).filter(|d| !d.is_empty()) else {
         return;
     };

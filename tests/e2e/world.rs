@@ -8,10 +8,12 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin, repo};
+use crate::client::RUN_TIMEOUT;
+use crate::common::{Sandbox, bin, copy_tree, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
@@ -99,6 +101,13 @@ pub struct World {
     pub bin_dir: PathBuf,
     /// How the hooks were wired (printed with the results).
     pub wiring: String,
+    /// Extra environment of every client run (besides the cleared one `client::start` builds).
+    pub client_env: Vec<(String, String)>,
+    /// How long one client run may take before it is killed.
+    pub run_timeout: Duration,
+    /// The real engine checkout installed as `~/.claude/engine`, when this is a real-engine
+    /// world ([`World::real_engine`]); `None` for the bundled example.
+    pub engine: Option<PathBuf>,
     runs: Cell<usize>,
 }
 
@@ -118,8 +127,71 @@ impl World {
             sandbox,
             bin_dir,
             wiring: String::from("nothing wired"),
+            client_env: Vec::new(),
+            run_timeout: RUN_TIMEOUT,
+            engine: None,
             runs: Cell::new(0),
         }
+    }
+
+    /// A world with the real engine: the checkout `engine` installed in a temporary `HOME` the
+    /// way the engine's setup installs it (`tests/e2e/engine-home.sh`: `setup_engine_symlinks`,
+    /// then `configure_hooks` writes the engine's own hook wiring into the project's
+    /// `.claude/settings.local.json`), the example project (its packages carry their own
+    /// `.directives`) with `sessions/`, `jq` (1.7 or newer, the engine's scripts need it) and an
+    /// `engine` command first on `PATH`, and `SESSION_REQUIRED=1` for the client as the engine's
+    /// `run.sh` exports it. Everything lives under `target/e2e-engine/`, because the engine's
+    /// discovery skips any path with a component named `tmp`, `build`, `sessions`, ….
+    /// `preload install` ([`World::install_product`]) then replaces the bash hooks it replaces.
+    pub fn real_engine(engine: &Path, jq: &Path) -> Result<Self, String> {
+        let base = repo().join("target/e2e-engine");
+        if let Some(bad) = base.components().find(|c| {
+            ["tmp", "build", "dist", "sessions", "node_modules", ".git"]
+                .iter()
+                .any(|x| c.as_os_str() == *x)
+        }) {
+            return Err(format!(
+                "{} has a component named {:?}, which the engine's discovery skips",
+                base.display(),
+                bad.as_os_str()
+            ));
+        }
+        let sandbox = Sandbox::bare_in(&base);
+        // The bare sandbox's empty ~/.claude makes way for the engine's own layout.
+        fs::remove_dir_all(sandbox.home.join(".claude")).map_err(|e| e.to_string())?;
+        copy_tree(&repo().join("examples/project"), &sandbox.project)
+            .map_err(|e| format!("copy the example project: {e}"))?;
+        let bin_dir = sandbox.root().join("bin");
+        fs::create_dir_all(&bin_dir).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(jq, bin_dir.join("jq")).map_err(|e| e.to_string())?;
+        write_script(&bin_dir.join("engine"), REAL_ENGINE_COMMAND);
+        let out = Command::new(repo().join("tests/e2e/engine-home.sh"))
+            .arg(engine)
+            .arg(&sandbox.home)
+            .arg(sandbox.project.join(".claude/settings.local.json"))
+            .env_clear()
+            .env("HOME", &sandbox.home)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .output()
+            .map_err(|e| format!("run tests/e2e/engine-home.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "installing the engine failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(Self {
+            cwd: sandbox.project.clone(),
+            sandbox,
+            bin_dir,
+            wiring: String::from("the engine's configure_hooks"),
+            client_env: vec![("SESSION_REQUIRED".into(), "1".into())],
+            run_timeout: Duration::from_secs(150),
+            engine: Some(engine.to_path_buf()),
+            runs: Cell::new(0),
+        })
     }
 
     /// The same, for a project that does not use the engine: no `sessions/` directory.
@@ -239,6 +311,10 @@ impl World {
         );
         let guards_path = self.sandbox.home.join(".claude/engine/guards.json");
         let guards = fs::read_to_string(&guards_path).expect("install wrote guards.json");
+        if self.engine.is_some() {
+            Self::check_real_engine_wiring(&settings, &guards);
+            return;
+        }
         assert_eq!(
             guards,
             fs::read_to_string(repo().join("hooks/guards.json")).expect("hooks/guards.json"),
@@ -252,6 +328,60 @@ impl World {
             .filter_map(|r| r["id"].as_str().map(str::to_owned))
             .collect();
         assert_eq!(ids, DEFAULT_RULES, "every default rule is in force");
+    }
+
+    /// After `preload install` over the engine's wiring: no handler runs a bash hook the product
+    /// replaces, the engine's other handlers are still there, and the engine's own rules
+    /// (`~/.claude/engine/guards.json`, which install leaves alone) hold a session gate and the
+    /// preload rule.
+    fn check_real_engine_wiring(settings: &Value, guards: &str) {
+        let commands: Vec<String> = settings["hooks"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, groups)| groups.as_array().into_iter().flatten())
+            .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+            .filter_map(|h| h["command"].as_str().map(str::to_owned))
+            .collect();
+        let replaced: Vec<&String> = commands
+            .iter()
+            .filter(|c| {
+                [
+                    "session-start-restore.sh",
+                    "session-start-chunk.sh",
+                    "pre-tool-use-overflow-v2.sh",
+                    "post-tool-use-injections.sh",
+                    "post-tool-use-templates.sh",
+                    "post-tool-use-phase-commands.sh",
+                    "user-prompt-submit-session-gate.sh",
+                ]
+                .iter()
+                .any(|s| c.contains(s))
+            })
+            .collect();
+        assert!(
+            replaced.is_empty(),
+            "`preload install` left replaced bash hooks wired: {replaced:?}"
+        );
+        assert!(
+            commands
+                .iter()
+                .any(|c| c.contains("pre-tool-use-one-strike.sh")),
+            "the engine's other hooks stay wired: {commands:?}"
+        );
+        let ids: Vec<String> = serde_json::from_str::<Value>(guards)
+            .expect("the engine's guards.json is JSON")
+            .as_array()
+            .expect("guards.json is an array")
+            .iter()
+            .filter_map(|r| r["id"].as_str().map(str::to_owned))
+            .collect();
+        for id in ["session-gate", "preload"] {
+            assert!(
+                ids.iter().any(|i| i == id),
+                "the engine's guards.json has no {id} rule: {ids:?}"
+            );
+        }
     }
 
     /// The test-session settings of `hooks/settings.e2e.json` (`E2E_AUTO_ANSWER=first`, the
@@ -331,6 +461,24 @@ fn write_script(path: &Path, body: &str) {
     fs::write(path, body).expect("write script");
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod script");
 }
+
+/// The `engine` command of a real-engine world: `engine <cmd> …` runs the engine's
+/// `scripts/<cmd>.sh` as `engine.sh` dispatches it, without `engine.sh`'s lookup of the user's
+/// identity (a Google Drive path or a cached e-mail, which a sandbox has not). `session.sh`
+/// records `CLAUDE_SUPERVISOR_PID` as the session's owner (the engine's `run.sh` exports it),
+/// else its own parent, a shell that ends with the tool call; under a bare client the one
+/// process that the hooks and the scripts both know is the client, `CLAUDE_PID`.
+const REAL_ENGINE_COMMAND: &str = r#"#!/usr/bin/env bash
+# engine <command> [args…]: the engine's ~/.claude/engine/scripts/<command>.sh, as engine.sh
+# dispatches it, minus engine.sh's identity lookup.
+set -euo pipefail
+cmd="${1:?usage: engine <command> [args...]}"
+shift
+script="$HOME/.claude/engine/scripts/$cmd.sh"
+[ -x "$script" ] || { echo "engine: unknown command '$cmd'" >&2; exit 2; }
+export CLAUDE_SUPERVISOR_PID="${CLAUDE_SUPERVISOR_PID:-${CLAUDE_PID:-$PPID}}"
+exec "$script" "$@"
+"#;
 
 /// `engine session activate|continue|phase|log` and `engine log`, backed by the installed
 /// `preload` command line (`preload activate`, `preload phase`); the logs append what they are

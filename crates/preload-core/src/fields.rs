@@ -95,6 +95,9 @@ pub const STASH: &str = "pendingAllowInjections";
 pub const INJECTED_RULES: &str = "injectedRules";
 /// Ours: skills the client loaded itself in this conversation.
 pub const INVOKED_SKILLS: &str = "invokedSkills";
+/// Ours: skills the client put back after a compaction of this conversation (a client that
+/// resumes the conversation recalls those, and no others).
+pub const RELOADED_SKILLS: &str = "reloadedSkills";
 /// Ours: the files the main agent's latest tool call carried (`{toolUseId, files}`).
 pub const LAST_CALL_DELIVERIES: &str = "lastCallDeliveries";
 /// The tool call of [`LAST_CALL_DELIVERIES`].

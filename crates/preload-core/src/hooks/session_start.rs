@@ -194,11 +194,16 @@ pub fn generate(
             Some((_, old)) => {
                 let mut seed = old.clone();
                 session::own_seed(&mut seed, ctx.owner_pid);
+                ledger::skills_held_at_start(&mut seed, &source);
                 seed
             }
             None => session::new_seed(ctx.owner_pid, &[]),
         };
         let fill = plan.fill(&mut seed, None, &mut packer);
+        if source == "resume" {
+            let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
+            ledger::note_start_deliveries(&mut seed, &source, &delivered);
+        }
         (fill, seed, false)
     };
     if !conversation.is_empty() {
@@ -256,6 +261,8 @@ fn fill_session(
     let path = dir.join(STATE_FILE);
     let dir = dir.to_path_buf();
     let result = state::update(&path, ctx.lock_deadline(), |s| {
+        // Which skills the client process holds, to put back after its next compaction.
+        ledger::skills_held_at_start(s, plan.source);
         if goes_on {
             s.set(fields::PID, json!(ctx.owner_pid));
         } else {
@@ -273,6 +280,10 @@ fn fill_session(
             s.set(fields::SESSION_ID, json!(conversation));
         }
         let fill = plan.fill(s, Some(&dir), packer);
+        if plan.source == "resume" {
+            let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
+            ledger::note_start_deliveries(s, plan.source, &delivered);
+        }
         if plan.recovery.is_some_and(|r| r.state == path) {
             s.remove(fields::DEHYDRATED_CONTEXT);
         }
@@ -482,21 +493,36 @@ impl Plan<'_> {
 /// The most of a skill's SKILL.md the client puts back after a compaction (5,000 tokens).
 const CLIENT_REINJECT_CHARS: usize = 20_000;
 
-/// After a compaction the client itself puts the SKILL.md of every skill it loaded in this
-/// conversation back into the context (up to [`CLIENT_REINJECT_CHARS`]): those are recorded as
-/// in context, not delivered a second time. A longer one is delivered whole by us.
+/// After a compaction the client itself puts the SKILL.md of every skill its process holds
+/// (loaded in this process, or recalled from an earlier compaction's re-injection when it
+/// resumed the conversation) back into the context (up to [`CLIENT_REINJECT_CHARS`]): those are
+/// recorded as in context, not delivered a second time. A longer one is delivered whole by us.
 fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
-    let requests: Vec<Request> = state
+    let reloaded: Vec<String> = state
         .strings(fields::INVOKED_SKILLS)
-        .iter()
+        .into_iter()
         .filter(|name| skill::is_valid_name(name))
-        .map(|name| ctx.paths.skill_file(name))
-        .filter(|file| {
-            crate::file::read_text(file, state::MAX_STATE_BYTES)
+        .filter(|name| {
+            crate::file::read_text(&ctx.paths.skill_file(name), state::MAX_STATE_BYTES)
                 .is_some_and(|text| delivery::chars(&text) <= CLIENT_REINJECT_CHARS)
         })
-        .map(|file| Request::new(file.to_string_lossy(), "client-skill-reload(compact)"))
         .collect();
+    let requests: Vec<Request> = reloaded
+        .iter()
+        .map(|name| {
+            Request::new(
+                ctx.paths.skill_file(name).to_string_lossy(),
+                "client-skill-reload(compact)",
+            )
+        })
+        .collect();
+    // The transcript now records the re-injection: a client that resumes the conversation
+    // recalls these.
+    if reloaded.is_empty() {
+        state.remove(fields::RELOADED_SKILLS);
+    } else {
+        state.set(fields::RELOADED_SKILLS, json!(reloaded));
+    }
     preload::record(ctx, state, &requests)
 }
 

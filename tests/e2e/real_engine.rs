@@ -1,0 +1,840 @@
+//! The opt-in scenario against the real engine (idealic-ai/engine): a checkout named by
+//! `PRELOAD_E2E_ENGINE` is installed in a throwaway `HOME` the way its setup installs it, the
+//! product replaces the bash hooks it replaces (`preload install` over the engine's own
+//! wiring), and the real client runs `/implement` through phases 0 to 3.A with the engine's
+//! own `session.sh` (activation with session parameters, phase changes with the proof it
+//! demands, `log.sh`), then `/compact` and a plain `continue`, both with `--resume`. What the
+//! scripted model received is judged point by point; every point is checked and printed before
+//! the test fails, so one run tells the whole story. `make e2e-engine ENGINE=<checkout> JQ=<jq>`
+//! runs it; without `PRELOAD_E2E_ENGINE` it records why it did not run (never a silent pass).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::client::Options;
+use crate::model::{Kind, ModelServer, Script, Step, bash, tool};
+use crate::received::{EXPANSION, Received};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario};
+use crate::support::{
+    client_or_skip, compaction_point, delivered_to_main, deliveries, events, notice, record,
+    report_cost,
+};
+use crate::world::World;
+
+/// Names the engine checkout to install (opt-in).
+pub const ENGINE_ENV: &str = "PRELOAD_E2E_ENGINE";
+/// Names the jq (1.7 or newer) the engine's scripts run with; else the first `jq` on `PATH`.
+pub const JQ_ENV: &str = "PRELOAD_E2E_JQ";
+/// The session directory the scripted agent activates (under `sessions/`).
+const SESSION: &str = "implement-total";
+/// How long the scripted model serves the three client runs at most.
+const SERVER_LIFETIME: Duration = Duration::from_secs(540);
+
+/// The session parameters the agent pipes to `engine session activate` (`§CMD_PARSE_PARAMETERS`
+/// requires these six). No directory of interest: the engine's activation registers every
+/// directive it finds under one (and up to the project root) as already touched, so the hooks
+/// would never deliver them; here the package's and the project's directives are found by the
+/// agent's own calls.
+const PARAMETERS: &str = r#"{"taskSummary": "add a total to the estimate", "scope": "Code Changes Allowed", "directoriesOfInterest": [], "contextPaths": [], "requestFiles": [], "extraInfo": ""}"#;
+
+/// The proof `session.sh phase` demands to leave each phase of the engine's `/implement` (the
+/// phase's `proof` plus the `required` fields of its steps' and commands' schemas), keyed by
+/// the phase entered.
+fn proof_to_enter(label: &str) -> &'static str {
+    match label {
+        "1" => {
+            r#"{"mode": "general", "sessionDir": "sessions/implement-total", "parametersParsed": "activated, 0 context paths", "contextSourcesPresented": "none offered", "filesLoaded": "2: total.ts, parser.ts", "intentReported": "reported: Setup"}"#
+        }
+        "2" => {
+            r#"{"depthChosen": "Short", "roundsCompleted": "1 round: scope", "executed": "asked one scoping round", "intentReported": "reported: Interrogation", "questionsAsked": "1 question on scope"}"#
+        }
+        "3" => {
+            r#"{"planWritten": "IMPLEMENTATION_PLAN.md", "planPresented": "inline summary", "userApproved": "approved", "reviewOffered": "yes, offered on the plan", "decision": "declined", "graphOffered": "no, linear plan", "intentReported": "reported: Planning", "resultsPresented": "1 step walked through"}"#
+        }
+        "3.A" => {
+            r#"{"pathChosen": "3.A", "pathsAvailable": "inline,agent,parallel", "ticketAdvanced": "none: no ticket attached"}"#
+        }
+        _ => "{}",
+    }
+}
+
+fn activate() -> Step {
+    bash(&format!(
+        "engine session activate sessions/{SESSION} implement <<'EOF'\n{PARAMETERS}\nEOF"
+    ))
+}
+
+fn phase(label: &str, name: &str) -> Step {
+    bash(&format!(
+        "engine session phase sessions/{SESSION} \"{label}: {name}\" <<'EOF'\n{}\nEOF",
+        proof_to_enter(label)
+    ))
+}
+
+fn log(line: &str) -> Step {
+    bash(&format!(
+        "engine log sessions/{SESSION}/IMPLEMENTATION_LOG.md <<'EOF'\n## {line}\n*   **Note**: scripted\nEOF"
+    ))
+}
+
+fn read(world: &World, rel: &str) -> Step {
+    tool(
+        "Read",
+        json!({"file_path": world.sandbox.project.join(rel)}),
+    )
+}
+
+/// The phases the scripted run enters, in order: (label, name).
+const PHASES: &[(&str, &str)] = &[
+    ("1", "Interrogation"),
+    ("2", "Planning"),
+    ("3", "Execution"),
+    ("3.A", "Build Loop"),
+];
+
+/// Run 1: `/implement`, activation, two ordinary calls in each phase right after entering it,
+/// a log before the heartbeat warns, a Read in the package in phase 1 (its core directives) and
+/// a Write and an Edit in it in phase 3.A (the directives `/implement` declares).
+fn first_run(world: &World) -> Vec<Step> {
+    let notes = world
+        .sandbox
+        .project
+        .join("packages/estimate/notes/plan.md");
+    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
+    vec![
+        activate(),
+        bash("ls packages/estimate"),
+        bash("ls packages/estimate/src"),
+        log("Setup: mode general"),
+        phase("1", "Interrogation"),
+        read(world, "packages/estimate/src/total.ts"),
+        bash("ls packages/estimate/tests"),
+        log("Interrogation: short"),
+        phase("2", "Planning"),
+        read(world, "packages/estimate/src/parser.ts"),
+        bash("ls packages"),
+        log("Plan written"),
+        phase("3", "Execution"),
+        bash("ls packages/estimate"),
+        bash("ls packages/estimate/src"),
+        log("Path chosen: inline"),
+        phase("3.A", "Build Loop"),
+        tool(
+            "Write",
+            json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
+        ),
+        tool(
+            "Edit",
+            json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
+                "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
+        ),
+        log("Total edited"),
+        bash("ls packages/estimate/notes"),
+    ]
+}
+
+/// Run 3 (`continue` after the compaction): ordinary calls in phase 3.A (enough for what the new
+/// context window queues to go out), a re-read of a file read before the compaction, logs.
+fn third_run(world: &World) -> Vec<Step> {
+    vec![
+        bash("ls packages/estimate"),
+        read(world, "packages/estimate/src/parser.ts"),
+        log("Continued after compaction"),
+        bash("ls packages/estimate/src"),
+        bash("ls packages/estimate/tests"),
+        log("Tests listed"),
+        bash("ls packages/estimate/notes"),
+        bash("ls packages"),
+        log("Notes listed"),
+        bash("ls"),
+        bash("ls packages/estimate"),
+        log("Package listed"),
+        bash("ls packages/estimate/src"),
+        bash("ls"),
+        log("Done"),
+    ]
+}
+
+/// The engine checkout and jq, or `None` after recording why the scenario does not run.
+fn engine_or_skip(name: &str) -> Option<(PathBuf, PathBuf)> {
+    let Some(engine) = std::env::var_os(ENGINE_ENV).filter(|v| !v.is_empty()) else {
+        let reason = format!(
+            "{ENGINE_ENV} is not set (the real-engine scenario is opt-in: make e2e-engine \
+             ENGINE=<engine checkout> JQ=<jq 1.7+>)"
+        );
+        notice(&format!("NOT RUN {name}: {reason}"));
+        record(name, &format!("skipped: {reason}"));
+        return None;
+    };
+    let engine = PathBuf::from(engine);
+    let engine = engine.canonicalize().unwrap_or(engine);
+    let jq = std::env::var_os(JQ_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| which("jq"))
+        .map(|jq| jq.canonicalize().unwrap_or(jq));
+    let fail = |why: String| -> ! {
+        record(name, &format!("failed: {why}"));
+        panic!("{name}: {why}");
+    };
+    if !engine.join("scripts/session.sh").is_file() {
+        fail(format!(
+            "{ENGINE_ENV}={} is not an engine checkout (no scripts/session.sh)",
+            engine.display()
+        ));
+    }
+    let Some(jq) = jq else {
+        fail(format!("no jq: set {JQ_ENV} to a jq 1.7 or newer"));
+    };
+    let version = Command::new(&jq)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let new_enough = version
+        .strip_prefix("jq-")
+        .and_then(|v| {
+            let mut parts = v.split(['.', '-']);
+            Some((
+                parts.next()?.parse::<u32>().ok()?,
+                parts.next()?.parse::<u32>().ok()?,
+            ))
+        })
+        .is_some_and(|(major, minor)| major > 1 || (major == 1 && minor >= 7));
+    if !new_enough {
+        fail(format!(
+            "{} answers {version:?}; the engine's scripts need jq 1.7 or newer ({JQ_ENV})",
+            jq.display()
+        ));
+    }
+    Some((engine, jq))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The outcome of one judged point.
+struct Point {
+    name: String,
+    problems: Vec<String>,
+    evidence: Vec<String>,
+}
+
+impl Point {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            problems: Vec::new(),
+            evidence: Vec::new(),
+        }
+    }
+}
+
+/// Paths in a real-engine world, as the hooks print them (symlinks resolved).
+struct EnginePaths {
+    directives: PathBuf,
+    skill_link: PathBuf,
+    skill_real: PathBuf,
+    project: PathBuf,
+}
+
+impl EnginePaths {
+    fn new(world: &World) -> Self {
+        let claude = world.sandbox.home.join(".claude");
+        let skill_link = claude.join("skills/implement");
+        Self {
+            directives: claude
+                .join(".directives")
+                .canonicalize()
+                .expect("~/.claude/.directives"),
+            skill_real: skill_link.canonicalize().expect("the implement skill"),
+            skill_link,
+            project: world.sandbox.project.clone(),
+        }
+    }
+
+    fn core_standards(&self) -> Vec<String> {
+        [
+            "COMMANDS.md",
+            "INVARIANTS.md",
+            "SIGILS.md",
+            "commands/CMD_DEHYDRATE.md",
+            "commands/CMD_RESUME_SESSION.md",
+            "commands/CMD_PARSE_PARAMETERS.md",
+        ]
+        .iter()
+        .map(|f| self.directives.join(f).to_string_lossy().into_owned())
+        .collect()
+    }
+
+    fn project(&self, rel: &str) -> String {
+        self.project.join(rel).to_string_lossy().into_owned()
+    }
+
+    /// The skill's JSON block (its session parameters).
+    fn skill_json(&self) -> Value {
+        let text = fs::read_to_string(self.skill_real.join("SKILL.md")).expect("SKILL.md");
+        let block = text
+            .split("```json\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n```").next())
+            .expect("SKILL.md has a JSON block");
+        serde_json::from_str(block).expect("SKILL.md's JSON block parses")
+    }
+
+    /// The command files of phase `label` (its `steps` and `commands` that have a file in
+    /// `.directives/commands/`), and for phase 0 the templates the skill names.
+    fn phase_files(&self, label: &str) -> Vec<String> {
+        let skill = self.skill_json();
+        let mut files = Vec::new();
+        let phase = skill["phases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["label"] == label);
+        for field in ["steps", "commands"] {
+            for cmd in phase
+                .and_then(|p| p[field].as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                let Some(name) = cmd.strip_prefix("§CMD_") else {
+                    continue;
+                };
+                let file = self.directives.join(format!("commands/CMD_{name}.md"));
+                let file = file.to_string_lossy().into_owned();
+                if Path::new(&file).is_file() && !files.contains(&file) {
+                    files.push(file);
+                }
+            }
+        }
+        if label == "0" {
+            for key in ["logTemplate", "debriefTemplate", "planTemplate"] {
+                if let Some(rel) = skill[key].as_str() {
+                    let file = self.skill_real.join(rel);
+                    if file.is_file() {
+                        files.push(file.to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        files
+    }
+
+    /// Every arrival of SKILL.md in `got`: the client's expansions (under the skill's link or
+    /// its real directory) and `[Preloaded: …/SKILL.md]` blocks.
+    fn skill_arrivals(&self, got: &Received) -> Vec<String> {
+        let dirs = [&self.skill_link, &self.skill_real];
+        let mut arrivals = Vec::new();
+        for (i, m) in got.messages.iter().enumerate() {
+            for t in &m.texts {
+                for dir in dirs {
+                    let needle = format!("{EXPANSION}{}\n", dir.display());
+                    for _ in t.matches(needle.as_str()) {
+                        arrivals.push(format!("the client's expansion at m{i}"));
+                    }
+                }
+            }
+        }
+        // A block whole, or the first part of a file sent in parts (check_each_once sees that
+        // every part came once).
+        for h in got.headers() {
+            let skill_md = dirs
+                .iter()
+                .any(|d| h.path == d.join("SKILL.md").to_string_lossy());
+            if skill_md && h.part.is_none_or(|(i, _)| i == 1) {
+                arrivals.push(format!(
+                    "[Preloaded: {}] at m{}",
+                    short(&h.label),
+                    h.message
+                ));
+            }
+        }
+        arrivals
+    }
+}
+
+/// Where each file of `files` is complete in `got`, for the evidence.
+fn arrivals(got: &Received, files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            let parts: Vec<String> = got
+                .headers()
+                .iter()
+                .filter(|h| &h.path == f)
+                .map(|h| {
+                    let part = h
+                        .part
+                        .map_or(String::new(), |(i, n)| format!(" part {i}/{n}"));
+                    format!("m{}{part}", h.message)
+                })
+                .collect();
+            format!("{}: {}", short(f), parts.join(", "))
+        })
+        .collect()
+}
+
+/// A path without the sandbox prefix, for reading.
+fn short(path: &str) -> String {
+    for marker in ["/.claude/engine/", "/project/"] {
+        if let Some(at) = path.find(marker) {
+            return path[at + 1..].to_owned();
+        }
+    }
+    path.to_owned()
+}
+
+/// The number of lines of the delivery log (events so far).
+fn log_len(log: &Path) -> usize {
+    events(log).len()
+}
+
+/// The SessionStart contexts of `got` whose text carries the banner's `[Session Context]`
+/// line (with the session it names).
+fn banners(got: &Received) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (i, m) in got.messages.iter().enumerate() {
+        for t in &m.texts {
+            for line in t.lines() {
+                if line.contains("[Session Context]") {
+                    found.push((i, line.trim().to_owned()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Everything the points judge: the three conversations the model received, the session's
+/// state at the end, where each run's events start in the hooks' log.
+struct Judged {
+    p: EnginePaths,
+    core: Vec<String>,
+    /// Run 1's last turn (the first context).
+    first: Received,
+    /// The compaction request of run 2 (the conversation it summarised).
+    summarised: Received,
+    /// Run 3's last turn (the context after the compaction, resumed).
+    after: Received,
+    state: Value,
+    log: PathBuf,
+    log_after_run1: usize,
+    log_after_run2: usize,
+    run1_request: String,
+    run3_request: String,
+    compaction_request: String,
+}
+
+/// (1) The six core standards, every part exactly once, in the first context before the first
+/// tool call.
+fn point_core_standards(j: &Judged) -> Point {
+    let mut one = Point::new("1 core standards in the first context");
+    let first = &j.first;
+    let first_call = first
+        .messages
+        .iter()
+        .position(|m| !m.tool_uses.is_empty())
+        .unwrap_or(first.messages.len());
+    one.problems.extend(first.check_arrives_within(
+        &j.core,
+        0,
+        first_call,
+        "before the first tool call",
+    ));
+    one.problems.extend(
+        first
+            .check_each_once(&j.core)
+            .into_iter()
+            .filter(|p| j.core.iter().any(|c| p.contains(c.as_str()))),
+    );
+    one.evidence.push(j.run1_request.clone());
+    one.evidence.extend(arrivals(first, &j.core));
+    one
+}
+
+/// (2) Every file the hooks logged into a context reached it exactly once, no literal
+/// backslash-n. Run 2's SessionStart (resume) comes before its compaction, but the client holds
+/// its contexts for the next request, so they land after the summary, in the new context: the
+/// summarised conversation is run 1's, and the new one holds everything from run 2 on.
+fn point_each_once(j: &Judged) -> Point {
+    let mut two = Point::new("2 every preloaded file once per context, real newlines");
+    let logged_run1 = delivered_to_main(&j.log, 0, j.log_after_run1);
+    let logged_after = delivered_to_main(&j.log, j.log_after_run1, usize::MAX);
+    let queued_at_end: Vec<String> = crate::common::strings(&j.state, "pendingPreloads");
+    for (what, got, files, last) in [
+        (&j.run1_request, &j.first, &logged_run1, false),
+        (&j.compaction_request, &j.summarised, &logged_run1, false),
+        (&j.run3_request, &j.after, &logged_after, true),
+    ] {
+        let mut expected = files.clone();
+        for c in &j.core {
+            if !expected.contains(c) {
+                expected.push(c.clone());
+            }
+        }
+        for problem in got.check_each_once(&expected) {
+            // A file whose last parts are still queued when the last run ends is under way,
+            // not lost.
+            let under_way = problem.starts_with("incomplete:")
+                && queued_at_end.iter().any(|q| problem.ends_with(q.as_str()));
+            if under_way && last {
+                two.evidence.push(format!(
+                    "{what}: still going out when the run ended: {problem}"
+                ));
+            } else {
+                two.problems.push(format!("{what}: {problem}"));
+            }
+        }
+        for problem in got.check_no_literal_newlines() {
+            two.problems.push(format!("{what}: {problem}"));
+        }
+        two.evidence.push(format!(
+            "{what}: {} blocks of {} files",
+            got.headers().len(),
+            expected.len()
+        ));
+    }
+    two
+}
+
+/// (3) Each phase's command files within two ordinary tool calls of entering it.
+fn point_phase_commands(j: &Judged) -> Point {
+    let mut three = Point::new("3 each phase's commands within two ordinary calls");
+    let first = &j.first;
+    let mut entries: Vec<(String, usize)> = Vec::new();
+    if let Some(at) = first.bash_call("session activate") {
+        entries.push(("0".into(), at));
+    }
+    for (label, name) in PHASES {
+        if let Some(at) = first.bash_call(&format!("\"{label}: {name}\"")) {
+            entries.push(((*label).into(), at));
+        } else {
+            three
+                .problems
+                .push(format!("no transition to {label} in run 1"));
+        }
+    }
+    for (label, at) in &entries {
+        let by = first.after_ordinary_calls(*at, PHASE_CALLS);
+        let wanted: Vec<String> =
+            j.p.phase_files(label)
+                .into_iter()
+                .filter(|f| first.complete_at(f).is_none_or(|done| done > *at))
+                .collect();
+        let when = format!("within {PHASE_CALLS} ordinary calls of entering phase {label}");
+        three
+            .problems
+            .extend(first.check_arrives_within(&wanted, *at, by, &when));
+        three.evidence.push(format!(
+            "{}: phase {label} entered at m{at}, two calls end at m{by}: {}",
+            j.run1_request,
+            arrivals(first, &wanted).join("; ")
+        ));
+    }
+    three
+}
+
+/// (4) The project's and the package's directives arrive after the engine's activation.
+fn point_directives(j: &Judged) -> Point {
+    let mut four = Point::new("4 package and project directives after the activation");
+    let first = &j.first;
+    let activated = first.bash_call("session activate").unwrap_or(usize::MAX);
+    let directives: Vec<String> = [
+        ".directives/AGENTS.md",
+        ".directives/INVARIANTS.md",
+        "packages/estimate/.directives/INVARIANTS.md",
+        "packages/estimate/.directives/TESTING.md",
+        "packages/estimate/.directives/PITFALLS.md",
+        "packages/estimate/.directives/CONTRIBUTING.md",
+        "packages/estimate/.directives/CHECKLIST.md",
+    ]
+    .iter()
+    .map(|r| j.p.project(r))
+    .collect();
+    for d in &directives {
+        match (first.first(d), first.complete_at(d)) {
+            (Some(begun), Some(_)) if begun > activated => {}
+            (Some(begun), _) => four.problems.push(format!(
+                "{} arrived at m{begun}, not after the activation (m{activated})",
+                short(d)
+            )),
+            (None, _) => four
+                .problems
+                .push(format!("{} never reached the model", short(d))),
+        }
+    }
+    four.evidence
+        .push(format!("{}: activation at m{activated}", j.run1_request));
+    four.evidence.extend(arrivals(first, &directives));
+    four
+}
+
+/// (5) After the compaction: the standards complete, SKILL.md once counting the client's
+/// re-injection, the current phase's commands, the session found, no call denied, and every
+/// file the session counts as in the new context reached it.
+fn point_after_compaction(j: &Judged) -> Point {
+    let mut five = Point::new("5 the context after the compaction");
+    let after = &j.after;
+    if after
+        .text_position("continued from a previous conversation")
+        .is_none()
+    {
+        five.problems
+            .push("run 3's conversation is not the compacted one".into());
+    }
+    five.problems.extend(after.check_arrives_within(
+        &j.core,
+        0,
+        after.messages.len(),
+        "after the compaction",
+    ));
+    let skill = j.p.skill_arrivals(after);
+    if skill.len() != 1 {
+        five.problems.push(format!(
+            "SKILL.md reached the new context {} times: {skill:?}",
+            skill.len()
+        ));
+    }
+    let current = j.state["currentPhase"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let current_label = current.split(": ").next().unwrap_or_default().to_owned();
+    let phase_now = j.p.phase_files(&current_label);
+    let by = after.after_ordinary_calls(0, PHASE_CALLS);
+    five.problems.extend(after.check_arrives_within(
+        &phase_now,
+        0,
+        by,
+        &format!("within {PHASE_CALLS} ordinary calls after the compaction"),
+    ));
+    let seen = banners(after);
+    if seen.is_empty() {
+        five.problems
+            .push("no [Session Context] banner in the new context".into());
+    }
+    for (i, line) in &seen {
+        if line.contains("Session: (none)") {
+            five.problems
+                .push(format!("the banner at m{i} finds no session: {line}"));
+        }
+    }
+    for (i, e) in after.errors() {
+        five.problems.push(format!("m{i} denied or failed: {e}"));
+    }
+    // What the hooks count as in this context window must be in it: a file recorded as
+    // delivered that never reached the model is one it will never get.
+    let skill_md =
+        j.p.skill_real
+            .join("SKILL.md")
+            .to_string_lossy()
+            .into_owned();
+    for file in crate::common::strings(&j.state, "preloadedFiles") {
+        let client_reload = file == skill_md && !skill.is_empty();
+        if after.complete_at(&file).is_none() && !client_reload {
+            five.problems.push(format!(
+                "the session counts {} as in the new context, but it never reached it",
+                short(&file)
+            ));
+        }
+    }
+    five.evidence.push(format!(
+        "{}; current phase {current:?}; SKILL.md: {skill:?}; banners: {seen:?}",
+        j.run3_request
+    ));
+    five.evidence.extend(arrivals(after, &j.core));
+    five.evidence.extend(arrivals(after, &phase_now));
+    five
+}
+
+/// (6) On the plain resume (run 3), nothing the conversation already holds is sent again. The
+/// client puts every SessionStart context of runs 2 and 3 after run 3's prompt, one labelled
+/// context per event: run 2's resume, its compaction, run 3's resume (the last). Run 3's must
+/// add no block another context of the conversation holds, and the hooks' log must not count
+/// anything as delivered by it.
+fn point_plain_resume(j: &Judged) -> Point {
+    let mut six = Point::new("6 the plain resume sends nothing the conversation holds");
+    let starts: Vec<_> = j
+        .after
+        .hook_contexts()
+        .into_iter()
+        .filter(|c| c.label == "SessionStart")
+        .collect();
+    let held: Vec<String> = starts
+        .iter()
+        .rev()
+        .skip(1)
+        .flat_map(|c| preload_core::delivery::block_paths(&c.text))
+        .collect();
+    match starts.last() {
+        Some(last) if starts.len() >= 3 => {
+            let blocks = preload_core::delivery::block_paths(&last.text);
+            for p in blocks.iter().filter(|p| held.contains(p)) {
+                six.problems.push(format!(
+                    "run 3's SessionStart (resume) sends again what the conversation holds: {}",
+                    short(p)
+                ));
+            }
+            six.evidence.push(format!(
+                "{}: {} SessionStart contexts; run 3's is {} chars with {} blocks: {:?}",
+                j.run3_request,
+                starts.len(),
+                last.text.chars().count(),
+                blocks.len(),
+                last.text.lines().find(|l| l.contains("[Session Context]"))
+            ));
+        }
+        _ => six.problems.push(format!(
+            "{}: expected the SessionStart contexts of run 2 (resume, compact) and of run 3 \
+             (resume), found {}",
+            j.run3_request,
+            starts.len()
+        )),
+    }
+    let logged_again: Vec<String> = deliveries(&j.log)
+        .into_iter()
+        .filter(|d| d.index >= j.log_after_run2 && d.hook == "session-start")
+        .map(|d| format!("{} ({})", short(&d.file), d.source))
+        .collect();
+    if !logged_again.is_empty() {
+        six.problems.push(format!(
+            "the hooks logged deliveries by run 3's SessionStart: {logged_again:?}"
+        ));
+    }
+    six
+}
+
+/// Sets up the world, the product and the scripted model, or `None` (recorded) when the
+/// scenario does not run.
+fn set_up(name: &'static str) -> Option<Scenario> {
+    let (engine, jq) = engine_or_skip(name)?;
+    let claude = client_or_skip(name)?;
+    let mut world = World::real_engine(&engine, &jq).unwrap_or_else(|e| {
+        record(name, &format!("failed: {e}"));
+        panic!("{name}: {e}")
+    });
+    world.install_product();
+    notice(&format!(
+        "{name}: engine {} installed by its setup functions (its hooks wired by its \
+         configure_hooks), then the product by {} (sandbox {})",
+        engine.display(),
+        world.wiring,
+        world.sandbox.root().display()
+    ));
+    Some(Scenario {
+        name,
+        claude,
+        world,
+        server: ModelServer::start_for(Script::default(), SERVER_LIFETIME),
+    })
+}
+
+/// Runs the three client runs and gathers what the points judge.
+fn run_and_gather(s: &Scenario) -> (Judged, PathBuf) {
+    // Run 1: /implement through phase 3.A.
+    let run = s.run(Script::main(first_run(&s.world)), IMPLEMENT_PROMPT);
+    let id = run.session_id().expect("the client reports its session id");
+    let after_run1 = s.server.requests().len();
+    let log_after_run1 = log_len(s.log());
+    // Run 2: `claude -p /compact --resume <id>`.
+    let resume = Options {
+        resume: Some(id),
+        ..Options::default()
+    };
+    s.run_with(Script::main(Vec::new()), "/compact", &resume);
+    let after_run2 = s.server.requests().len();
+    let log_after_run2 = log_len(s.log());
+    // Run 3: `claude -p continue --resume <id>`.
+    s.run_with(Script::main(third_run(&s.world)), "continue", &resume);
+    let (requests, saved) = s.requests();
+    compaction_point(s.log()).expect("SessionStart ran with source compact");
+    let last_turn = |upto: usize| {
+        requests[..upto]
+            .iter()
+            .rposition(|r| r.kind == Kind::Turn("main".into()))
+            .unwrap_or_default()
+    };
+    let p = EnginePaths::new(&s.world);
+    let judged = Judged {
+        core: p.core_standards(),
+        p,
+        first: Received::last_of(&requests[..after_run1], "main").expect("run 1's conversation"),
+        summarised: Received::compacted(&requests[..after_run2])
+            .expect("run 2 asked for a compaction"),
+        after: Received::last_of(&requests[after_run2..], "main")
+            .expect("run 3's conversation (after the compaction)"),
+        state: s
+            .world
+            .state_of(SESSION)
+            .expect("the engine activated the session"),
+        log: s.log().to_path_buf(),
+        log_after_run1,
+        log_after_run2,
+        run1_request: format!("request {} (run 1's last turn)", last_turn(after_run1)),
+        run3_request: format!("request {} (run 3's last turn)", last_turn(requests.len())),
+        compaction_request: requests[..after_run2]
+            .iter()
+            .rposition(|r| r.kind == Kind::Compaction)
+            .map_or_else(String::new, |i| {
+                format!("request {i} (the compaction request)")
+            }),
+    };
+    (judged, saved)
+}
+
+#[test]
+fn real_engine_implement_compact_and_resume() {
+    const NAME: &str = "real_engine_implement";
+    let Some(s) = set_up(NAME) else {
+        return;
+    };
+    let (j, saved) = run_and_gather(&s);
+    let points = [
+        point_core_standards(&j),
+        point_each_once(&j),
+        point_phase_commands(&j),
+        point_directives(&j),
+        point_after_compaction(&j),
+        point_plain_resume(&j),
+    ];
+    // (7) What the hooks added per context.
+    report_cost(NAME, "run 1 (first context)", &j.first);
+    report_cost(NAME, "summarised (run 1's conversation)", &j.summarised);
+    report_cost(NAME, "after the compaction, resumed", &j.after);
+
+    let mut failed = Vec::new();
+    for point in &points {
+        let verdict = if point.problems.is_empty() {
+            "PASS"
+        } else {
+            "FAIL"
+        };
+        notice(&format!("{NAME}: point {}: {verdict}", point.name));
+        for e in &point.evidence {
+            notice(&format!("    evidence: {e}"));
+        }
+        for problem in &point.problems {
+            notice(&format!("    problem: {problem}"));
+        }
+        if !point.problems.is_empty() {
+            failed.push(point.name.clone());
+        }
+    }
+    notice(&format!("{NAME}: requests saved to {}", saved.display()));
+    assert!(
+        failed.is_empty(),
+        "{NAME}: points failed: {failed:?} (details above; requests in {})",
+        saved.display()
+    );
+}
