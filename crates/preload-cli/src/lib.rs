@@ -16,9 +16,9 @@ use exit::Exit;
 pub mod doctor;
 pub mod exit;
 pub mod install;
-pub mod parameters;
 pub mod report;
-pub mod session_cmd;
+pub mod schema;
+pub mod session;
 pub mod status;
 pub mod transition;
 
@@ -46,10 +46,10 @@ struct Cli {
 enum Command {
     /// Create or update a session's .state.json, merging this process's seed; session
     /// parameters as JSON on stdin (as `session.sh activate` enforces them).
-    Activate(session_cmd::ActivateArgs),
+    Activate(session::ActivateArgs),
     /// Move a session to a phase, as `session.sh phase` enforces it; proof as JSON on stdin;
     /// prints `Phase: …`.
-    Phase(session_cmd::PhaseArgs),
+    Phase(session::PhaseArgs),
     /// Copy the binaries and wire them into the project's settings (or write shims).
     Install(install::Options),
     /// Take the wiring (or the shims) out again; the binaries stay.
@@ -77,8 +77,8 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Activate(args) => session_cmd::activate(&args),
-        Command::Phase(args) => session_cmd::phase_command(&args),
+        Command::Activate(args) => session::activate(&args),
+        Command::Phase(args) => session::phase_command(&args),
         Command::Install(args) => install::run_install(&args),
         Command::Uninstall(args) => install::uninstall::run_uninstall(&args),
         Command::Doctor(args) => doctor::doctor_main(&args),
