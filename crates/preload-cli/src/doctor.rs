@@ -82,7 +82,7 @@ impl Finding {
 }
 
 /// Run `preload doctor`.
-pub fn doctor_main(args: &DoctorArgs) -> ExitCode {
+pub fn run(args: &DoctorArgs) -> ExitCode {
     let findings = doctor(args, &Env::from_process(), &crate::process_cwd());
     let mut out = String::new();
     for f in &findings {

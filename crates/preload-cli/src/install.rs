@@ -44,7 +44,7 @@ pub fn backup_of(path: &Path) -> PathBuf {
 
 /// `preload install`: where the binaries and the wiring go.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct Options {
+pub struct InstallArgs {
     /// Where the binaries go (default: ~/.claude/engine/bin).
     #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
     pub prefix: Option<PathBuf>,
@@ -95,7 +95,7 @@ impl CommandError for InstallError {
 }
 
 /// Run `preload install`.
-pub fn run_install(opts: &Options) -> ExitCode {
+pub fn run(opts: &InstallArgs) -> ExitCode {
     let result = Targets::resolve(
         opts.prefix.as_deref(),
         opts.settings.as_deref(),
@@ -107,7 +107,7 @@ pub fn run_install(opts: &Options) -> ExitCode {
     exit::finish("install", result.map(|lines| lines.join("\n")))
 }
 
-fn install(opts: &Options, targets: &Targets) -> Result<Vec<String>, InstallError> {
+fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, InstallError> {
     if opts.print {
         let text = settings::to_pretty(
             &json!({ "hooks": wiring::hooks_value(&targets.prefix.to_string_lossy()) }),

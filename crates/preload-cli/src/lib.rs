@@ -51,7 +51,7 @@ enum Command {
     /// prints `Phase: …`.
     Phase(session::PhaseArgs),
     /// Copy the binaries and wire them into the project's settings (or write shims).
-    Install(install::Options),
+    Install(install::InstallArgs),
     /// Take the wiring (or the shims) out again; the binaries stay.
     Uninstall(install::uninstall::UninstallArgs),
     /// Check the installation, the engine, the rules and the state files.
@@ -78,12 +78,12 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Activate(args) => session::activate(&args),
-        Command::Phase(args) => session::phase_command(&args),
-        Command::Install(args) => install::run_install(&args),
-        Command::Uninstall(args) => install::uninstall::run_uninstall(&args),
-        Command::Doctor(args) => doctor::doctor_main(&args),
-        Command::Status(args) => status::status_main(&args),
-        Command::Report(args) => report::report_main(&args),
+        Command::Phase(args) => session::phase(&args),
+        Command::Install(args) => install::run(&args),
+        Command::Uninstall(args) => install::uninstall::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
+        Command::Status(args) => status::run(&args),
+        Command::Report(args) => report::run(&args),
     }
 }
 

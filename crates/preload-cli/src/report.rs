@@ -43,7 +43,7 @@ impl CommandError for ReportError {
 }
 
 /// Run `preload report`.
-pub fn report_main(args: &ReportArgs) -> ExitCode {
+pub fn run(args: &ReportArgs) -> ExitCode {
     exit::finish("report", report(args))
 }
 

@@ -67,7 +67,7 @@ pub fn activate(args: &ActivateArgs) -> ExitCode {
 }
 
 /// Run `preload phase`.
-pub fn phase_command(args: &PhaseArgs) -> ExitCode {
+pub fn phase(args: &PhaseArgs) -> ExitCode {
     finish(Ok(phase_cmd(&cli_context("phase"), args)))
 }
 

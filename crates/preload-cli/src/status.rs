@@ -30,7 +30,7 @@ pub struct StatusArgs {
 }
 
 /// Run `preload status`.
-pub fn status_main(args: &StatusArgs) -> ExitCode {
+pub fn run(args: &StatusArgs) -> ExitCode {
     let json_out = args.json;
     let input = HookInput::from_value(json!({ "cwd": crate::process_cwd() }));
     let ctx = Context::new(

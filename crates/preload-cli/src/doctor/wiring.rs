@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{DoctorArgs, Finding};
 use crate::install::merge::all_handlers;
-use crate::install::shims::is_shim;
+use crate::install::shims::{self, is_shim};
 use crate::install::targets::Targets;
 use crate::install::wiring::{
     SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
@@ -140,7 +140,7 @@ pub(super) fn check_settings(files: &[PathBuf], home: &Path, findings: &mut Vec<
         ));
         return;
     };
-    let hooks_dir = home.join(".claude/hooks");
+    let hooks_dir = shims::hooks_dir(home);
     let mut problems = 0;
     for row in WIRING {
         problems += check_row(row, &found, &hooks_dir, findings);

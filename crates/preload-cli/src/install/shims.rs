@@ -16,6 +16,11 @@ use super::wiring::{DEFAULT_PREFIX, SHIMS, Shim};
 /// The first line after the shebang of every shim; marks a script as ours.
 pub const SHIM_MARKER: &str = "# preload-hooks shim";
 
+/// Where the engine's hook scripts are, and so the shims: `~/.claude/hooks`.
+pub fn hooks_dir(home: &Path) -> PathBuf {
+    home.join(".claude/hooks")
+}
+
 /// Why a shim was not written or an engine script not put back.
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {

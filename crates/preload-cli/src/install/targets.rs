@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use preload_core::env::{self, Env};
 use preload_core::paths;
 
+use super::shims;
 use super::wiring::DEFAULT_PREFIX;
 
 /// Why the targets could not be resolved (a usage error: exit 2).
@@ -69,8 +70,8 @@ impl Targets {
         })
     }
 
-    /// `~/.claude/hooks`.
+    /// Where the engine's hook scripts are, and so the shims: `~/.claude/hooks`.
     pub fn hooks_dir(&self) -> PathBuf {
-        self.home.join(".claude/hooks")
+        shims::hooks_dir(&self.home)
     }
 }

@@ -45,7 +45,7 @@ impl CommandError for UninstallError {
 }
 
 /// Run `preload uninstall`.
-pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
+pub fn run(args: &UninstallArgs) -> ExitCode {
     let result = Targets::resolve(
         args.prefix.as_deref(),
         args.settings.as_deref(),
