@@ -20,7 +20,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use preload_cli::install::{SESSION_START_CHUNKS, WIRING, Wiring};
+use preload_cli::install::wiring::{SESSION_START_CHUNKS, WIRING, Wiring};
 use preload_core::report::Report;
 use serde_json::{Value, json};
 

@@ -4,7 +4,13 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use preload_cli::install::{self, SESSION_START_CHUNKS};
+use preload_cli::install::backup_of;
+use preload_cli::install::merge::all_handlers;
+use preload_cli::install::settings::settings_template;
+use preload_cli::install::shims::shim_text;
+use preload_cli::install::wiring::{
+    BINARIES, SESSION_START_CHUNKS, SHIMS, TEMPLATE_PREFIX, our_binary,
+};
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, bin, read_json, repo};
@@ -84,10 +90,8 @@ fn commands(settings: &Value, event: &str) -> Vec<String> {
 
 /// (event, binary) of every handler of ours in a settings document.
 fn wired(settings: &Value) -> BTreeSet<(String, String)> {
-    install::all_handlers(settings)
-        .filter_map(|(event, _, h)| {
-            install::our_binary(h).map(|b| (event.to_owned(), b.to_owned()))
-        })
+    all_handlers(settings)
+        .filter_map(|(event, _, h)| our_binary(h).map(|b| (event.to_owned(), b.to_owned())))
         .collect()
 }
 
@@ -129,14 +133,14 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
 
     let first = preload(&sb, &["install", "--prefix", prefix_s]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    for name in install::BINARIES {
+    for name in BINARIES {
         let meta = fs::metadata(prefix.join(name)).unwrap();
         assert!(
             std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0,
             "{name} executable"
         );
     }
-    let backup = install::backup_of(&settings);
+    let backup = backup_of(&settings);
     assert_eq!(
         fs::read_to_string(&backup).unwrap(),
         original,
@@ -177,8 +181,8 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
     assert_eq!(native_chunks, SESSION_START_CHUNKS);
 
     // Exec form: absolute command, args array, timeout in seconds.
-    for (_, _, h) in install::all_handlers(&doc) {
-        if install::our_binary(h).is_some() {
+    for (_, _, h) in all_handlers(&doc) {
+        if our_binary(h).is_some() {
             let cmd = h["command"].as_str().unwrap();
             assert!(cmd.starts_with(prefix_s), "{cmd}");
             assert!(h["args"].is_array(), "exec form needs args: {h}");
@@ -230,10 +234,7 @@ fn uninstall_restores_the_backup_when_nothing_else_changed() {
     let b = preload(&sb, &["uninstall"]);
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert_eq!(fs::read_to_string(&settings).unwrap(), original);
-    assert!(
-        !install::backup_of(&settings).exists(),
-        "the backup is consumed"
-    );
+    assert!(!backup_of(&settings).exists(), "the backup is consumed");
 }
 
 #[test]
@@ -309,7 +310,7 @@ fn install_refuses_a_corrupt_settings_file() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("not a JSON object"), "{}", out.stderr);
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
-    assert!(!install::backup_of(&settings).exists());
+    assert!(!backup_of(&settings).exists());
 }
 
 #[test]
@@ -317,7 +318,7 @@ fn committed_wiring_and_shims_match_the_table() {
     let committed = fs::read_to_string(repo().join("hooks/settings.json")).unwrap();
     assert_eq!(
         committed,
-        install::settings_template(),
+        settings_template(),
         "hooks/settings.json is stale: regenerate it from the wiring table"
     );
     let doc: Value = serde_json::from_str(&committed).unwrap();
@@ -331,21 +332,16 @@ fn committed_wiring_and_shims_match_the_table() {
     assert_eq!(
         serde_json::to_string(&printed)
             .unwrap()
-            .replace("/opt/preload", install::TEMPLATE_PREFIX),
+            .replace("/opt/preload", TEMPLATE_PREFIX),
         serde_json::to_string(&doc).unwrap(),
         "preload install writes the same wiring"
     );
     let mut names = BTreeSet::new();
-    for shim in install::SHIMS {
+    for shim in SHIMS {
         let path = repo().join("hooks/shims").join(shim.script);
         assert!(path.is_file(), "missing shim {}", path.display());
         let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            text,
-            install::shim_text(shim, None),
-            "{} is stale",
-            shim.script
-        );
+        assert_eq!(text, shim_text(shim, None), "{} is stale", shim.script);
         assert_eq!(text.lines().filter(|l| l.starts_with("exec ")).count(), 1);
         names.insert(shim.script.to_owned());
     }

@@ -261,7 +261,7 @@ impl Sandbox {
     /// writes: every `--chunk I/N` registration at once, each checked against the output
     /// contract, their contexts joined in registration order into one answer.
     pub fn session_start_event(&self, input: &Value) -> Answer {
-        let total = preload_cli::install::SESSION_START_CHUNKS;
+        let total = preload_cli::install::wiring::SESSION_START_CHUNKS;
         let slices: Vec<Answer> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..total)
                 .map(|i| {

@@ -19,7 +19,7 @@ use crate::common::{Sandbox, bin, copy_tree, repo};
 pub const SESSION: &str = "e2e";
 /// How many `--chunk I/N` registrations `preload install` gives SessionStart (the product's own
 /// constant: the scenarios check the wiring install really writes).
-pub use preload_cli::install::SESSION_START_CHUNKS;
+pub use preload_cli::install::wiring::SESSION_START_CHUNKS;
 /// The rules `guards.json` holds after install: the shipped default set, all of it.
 pub const DEFAULT_RULES: &[&str] = &[
     "overflow-dehydration",

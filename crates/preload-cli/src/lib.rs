@@ -1,19 +1,25 @@
-//! The `preload` command line for people and scripts, over the hook library `preload-core`.
+//! The `preload` command line: parses it and hands each subcommand to the module of its name.
 //!
 //! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
-//! `install` and `uninstall` (wiring), `doctor`, `status`, `report`. Parsed with `clap`: each
-//! subcommand has its `--help`; an unknown subcommand or flag exits 2 with a usage error on
-//! stderr. Hook binaries never link this crate.
+//! `install` and `uninstall` (wiring), `doctor`, `status`, `report`, over the hook library
+//! `preload-core`. Parsed with `clap`: each subcommand has its `--help`; an unknown subcommand
+//! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Hook binaries
+//! never link this crate.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod inspect;
+use exit::Exit;
+
+pub mod doctor;
+pub mod exit;
 pub mod install;
-pub mod parameters;
-pub mod session_cmd;
+pub mod report;
+pub mod schema;
+pub mod session;
+pub mod status;
 pub mod transition;
 
 /// What every subcommand reads from the environment.
@@ -40,20 +46,20 @@ struct Cli {
 enum Command {
     /// Create or update a session's .state.json, merging this process's seed; session
     /// parameters as JSON on stdin (as `session.sh activate` enforces them).
-    Activate(session_cmd::ActivateArgs),
+    Activate(session::ActivateArgs),
     /// Move a session to a phase, as `session.sh phase` enforces it; proof as JSON on stdin;
     /// prints `Phase: …`.
-    Phase(session_cmd::PhaseArgs),
+    Phase(session::PhaseArgs),
     /// Copy the binaries and wire them into the project's settings (or write shims).
-    Install(install::Options),
+    Install(install::InstallArgs),
     /// Take the wiring (or the shims) out again; the binaries stay.
-    Uninstall(install::UninstallArgs),
+    Uninstall(install::uninstall::UninstallArgs),
     /// Check the installation, the engine, the rules and the state files.
-    Doctor(inspect::DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// The active session or seed of this Claude process.
-    Status(inspect::StatusArgs),
+    Status(status::StatusArgs),
     /// A summary of a delivery event log.
-    Report(inspect::ReportArgs),
+    Report(report::ReportArgs),
 }
 
 /// Entry point of the `preload` binary.
@@ -64,28 +70,36 @@ pub fn main() -> ExitCode {
             // Help and version go to stdout (exit 0); a usage error to stderr (exit 2).
             let _ = err.print();
             return if err.use_stderr() {
-                ExitCode::from(2)
+                Exit::Usage.into()
             } else {
-                ExitCode::SUCCESS
+                Exit::Success.into()
             };
         }
     };
     match cli.command {
-        Command::Activate(args) => session_cmd::activate(&args),
-        Command::Phase(args) => session_cmd::phase_command(&args),
-        Command::Install(args) => install::run_install(&args),
-        Command::Uninstall(args) => install::run_uninstall(&args),
-        Command::Doctor(args) => inspect::doctor_main(&args),
-        Command::Status(args) => inspect::status_main(&args),
-        Command::Report(args) => inspect::report_main(&args),
+        Command::Activate(args) => session::activate(&args),
+        Command::Phase(args) => session::phase(&args),
+        Command::Install(args) => install::run(&args),
+        Command::Uninstall(args) => install::uninstall::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
+        Command::Status(args) => status::run(&args),
+        Command::Report(args) => report::run(&args),
     }
+}
+
+/// Why a path argument was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathArgError {
+    /// The argument is empty.
+    #[error("an empty path")]
+    Empty,
 }
 
 /// A path argument with a leading `~` expanded against `HOME` (the shell does not expand it
 /// after `=` or in quotes).
-pub fn path_arg(text: &str) -> Result<PathBuf, String> {
+pub fn path_arg(text: &str) -> Result<PathBuf, PathArgError> {
     if text.is_empty() {
-        return Err("an empty path".to_owned());
+        return Err(PathArgError::Empty);
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     Ok(match (text.strip_prefix('~'), home) {
@@ -95,6 +109,11 @@ pub fn path_arg(text: &str) -> Result<PathBuf, String> {
         }
         _ => PathBuf::from(text),
     })
+}
+
+/// The working directory of the process (`/` when it is gone).
+pub(crate) fn process_cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
 }
 
 #[cfg(test)]

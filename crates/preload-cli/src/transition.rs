@@ -1,25 +1,69 @@
-//! Phase transitions as `session.sh phase` enforces them: the label checks, the sequence rules
-//! over the session's `phases` (here), the proof needed to leave a phase ([`proof`], checked
-//! with [`schema`]), and the one locked write that records the new phase, its proof and the new
-//! phase's command files ([`change_phase`]).
+//! Phase transitions as `session.sh phase` enforces them.
 //!
-//! A refused transition changes nothing, and its message and exit code are the engine's, since
-//! the agent reads them.
+//! Here: the label checks and the sequence rules over the session's `phases`. The proof needed
+//! to leave a phase is [`proof`] (checked with [`crate::schema`]); the one locked write that
+//! records the new phase, its proof and the new phase's command files is [`change_phase`].
+//!
+//! A refused transition changes nothing, and its message ([`TransitionError`]) and exit code
+//! are the engine's, since the agent reads them.
 
 mod change;
 pub mod proof;
-pub mod schema;
 
 pub use change::{PhaseRequest, change_phase, describe};
 
-use std::fmt::Write as _;
-use std::path::Path;
+use std::fmt::{self, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use preload_core::skill;
+use preload_core::state::StateError;
+use proof::ProofError;
+
+/// Why a phase transition was refused. Each message is the engine's, word for word (so not in
+/// the style of this crate's own messages): the agent reads it.
+#[derive(Debug, thiserror::Error)]
+pub enum TransitionError {
+    /// The phase is empty (lib.sh's `validate_phase`).
+    #[error("ERROR: validate_phase: empty phase label")]
+    EmptyLabel,
+    /// The phase holds `/`, `&`, `\` or a newline (lib.sh's `validate_phase`).
+    #[error(
+        "ERROR: validate_phase: invalid characters in phase label '{phase}' (no /, &, \\, or newlines)"
+    )]
+    InvalidCharacters {
+        /// The requested phase.
+        phase: String,
+    },
+    /// The label is none of `N`, `N.M`, `N.A`, `N.MA`.
+    #[error(
+        "§CMD_UPDATE_PHASE: Invalid phase label format: '{label}'. Valid formats: N, N.M, N.A, N.MA (single uppercase). Got: '{requested}'"
+    )]
+    LabelFormat {
+        /// The label of the requested phase.
+        label: String,
+        /// The requested phase.
+        requested: String,
+    },
+    /// The session directory has no state file.
+    #[error("§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {dir} — is the session active?")]
+    NoSession {
+        /// The session directory.
+        dir: PathBuf,
+    },
+    /// Out of sequence, or a switch between branches, without the user's approval.
+    #[error("{0}")]
+    Unapproved(Box<Rejection>),
+    /// The proof for leaving the current phase is missing or does not hold.
+    #[error(transparent)]
+    Proof(#[from] ProofError),
+    /// The state file could not be read or written.
+    #[error("preload: {0}")]
+    State(#[from] StateError),
+}
 
 /// What a command printed, and whether it was refused (exit 1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,15 +97,14 @@ impl Outcome {
 }
 
 /// lib.sh's `validate_phase`: not empty, and none of `/`, `&`, `\` or a newline.
-pub fn validate_phase(phase: &str) -> Result<(), String> {
+pub fn validate_phase(phase: &str) -> Result<(), TransitionError> {
     if phase.is_empty() {
-        return Err("ERROR: validate_phase: empty phase label".to_owned());
+        return Err(TransitionError::EmptyLabel);
     }
     if phase.contains(['/', '&', '\\', '\n']) {
-        return Err(format!(
-            "ERROR: validate_phase: invalid characters in phase label '{phase}' \
-             (no /, &, \\, or newlines)"
-        ));
+        return Err(TransitionError::InvalidCharacters {
+            phase: phase.to_owned(),
+        });
     }
     Ok(())
 }
@@ -159,14 +202,18 @@ static LABEL_FORMAT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^[0-9]+(\.(([0-9]+[A-Z]?)|[A-Z]+))*$").ok());
 
 /// Judge the move from phase `current` to phase `requested` over the declared `phases`; `Err`
-/// is the engine's message for a malformed label.
-pub fn judge(phases: &[Value], current: &str, requested: &str) -> Result<Judgement, String> {
+/// for a malformed label.
+pub fn judge(
+    phases: &[Value],
+    current: &str,
+    requested: &str,
+) -> Result<Judgement, TransitionError> {
     let req = label_of(requested);
     if !LABEL_FORMAT.as_ref().is_some_and(|re| re.is_match(req)) {
-        return Err(format!(
-            "§CMD_UPDATE_PHASE: Invalid phase label format: '{req}'. Valid formats: N, N.M, \
-             N.A, N.MA (single uppercase). Got: '{requested}'"
-        ));
+        return Err(TransitionError::LabelFormat {
+            label: req.to_owned(),
+            requested: requested.to_owned(),
+        });
     }
     let cur = label_of(current);
     let (req_major, cur_major) = (major_of(req), major_of(cur));
@@ -223,6 +270,30 @@ pub fn judge(phases: &[Value], current: &str, requested: &str) -> Result<Judgeme
         requested: req.to_owned(),
         next,
     })
+}
+
+/// An unapproved transition: what the engine's refusal ([`rejection`]) tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// How the transition stands.
+    pub judgement: Judgement,
+    /// `currentPhase`.
+    pub current: String,
+    /// The requested phase.
+    pub requested: String,
+    /// The session directory.
+    pub dir: PathBuf,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&rejection(
+            &self.judgement,
+            &self.current,
+            &self.requested,
+            &self.dir,
+        ))
+    }
 }
 
 /// The engine's refusal of an unapproved transition.

@@ -1,14 +1,17 @@
-//! The `phase` command: the checks in order, then the one locked write of the new phase, its
-//! proof and the new phase's command files, and the description of the phase entered.
+//! A phase change: the checks in order, then one locked write, then what the agent is told.
+//!
+//! The write records the new phase, its proof and the new phase's command files; the
+//! description of the phase entered is [`describe`].
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::proof::{self, Leaving, Proof, ProofSchema};
+use super::proof::{self, Leaving, Proof, ProofError, ProofSchema};
 use super::{
-    Outcome, Verdict, appended, find, judge, label_of, name_of, rejection, validate_phase,
+    Outcome, Rejection, TransitionError, Verdict, appended, find, judge, label_of, name_of,
+    validate_phase,
 };
 use preload_core::clock;
 use preload_core::context::Context;
@@ -32,41 +35,43 @@ pub struct PhaseRequest {
 /// Move the session in `dir` to the requested phase, as `session.sh phase` does.
 pub fn change_phase(ctx: &Context, dir: &Path, request: &PhaseRequest) -> Outcome {
     let mut out = Outcome::default();
-    let phase = request.phase.as_str();
-    if let Err(message) = validate_phase(phase) {
-        out.refuse(&message);
-        return out;
-    }
-    let path = dir.join(STATE_FILE);
-    if !path.is_file() {
-        out.refuse(&format!(
-            "§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {} — is the session active?",
-            dir.display()
-        ));
-        return out;
-    }
-    let written = state::update(&path, ctx.lock_deadline(), |s| {
-        transition(ctx, dir, request, s, &mut out)
-    });
-    match written {
-        Ok(Some((batch, description))) => {
+    match change(ctx, dir, request, &mut out) {
+        Ok((batch, description)) => {
             batch.log(ctx, true);
             out.stdout.push_str(&description);
         }
-        Ok(None) => {}
-        Err(err) => out.refuse(&format!("preload: {err}")),
+        Err(err) => out.refuse(&err.to_string()),
     }
     out
 }
 
-/// The decision and the write, inside the locked update; `None` when refused (nothing changed).
+/// The checks and the locked write; the delivery batch and the description of the new phase.
+fn change(
+    ctx: &Context,
+    dir: &Path,
+    request: &PhaseRequest,
+    out: &mut Outcome,
+) -> Result<(Batch, String), TransitionError> {
+    validate_phase(&request.phase)?;
+    let path = dir.join(STATE_FILE);
+    if !path.is_file() {
+        return Err(TransitionError::NoSession {
+            dir: dir.to_path_buf(),
+        });
+    }
+    state::update(&path, ctx.lock_deadline(), |s| {
+        transition(ctx, dir, request, s, out)
+    })?
+}
+
+/// The decision and the write, inside the locked update; `Err` when refused (nothing changed).
 fn transition(
     ctx: &Context,
     dir: &Path,
     request: &PhaseRequest,
     s: &mut State,
     out: &mut Outcome,
-) -> Option<(Batch, String)> {
+) -> Result<(Batch, String), TransitionError> {
     let phase = request.phase.as_str();
     let phases: Vec<Value> = s
         .get(fields::PHASES)
@@ -77,21 +82,19 @@ fn transition(
     let current = s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned();
     let mut new_phases = None;
     if has_phases {
-        let judgement = match judge(&phases, &current, phase) {
-            Ok(j) => j,
-            Err(message) => {
-                out.refuse(&message);
-                return None;
-            }
-        };
+        let judgement = judge(&phases, &current, phase)?;
         match (judgement.verdict, &request.approval) {
             (Verdict::Sequential, _) => {}
             (Verdict::Append, _) => {
                 new_phases = Some(appended(&phases, label_of(phase), name_of(phase)));
             }
             (_, None) => {
-                out.refuse(&rejection(&judgement, &current, phase, dir));
-                return None;
+                return Err(TransitionError::Unapproved(Box::new(Rejection {
+                    judgement,
+                    current,
+                    requested: phase.to_owned(),
+                    dir: dir.to_path_buf(),
+                })));
             }
             (_, Some(reason)) => {
                 out.say(&format!(
@@ -106,10 +109,7 @@ fn transition(
         out.warn(proof::DEPRECATION);
     }
     if has_phases && !current.is_empty() {
-        if let Err(message) = check_leaving(ctx, dir, &phases, &current, phase, proof, out) {
-            out.refuse(&message);
-            return None;
-        }
+        check_leaving(ctx, dir, &phases, &current, phase, proof, out)?;
     }
 
     if let Some(list) = new_phases {
@@ -128,7 +128,7 @@ fn transition(
     s.array_mut(fields::PHASE_HISTORY).push(entry);
 
     if !has_phases {
-        return Some((Batch::default(), format!("Phase: {phase}\n")));
+        return Ok((Batch::default(), format!("Phase: {phase}\n")));
     }
     let phases: Vec<Value> = s
         .get(fields::PHASES)
@@ -144,7 +144,7 @@ fn transition(
         .collect();
     let mut packer = Packer::new(ctx.budget);
     let batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
-    Some((batch, describe(ctx, phase, definition)))
+    Ok((batch, describe(ctx, phase, definition)))
 }
 
 /// The proof check for leaving `current`, and the nudge when it declares none but others do.
@@ -156,7 +156,7 @@ fn check_leaving(
     requested: &str,
     proof: Option<&Proof>,
     out: &mut Outcome,
-) -> Result<(), String> {
+) -> Result<(), ProofError> {
     let leaving_label = label_of(current);
     let staying = label_of(requested) == leaving_label;
     let definition = find(phases, leaving_label);

@@ -1,7 +1,9 @@
-//! Phase proof: what the agent pipes into `phase` (a JSON object, or the deprecated
-//! `key: value` lines), the schema it must meet to leave a phase (the `## PROOF FOR` schemas of
-//! the phase's command files, merged, plus the phase's declared `proof` fields as strings), and
-//! the checks `session.sh phase` makes before it lets a phase be left.
+//! Phase proof: what the agent pipes into `phase`, and what it takes to leave a phase.
+//!
+//! The proof is a JSON object, or the deprecated `key: value` lines. The schema it must meet to
+//! leave a phase is the `## PROOF FOR` schemas of the phase's command files, merged, plus the
+//! phase's declared `proof` fields as strings; [`check_leaving`] makes the checks
+//! `session.sh phase` makes before it lets a phase be left.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,8 +12,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use super::schema;
-pub use preload_core::state::deep_merge;
+use crate::schema::{self, proof_block};
+use preload_core::state::deep_merge;
 
 /// The notice for proof given as `key: value` lines.
 pub const DEPRECATION: &str =
@@ -121,35 +123,6 @@ pub fn command_files(dir: &Path, entries: Option<&Value>) -> Vec<PathBuf> {
                 out.push(file);
             }
         }
-    }
-    out
-}
-
-/// The text of the ```` ```json ```` blocks from the first `## PROOF FOR` line to the end.
-pub fn proof_block(text: &str) -> String {
-    let mut out = String::new();
-    let mut inside = false;
-    for line in text.lines().skip_while(|l| !l.contains("## PROOF FOR")) {
-        if line.contains("```json") {
-            inside = true;
-        } else if line.contains("```") {
-            inside = false;
-        } else if inside {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// The text of the first ```` ```json ```` block of a file.
-pub fn first_json_block(text: &str) -> String {
-    let mut lines = text.lines().skip_while(|l| !l.contains("```json"));
-    lines.next();
-    let mut out = String::new();
-    for line in lines.take_while(|l| !l.contains("```")) {
-        out.push_str(line);
-        out.push('\n');
     }
     out
 }
@@ -271,25 +244,79 @@ pub struct Leaving<'a> {
     pub declared: Vec<String>,
 }
 
+/// Why the proof does not let a phase be left. Each message is the engine's, word for word:
+/// the agent reads it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    /// Nothing arrived on stdin.
+    #[error(
+        "§CMD_UPDATE_PHASE: Proof required to leave phase '{phase}' but no STDIN provided.\n  Required proof fields: {required}\n\n  Usage: echo 'field: value' | session.sh phase {dir} \"{requested}\""
+    )]
+    NoProof {
+        /// The phase being left.
+        phase: String,
+        /// Its declared fields, joined.
+        required: String,
+        /// The session directory.
+        dir: PathBuf,
+        /// The requested phase.
+        requested: String,
+    },
+    /// A declared field still holds the template's blank.
+    #[error(
+        "§CMD_UPDATE_PHASE: Proof field '{field}' has unfilled blank ({blank}). Complete the work before transitioning.",
+        blank = BLANK
+    )]
+    Blank {
+        /// The field.
+        field: String,
+    },
+    /// Declared fields are absent or empty.
+    #[error(
+        "§CMD_UPDATE_PHASE: Missing proof to leave phase '{phase}': {missing}\n  Required: {required}\n  Provided: {provided}"
+    )]
+    Missing {
+        /// The phase being left.
+        phase: String,
+        /// The fields missing, joined.
+        missing: String,
+        /// Its declared fields, joined.
+        required: String,
+        /// The fields given, sorted and joined.
+        provided: String,
+    },
+    /// The proof does not meet the merged schema of the phase's command files.
+    #[error(
+        "§CMD_UPDATE_PHASE: Proof validation failed against CMD schemas:\n{errors}\n\n  Schema required: {required}\n  Proof provided: {proof}"
+    )]
+    Schema {
+        /// The schema failures, one a line.
+        errors: String,
+        /// The schema's required fields, joined.
+        required: String,
+        /// The proof as given.
+        proof: String,
+    },
+}
+
 /// Check the proof for leaving a phase that declares proof fields, as `session.sh phase` does:
 /// proof given, every declared field filled (and not the blank), then, for a phase with steps,
-/// the proof against the merged schema. `Err` is the engine's message.
+/// the proof against the merged schema.
 pub fn check_leaving(
     leaving: &Leaving<'_>,
     proof: Option<&Proof>,
     cmd_dir: &Path,
     dir: &Path,
     requested: &str,
-) -> Result<(), String> {
+) -> Result<(), ProofError> {
     let required = leaving.declared.join(", ");
     let Some(proof) = proof else {
-        return Err(format!(
-            "§CMD_UPDATE_PHASE: Proof required to leave phase '{}' but no STDIN provided.\n  \
-             Required proof fields: {required}\n\n  \
-             Usage: echo 'field: value' | session.sh phase {} \"{requested}\"",
-            leaving.phase,
-            dir.display()
-        ));
+        return Err(ProofError::NoProof {
+            phase: leaving.phase.to_owned(),
+            required,
+            dir: dir.to_path_buf(),
+            requested: requested.to_owned(),
+        });
     };
     let mut missing = Vec::new();
     for field in &leaving.declared {
@@ -297,20 +324,18 @@ pub fn check_leaving(
         if value.is_empty() {
             missing.push(field.as_str());
         } else if value == BLANK {
-            return Err(format!(
-                "§CMD_UPDATE_PHASE: Proof field '{field}' has unfilled blank ({BLANK}). \
-                 Complete the work before transitioning."
-            ));
+            return Err(ProofError::Blank {
+                field: field.clone(),
+            });
         }
     }
     if !missing.is_empty() {
-        return Err(format!(
-            "§CMD_UPDATE_PHASE: Missing proof to leave phase '{}': {}\n  Required: {required}\n  \
-             Provided: {}",
-            leaving.phase,
-            missing.join(", "),
-            provided_keys(&proof.value)
-        ));
+        return Err(ProofError::Missing {
+            phase: leaving.phase.to_owned(),
+            missing: missing.join(", "),
+            required,
+            provided: provided_keys(&proof.value),
+        });
     }
     let has_steps = leaving
         .definition
@@ -328,185 +353,12 @@ pub fn check_leaving(
     if errors.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "§CMD_UPDATE_PHASE: Proof validation failed against CMD schemas:\n{}\n\n  \
-         Schema required: {}\n  Proof provided: {}",
-        errors.join("\n"),
-        combined.required.join(", "),
-        proof.text
-    ))
+    Err(ProofError::Schema {
+        errors: errors.join("\n"),
+        required: combined.required.join(", "),
+        proof: proof.text.clone(),
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cmd(dir: &Path, name: &str, body: &str) {
-        fs::write(dir.join(format!("CMD_{name}.md")), body).unwrap();
-    }
-
-    fn phase(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            other => panic!("not an object: {other}"),
-        }
-    }
-
-    #[test]
-    fn json_proof_is_kept_as_written() {
-        let proof = parse("{\"a\": 1,\n \"b\": \"x\"}\n\n").unwrap();
-        assert_eq!(proof.text, "{\"a\": 1,\n \"b\": \"x\"}");
-        assert_eq!(proof.value, json!({"a": 1, "b": "x"}));
-        assert!(!proof.key_value_lines);
-        assert!(parse("").is_none() && parse(" \n\n").is_none());
-        assert!(!parse("{}\n").unwrap().is_recorded());
-        assert!(parse("{ }").unwrap().is_recorded());
-    }
-
-    #[test]
-    fn key_value_lines_become_an_object() {
-        let proof =
-            parse("depth: Short: really\n\n§CMD_X_Y: done\nnot a field\n9x: no\ndepth: Long\n")
-                .unwrap();
-        assert!(proof.key_value_lines);
-        assert_eq!(proof.value, json!({"depth": "Long", "§CMD_X_Y": "done"}));
-        assert_eq!(
-            proof.text,
-            "{\n  \"depth\": \"Long\",\n  \"§CMD_X_Y\": \"done\"\n}"
-        );
-        let nothing = parse("just words").unwrap();
-        assert_eq!(nothing.text, "{}");
-        assert!(!nothing.is_recorded());
-    }
-
-    #[test]
-    fn blocks_are_found_as_the_engine_finds_them() {
-        let text = "```json\n{\"first\": 1}\n```\n## PROOF FOR §CMD_X\n```json\n{\"a\": 1}\n```\ntext\n```json\n{\"b\": 2}\n```\n";
-        assert_eq!(first_json_block(text), "{\"first\": 1}\n");
-        assert_eq!(proof_block(text), "{\"a\": 1}\n{\"b\": 2}\n");
-        assert_eq!(proof_block("```json\n{}\n```\n"), "");
-    }
-
-    #[test]
-    fn the_schema_merges_command_files_then_declared_fields() {
-        let tmp = tempfile::tempdir().unwrap();
-        cmd(
-            tmp.path(),
-            "B",
-            "# B\n## PROOF FOR §CMD_B\n```json\n{\"properties\": {\"n\": {\"type\": \"number\", \"description\": \"how many\"}}, \"required\": [\"z\", \"n\"]}\n```\n",
-        );
-        cmd(
-            tmp.path(),
-            "A",
-            "# A\n## PROOF FOR §CMD_A\n```json\n{\"required\": [\"m\", \"n\"]}\n```\n",
-        );
-        cmd(tmp.path(), "BROKEN", "## PROOF FOR\n```json\n{nope\n```\n");
-        let def = phase(
-            json!({"steps": ["§CMD_B", "§CMD_MISSING", "§CMD_BROKEN"], "commands": ["§CMD_A"]}),
-        );
-        let schema = ProofSchema::of_phase(tmp.path(), &def, &["n".into(), "depth".into()]);
-        assert_eq!(schema.required, vec!["m", "n", "z", "depth"]);
-        assert_eq!(
-            schema.properties,
-            *json!({"n": {"type": "number", "description": "how many"}, "depth": {"type": "string"}})
-                .as_object()
-                .unwrap()
-        );
-        assert_eq!(
-            schema.field_lines(),
-            vec!["  - m", "  - n: how many", "  - z", "  - depth"]
-        );
-    }
-
-    fn leaving(def: &Map<String, Value>) -> Leaving<'_> {
-        Leaving {
-            phase: "1: Interrogation",
-            definition: def,
-            declared: vec!["depth".into(), "rounds".into()],
-        }
-    }
-
-    #[test]
-    fn leaving_needs_every_declared_field_filled() {
-        let tmp = tempfile::tempdir().unwrap();
-        let def = phase(json!({"proof": ["depth", "rounds"]}));
-        let dir = Path::new("/s/x");
-        let check = |input: Option<&str>| {
-            let proof = input.and_then(parse);
-            check_leaving(
-                &leaving(&def),
-                proof.as_ref(),
-                tmp.path(),
-                dir,
-                "2: Planning",
-            )
-        };
-        assert_eq!(
-            check(None).unwrap_err(),
-            "§CMD_UPDATE_PHASE: Proof required to leave phase '1: Interrogation' but no STDIN provided.\n  Required proof fields: depth, rounds\n\n  Usage: echo 'field: value' | session.sh phase /s/x \"2: Planning\""
-        );
-        assert_eq!(
-            check(Some(r#"{"zeta": 1, "depth": "deep", "rounds": false}"#)).unwrap_err(),
-            "§CMD_UPDATE_PHASE: Missing proof to leave phase '1: Interrogation': rounds\n  Required: depth, rounds\n  Provided: depth, rounds, zeta"
-        );
-        assert_eq!(
-            check(Some(r#"{"rounds": "________"}"#)).unwrap_err(),
-            "§CMD_UPDATE_PHASE: Proof field 'rounds' has unfilled blank (________). Complete the work before transitioning.",
-            "a blank stops the check where it is found"
-        );
-        assert!(
-            check(Some(r#"{"depth": "deep", "rounds": 3}"#)).is_ok(),
-            "no steps: no schema"
-        );
-        assert!(check(Some("depth: deep\nrounds: 3\n")).is_ok());
-    }
-
-    #[test]
-    fn leaving_a_phase_with_steps_checks_the_merged_schema() {
-        let tmp = tempfile::tempdir().unwrap();
-        cmd(
-            tmp.path(),
-            "ASK",
-            "## PROOF FOR §CMD_ASK\n```json\n{\"type\": \"object\", \"required\": [\"askDone\"]}\n```\n",
-        );
-        let def = phase(json!({"steps": ["§CMD_ASK"], "proof": ["depth", "rounds"]}));
-        let proof = parse(r#"{"depth": "deep", "rounds": 3}"#);
-        let err = check_leaving(
-            &leaving(&def),
-            proof.as_ref(),
-            tmp.path(),
-            Path::new("/s"),
-            "2: P",
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            "§CMD_UPDATE_PHASE: Proof validation failed against CMD schemas:\n/askDone: missing required property 'askDone' [required]\n/rounds: expected type string but got number [type]\n\n  Schema required: askDone, depth, rounds\n  Proof provided: {\"depth\": \"deep\", \"rounds\": 3}"
-        );
-        let proof = parse(r#"{"depth": "deep", "rounds": "3", "askDone": true}"#);
-        assert!(
-            check_leaving(
-                &leaving(&def),
-                proof.as_ref(),
-                tmp.path(),
-                Path::new("/s"),
-                "2: P"
-            )
-            .is_ok()
-        );
-    }
-
-    #[test]
-    fn deep_merge_is_jq_star() {
-        let mut a = json!({"x": {"y": 1, "z": [1]}, "k": 1})
-            .as_object()
-            .unwrap()
-            .clone();
-        let b = json!({"x": {"z": [2], "w": {}}, "k": {"n": 1}});
-        deep_merge(&mut a, b.as_object().unwrap());
-        assert_eq!(
-            Value::Object(a),
-            json!({"x": {"y": 1, "z": [2], "w": {}}, "k": {"n": 1}})
-        );
-    }
-}
+mod tests;

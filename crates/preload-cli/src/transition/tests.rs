@@ -1,3 +1,5 @@
+//! Unit tests of phase transitions: labels, the sequence rules, the refusals, the locked write.
+
 use super::*;
 use preload_core::Context;
 use preload_core::env::{self, Env};
@@ -24,12 +26,12 @@ fn verdict(phases: &[Value], current: &str, requested: &str) -> Verdict {
 fn validate_phase_rejects_what_lib_sh_rejects() {
     assert!(validate_phase("3.A: Build Loop").is_ok());
     assert_eq!(
-        validate_phase("").unwrap_err(),
+        validate_phase("").unwrap_err().to_string(),
         "ERROR: validate_phase: empty phase label"
     );
     for bad in ["1/x", "a & b", "x\\y", "1: a\nb"] {
         assert_eq!(
-            validate_phase(bad).unwrap_err(),
+            validate_phase(bad).unwrap_err().to_string(),
             format!(
                 "ERROR: validate_phase: invalid characters in phase label '{bad}' (no /, &, \\, or newlines)"
             )
@@ -56,7 +58,7 @@ fn labels_and_names_are_cut_as_the_engine_cuts_them() {
 fn malformed_labels_are_refused_with_the_engine_message() {
     let phases = declared(&["0", "1"]);
     for bad in ["Setup", "1a: x", "3.1AB: x", "3.1a: x", "3.: x"] {
-        let err = judge(&phases, "0: Setup", bad).unwrap_err();
+        let err = judge(&phases, "0: Setup", bad).unwrap_err().to_string();
         assert_eq!(
             err,
             format!(

@@ -1,7 +1,11 @@
-//! The JSON-Schema subset the engine checks session parameters and phase proof against (its
-//! `json-schema-validate` tool): `type` (a name or a list of names), `enum`, `required`,
-//! `properties`, `additionalProperties`, `items`, to any depth. Every failure is one line
-//! `<path>: <what> [<keyword>]`, in the order the tool reports them.
+//! The JSON-Schema subset the engine checks session parameters and phase proof against.
+//!
+//! It is the subset of the engine's `json-schema-validate` tool: `type` (a name or a list of
+//! names), `enum`, `required`, `properties`, `additionalProperties`, `items`, to any depth.
+//! Every failure is one line `<path>: <what> [<keyword>]`, in the order the tool reports them.
+//! The schemas come from command files, found as the engine finds them: the first JSON block
+//! of `CMD_PARSE_PARAMETERS.md` ([`first_json_block`]) and the `## PROOF FOR` blocks of a
+//! phase's commands ([`proof_block`]).
 
 use serde_json::{Map, Value};
 
@@ -204,6 +208,35 @@ fn js_key_order(map: &Map<String, Value>) -> Vec<&String> {
     keys
 }
 
+/// The text of the ```` ```json ```` blocks from the first `## PROOF FOR` line to the end.
+pub fn proof_block(text: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.lines().skip_while(|l| !l.contains("## PROOF FOR")) {
+        if line.contains("```json") {
+            inside = true;
+        } else if line.contains("```") {
+            inside = false;
+        } else if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The text of the first ```` ```json ```` block of a file.
+pub fn first_json_block(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| !l.contains("```json"));
+    lines.next();
+    let mut out = String::new();
+    for line in lines.take_while(|l| !l.contains("```")) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +326,13 @@ mod tests {
             .map(|e| e.split(':').next().unwrap().to_owned())
             .collect();
         assert_eq!(keys, vec!["/2", "/10", "/b", "/a"]);
+    }
+
+    #[test]
+    fn blocks_are_found_as_the_engine_finds_them() {
+        let text = "```json\n{\"first\": 1}\n```\n## PROOF FOR §CMD_X\n```json\n{\"a\": 1}\n```\ntext\n```json\n{\"b\": 2}\n```\n";
+        assert_eq!(first_json_block(text), "{\"first\": 1}\n");
+        assert_eq!(proof_block(text), "{\"a\": 1}\n{\"b\": 2}\n");
+        assert_eq!(proof_block("```json\n{}\n```\n"), "");
     }
 }

@@ -1,5 +1,6 @@
-//! The session parameters `preload activate` reads on stdin, checked as `session.sh activate`
-//! checks them: JSON, valid against the first JSON block of `CMD_PARSE_PARAMETERS.md` when it
+//! The session parameters `preload activate` reads on stdin, checked as `session.sh` checks them.
+//!
+//! They must be JSON, valid against the first JSON block of `CMD_PARSE_PARAMETERS.md` when it
 //! has one, else holding the fields the engine requires.
 
 use std::fs;
@@ -8,8 +9,7 @@ use preload_core::activation::Failure;
 use preload_core::paths::EnginePaths;
 use serde_json::{Map, Value};
 
-use crate::transition::proof::first_json_block;
-use crate::transition::schema;
+use crate::schema::{self, first_json_block};
 
 /// The session parameters required when `CMD_PARSE_PARAMETERS.md` has no usable schema.
 pub const REQUIRED_PARAMETERS: [&str; 6] = [

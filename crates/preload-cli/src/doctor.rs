@@ -1,0 +1,256 @@
+//! `preload doctor`: check the installation, the wiring, the engine and the state files.
+//!
+//! Nothing is changed; each problem comes with what to do about it. The checks run in order:
+//! the binaries, the wiring (`wiring`), the engine and its rules, then the state files and
+//! locks of the project (`sessions`).
+
+mod sessions;
+mod wiring;
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::exit::Exit;
+use crate::install::wiring::{BINARIES, DEFAULT_PREFIX};
+use preload_core::env::{self, Env};
+use preload_core::paths;
+use preload_core::runner;
+use preload_core::session::CORE_STANDARDS;
+
+/// `preload doctor`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DoctorArgs {
+    /// Where the binaries are installed (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// A settings file to check besides the project's and the user's.
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
+    pub settings: Option<PathBuf>,
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Fine.
+    Ok,
+    /// Worth knowing; not an error.
+    Warn,
+    /// Something is wrong (doctor exits 1).
+    Fail,
+}
+
+/// One thing the doctor found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// How bad.
+    pub level: Level,
+    /// What was found.
+    pub what: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl Finding {
+    fn ok(what: impl Into<String>) -> Self {
+        Self {
+            level: Level::Ok,
+            what: what.into(),
+            hint: None,
+        }
+    }
+
+    fn warn(what: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            level: Level::Warn,
+            what: what.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
+    fn fail(what: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            level: Level::Fail,
+            what: what.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+/// Run `preload doctor`.
+pub fn run(args: &DoctorArgs) -> ExitCode {
+    let findings = doctor(args, &Env::from_process(), &crate::process_cwd());
+    let mut out = String::new();
+    for f in &findings {
+        let tag = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        let _ = writeln!(out, "{tag}  {}", f.what);
+        if let Some(hint) = &f.hint {
+            let _ = writeln!(out, "      hint: {hint}");
+        }
+    }
+    let fails = findings.iter().filter(|f| f.level == Level::Fail).count();
+    let warns = findings.iter().filter(|f| f.level == Level::Warn).count();
+    let _ = write!(
+        out,
+        "{}",
+        if fails == 0 {
+            format!("all good ({warns} warnings)")
+        } else {
+            format!("{fails} problems, {warns} warnings")
+        }
+    );
+    runner::print_text(&out);
+    if fails == 0 {
+        Exit::Success.into()
+    } else {
+        Exit::Failure.into()
+    }
+}
+
+/// Every check, in order: binaries, settings, engine paths, rules, state files and locks.
+pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let Some(home) = vars.get(env::HOME).map(PathBuf::from) else {
+        findings.push(Finding::fail(
+            "HOME is not set",
+            "run it from your login shell",
+        ));
+        return findings;
+    };
+    let prefix = args
+        .prefix
+        .clone()
+        .map_or_else(|| home.join(DEFAULT_PREFIX), |p| cwd.join(p));
+    check_binaries(&prefix, &mut findings);
+    let project_root = paths::find_project_root(cwd);
+    let settings_files = wiring::settings_files(args, &home, cwd, project_root.as_deref());
+    wiring::check_settings(&settings_files, &home, &mut findings);
+    check_engine(&home, &mut findings);
+    match project_root {
+        Some(root) => {
+            for dir in paths::sessions_dirs(&root, vars.get(env::WORKSPACE)) {
+                sessions::check_sessions(&dir, &mut findings);
+            }
+        }
+        None => findings.push(Finding::ok(format!(
+            "state: no project at {} (no .claude/ above it), nothing to check",
+            cwd.display()
+        ))),
+    }
+    findings
+}
+
+fn check_binaries(prefix: &Path, findings: &mut Vec<Finding>) {
+    let mut bad = Vec::new();
+    for name in BINARIES {
+        let path = prefix.join(name);
+        if !path.is_file() {
+            bad.push(format!("{name} missing"));
+        } else if !runs(&path) {
+            bad.push(format!("{name} does not run"));
+        }
+    }
+    if bad.is_empty() {
+        findings.push(Finding::ok(format!(
+            "binaries: {} present and runnable in {}",
+            BINARIES.len(),
+            prefix.display()
+        )));
+    } else {
+        findings.push(Finding::fail(
+            format!("binaries in {}: {}", prefix.display(), bad.join(", ")),
+            "run `make install` (or `preload install --prefix DIR`) from a fresh build",
+        ));
+    }
+}
+
+/// True when `path --version` answers within 2 s with exit 0.
+fn runs(path: &Path) -> bool {
+    let Ok(mut child) = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
+fn check_engine(home: &Path, findings: &mut Vec<Finding>) {
+    let engine_paths = paths::EnginePaths::new(home);
+    let mut missing = Vec::new();
+    for (what, path) in [
+        ("engine", &engine_paths.engine),
+        ("skills", &engine_paths.skills),
+        ("directives", &engine_paths.directives),
+    ] {
+        if !path.is_dir() {
+            missing.push(format!("{what} ({})", path.display()));
+        }
+    }
+    if missing.is_empty() {
+        let absent: Vec<&str> = CORE_STANDARDS
+            .iter()
+            .copied()
+            .filter(|rel| !engine_paths.directives.join(rel).is_file())
+            .collect();
+        if absent.is_empty() {
+            findings.push(Finding::ok(format!(
+                "engine: {} with skills, directives and the six core standards",
+                engine_paths.engine.display()
+            )));
+        } else {
+            findings.push(Finding::warn(
+                format!("engine: core standards missing: {}", absent.join(", ")),
+                "SessionStart skips what is missing; update the engine checkout",
+            ));
+        }
+    } else {
+        findings.push(Finding::fail(
+            format!("engine: missing {}", missing.join(", ")),
+            "install the workflow engine into ~/.claude/engine; ~/.claude/.directives must be a symlink to engine/.directives",
+        ));
+    }
+    match fs::read_to_string(&engine_paths.guards) {
+        Err(_) => findings.push(Finding::warn(
+            format!("rules: {} not found", engine_paths.guards.display()),
+            "without rules the guard engine only preloads and allows every call",
+        )),
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(rules)) => findings.push(Finding::ok(format!(
+                "rules: {} rules in {}",
+                rules.len(),
+                engine_paths.guards.display()
+            ))),
+            Ok(_) => findings.push(Finding::fail(
+                format!("rules: {} is JSON but not an array", engine_paths.guards.display()),
+                "guards.json holds an array of rule objects; the guard engine ignores it and allows",
+            )),
+            Err(e) => findings.push(Finding::fail(
+                format!("rules: {} is not valid JSON ({e})", engine_paths.guards.display()),
+                "the guard engine ignores it and allows every call until it is fixed",
+            )),
+        },
+    }
+}

@@ -1,0 +1,283 @@
+//! The wiring checks of `preload doctor`: every row of [`WIRING`] wired exactly once.
+//!
+//! Across the settings files Claude Code merges, a row must not also run through the engine's
+//! bash hook or a shim, and a chunked row needs all its `--chunk` registrations.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{DoctorArgs, Finding};
+use crate::install::merge::all_handlers;
+use crate::install::shims::{self, is_shim};
+use crate::install::targets::Targets;
+use crate::install::wiring::{
+    SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
+};
+use preload_core::env::{self, Env};
+
+/// The settings files Claude Code merges for this project, the one we wire first.
+pub(super) fn settings_files(
+    args: &DoctorArgs,
+    home: &Path,
+    cwd: &Path,
+    root: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let targets = Targets::resolve(
+        args.prefix.as_deref(),
+        args.settings.as_deref(),
+        &Env::from_pairs([(env::HOME, home.to_string_lossy())]),
+        cwd,
+    );
+    if let Ok(t) = targets {
+        files.push(t.settings);
+    }
+    if let Some(root) = root {
+        files.push(root.join(".claude/settings.local.json"));
+        files.push(root.join(".claude/settings.json"));
+    }
+    files.push(home.join(".claude/settings.json"));
+    let mut seen = BTreeSet::new();
+    files.retain(|f| seen.insert(f.clone()));
+    files
+}
+
+/// A handler found in one of the settings files.
+struct Found {
+    file: PathBuf,
+    event: String,
+    handler: Value,
+}
+
+/// The identity of a native handler for double-wiring checks: command and arguments, with a
+/// chunk index reduced to its count (`--chunk 3/8` → `--chunk */8`).
+fn route_key(handler: &Value) -> String {
+    let command = handler.get("command").and_then(Value::as_str).unwrap_or("");
+    let args: Vec<String> = handler
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|a| match a.split_once('/') {
+            Some((i, n)) if i.parse::<u32>().is_ok() && n.parse::<u32>().is_ok() => {
+                format!("*/{n}")
+            }
+            _ => a.to_owned(),
+        })
+        .collect();
+    format!("{command} {}", args.join(" "))
+}
+
+fn args_of(handler: &Value) -> Vec<&str> {
+    handler
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// True when a native handler is the one `row` describes (same binary and arguments, a chunk
+/// argument standing for the chunked row).
+fn is_row(row: &Wiring, handler: &Value) -> bool {
+    if our_binary(handler) != Some(row.binary) {
+        return false;
+    }
+    let args = args_of(handler);
+    let plain: Vec<&str> = if row.chunked {
+        let Some(at) = args.iter().position(|a| *a == "--chunk") else {
+            return false;
+        };
+        args[..at]
+            .iter()
+            .chain(args.iter().skip(at + 2))
+            .copied()
+            .collect()
+    } else {
+        args
+    };
+    plain == row.args
+}
+
+/// Every handler of the settings files that exist; `None` when none exists.
+fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Option<Vec<Found>> {
+    let mut found = Vec::new();
+    let mut read_any = false;
+    for file in files {
+        let Ok(text) = fs::read_to_string(file) else {
+            continue;
+        };
+        read_any = true;
+        let Ok(doc @ Value::Object(_)) = serde_json::from_str::<Value>(&text) else {
+            findings.push(Finding::fail(
+                format!("settings: {} is not a JSON object", file.display()),
+                "Claude Code ignores broken parts of it; fix the JSON (preload install refuses to touch it)",
+            ));
+            continue;
+        };
+        for (event, _, handler) in all_handlers(&doc) {
+            found.push(Found {
+                file: file.clone(),
+                event: event.to_owned(),
+                handler: handler.clone(),
+            });
+        }
+    }
+    read_any.then_some(found)
+}
+
+/// The findings for the wiring of every row of [`WIRING`] in `files`.
+pub(super) fn check_settings(files: &[PathBuf], home: &Path, findings: &mut Vec<Finding>) {
+    let Some(found) = collect_handlers(files, findings) else {
+        findings.push(Finding::fail(
+            "settings: no settings file wires the preload hooks",
+            "run `preload install` in your project (or `make install`)",
+        ));
+        return;
+    };
+    let hooks_dir = shims::hooks_dir(home);
+    let mut problems = 0;
+    for row in WIRING {
+        problems += check_row(row, &found, &hooks_dir, findings);
+    }
+    if problems == 0 {
+        findings.push(Finding::ok(format!(
+            "settings: every hook wired once ({})",
+            files
+                .iter()
+                .filter(|f| f.is_file())
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+}
+
+/// The findings for one wiring row; returns how many problems it found.
+fn check_row(
+    row: &Wiring,
+    found: &[Found],
+    hooks_dir: &Path,
+    findings: &mut Vec<Finding>,
+) -> usize {
+    let mut problems = 0;
+    let native: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.event == row.event && is_row(row, &f.handler))
+        .collect();
+    let routes: BTreeSet<String> = native.iter().map(|f| route_key(&f.handler)).collect();
+    let bash: Vec<(&Found, &str)> = found
+        .iter()
+        .filter(|f| f.event == row.event)
+        .filter_map(|f| replaced_script(&f.handler).map(|s| (f, s)))
+        .filter(|(_, s)| {
+            SHIMS
+                .iter()
+                .any(|x| x.script == *s && x.binary == row.binary)
+        })
+        .collect();
+    let label = if row.args.is_empty() {
+        format!("{} ({})", row.binary, row.event)
+    } else {
+        format!("{} {} ({})", row.binary, row.args.join(" "), row.event)
+    };
+    if routes.len() > 1 {
+        problems += 1;
+        findings.push(Finding::fail(
+            format!(
+                "settings: {label} is wired twice: {}",
+                routes.iter().cloned().collect::<Vec<_>>().join(" | ")
+            ),
+            "Claude Code runs both, so files are delivered twice; run `preload install` again (it replaces older wiring of ours) or remove one",
+        ));
+    }
+    if !native.is_empty() {
+        for (f, script) in &bash {
+            problems += 1;
+            let kind = if is_shim(&hooks_dir.join(script)) {
+                "the shim"
+            } else {
+                "the bash hook"
+            };
+            findings.push(Finding::fail(
+                format!(
+                    "settings: {label} is wired natively and through {kind} {script} in {}",
+                    f.file.display()
+                ),
+                "both run on every call (double injection); `preload install` removes the bash entry, or remove it by hand",
+            ));
+        }
+        if row.chunked && routes.len() == 1 {
+            let mut chunks: Vec<String> = native
+                .iter()
+                .map(|f| args_of(&f.handler).join(" "))
+                .collect();
+            chunks.sort();
+            chunks.dedup();
+            let total = routes
+                .iter()
+                .next()
+                .and_then(|r| r.rsplit_once("*/"))
+                .and_then(|(_, n)| n.parse::<usize>().ok())
+                .unwrap_or(SESSION_START_CHUNKS);
+            if chunks.len() != total {
+                problems += 1;
+                findings.push(Finding::fail(
+                    format!(
+                        "settings: {label} has {} of {total} --chunk registrations",
+                        chunks.len()
+                    ),
+                    "the missing slices are never delivered; run `preload install` again",
+                ));
+            }
+        }
+    } else if bash.is_empty() {
+        problems += 1;
+        findings.push(Finding::fail(
+            format!("settings: {label} is not wired"),
+            "run `preload install` in your project",
+        ));
+    } else if !bash.iter().any(|(_, s)| is_shim(&hooks_dir.join(s))) {
+        problems += 1;
+        findings.push(Finding::warn(
+            format!(
+                "settings: {label} still runs the engine's bash hook {}",
+                bash[0].1
+            ),
+            "run `preload install` (native wiring) or `preload install --shims`",
+        ));
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chunk_registrations_reduce_to_one_route() {
+        let a = json!({"command": "/b/preload-session-start", "args": ["--chunk", "0/8"]});
+        let b = json!({"command": "/b/preload-session-start", "args": ["--chunk", "7/8"]});
+        let c = json!({"command": "/b/preload-session-start", "args": ["--chunk", "7/16"]});
+        assert_eq!(route_key(&a), route_key(&b));
+        assert_ne!(route_key(&a), route_key(&c));
+        assert!(is_row(&WIRING[0], &a));
+        let reread = json!({"command": "/b/preload-compaction-reread", "args": ["stop"]});
+        assert!(
+            WIRING
+                .iter()
+                .any(|r| is_row(r, &reread) && r.event == "Stop")
+        );
+        assert!(
+            !WIRING
+                .iter()
+                .any(|r| r.event == "PreCompact" && is_row(r, &reread))
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! Copying the binaries into the install directory.
+//!
+//! All of [`BINARIES`] or none; a changed file is renamed over the old one, so a running hook
+//! keeps its own copy.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use preload_core::file;
+
+use super::wiring::BINARIES;
+
+/// Why the binaries were not copied.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryError {
+    /// Binaries to install are missing next to the running `preload`.
+    #[error("missing in {dir}: {names}; build them first with `cargo build --release --locked`")]
+    Missing {
+        /// Where they were looked for.
+        dir: PathBuf,
+        /// Which are missing.
+        names: String,
+    },
+    /// A file operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+impl BinaryError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
+        let path = path.to_path_buf();
+        move |source| Self::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// Copy the binaries from `from` into `prefix`; returns how many were (re)written.
+pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError> {
+    let missing: Vec<&str> = BINARIES
+        .iter()
+        .copied()
+        .filter(|b| !from.join(b).is_file())
+        .collect();
+    if !missing.is_empty() {
+        return Err(BinaryError::Missing {
+            dir: from.to_path_buf(),
+            names: missing.join(", "),
+        });
+    }
+    if same_dir(from, prefix) {
+        return Ok(0);
+    }
+    fs::create_dir_all(prefix).map_err(BinaryError::io("create", prefix))?;
+    let mut copied = 0;
+    for name in BINARIES {
+        let source = from.join(name);
+        let target = prefix.join(name);
+        let bytes = fs::read(&source).map_err(BinaryError::io("read", &source))?;
+        if fs::read(&target).is_ok_and(|old| old == bytes) {
+            continue;
+        }
+        // A new file renamed over the old one: a running hook keeps its own copy.
+        file::write_atomic(&target, &bytes)
+            .map_err(|err| err.source)
+            .map_err(BinaryError::io("write", &target))?;
+        make_executable(&target).map_err(BinaryError::io("chmod", &target))?;
+        copied += 1;
+    }
+    Ok(copied)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Make a file executable by everyone (`0o755`).
+pub(super) fn make_executable(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+}

@@ -1,0 +1,261 @@
+//! The settings file: read, rewritten in its own layout, backed up and restored.
+//!
+//! A file that is not a JSON object is refused and left as it is. A second install writes
+//! nothing. The first install keeps the file as it was in `<settings>.preload-backup`;
+//! uninstall restores that backup byte for byte when nothing else changed since, and otherwise
+//! removes exactly our handlers and puts the replaced bash handlers back.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use preload_core::file;
+
+use super::backup_of;
+use super::merge::{all_handlers, has_our_handlers, unwire, wire};
+use super::wiring::{TEMPLATE_PREFIX, hooks_value, our_binary};
+
+/// Why a settings file was not read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A file operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The settings file is not a JSON object; it is left as it is.
+    #[error("{path} is not a JSON object ({why}); fix it first, it was not changed")]
+    NotAnObject {
+        /// The settings file.
+        path: PathBuf,
+        /// The parse error.
+        why: String,
+    },
+}
+
+impl SettingsError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
+        let path = path.to_path_buf();
+        move |source| Self::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// `hooks/settings.json`: the wiring with [`TEMPLATE_PREFIX`].
+pub fn settings_template() -> String {
+    let mut text = to_pretty(&json!({ "hooks": hooks_value(TEMPLATE_PREFIX) }), b"  ");
+    text.push('\n');
+    text
+}
+
+/// How a settings file is laid out, so a rewrite changes only what it must.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layout {
+    indent: Vec<u8>,
+    final_newline: bool,
+}
+
+impl Layout {
+    fn of(text: &str) -> Self {
+        let indent = text
+            .lines()
+            .skip(1)
+            .find(|l| !l.trim().is_empty())
+            .map(|l| {
+                l.bytes()
+                    .take_while(|b| *b == b' ' || *b == b'\t')
+                    .collect::<Vec<u8>>()
+            })
+            .filter(|i| !i.is_empty())
+            .unwrap_or_else(|| b"  ".to_vec());
+        Self {
+            indent,
+            final_newline: text.is_empty() || text.ends_with('\n'),
+        }
+    }
+
+    fn render(&self, value: &Value) -> String {
+        let mut text = to_pretty(value, &self.indent);
+        if self.final_newline {
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// `value` as pretty JSON indented by `indent`.
+pub(super) fn to_pretty(value: &Value, indent: &[u8]) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut ser).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// A settings file read: its text (`None` when absent) and its parsed document.
+struct SettingsFile {
+    text: Option<String>,
+    doc: Value,
+}
+
+fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
+    match fs::read_to_string(path) {
+        Ok(text) => {
+            let doc = if text.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(v @ Value::Object(_)) => v,
+                    Ok(_) => {
+                        return Err(SettingsError::NotAnObject {
+                            path: path.into(),
+                            why: "top level is not an object".into(),
+                        });
+                    }
+                    Err(e) => {
+                        return Err(SettingsError::NotAnObject {
+                            path: path.into(),
+                            why: e.to_string(),
+                        });
+                    }
+                }
+            };
+            Ok(SettingsFile {
+                text: Some(text),
+                doc,
+            })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(SettingsFile {
+            text: None,
+            doc: Value::Object(Map::new()),
+        }),
+        Err(e) => Err(SettingsError::io("read", path)(e)),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), SettingsError> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(SettingsError::io("create", dir))?;
+    }
+    file::write_atomic(path, text.as_bytes())
+        .map_err(|err| err.source)
+        .map_err(SettingsError::io("write", path))
+}
+
+/// What a settings change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The file already said exactly this.
+    Unchanged,
+    /// The file was written.
+    Written,
+    /// The backup was put back byte for byte (or the file removed, when it did not exist before).
+    Restored,
+}
+
+/// Wire the settings file; keeps the backup. `native` false only removes our handlers.
+pub fn install_settings(path: &Path, prefix: &Path, native: bool) -> Result<Change, SettingsError> {
+    let file = read_settings(path)?;
+    let old = file.text.clone().unwrap_or_default();
+    let layout = Layout::of(&old);
+    let new_doc = wire(&file.doc, &prefix.to_string_lossy(), native);
+    let new = layout.render(&new_doc);
+    if file.text.as_deref() == Some(new.as_str()) || (file.text.is_none() && !native) {
+        return Ok(Change::Unchanged);
+    }
+    let backup = backup_of(path);
+    if !backup.exists() || !has_our_handlers(&file.doc) {
+        // The state before preload was wired; an empty backup stands for "no file".
+        write_file(&backup, &old)?;
+    }
+    write_file(path, &new)?;
+    Ok(Change::Written)
+}
+
+/// Take our wiring out of the settings file (see the module docs for restore vs. merge).
+pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
+    let file = read_settings(path)?;
+    let backup_path = backup_of(path);
+    let backup = match fs::read_to_string(&backup_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(SettingsError::io("read", &backup_path)(e)),
+    };
+    let Some(current) = file.text else {
+        return Ok(Change::Unchanged);
+    };
+    let backup_doc = backup.as_deref().and_then(|t| {
+        if t.trim().is_empty() {
+            Some(Value::Object(Map::new()))
+        } else {
+            serde_json::from_str::<Value>(t)
+                .ok()
+                .filter(Value::is_object)
+        }
+    });
+    if let (Some(text), Some(doc)) = (&backup, &backup_doc) {
+        // Nothing changed since install: what install would write from the backup is exactly
+        // what is there. Then the backup is the previous wiring, byte for byte.
+        let installed_prefix = installed_prefix(&file.doc);
+        if let Some(prefix) = installed_prefix {
+            let expected = Layout::of(text).render(&wire(doc, &prefix, true));
+            if expected == current {
+                if text.is_empty() {
+                    fs::remove_file(path).map_err(SettingsError::io("remove", path))?;
+                } else {
+                    write_file(path, text)?;
+                }
+                fs::remove_file(&backup_path).map_err(SettingsError::io("remove", &backup_path))?;
+                return Ok(Change::Restored);
+            }
+        }
+    }
+    let new = Layout::of(&current).render(&unwire(&file.doc, backup_doc.as_ref()));
+    if new == current {
+        return Ok(Change::Unchanged);
+    }
+    write_file(path, &new)?;
+    Ok(Change::Written)
+}
+
+/// The directory our handlers' commands live in, when they all agree.
+fn installed_prefix(settings: &Value) -> Option<String> {
+    let mut dirs = all_handlers(settings)
+        .filter(|(_, _, h)| our_binary(h).is_some())
+        .filter_map(|(_, _, h)| {
+            let cmd = h.get("command")?.as_str()?;
+            Path::new(cmd)
+                .parent()
+                .map(|p| p.to_string_lossy().into_owned())
+        });
+    let first = dirs.next()?;
+    dirs.all(|d| d == first).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_keeps_indent_and_final_newline() {
+        let layout = Layout::of("{\n    \"a\": 1\n}");
+        assert_eq!(layout.render(&json!({"a": 1})), "{\n    \"a\": 1\n}");
+        assert_eq!(
+            Layout::of("").render(&json!({"a": 1})),
+            "{\n  \"a\": 1\n}\n"
+        );
+    }
+}

@@ -1,0 +1,81 @@
+//! `preload uninstall`: take the wiring (or the shims) out again; the binaries stay.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use preload_core::env::Env;
+
+use super::settings::{self, Change, SettingsError};
+use super::shims::{self, ShimError};
+use super::targets::{Targets, TargetsError};
+use crate::exit::{self, CommandError, Exit};
+
+/// `preload uninstall`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UninstallArgs {
+    /// Where the binaries were installed (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// The settings file to unwire (default: the project's .claude/settings.local.json).
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
+    pub settings: Option<PathBuf>,
+}
+
+/// Why uninstall stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum UninstallError {
+    /// The command line or the environment does not say where the wiring is.
+    #[error(transparent)]
+    Targets(#[from] TargetsError),
+    /// The settings file was not unwired.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The engine's scripts were not put back.
+    #[error(transparent)]
+    Shims(#[from] ShimError),
+}
+
+impl CommandError for UninstallError {
+    fn exit(&self) -> Exit {
+        match self {
+            Self::Targets(_) => Exit::Usage,
+            _ => Exit::Failure,
+        }
+    }
+}
+
+/// Run `preload uninstall`.
+pub fn run(args: &UninstallArgs) -> ExitCode {
+    let result = Targets::resolve(
+        args.prefix.as_deref(),
+        args.settings.as_deref(),
+        &Env::from_process(),
+        &crate::process_cwd(),
+    )
+    .map_err(UninstallError::from)
+    .and_then(|targets| uninstall(&targets));
+    exit::finish("uninstall", result.map(|lines| lines.join("\n")))
+}
+
+fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
+    let mut lines = Vec::new();
+    let change = settings::uninstall_settings(&targets.settings)?;
+    lines.push(format!(
+        "settings: {} {}",
+        targets.settings.display(),
+        match change {
+            Change::Unchanged => "had no preload wiring",
+            Change::Written => "preload wiring removed, the replaced bash hooks put back",
+            Change::Restored => "restored from the backup",
+        }
+    ));
+    let restored = shims::uninstall_shims(&targets.hooks_dir())?;
+    if !restored.is_empty() {
+        lines.push(format!("shims: {} engine scripts restored", restored.len()));
+    }
+    lines.push(format!(
+        "binaries left in {} (remove the directory to delete them)",
+        targets.prefix.display()
+    ));
+    Ok(lines)
+}

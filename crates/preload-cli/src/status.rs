@@ -1,0 +1,199 @@
+//! `preload status`: the active session or seed of this Claude process.
+//!
+//! What it has delivered and queued, and about how much of the context it fills, for people or
+//! (`--json`) scripts.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::exit::Exit;
+use preload_core::context::Context;
+use preload_core::delivery;
+use preload_core::env::Env;
+use preload_core::fields;
+use preload_core::input::HookInput;
+use preload_core::runner;
+use preload_core::session;
+use preload_core::state::{self, State};
+
+/// `preload status`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StatusArgs {
+    /// Print JSON, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `preload status`.
+pub fn run(args: &StatusArgs) -> ExitCode {
+    let json_out = args.json;
+    let input = HookInput::from_value(json!({ "cwd": crate::process_cwd() }));
+    let ctx = Context::new(
+        Env::from_process(),
+        "preload",
+        &input,
+        Duration::from_secs(1),
+    );
+    let status = status(&ctx);
+    let failed = status.get("error").is_some();
+    if json_out {
+        runner::print_text(&status.to_string());
+    } else {
+        runner::print_text(&render_status(&status));
+    }
+    if failed {
+        Exit::Failure.into()
+    } else {
+        Exit::Success.into()
+    }
+}
+
+fn file_entry(path: &str) -> Value {
+    let size = fs::metadata(path)
+        .ok()
+        .filter(fs::Metadata::is_file)
+        .map(|m| m.len());
+    json!({"path": path, "bytes": size})
+}
+
+/// The status of the owner's session or seed as a JSON value.
+pub fn status(ctx: &Context) -> Value {
+    let mut out = json!({
+        "project": ctx.project_root,
+        "ownerPid": ctx.owner_pid,
+    });
+    let Some(found) = session::existing_preload_state(ctx) else {
+        out["state"] = Value::Null;
+        return out;
+    };
+    out["state"] = json!(found.path);
+    out["kind"] = json!(if found.is_session { "session" } else { "seed" });
+    let state = match state::load(&found.path) {
+        Ok(s) => s,
+        Err(e) => {
+            out["error"] = json!(e.to_string());
+            return out;
+        }
+    };
+    out[fields::LIFECYCLE] = json!(state.str(fields::LIFECYCLE));
+    out[fields::SKILL] = json!(state.str(fields::SKILL));
+    out["phase"] = json!(state.str(fields::CURRENT_PHASE));
+    out["counters"] = json!({
+        (fields::TOOL_CALLS_BY_TRANSCRIPT): state.get(fields::TOOL_CALLS_BY_TRANSCRIPT),
+        (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),
+    });
+    let preloaded: Vec<Value> = state
+        .strings(fields::PRELOADED_FILES)
+        .iter()
+        .map(|p| file_entry(p))
+        .collect();
+    let pending: Vec<Value> = state
+        .strings(fields::PENDING_PRELOADS)
+        .iter()
+        .map(|p| file_entry(p))
+        .collect();
+    out["preloaded"] = json!(preloaded);
+    out["pending"] = json!(pending);
+    out["parts"] = state
+        .get(fields::PRELOAD_PARTS)
+        .cloned()
+        .unwrap_or(Value::Null);
+    out["stashed"] = json!(stashed(&state));
+    let chars = context_chars(&state, ctx.max_file_bytes());
+    out["contextChars"] = json!(chars);
+    out["estimatedTokens"] = json!(chars / 4);
+    out
+}
+
+fn stashed(state: &State) -> Vec<Value> {
+    state
+        .get(fields::STASH)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            json!({
+                "ruleId": e.get("ruleId"),
+                "agentId": e.get("agentId"),
+                "chars": e.get("content").and_then(Value::as_str).map_or(0, delivery::chars),
+            })
+        })
+        .collect()
+}
+
+/// Characters the preloaded files put in context (content only, as delivered).
+fn context_chars(state: &State, max: u64) -> usize {
+    state
+        .strings(fields::PRELOADED_FILES)
+        .iter()
+        .map(|p| match delivery::read_for_delivery(Path::new(p), max) {
+            delivery::FileBody::Text(t) => delivery::chars(delivery::trim_trailing_newlines(&t)),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn render_status(s: &Value) -> String {
+    let mut out = String::new();
+    let text = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+    let _ = writeln!(out, "project:   {}", text(&s["project"]));
+    let _ = writeln!(out, "owner PID: {}", s["ownerPid"]);
+    if s["state"].is_null() {
+        let _ = write!(
+            out,
+            "no session or seed for this process yet (SessionStart creates the seed)"
+        );
+        return out;
+    }
+    let _ = writeln!(out, "{}:  {}", text(&s["kind"]), text(&s["state"]));
+    if let Some(err) = s.get("error") {
+        let _ = write!(out, "cannot read it: {}", text(err));
+        return out;
+    }
+    let _ = writeln!(out, "lifecycle: {}", text(&s[fields::LIFECYCLE]));
+    let _ = writeln!(out, "skill:     {}", text(&s[fields::SKILL]));
+    let _ = writeln!(out, "phase:     {}", text(&s["phase"]));
+    let _ = writeln!(
+        out,
+        "counters:  since last log {}, by transcript {}",
+        s["counters"][fields::TOOL_CALLS_SINCE_LAST_LOG],
+        s["counters"][fields::TOOL_CALLS_BY_TRANSCRIPT]
+    );
+    for (title, key) in [("preloaded", "preloaded"), ("pending", "pending")] {
+        let list = s[key].as_array().cloned().unwrap_or_default();
+        let _ = writeln!(out, "{title} ({}):", list.len());
+        for f in list {
+            let size = f["bytes"]
+                .as_u64()
+                .map_or_else(|| "missing".to_owned(), |b| format!("{b} B"));
+            let _ = writeln!(out, "  {}  {size}", text(&f["path"]));
+        }
+    }
+    if let Some(parts) = s["parts"].as_object() {
+        for (path, done) in parts {
+            let _ = writeln!(out, "  partly delivered: {path} ({done} parts out)");
+        }
+    }
+    let stash = s["stashed"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(out, "stashed injections ({}):", stash.len());
+    for e in stash {
+        let _ = writeln!(
+            out,
+            "  {} agent '{}' {} chars",
+            text(&e["ruleId"]),
+            text(&e["agentId"]),
+            e["chars"]
+        );
+    }
+    let _ = write!(
+        out,
+        "in context: {} chars, about {} tokens",
+        s["contextChars"], s["estimatedTokens"]
+    );
+    out
+}
