@@ -110,8 +110,11 @@ pub fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The counter the next [`temp_path`] of this process will use (tests plant entries there).
-/// Write bytes to `path` atomically (temporary file created exclusively, flushed, renamed).
+/// Write bytes to `path` atomically: a temporary file created exclusively beside it, its data
+/// synced to the disk (`fdatasync`), then renamed over `path`. After a crash or a power cut
+/// the file is its old or its new version, never empty or torn. The directory is not synced:
+/// the rename itself may be lost to a power cut, which leaves the old version
+/// (docs/reliability.md).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     write_atomic_if(path, bytes, || true).map(|_| ())
 }
@@ -130,7 +133,7 @@ pub fn write_atomic_if(
             .create_new(true)
             .open(&temp)?;
         file.write_all(bytes)?;
-        file.flush()?;
+        file.sync_data()?;
         drop(file);
         if !still_ok() {
             return Ok(false);
@@ -147,6 +150,7 @@ pub fn write_atomic_if(
 }
 
 #[cfg(test)]
+/// The counter the next [`temp_path`] of this process will use (tests plant entries there).
 pub(crate) fn next_temp_number() -> u32 {
     TEMP_COUNTER.load(Ordering::Relaxed)
 }
