@@ -9,10 +9,10 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`].
+//!    [`markers`], [`delivery`], [`clock`], [`layout`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -27,8 +27,10 @@ pub mod runner;
 pub mod context;
 pub mod counters;
 pub mod discovery;
+pub mod dispatch;
 pub mod ledger;
 pub mod report;
+pub mod reread;
 pub mod session;
 pub mod skill;
 
@@ -44,6 +46,7 @@ pub mod delivery;
 pub mod env;
 pub mod file;
 pub mod input;
+pub mod layout;
 pub mod lock;
 pub mod markers;
 pub mod paths;
