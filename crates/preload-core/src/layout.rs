@@ -1,5 +1,6 @@
-//! Text laid out within a character budget: bullet lists that count what did not fit, and
-//! files' content under a heading with a final line naming the files left out or unreadable.
+//! Text laid out within a character budget: bullet lists that count what did not fit, fair
+//! shares of a budget, and files' content under a heading with a final line naming the files
+//! left out or unreadable.
 
 use std::path::PathBuf;
 
@@ -25,6 +26,21 @@ pub fn bullet_list(items: &[String], room: usize, more: impl Fn(usize) -> String
         out.push_str(&line);
     }
     out
+}
+
+/// Caps that share `total` characters fairly among strings of `lengths`: short ones keep their
+/// length, the long ones split what is left equally (water-filling).
+pub fn fair_caps(lengths: &[usize], total: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut caps = vec![0; lengths.len()];
+    let mut left = total;
+    for (done, &i) in order.iter().enumerate() {
+        let share = left / (order.len() - done);
+        caps[i] = lengths[i].min(share);
+        left -= caps[i];
+    }
+    caps
 }
 
 /// One piece of the text: a block, the file it belongs to and which part it is.
@@ -142,6 +158,13 @@ fn trailer(left: &[Piece], unread: &[String], room: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fair_caps_keep_short_strings_whole() {
+        assert_eq!(fair_caps(&[10, 100, 100], 110), vec![10, 50, 50]);
+        assert_eq!(fair_caps(&[5, 5], 100), vec![5, 5]);
+        assert_eq!(fair_caps(&[9, 9, 9], 0), vec![0, 0, 0]);
+    }
 
     #[test]
     fn a_bullet_list_counts_what_does_not_fit() {

@@ -12,7 +12,7 @@
 //!    [`counters`], [`skill`], [`discovery`], [`report`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`], [`layout`].
+//!    [`markers`], [`delivery`], [`clock`], [`layout`], [`rng`], [`choice`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -41,6 +41,7 @@ pub mod refs;
 pub mod state;
 
 // Layer 5: primitives.
+pub mod choice;
 pub mod clock;
 pub mod delivery;
 pub mod env;
@@ -51,6 +52,7 @@ pub mod lock;
 pub mod markers;
 pub mod paths;
 pub mod process;
+pub mod rng;
 
 pub use context::Context;
 pub use input::HookInput;
