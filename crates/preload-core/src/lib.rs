@@ -9,7 +9,7 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`], [`reread`], [`dispatch`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`markers`], [`delivery`], [`clock`], [`layout`], [`rng`], [`choice`].
@@ -33,6 +33,7 @@ pub mod report;
 pub mod reread;
 pub mod session;
 pub mod skill;
+pub mod stash;
 
 // Layer 4: state.
 pub mod dedup;
