@@ -9,10 +9,12 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`reread`], [`dispatch`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`], [`reread`],
+//!    [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`], [`layout`], [`rng`], [`choice`].
+//!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
+//!    [`choice`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -28,6 +30,7 @@ pub mod context;
 pub mod counters;
 pub mod discovery;
 pub mod dispatch;
+pub mod heartbeat;
 pub mod ledger;
 pub mod report;
 pub mod reread;
@@ -42,6 +45,7 @@ pub mod refs;
 pub mod state;
 
 // Layer 5: primitives.
+pub mod artifacts;
 pub mod choice;
 pub mod clock;
 pub mod delivery;
@@ -54,6 +58,7 @@ pub mod markers;
 pub mod paths;
 pub mod process;
 pub mod rng;
+pub mod tmux;
 
 pub use context::Context;
 pub use input::HookInput;
