@@ -9,8 +9,8 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`], [`reread`],
-//!    [`dispatch`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
+//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
@@ -28,6 +28,7 @@ pub mod runner;
 // Layer 3: mechanisms.
 pub mod context;
 pub mod counters;
+pub mod dehydrated;
 pub mod discovery;
 pub mod dispatch;
 pub mod heartbeat;
@@ -36,6 +37,7 @@ pub mod report;
 pub mod reread;
 pub mod session;
 pub mod skill;
+pub mod start_cache;
 pub mod stash;
 
 // Layer 4: state.
