@@ -75,6 +75,21 @@ pub const KILL_REQUESTED: &str = "killRequested";
 /// What a dehydrated session hands to the next context window.
 pub const DEHYDRATED_CONTEXT: &str = "dehydratedContext";
 
+// In a dehydrated context ([`DEHYDRATED_CONTEXT`]).
+
+/// Where the work stood.
+pub const SUMMARY: &str = "summary";
+/// The last thing done.
+pub const LAST_ACTION: &str = "lastAction";
+/// What to do next (an array).
+pub const NEXT_STEPS: &str = "nextSteps";
+/// How to take the work over.
+pub const HANDOVER_INSTRUCTIONS: &str = "handoverInstructions";
+/// What the user said and chose.
+pub const USER_HISTORY: &str = "userHistory";
+/// The files the next context window needs (an array of paths).
+pub const REQUIRED_FILES: &str = "requiredFiles";
+
 // What is in the context window, and what waits.
 
 /// Normalised paths in the context window.

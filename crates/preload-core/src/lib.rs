@@ -9,10 +9,12 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
+//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`].
+//!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
+//!    [`choice`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -26,11 +28,17 @@ pub mod runner;
 // Layer 3: mechanisms.
 pub mod context;
 pub mod counters;
+pub mod dehydrated;
 pub mod discovery;
+pub mod dispatch;
+pub mod heartbeat;
 pub mod ledger;
 pub mod report;
+pub mod reread;
 pub mod session;
 pub mod skill;
+pub mod start_cache;
+pub mod stash;
 
 // Layer 4: state.
 pub mod dedup;
@@ -39,15 +47,20 @@ pub mod refs;
 pub mod state;
 
 // Layer 5: primitives.
+pub mod artifacts;
+pub mod choice;
 pub mod clock;
 pub mod delivery;
 pub mod env;
 pub mod file;
 pub mod input;
+pub mod layout;
 pub mod lock;
 pub mod markers;
 pub mod paths;
 pub mod process;
+pub mod rng;
+pub mod tmux;
 
 pub use context::Context;
 pub use input::HookInput;

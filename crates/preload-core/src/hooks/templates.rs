@@ -121,7 +121,10 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             skill::session_phase_cmds(&ctx.paths, &s.0, &label)
         } else {
             let mut only = serde_json::Map::new();
-            only.insert("skill".into(), serde_json::Value::String(name.clone()));
+            only.insert(
+                fields::SKILL.into(),
+                serde_json::Value::String(name.clone()),
+            );
             skill::session_phase_cmds(&ctx.paths, &only, &label)
         };
         for path in phase_files {
