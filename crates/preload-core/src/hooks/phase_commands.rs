@@ -69,31 +69,27 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             .into_iter()
             .map(|p| Request::new(p.to_string_lossy(), source.clone()))
             .collect();
-        match input.agent_id() {
-            // A sub-agent's transition: its own context gets the phase now; the main agent's
-            // queue gets it for later, as it got every other queued file.
-            Some(agent) => {
-                let mut batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
-                let audience = Audience::SubAgent(agent);
-                batch.extend(preload::apply_for(
-                    ctx,
-                    s,
-                    &requests,
-                    Mode::Direct,
-                    &mut packer,
-                    audience,
-                ));
-                batch
-            }
-            None => {
-                let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
-                let queued = preload::pending_requests(ctx, s, "pending-drain");
-                batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
-                let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
-                ledger::note_call_deliveries(s, input.tool_use_id(), &out);
-                batch
-            }
+        // A sub-agent's transition: its own context gets the phase now; the main agent's
+        // queue gets it for later, as it got every other queued file.
+        if let Some(agent) = input.agent_id() {
+            let mut batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
+            let audience = Audience::SubAgent(agent);
+            batch.extend(preload::apply_for(
+                ctx,
+                s,
+                &requests,
+                Mode::Direct,
+                &mut packer,
+                audience,
+            ));
+            return batch;
         }
+        let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
+        let queued = preload::pending_requests(ctx, s, "pending-drain");
+        batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
+        let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
+        ledger::note_call_deliveries(s, input.tool_use_id(), &out);
+        batch
     })?;
     batch.log(ctx, target.is_session);
     Ok(HookOutput::Context(batch.text()))
