@@ -13,6 +13,7 @@ mod engine_interplay;
 mod engine_model;
 mod guard_rules;
 mod install;
+mod install_files;
 mod long_texts;
 mod overflow;
 mod pipeline;

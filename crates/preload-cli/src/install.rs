@@ -35,10 +35,22 @@ use wiring::BINARIES;
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";
 
+/// Suffix of the copy of a settings file as it was before the latest write of it.
+pub const PREVIOUS_SUFFIX: &str = ".preload-previous";
+
 /// The backup path of a file.
 pub fn backup_of(path: &Path) -> PathBuf {
+    with_suffix(path, BACKUP_SUFFIX)
+}
+
+/// Where a settings file is kept as it was before the latest write of it.
+pub fn previous_of(path: &Path) -> PathBuf {
+    with_suffix(path, PREVIOUS_SUFFIX)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(BACKUP_SUFFIX);
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -115,6 +127,8 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         );
         return Ok(vec![text]);
     }
+    // A settings file that cannot be wired stops install before anything is copied.
+    settings::check(&targets.settings)?;
     let mut lines = Vec::new();
     let exe = std::env::current_exe().map_err(|source| InstallError::Locate { source })?;
     let from = exe.parent().unwrap_or(Path::new("."));
@@ -153,8 +167,9 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
     lines.push(format!("settings: {} {what}", targets.settings.display()));
     if change != Change::Unchanged {
         lines.push(format!(
-            "backup: {}",
-            backup_of(&targets.settings).display()
+            "backup: {} (before preload), {} (before this change)",
+            backup_of(&targets.settings).display(),
+            previous_of(&targets.settings).display()
         ));
     }
     lines.push("check with: preload doctor".into());

@@ -69,6 +69,12 @@ fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
             Change::Restored => "restored from the backup",
         }
     ));
+    if change != Change::Unchanged {
+        lines.push(format!(
+            "previous version kept in {}",
+            super::previous_of(&targets.settings).display()
+        ));
+    }
     let restored = shims::uninstall_shims(&targets.hooks_dir())?;
     if !restored.is_empty() {
         lines.push(format!("shims: {} engine scripts restored", restored.len()));
