@@ -22,4 +22,5 @@ mod pipeline_steps;
 mod reliability;
 mod seed_cases;
 mod session_commands;
+mod session_end;
 mod session_start;
