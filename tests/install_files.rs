@@ -199,3 +199,161 @@ fn settings_are_not_written_when_the_copy_cannot_be_kept() {
     );
     assert_eq!(fs::read_to_string(&settings).unwrap(), original);
 }
+
+/// A git repository at `top` as git lays it out (`.git/info/exclude` with git's own comments).
+fn git_repository(top: &Path) -> PathBuf {
+    let info = top.join(".git/info");
+    fs::create_dir_all(&info).unwrap();
+    fs::write(top.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let exclude = info.join("exclude");
+    fs::write(
+        &exclude,
+        "# git ls-files --others --exclude-from=.git/info/exclude\n# *~\n",
+    )
+    .unwrap();
+    exclude
+}
+
+fn install_in(sb: &Sandbox, dir: &Path) -> std::process::Output {
+    sb.command("preload")
+        .args(["install", "--prefix", built().to_str().unwrap()])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn uninstall_in(sb: &Sandbox, dir: &Path) -> std::process::Output {
+    sb.command("preload")
+        .args(["uninstall"])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn install_keeps_seeds_out_of_git_and_uninstall_takes_only_its_own_rule_out() {
+    let sb = Sandbox::bare();
+    let exclude = git_repository(&sb.project);
+    let before = fs::read_to_string(&exclude).unwrap();
+
+    let out = install_in(&sb, &sb.project);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ignore: sessions/.seeds/ added"));
+    let added = fs::read_to_string(&exclude).unwrap();
+    assert_eq!(
+        added,
+        format!(
+            "{before}{}\nsessions/.seeds/\n",
+            preload_cli::install::ignore::MARK
+        ),
+        "appended, the rest kept"
+    );
+    assert!(
+        !sb.project.join(".gitignore").exists(),
+        "no tracked file touched"
+    );
+
+    // Idempotent.
+    assert!(install_in(&sb, &sb.project).status.success());
+    assert_eq!(fs::read_to_string(&exclude).unwrap(), added);
+
+    // The user adds a rule of their own after ours; uninstall keeps it and removes ours.
+    let user = format!("{added}*.log\n");
+    fs::write(&exclude, &user).unwrap();
+    let out = uninstall_in(&sb, &sb.project);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(&exclude).unwrap(),
+        format!("{before}*.log\n")
+    );
+}
+
+#[test]
+fn a_rule_the_user_already_has_is_neither_added_again_nor_removed() {
+    let sb = Sandbox::bare();
+    let exclude = git_repository(&sb.project);
+    fs::write(&exclude, "/sessions/.seeds\n").unwrap();
+    let out = install_in(&sb, &sb.project);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already in"));
+    assert_eq!(fs::read_to_string(&exclude).unwrap(), "/sessions/.seeds\n");
+    assert!(uninstall_in(&sb, &sb.project).status.success());
+    assert_eq!(fs::read_to_string(&exclude).unwrap(), "/sessions/.seeds\n");
+}
+
+#[test]
+fn outside_a_git_repository_no_rule_is_written() {
+    let sb = Sandbox::bare();
+    let out = install_in(&sb, &sb.project);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ignore:"));
+    let mut dir = Some(sb.project.as_path());
+    while let Some(d) = dir.filter(|d| d.starts_with(sb.root())) {
+        assert!(
+            !d.join(".git").exists(),
+            "no repository made at {}",
+            d.display()
+        );
+        dir = d.parent();
+    }
+}
+
+#[test]
+fn a_project_below_the_top_or_in_a_worktree_gets_the_rule_where_git_reads_it() {
+    // The project is a directory of a larger repository.
+    let sb = Sandbox::bare();
+    let top = sb.root().join("repo");
+    let exclude = git_repository(&top);
+    let project = top.join("apps/web app");
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    let out = install_in(&sb, &project);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        fs::read_to_string(&exclude)
+            .unwrap()
+            .ends_with("\napps/web app/sessions/.seeds/\n")
+    );
+
+    // A worktree: `.git` is a file naming its git directory, whose `commondir` leads to the
+    // repository's, where `info/exclude` is read.
+    let worktree = sb.root().join("wt");
+    let git_dir = top.join(".git/worktrees/wt");
+    fs::create_dir_all(&git_dir).unwrap();
+    fs::write(git_dir.join("commondir"), "../..\n").unwrap();
+    fs::create_dir_all(worktree.join(".claude")).unwrap();
+    fs::write(
+        worktree.join(".git"),
+        format!("gitdir: {}\n", git_dir.display()),
+    )
+    .unwrap();
+    let out = install_in(&sb, &worktree);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        fs::read_to_string(&exclude)
+            .unwrap()
+            .ends_with("\nsessions/.seeds/\n")
+    );
+    assert!(
+        !git_dir.join("info").exists(),
+        "not the worktree's own directory"
+    );
+}

@@ -1,13 +1,14 @@
 //! `preload install`: copy the binaries and wire them into a settings file (or write shims).
 //!
-//! It also writes the default rules where the engine has none. Everything derives from the
-//! tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`] writes the default rules,
-//! [`merge`] edits the settings document and [`settings`] the file (with its backup), [`shims`]
-//! writes the bash shims, [`targets`] says where all of it goes, and [`uninstall`] takes the
-//! wiring out again.
+//! It also writes the default rules where the engine has none, and keeps the seeds out of git.
+//! Everything derives from the tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`]
+//! writes the default rules, [`merge`] edits the settings document and [`settings`] the file
+//! (with its backups), [`ignore`] the project's ignore rule for seeds, [`shims`] writes the bash
+//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again.
 
 pub mod binaries;
 pub mod guards;
+pub mod ignore;
 pub mod merge;
 pub mod settings;
 pub mod shims;
@@ -165,6 +166,9 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         (_, true) => "native wiring removed (the bash entries run the shims)",
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
+    if let Some(line) = ignore_seeds(targets) {
+        lines.push(line);
+    }
     if change != Change::Unchanged {
         lines.push(format!(
             "backup: {} (before preload), {} (before this change)",
@@ -174,4 +178,23 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
     }
     lines.push("check with: preload doctor".into());
     Ok(lines)
+}
+
+/// Add the seeds' ignore rule when the project is in a git repository; the line to report.
+/// A failure is reported, not fatal: the hooks are wired either way.
+fn ignore_seeds(targets: &Targets) -> Option<String> {
+    let rule = ignore::IgnoreRule::for_project(targets.project.as_deref()?)?;
+    Some(match rule.add() {
+        Ok(true) => format!(
+            "ignore: {} added to {}",
+            rule.pattern,
+            rule.exclude.display()
+        ),
+        Ok(false) => format!(
+            "ignore: {} already in {}",
+            rule.pattern,
+            rule.exclude.display()
+        ),
+        Err(err) => format!("ignore: {err}; add {} to your ignore rules", rule.pattern),
+    })
 }
