@@ -11,6 +11,7 @@ mod compaction;
 mod discovery;
 mod engine_interplay;
 mod engine_model;
+mod faults;
 mod guard_rules;
 mod install;
 mod install_files;
