@@ -107,6 +107,20 @@ fn the_process_ending_removes_its_seed_and_marker_and_keeps_a_resumable_record()
     // Ending twice finds nothing more to do.
     end(&sb, "other");
     assert!(ended(&sb).is_file());
+    // `preload doctor` takes the record for what it is, not for a dead process's seed.
+    let stale = sb.sessions.join(".seeds/4000006.json");
+    fs::write(
+        &stale,
+        json!({"pid": 4_000_006, "lifecycle": "seeding"}).to_string(),
+    )
+    .unwrap();
+    let doctor = sb.run_raw("preload", &["doctor"], "");
+    assert!(
+        doctor
+            .stdout
+            .contains("4000006.json belongs to a process that is gone")
+    );
+    assert!(!doctor.stdout.contains(".ended.json"), "{}", doctor.stdout);
 }
 
 #[test]
