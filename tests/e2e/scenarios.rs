@@ -393,9 +393,10 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     );
 }
 
-/// A conversation resumed before it activated a session: the resuming client goes on from the
-/// first one's seed (the standards are in the replayed conversation), then activates `/implement`
-/// and works through phase 1. Every file once, the standards not sent again.
+/// A conversation resumed before it activated a session: the first client's SessionEnd turned
+/// its seed into the conversation's record, and the resuming client goes on from it (the
+/// standards are in the replayed conversation), then activates `/implement` and works through
+/// phase 1. Every file once, the standards not sent again.
 #[test]
 fn resume_before_activation_goes_on_from_the_seed() {
     let Some(s) = Scenario::new("resume_seed", World::new()) else {
@@ -407,6 +408,17 @@ fn resume_before_activation_goes_on_from_the_seed() {
         "Say hello.",
     );
     let id = run.session_id().expect("the client reports its session id");
+    // The first client has ended: its SessionEnd took the seed out and kept what a resume of the
+    // conversation goes on from.
+    let seeds = s.world.sandbox.sessions.join(".seeds");
+    assert!(
+        !seeds.join(format!("{}.json", run.pid)).exists(),
+        "SessionEnd removed the ended client's seed"
+    );
+    assert!(
+        seeds.join(format!("{}.ended.json", run.pid)).is_file(),
+        "SessionEnd kept the conversation's record"
+    );
     let second = vec![
         activate(),
         bash("ls packages/estimate"),

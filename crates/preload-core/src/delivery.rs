@@ -95,24 +95,31 @@ pub fn file_parts(path: &str, content: &str, limit: usize) -> Vec<String> {
     if chars(&whole) <= limit {
         return vec![whole];
     }
+    labelled_parts(content, limit, |i, n| {
+        format!("[Preloaded: {path} (part {i}/{n})]")
+    })
+}
+
+/// Cut `content` into parts of at most `limit` characters, each `header(i, n)` on its own line,
+/// the piece, and a newline; cut at a line end where one falls in the last fifth of a part.
+/// Deterministic for the same input.
+pub fn labelled_parts(
+    content: &str,
+    limit: usize,
+    header: impl Fn(usize, usize) -> String,
+) -> Vec<String> {
     let body: Vec<char> = trim_trailing_newlines(content).chars().collect();
     let mut n = 2usize;
     loop {
-        let header = chars(&format!("[Preloaded: {path} (part {n}/{n})]\n")) + 1;
-        let room = limit.saturating_sub(header).max(64);
+        // The header's line end and the part's final newline.
+        let room = limit.saturating_sub(chars(&header(n, n)) + 2).max(64);
         let chunks = split_chars(&body, room);
         if chunks.len() <= n {
             let total = chunks.len();
             return chunks
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    format!(
-                        "[Preloaded: {path} (part {}/{total})]\n{}\n",
-                        i + 1,
-                        trim_trailing_newlines(&c)
-                    )
-                })
+                .map(|(i, c)| format!("{}\n{}\n", header(i + 1, total), trim_trailing_newlines(&c)))
                 .collect();
         }
         n = chunks.len();

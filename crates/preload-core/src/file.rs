@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::clock;
 use crate::process;
 
 /// A temporary older than this is orphaned whatever its PID (writes take milliseconds).
@@ -175,7 +176,7 @@ fn is_orphan(meta: &fs::Metadata, pid: u32) -> bool {
     }
     meta.modified()
         .ok()
-        .and_then(|m| m.elapsed().ok())
+        .map(clock::age)
         .is_some_and(|age| age > ORPHAN_AFTER)
 }
 

@@ -110,6 +110,10 @@ impl HookInput {
     pub fn source(&self) -> Option<&str> {
         self.str("source")
     }
+    /// `reason` (SessionEnd): `clear`, `resume`, `logout`, `prompt_input_exit`, `other`.
+    pub fn reason(&self) -> Option<&str> {
+        self.str("reason")
+    }
     /// `trigger` (PreCompact).
     pub fn trigger(&self) -> Option<&str> {
         self.str("trigger")

@@ -39,6 +39,7 @@ pub const BINARIES: &[&str] = &[
     "preload-overflow",
     "preload-injections",
     "preload-compaction-reread",
+    "preload-session-end",
     "preload-e2e-auto-answer",
 ];
 
@@ -147,6 +148,16 @@ pub const WIRING: &[Wiring] = &[
         event: "Stop",
         matcher: None,
         timeout: 5,
+        chunked: false,
+    },
+    // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
+    // timeout of a settings file raises: 2 s keeps that raise small.
+    Wiring {
+        binary: "preload-session-end",
+        args: &[],
+        event: "SessionEnd",
+        matcher: None,
+        timeout: 2,
         chunked: false,
     },
 ];

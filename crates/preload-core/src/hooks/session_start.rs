@@ -105,7 +105,13 @@ fn cached_slots(input: &HookInput, ctx: &Context, total: usize) -> Result<Slots,
         Lookup::Found(slots) => Ok(slots),
         Lookup::Missing(writer) => {
             let slots = generate(input, ctx, total)?;
-            writer.write(total, &slots).map_err(cache_failure)?;
+            // The text is recorded as delivered by now: it goes out even when the cache cannot
+            // be written (a full disk), and the other registrations make it again.
+            if let Err(err) = writer.write(total, &slots) {
+                if ctx.debug() {
+                    runner_note(ctx, &err.to_string());
+                }
+            }
             Ok(slots)
         }
     }
