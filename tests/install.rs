@@ -23,6 +23,7 @@ const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
     ("preload-phase-commands", &["PostToolUse"]),
     ("preload-overflow", &["PreToolUse"]),
     ("preload-injections", &["PostToolUse"]),
+    ("preload-subagent-start", &["SubagentStart"]),
     (
         "preload-compaction-reread",
         &[

@@ -34,6 +34,8 @@ pub enum HookEvent {
     PreCompact,
     /// Stop.
     Stop,
+    /// SubagentStart.
+    SubagentStart,
 }
 
 impl HookEvent {
@@ -46,6 +48,7 @@ impl HookEvent {
             Self::PostToolUse => "PostToolUse",
             Self::PreCompact => "PreCompact",
             Self::Stop => "Stop",
+            Self::SubagentStart => "SubagentStart",
         }
     }
 

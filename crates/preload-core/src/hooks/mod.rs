@@ -7,4 +7,5 @@ pub mod overflow;
 pub mod phase_commands;
 pub mod prompt_submit;
 pub mod session_start;
+pub mod subagent_start;
 pub mod templates;
