@@ -231,9 +231,9 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     assert_eq!(recorded, expected, "every part out, every file recorded");
     assert_eq!(
         sb.events().iter().filter(|e| e["event"] == "seed").count(),
-        7
+        8
     );
-    assert_eq!(sb.deliveries().len(), 7);
+    assert_eq!(sb.deliveries().len(), 8);
     // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
     assert!(
         strings(&seed, "pendingPreloads")

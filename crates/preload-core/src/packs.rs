@@ -143,6 +143,15 @@ pub fn load(project_root: &Path, claude_dir: &Path, home: &Path) -> Loaded {
     loaded
 }
 
+/// A pack file's path as configured: relative to the project, `~/` for `home`, or absolute.
+pub fn resolve_path(project_root: &Path, home: &Path, path: &str) -> PathBuf {
+    if path.starts_with('/') || path.starts_with('~') {
+        crate::paths::expand_tilde(path, home)
+    } else {
+        project_root.join(path)
+    }
+}
+
 /// True when `path` is a pack key (`…/context-packs.json#<name>`).
 pub fn is_key(path: &str) -> bool {
     path.rsplit_once('#').is_some_and(|(file, name)| {
@@ -190,11 +199,7 @@ impl Loaded {
     /// A file's path as the configuration names it: relative to the project, `~/` for the
     /// home directory, or absolute.
     pub fn resolve(&self, path: &str) -> PathBuf {
-        if path.starts_with('/') || path.starts_with('~') {
-            crate::paths::expand_tilde(path, &self.home)
-        } else {
-            self.project_root.join(path)
-        }
+        resolve_path(&self.project_root, &self.home, path)
     }
 
     /// The tail length when `path` (absolute) is a growing log.

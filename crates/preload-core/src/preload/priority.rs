@@ -1,4 +1,5 @@
-//! The order queued files go out in: begun parts, standards, the current phase, directives, the rest.
+//! The order queued files go out in: begun parts, standards, the current phase, directives and
+//! packs, the rest.
 
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ pub enum Priority {
     Standard,
     /// A command or template of the current phase.
     CurrentPhase,
-    /// A directive of a directory the agent works in.
+    /// A directive of a directory the agent works in, or a context pack.
     Directive,
     /// Anything else: reached through a `§` reference, a past phase's command, ….
     Reference,
@@ -37,7 +38,7 @@ fn priority_of(
         Priority::Standard
     } else if phase_files.iter().any(|p| p == path) {
         Priority::CurrentPhase
-    } else if directives.iter().any(|d| d == path) {
+    } else if directives.iter().any(|d| d == path) || crate::packs::is_key(path) {
         Priority::Directive
     } else {
         Priority::Reference
@@ -45,7 +46,8 @@ fn priority_of(
 }
 
 /// Order `requests` for delivery: partly delivered files, core standards, the current phase's
-/// commands and templates, directives of touched directories, then the rest; the queue's order
+/// commands and templates, directives of touched directories and context packs, then the rest;
+/// the queue's order
 /// within each. A file that no longer matters (a past phase's command) never goes ahead of one
 /// that does.
 pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<Request> {

@@ -110,12 +110,16 @@ fn tail(file: &Path, lines: usize, max_bytes: u64) -> Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     #[test]
     fn a_log_goes_out_as_its_last_lines_with_a_note() {
         let tmp = tempfile::tempdir().unwrap();
         let log = tmp.path().join("DIALOGUE.md");
-        let text: String = (1..=250).map(|i| format!("line {i}\n")).collect();
+        let text = (1..=250).fold(String::new(), |mut out, i| {
+            let _ = writeln!(out, "line {i}");
+            out
+        });
         std::fs::write(&log, &text).unwrap();
         let got = tail(&log, 100, 1 << 20);
         assert_eq!(got.labels, ["last 100 of 250 lines"]);
