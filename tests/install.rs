@@ -24,6 +24,7 @@ const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
     ("preload-overflow", &["PreToolUse"]),
     ("preload-injections", &["PostToolUse"]),
     ("preload-session-end", &["SessionEnd"]),
+    ("preload-subagent-start", &["SubagentStart"]),
     (
         "preload-compaction-reread",
         &[

@@ -373,8 +373,8 @@ fn stale_seeds_are_removed_and_live_ones_kept() {
     assert!(!seeds.join("4000000.json").exists(), "dead PID");
     assert_eq!(
         strings(&sb.seed(), "preloadedFiles").len(),
-        7,
-        "fresh seed: 6 standards + TOC"
+        8,
+        "fresh seed: 6 standards + TOC + the example's context pack"
     );
     assert!(sb.seed().get("pidStartTime").is_some_and(|t| t != 1));
     assert_eq!(
@@ -747,8 +747,8 @@ fn concurrent_agents_get_one_seed_each() {
         let v = read_json(seed);
         assert_eq!(
             strings(&v, "preloadedFiles").len(),
-            7,
-            "6 standards + TOC in {}",
+            8,
+            "6 standards + TOC + the example's context pack in {}",
             seed.display()
         );
     }

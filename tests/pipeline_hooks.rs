@@ -208,7 +208,16 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     let text = a.context();
     assert!(text.contains("| Session: (none)"));
     let shown = files(&text);
-    assert_eq!(shown.len(), 7, "6 standards + TOC: {shown:?}");
+    assert_eq!(
+        shown.len(),
+        8,
+        "6 standards + TOC + the example's context pack: {shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|h| h.ends_with("/.claude/context-packs.json#project-basics"))
+    );
     assert!(shown.iter().all(|h| h.starts_with('/')), "absolute paths");
     assert!(text.contains(&format!(
         "[Preloaded: {} (part 1/",
@@ -222,9 +231,9 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     assert_eq!(recorded, expected, "every part out, every file recorded");
     assert_eq!(
         sb.events().iter().filter(|e| e["event"] == "seed").count(),
-        7
+        8
     );
-    assert_eq!(sb.deliveries().len(), 7);
+    assert_eq!(sb.deliveries().len(), 8);
     // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
     assert!(
         strings(&seed, "pendingPreloads")

@@ -126,6 +126,10 @@ impl HookInput {
     pub fn agent_id(&self) -> Option<&str> {
         self.str("agent_id")
     }
+    /// `agent_type`: the kind of sub-agent (`general-purpose`, `Explore`, a custom name).
+    pub fn agent_type(&self) -> Option<&str> {
+        self.str("agent_type")
+    }
     /// `stop_hook_active` (Stop): true only when it is the boolean `true`.
     pub fn stop_hook_active(&self) -> bool {
         self.raw

@@ -245,7 +245,11 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
             s.push_unique(key, &item);
         }
     }
-    for key in [fields::PRELOAD_PARTS, fields::INJECTED_RULES] {
+    for key in [
+        fields::PRELOAD_PARTS,
+        fields::INJECTED_RULES,
+        fields::PRELOADED_STAMPS,
+    ] {
         if let Some(Value::Object(map)) = record.get(key) {
             let target = s.object_mut(key);
             for (k, v) in map {
@@ -378,8 +382,9 @@ pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
 
 /// Record which conversation the session serves. When another conversation worked in it
 /// before, let its context window go. When none is recorded (the engine's restart removes it;
-/// bash hooks never write it), only the fields no bash writer keeps (part progress, sub-agent
-/// records) can be told to be stale: they go, and the stash stays for whoever drains it.
+/// bash hooks never write it), only the fields no bash writer keeps (part progress, stamps,
+/// sub-agent records) can be told to be stale: they go, and the stash stays for whoever drains
+/// it.
 pub fn tag_conversation(ctx: &Context, s: &mut State) {
     let Some(conversation) = ctx.conversation.as_deref() else {
         return;
@@ -395,8 +400,10 @@ pub fn tag_conversation(ctx: &Context, s: &mut State) {
 /// Fields that belong to one context window beyond what the engine itself resets.
 fn is_window_field(key: &str) -> bool {
     key == fields::PRELOAD_PARTS
+        || key == fields::PRELOADED_STAMPS
         || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
         || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
+        || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
 }
 
 fn drop_window_fields(s: &mut State) {

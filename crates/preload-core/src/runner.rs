@@ -36,6 +36,8 @@ pub enum HookEvent {
     Stop,
     /// SessionEnd.
     SessionEnd,
+    /// SubagentStart.
+    SubagentStart,
 }
 
 impl HookEvent {
@@ -49,6 +51,7 @@ impl HookEvent {
             Self::PreCompact => "PreCompact",
             Self::Stop => "Stop",
             Self::SessionEnd => "SessionEnd",
+            Self::SubagentStart => "SubagentStart",
         }
     }
 

@@ -40,6 +40,7 @@ pub const BINARIES: &[&str] = &[
     "preload-injections",
     "preload-compaction-reread",
     "preload-session-end",
+    "preload-subagent-start",
     "preload-e2e-auto-answer",
 ];
 
@@ -160,6 +161,14 @@ pub const WIRING: &[Wiring] = &[
         timeout: 2,
         chunked: false,
     },
+    Wiring {
+        binary: "preload-subagent-start",
+        args: &[],
+        event: "SubagentStart",
+        matcher: None,
+        timeout: 10,
+        chunked: false,
+    },
 ];
 
 /// One engine hook script and the binary that replaces it.
@@ -209,6 +218,11 @@ pub const SHIMS: &[Shim] = &[
         script: "session-start-chunk.sh",
         binary: "preload-session-start",
         args: " --chunk \"${1:-0}/${2:-1}\"",
+    },
+    Shim {
+        script: "subagent-start-context.sh",
+        binary: "preload-subagent-start",
+        args: "",
     },
     Shim {
         script: "e2e-auto-answer.sh",

@@ -8,4 +8,5 @@ pub mod phase_commands;
 pub mod prompt_submit;
 pub mod session_end;
 pub mod session_start;
+pub mod subagent_start;
 pub mod templates;

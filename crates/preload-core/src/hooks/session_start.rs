@@ -30,6 +30,7 @@ use crate::ledger;
 use crate::lock::StateLock;
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
+use crate::stamps;
 use crate::start_cache::{self, Chunk, Lookup, Slots, StartCache, StartCacheError};
 use crate::state::{self, State, StateError};
 use crate::{Context, HookError, HookInput, HookOutput};
@@ -260,6 +261,9 @@ fn fill_session(
                 for file in &kept {
                     s.push_unique(fields::PRELOADED_FILES, file);
                 }
+                stamps::retain(s, &kept);
+            } else {
+                stamps::retain(s, &[]);
             }
         }
         if !conversation.is_empty() {

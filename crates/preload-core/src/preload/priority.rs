@@ -1,5 +1,5 @@
-//! The order queued files go out in: standards, the current phase, directives, the rest; within
-//! each, a file already begun first.
+//! The order queued files go out in: standards, the current phase, directives and packs, the
+//! rest; within each, a file already begun first.
 
 use serde_json::Value;
 
@@ -16,7 +16,7 @@ pub enum Priority {
     Standard,
     /// A command or template of the current phase.
     CurrentPhase,
-    /// A directive of a directory the agent works in.
+    /// A directive of a directory the agent works in, or a context pack.
     Directive,
     /// Anything else: reached through a `§` reference, a past phase's command, ….
     Reference,
@@ -33,7 +33,7 @@ fn priority_of(
         Priority::Standard
     } else if phase_files.iter().any(|p| p == path) {
         Priority::CurrentPhase
-    } else if directives.iter().any(|d| d == path) {
+    } else if directives.iter().any(|d| d == path) || crate::packs::is_key(path) {
         Priority::Directive
     } else {
         Priority::Reference
@@ -41,10 +41,10 @@ fn priority_of(
 }
 
 /// Order `requests` for delivery: core standards, the current phase's commands and templates,
-/// directives of touched directories, then the rest; within each, partly delivered files first
-/// (the rest of what the model has begun to read), then the queue's order. A file that no
-/// longer matters (a past phase's command, a begun reference) never goes ahead of one that
-/// does.
+/// directives of touched directories and context packs, then the rest; within each, partly
+/// delivered files first (the rest of what the model has begun to read), then the queue's
+/// order. A file that no longer matters (a past phase's command, a begun reference) never goes
+/// ahead of one that does.
 pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<Request> {
     if requests.len() < 2 {
         return requests;

@@ -17,7 +17,8 @@ use crate::env;
 use crate::fields::{self, StashEntry};
 use crate::file;
 use crate::heartbeat;
-use crate::preload::{self, Batch, Mode, Outcome, Request};
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Batch, Mode, Outcome, Request};
 use crate::session;
 use crate::skill;
 use crate::stash;
@@ -73,6 +74,13 @@ impl Plan<'_> {
         if toc.is_file() {
             requests.push(Request::new(toc.to_string_lossy(), source.clone()));
         }
+        requests.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            Moment::SessionStart,
+            &source,
+        ));
         let active = session_dir.filter(|_| is_live_lifecycle(state));
         if let Some(dir) = active {
             if self.source == "compact" {
@@ -208,11 +216,28 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
             out.push(Request::new(found.to_string_lossy(), source.clone()));
         }
     }
-    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or("0"));
+    let phase = state.str(fields::CURRENT_PHASE).unwrap_or("0");
+    let label = skill::label_of(phase);
     for path in skill::session_phase_cmds(&ctx.paths, &state.0, &label) {
         out.push(Request::new(
             path.to_string_lossy(),
             format!("phase-cmds({label})"),
+        ));
+    }
+    // The packs of the skill and of its current phase belong to this context window too.
+    for moment in [
+        Moment::Skill(name),
+        Moment::Phase {
+            label: &label,
+            name: skill::name_of(phase),
+        },
+    ] {
+        out.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            moment,
+            &source,
         ));
     }
     out
