@@ -99,14 +99,19 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
         Scan::Found(found) => found,
         Scan::Conversation(found) => take_over(ctx, &found)?,
         Scan::Nothing => {
-            let _ = file::write_atomic(&none, format!("{print}\n").as_bytes());
+            let _ = file::write_cache(&none, format!("{print}\n").as_bytes());
             return None;
         }
         Scan::Held => return None,
     };
-    let _ = file::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+    remember(ctx, &found);
     let _ = fs::remove_file(&none);
     Some(found)
+}
+
+/// Write the owner's PID cache (`session.sh find`'s): `dir` is its session.
+pub fn remember(ctx: &Context, dir: &Path) {
+    let _ = file::write_cache(&cache_file(ctx), format!("{}\n", dir.display()).as_bytes());
 }
 
 /// How long `fleet.sh pane-id` may take.
