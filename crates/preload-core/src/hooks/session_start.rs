@@ -268,7 +268,12 @@ fn fill_session(
         (fill, s.strings(fields::PRELOADED_FILES))
     });
     match result {
-        Ok(filled) => Some(filled),
+        Ok(filled) => {
+            if !conversation.is_empty() {
+                session::note(&dir, &[session::Key::Conversation(conversation)]);
+            }
+            Some(filled)
+        }
         Err(err) => {
             if ctx.debug() {
                 runner_note(ctx, &err.to_string());
