@@ -191,11 +191,14 @@ fn update_session<T>(
     let leftover = seed_path
         .as_ref()
         .filter(|seed| carry_path(seed).is_file() || seed.is_file());
+    let mut tagged = false;
     let Some(seed_path) = leftover else {
-        return state::update(path, ctx.lock_deadline(), |s| {
-            tag_conversation(ctx, s);
+        let out = state::update(path, ctx.lock_deadline(), |s| {
+            tagged = tag_conversation(ctx, s);
             change(s)
-        });
+        })?;
+        note_conversation(ctx, path, tagged);
+        return Ok(out);
     };
     let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
     let seed = match state::load(seed_path) {
@@ -205,10 +208,11 @@ fn update_session<T>(
     };
     let carry = load_carry(&carry_path(seed_path))?;
     let out = state::update(path, ctx.lock_deadline(), |s| {
-        tag_conversation(ctx, s);
+        tagged = tag_conversation(ctx, s);
         adopt(s, seed.as_ref(), carry.as_ref());
         change(s)
     })?;
+    note_conversation(ctx, path, tagged);
     if seed.is_some() {
         let _ = fs::remove_file(seed_path);
     }
@@ -380,21 +384,31 @@ pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
             .is_some_and(|c| s.str(fields::SESSION_ID) != Some(c))
 }
 
-/// Record which conversation the session serves. When another conversation worked in it
-/// before, let its context window go. When none is recorded (the engine's restart removes it;
-/// bash hooks never write it), only the fields no bash writer keeps (part progress, stamps,
-/// sub-agent records) can be told to be stale: they go, and the stash stays for whoever drains
-/// it.
-pub fn tag_conversation(ctx: &Context, s: &mut State) {
+/// Record which conversation the session serves; true when it changed. When another
+/// conversation worked in it before, let its context window go. When none is recorded (the
+/// engine's restart removes it; bash hooks never write it), only the fields no bash writer keeps
+/// (part progress, stamps, sub-agent records) can be told to be stale: they go, and the stash
+/// stays for whoever drains it.
+pub fn tag_conversation(ctx: &Context, s: &mut State) -> bool {
     let Some(conversation) = ctx.conversation.as_deref() else {
-        return;
+        return false;
     };
     match s.str(fields::SESSION_ID) {
-        Some(id) if id == conversation => return,
+        Some(id) if id == conversation => return false,
         Some(_) => new_context_window(s),
         None => drop_window_fields(s),
     }
     s.set(fields::SESSION_ID, Value::from(conversation));
+    true
+}
+
+/// After a write that tagged the session at `path` with the call's conversation: the index.
+fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
+    if let (true, Some(conversation), Some(dir)) =
+        (tagged, ctx.conversation.as_deref(), path.parent())
+    {
+        session::note(dir, &[session::Key::Conversation(conversation)]);
+    }
 }
 
 /// Fields that belong to one context window beyond what the engine itself resets.

@@ -14,7 +14,7 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
-//!    [`choice`].
+//!    [`choice`], [`watchdog`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -63,6 +63,7 @@ pub mod paths;
 pub mod process;
 pub mod rng;
 pub mod tmux;
+pub mod watchdog;
 
 pub use context::Context;
 pub use input::HookInput;

@@ -204,7 +204,7 @@ impl Writer {
     /// Write the text generated for `total` slots, and release the lock.
     pub fn write(self, total: usize, slots: &Slots) -> Result<(), StartCacheError> {
         let doc = json!({"n": total, "slots": slots});
-        let written = file::write_atomic(&self.path, doc.to_string().as_bytes());
+        let written = file::write_cache(&self.path, doc.to_string().as_bytes());
         self.lock.release();
         Ok(written?)
     }

@@ -25,7 +25,6 @@ use self::contents::{Fill, Plan};
 use crate::dehydrated;
 use crate::delivery::{self, Event, Packer};
 use crate::fields;
-use crate::file;
 use crate::ledger;
 use crate::lock::StateLock;
 use crate::runner::{self, HookEvent, HookSpec};
@@ -170,8 +169,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     });
     if goes_on && from_session.is_some() {
         if let Some(dir) = &session_dir {
-            let cache = session::cache_file(ctx);
-            let _ = file::write_atomic(&cache, format!("{}\n", dir.display()).as_bytes());
+            session::remember(ctx, dir);
         }
     }
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
@@ -280,7 +278,12 @@ fn fill_session(
         (fill, s.strings(fields::PRELOADED_FILES))
     });
     match result {
-        Ok(filled) => Some(filled),
+        Ok(filled) => {
+            if !conversation.is_empty() {
+                session::note(&dir, &[session::Key::Conversation(conversation)]);
+            }
+            Some(filled)
+        }
         Err(err) => {
             if ctx.debug() {
                 runner_note(ctx, &err.to_string());
