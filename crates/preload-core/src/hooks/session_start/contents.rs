@@ -1,7 +1,8 @@
 //! What `preload-session-start`'s text holds, in order: the banner and the session context
-//! line, the core standards (and `docs/TOC.md`), the live session's skill (SKILL.md, its
-//! references, the current phase's commands) and artifacts, the session's files and, on
-//! `startup`, the dehydrated-context recovery; what does not fit is queued or stashed.
+//! line, the core standards (and `docs/TOC.md`), the context packs (those due at SessionStart,
+//! and after a compaction every pack the old window held), the live session's skill (SKILL.md,
+//! its references, the current phase's commands and packs) and artifacts, the session's files
+//! and, on `startup`, the dehydrated-context recovery; what does not fit is queued or stashed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,6 +53,7 @@ impl Plan<'_> {
         &self,
         state: &mut State,
         session_dir: Option<&PathBuf>,
+        carried_packs: &[String],
         packer: &mut Packer,
     ) -> Fill {
         let ctx = self.ctx;
@@ -81,6 +83,11 @@ impl Plan<'_> {
             Moment::SessionStart,
             &source,
         ));
+        for key in carried_packs {
+            if !requests.iter().any(|r| r.path == *key) {
+                requests.push(Request::new(key.as_str(), source.as_str()));
+            }
+        }
         let active = session_dir.filter(|_| is_live_lifecycle(state));
         if let Some(dir) = active {
             if self.source == "compact" {
