@@ -91,6 +91,9 @@ pub struct Context {
     pub now: SystemTime,
     /// When the call must be finished.
     pub deadline: Instant,
+    /// The latest a lock may be waited for: two thirds into the budget, so a call that cannot
+    /// take its lock still has a third of it to decide and answer.
+    lock_until: Instant,
     /// Character budget of one output string.
     pub budget: usize,
     /// The delivery event log.
@@ -138,6 +141,7 @@ impl Context {
                 .map(str::to_owned),
             now: SystemTime::now(),
             deadline: Instant::now() + budget,
+            lock_until: Instant::now() + budget * 2 / 3,
             budget: budget_chars,
             log,
             env,
@@ -160,13 +164,14 @@ impl Context {
             .filter(|d| d.is_dir())
     }
 
-    /// The deadline for taking a lock: the lock timeout, cut by the call's own deadline.
+    /// The deadline for taking a lock: the lock timeout, cut at two thirds of the call's budget
+    /// (the rest is left to decide without the lock and answer).
     pub fn lock_deadline(&self) -> Instant {
         let wait = self
             .env
             .number::<u64>(env::PRELOAD_LOCK_TIMEOUT_MS)
             .map_or(lock::DEFAULT_TIMEOUT, Duration::from_millis);
-        (Instant::now() + wait).min(self.deadline)
+        (Instant::now() + wait).min(self.lock_until)
     }
 
     /// True when the call has run out of time.
@@ -257,5 +262,20 @@ mod tests {
         let ctx = Context::new(env, "t", &input, Duration::from_secs(1));
         assert_eq!(ctx.project_root, cwd);
         assert_eq!(ctx.sessions_dirs(), vec![cwd.join("sessions")]);
+    }
+
+    #[test]
+    fn a_lock_is_never_waited_for_past_two_thirds_of_the_budget() {
+        let input = HookInput::parse(br#"{"cwd":"/p"}"#).unwrap();
+        let env = Env::from_pairs([(env::PRELOAD_LOCK_TIMEOUT_MS, "60000")]);
+        let ctx = Context::new(env, "t", &input, Duration::from_millis(300));
+        let room = ctx.deadline.saturating_duration_since(ctx.lock_deadline());
+        assert!(room >= Duration::from_millis(99), "{room:?} left to decide");
+        let env = Env::from_pairs([(env::PRELOAD_LOCK_TIMEOUT_MS, "10")]);
+        let ctx = Context::new(env, "t", &input, Duration::from_millis(300));
+        assert!(
+            ctx.deadline.saturating_duration_since(ctx.lock_deadline())
+                > Duration::from_millis(250)
+        );
     }
 }
