@@ -53,6 +53,25 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
+/// Open the regular file at `path` (symlinks followed) non-blocking, checked with `fstat` on the
+/// open descriptor.
+fn open_regular(path: &Path) -> Result<(fs::File, fs::Metadata), ReadError> {
+    let unavailable = || ReadError::Unavailable {
+        path: path.to_path_buf(),
+    };
+    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)
+        .map_err(|_| unavailable())?;
+    let meta = file.metadata().map_err(|_| unavailable())?;
+    if !meta.is_file() {
+        return Err(unavailable());
+    }
+    Ok((file, meta))
+}
+
 /// Read at most `max_bytes` of the regular file at `path` (symlinks followed).
 ///
 /// The file is opened non-blocking and checked with `fstat` on the open descriptor, so a FIFO
@@ -67,16 +86,7 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
         size,
         max: max_bytes,
     };
-    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nonblock)
-        .open(path)
-        .map_err(|_| unavailable())?;
-    let meta = file.metadata().map_err(|_| unavailable())?;
-    if !meta.is_file() {
-        return Err(unavailable());
-    }
+    let (file, meta) = open_regular(path)?;
     if meta.len() > max_bytes {
         return Err(too_large(meta.len()));
     }
@@ -99,16 +109,7 @@ pub fn read_tail(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, u64), ReadErro
     let unavailable = || ReadError::Unavailable {
         path: path.to_path_buf(),
     };
-    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nonblock)
-        .open(path)
-        .map_err(|_| unavailable())?;
-    let meta = file.metadata().map_err(|_| unavailable())?;
-    if !meta.is_file() {
-        return Err(unavailable());
-    }
+    let (mut file, meta) = open_regular(path)?;
     let size = meta.len();
     let start = size.saturating_sub(max_bytes);
     file.seek(SeekFrom::Start(start))

@@ -251,7 +251,8 @@ pub fn strings_of(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// What a JSON value is, in words ("an array"), for errors about a file that is not an object.
+pub fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

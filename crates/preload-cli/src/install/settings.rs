@@ -153,7 +153,7 @@ fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
         Ok(other) => {
             return Err(SettingsError::NotAnObject {
                 path: path.into(),
-                found: kind_of(&other),
+                found: preload_core::state::kind_of(&other),
             });
         }
         Err(e) => {
@@ -173,18 +173,6 @@ fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
 /// before anything else is done; nothing is written.
 pub fn check(path: &Path) -> Result<(), SettingsError> {
     read_settings(path).map(|_| ())
-}
-
-/// What a JSON value that is not an object is, in words.
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Keep the file as it is now in `<settings>.preload-previous` (empty: there was no file),
