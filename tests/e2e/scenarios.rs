@@ -484,6 +484,19 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         format!("{dispatch}\n"),
     )
     .expect("worker-dispatch-path");
+    // Besides the example's start-up pack, a skill's and a phase's: all three come again
+    // after the compaction, once.
+    let packs = world.sandbox.project.join(".claude/context-packs.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&packs).expect("the example's packs"))
+            .expect("packs JSON");
+    config["packs"].as_array_mut().expect("packs").extend([
+        json!({"name": "implementing", "on": "skill:implement",
+                "files": [{"path": "docs/DECISIONS.md", "strategy": "index"}]}),
+        json!({"name": "asking", "on": "phase:1",
+                "files": [{"path": "docs/TASKS.md"}]}),
+    ]);
+    std::fs::write(&packs, config.to_string()).expect("packs written");
     let Some(s) = Scenario::new("compaction", world) else {
         return;
     };
@@ -526,8 +539,13 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     assert_clean(s.name, "the kept exchange", &strays, &after, &saved);
 
     let before = Received::compacted(&requests).expect("the client compacted the conversation");
+    let packs: Vec<String> = ["project-basics", "implementing", "asking"]
+        .iter()
+        .map(|name| p.pack(name))
+        .collect();
     let mut before_expected = p.core_standards();
     before_expected.extend(phase1.clone());
+    before_expected.extend(packs.clone());
     let before_files: Vec<String> = union(&before_expected, &logged_before)
         .into_iter()
         .filter(|f| !kept.contains(f))
@@ -545,8 +563,21 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     // The skill's protocol must be there once: the client re-injects the skills invoked before
     // the compaction itself, so SessionStart must not send it again.
     s.assert_skill_once("after compaction", &after, &saved);
+    let reloads: Vec<String> = after
+        .skill_arrivals(&p.skill_dir())
+        .into_iter()
+        .filter(|how| !how.starts_with("the client's expansion"))
+        .collect();
+    assert_clean(
+        s.name,
+        "after compaction: the skill is the client's own re-injection",
+        &reloads,
+        &after,
+        &saved,
+    );
     let mut expected = p.core_standards();
     expected.extend(phase1.clone());
+    expected.extend(packs);
     expected.push(dispatch.clone());
     assert_eq!(
         after.count_text("[Compaction re-read]"),
