@@ -266,9 +266,14 @@ fn a_skill_without_phases_queues_no_commands() {
     let queued_at_start = strings(&sb.seed(), "pendingPreloads");
     let from = sb.events().len();
     prompt(&sb, "/do rename the total").assert_contract();
-    for answer in skill_call(&sb, "do") {
+    let call = skill_call(&sb, "do");
+    for answer in &call {
         answer.assert_contract();
     }
+    assert!(
+        seen(&call).contains("/skills/do/assets/TEMPLATE_DO_LOG.md]"),
+        "the template with the Skill call"
+    );
     activate(&sb, "work", "do");
     for _ in 0..3 {
         tool_call(&sb, "Bash", json!({"command": "ls"}));
