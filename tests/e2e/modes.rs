@@ -1,13 +1,14 @@
 //! Modes and a skill switch in the real client (seed cases 9.2 and 9.3): the mode chosen in
 //! `/implement`'s setup phase brings its file with the next phase, and `/test` invoked in the
-//! same session brings its own phase 0 command and templates, and nothing already in context.
+//! same session brings its own phase 0 command and templates, and nothing already in context;
+//! after a compaction each skill's protocol is there once (the client puts both back itself).
 
 use serde_json::{Value, json};
 
-use crate::model::{Script, Step, bash, tool};
+use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate};
-use crate::support::{assert_clean, delivered_to_main, union};
+use crate::support::{assert_clean, compaction_point, delivered_to_main, union};
 use crate::world::{SESSION, World};
 
 /// The mode files of the example's `/implement`.
@@ -142,4 +143,83 @@ fn a_chosen_mode_and_a_second_skill_bring_only_their_own_files_once() {
     )
     .expect("state JSON");
     assert_eq!(state["skill"], "test", "the session goes on with /test");
+}
+
+/// `/implement`, then `/test` with the `Skill` tool, then the client compacts: the new context
+/// holds each skill's SKILL.md once (the client's own re-injection, nothing from the hooks), the
+/// standards, `/test`'s files and the project's pack once each.
+#[test]
+fn after_a_skill_switch_a_compaction_keeps_each_skill_once() {
+    let Some(s) = Scenario::new("switch_then_compact", World::new()) else {
+        return;
+    };
+    let steps = vec![
+        activate(),
+        bash("ls packages/estimate"),
+        tool("Skill", json!({"skill": "test"})),
+        bash(&format!("engine session activate sessions/{SESSION} test")),
+        bash("ls packages"),
+        heavy(bash("ls packages/estimate/src")),
+        bash("ls packages/estimate/tests"),
+        bash("ls packages/estimate"),
+    ];
+    s.run(Script::main(steps), IMPLEMENT_PROMPT);
+    let (requests, saved) = s.requests();
+    let p = s.paths();
+    let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
+    let before = Received::compacted(&requests).expect("the client compacted the conversation");
+    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
+    let kept = after.kept_across_compaction();
+    let test_dir = s
+        .world
+        .sandbox
+        .home
+        .join(".claude/skills/test")
+        .to_string_lossy()
+        .into_owned();
+    let own = vec![
+        p.cmd("CMD_RUN_TESTS"),
+        format!("{test_dir}/assets/TEMPLATE_TESTING_LOG.md"),
+        format!("{test_dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
+    ];
+    let mut before_expected = p.core_standards();
+    before_expected.extend(own.clone());
+    before_expected.push(p.pack("project-basics"));
+    let before_files: Vec<String> = union(&before_expected, &delivered_to_main(s.log(), 0, split))
+        .into_iter()
+        .filter(|f| !kept.contains(f))
+        .collect();
+    s.assert_context("before compaction", &before, &before_files, &saved);
+
+    let mut expected = p.core_standards();
+    expected.push(p.pack("project-basics"));
+    s.assert_context(
+        "after compaction",
+        &after,
+        &union(
+            &union(&expected, &kept),
+            &delivered_to_main(s.log(), split, usize::MAX),
+        ),
+        &saved,
+    );
+    for dir in [p.skill_dir(), test_dir] {
+        let arrivals = after.skill_arrivals(&dir);
+        let by_client = arrivals
+            .iter()
+            .all(|how| how.starts_with("the client's expansion"));
+        let problems: Vec<String> = if arrivals.len() == 1 && by_client {
+            Vec::new()
+        } else {
+            vec![format!(
+                "{dir}/SKILL.md after the compaction: {arrivals:?} (once, put back by the client)"
+            )]
+        };
+        assert_clean(
+            s.name,
+            "after compaction: each skill once",
+            &problems,
+            &after,
+            &saved,
+        );
+    }
 }
