@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate};
+use crate::scenarios::not_by_the_client;
 use crate::support::{assert_clean, compaction_point, delivered_to_main, union};
 use crate::world::{SESSION, World};
 
@@ -203,17 +204,13 @@ fn after_a_skill_switch_a_compaction_keeps_each_skill_once() {
         &saved,
     );
     for dir in [p.skill_dir(), test_dir] {
-        let arrivals = after.skill_arrivals(&dir);
-        let by_client = arrivals
-            .iter()
-            .all(|how| how.starts_with("the client's expansion"));
-        let problems: Vec<String> = if arrivals.len() == 1 && by_client {
-            Vec::new()
-        } else {
-            vec![format!(
-                "{dir}/SKILL.md after the compaction: {arrivals:?} (once, put back by the client)"
-            )]
-        };
+        let mut problems = not_by_the_client(&after, &dir);
+        let arrivals = after.skill_arrivals(&dir).len();
+        if arrivals != 1 {
+            problems.push(format!(
+                "{dir}/SKILL.md reached the new context {arrivals} times, not once"
+            ));
+        }
         assert_clean(
             s.name,
             "after compaction: each skill once",
