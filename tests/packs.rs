@@ -316,7 +316,8 @@ fn a_global_pack_serves_every_project_and_the_project_wins_by_name() {
 
 /// The packs the compacted context window held (a skill's, a phase's and a path's) come again
 /// in the new one, each once, though the active skill and phase would bring theirs too and the
-/// path is touched again; a pack the old window never held does not come.
+/// path is touched again; the path's comes with SessionStart, before the path is touched; a pack
+/// the old window never held does not come.
 #[test]
 fn the_packs_a_window_held_come_again_after_a_compaction_once() {
     let sb = Sandbox::new();
@@ -344,6 +345,12 @@ fn the_packs_a_window_held_come_again_after_a_compaction_once() {
     let from = sb.deliveries().len();
     session_start(&sb, "compact");
     drain(&sb, "work", 40);
+    // Before the path is touched again: the path's pack came with the new window itself.
+    let carried = sb.deliveries()[from..]
+        .iter()
+        .filter(|(_, f)| f.ends_with("#estimate"))
+        .count();
+    assert_eq!(carried, 1, "the path's pack with SessionStart");
     tool_call(&sb, "Read", json!({"file_path": &parser}));
     tool_call(&sb, "Bash", json!({"command": "ls"}));
     drain(&sb, "work", 40);
