@@ -21,6 +21,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use preload_cli::install::wiring::{SESSION_START_CHUNKS, WIRING, Wiring};
+use preload_core::context::DEFAULT_MAX_FILE_BYTES;
+use preload_core::packs;
 use preload_core::report::Report;
 use serde_json::{Value, json};
 
@@ -530,6 +532,31 @@ impl Demo {
         }
     }
 
+    /// The context packs a window received: name, the hook and moment that delivered each, and
+    /// its estimated tokens as rendered now.
+    fn print_packs(&self, report: &Report) {
+        let loaded = packs::load(&self.project, &self.home.join(".claude"), &self.home);
+        println!("context packs delivered ({}):", report.packs.len());
+        for delivery in &report.packs {
+            let tokens = loaded.by_key(&delivery.key).map_or_else(
+                || "not configured".to_owned(),
+                |pack| {
+                    let rendered = packs::render(&loaded, pack, DEFAULT_MAX_FILE_BYTES);
+                    format!(
+                        "{} files loaded, ~{} tokens",
+                        rendered.files_loaded, rendered.tokens
+                    )
+                },
+            );
+            println!(
+                "  {:<16} by {} at {}: {tokens}",
+                packs::name_of_key(&delivery.key).unwrap_or(&delivery.key),
+                delivery.hook,
+                delivery.source,
+            );
+        }
+    }
+
     /// Print the report; true when the run passed.
     fn report(&self) -> bool {
         let mut ok = true;
@@ -541,6 +568,7 @@ impl Demo {
         );
         let mut duplicates = 0;
         let mut delivered = 0;
+        let mut without_pack: Vec<&str> = Vec::new();
         for window in &self.windows {
             let report = Report::from_log(&fs::read_to_string(&window.log).unwrap_or_default());
             delivered += report.deliveries;
@@ -563,6 +591,10 @@ impl Demo {
                     d.count,
                     d.hooks.join(", ")
                 );
+            }
+            self.print_packs(&report);
+            if report.packs.is_empty() {
+                without_pack.push(window.name);
             }
             println!(
                 "context cost: {} chars, about {} tokens",
@@ -612,6 +644,10 @@ impl Demo {
         }
         for wrong in &self.ending {
             println!("FAIL: after SessionEnd, {wrong}");
+            ok = false;
+        }
+        for window in &without_pack {
+            println!("FAIL: the context window {window} received no context pack");
             ok = false;
         }
         if delivered == 0 {

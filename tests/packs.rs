@@ -313,3 +313,64 @@ fn a_global_pack_serves_every_project_and_the_project_wins_by_name() {
         "the project's own"
     );
 }
+
+/// The packs the compacted context window held (a skill's, a phase's and a path's) come again
+/// in the new one, each once, though the active skill and phase would bring theirs too and the
+/// path is touched again; the path's comes with SessionStart, before the path is touched; a pack
+/// the old window never held does not come.
+#[test]
+fn the_packs_a_window_held_come_again_after_a_compaction_once() {
+    let sb = Sandbox::new();
+    configure(
+        &sb,
+        r#"{"packs": [
+            {"name": "impl", "on": "skill:implement", "files": [{"path": "docs/CONVENTIONS.md"}]},
+            {"name": "asking", "on": "phase:1", "files": [{"path": "docs/DECISIONS.md", "strategy": "index"}]},
+            {"name": "estimate", "on": "path:packages/estimate/**", "files": [{"path": "docs/TOC.md"}]},
+            {"name": "later", "on": "phase:3", "files": [{"path": "docs/TASKS.md"}]}]}"#,
+    );
+    session_start(&sb, "startup");
+    prompt(&sb, "/implement add a total");
+    skill_call(&sb, "implement");
+    activate(&sb, "work", "implement");
+    phase(&sb, "work", "1: Interrogation");
+    drain(&sb, "work", 30);
+    let parser = sb.project.join("packages/estimate/src/parser.ts");
+    tool_call(&sb, "Read", json!({"file_path": &parser}));
+    drain(&sb, "work", 30);
+    for name in ["#impl", "#asking", "#estimate"] {
+        assert_eq!(sb.delivery_count(name), 1, "{name} before the compaction");
+    }
+
+    let from = sb.deliveries().len();
+    session_start(&sb, "compact");
+    drain(&sb, "work", 40);
+    // Before the path is touched again: the path's pack came with the new window itself.
+    let carried = sb.deliveries()[from..]
+        .iter()
+        .filter(|(_, f)| f.ends_with("#estimate"))
+        .count();
+    assert_eq!(carried, 1, "the path's pack with SessionStart");
+    tool_call(&sb, "Read", json!({"file_path": &parser}));
+    tool_call(&sb, "Bash", json!({"command": "ls"}));
+    drain(&sb, "work", 40);
+    let after: Vec<String> = sb.deliveries()[from..]
+        .iter()
+        .map(|(_, f)| f.clone())
+        .collect();
+    for name in ["#impl", "#asking", "#estimate"] {
+        assert_eq!(
+            after.iter().filter(|f| f.ends_with(name)).count(),
+            1,
+            "{name} once in the new window: {after:#?}"
+        );
+    }
+    assert_eq!(sb.delivery_count("#later"), 0, "never held, never due");
+    let preloaded = strings(&sb.state("work"), "preloadedFiles");
+    for name in ["#impl", "#asking", "#estimate"] {
+        assert!(
+            preloaded.iter().any(|f| f.ends_with(name)),
+            "{name} recorded in the new window"
+        );
+    }
+}

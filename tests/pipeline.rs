@@ -198,47 +198,6 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
 }
 
 #[test]
-fn lightweight_skill_queues_no_phase_commands() {
-    let sb = Sandbox::new();
-    session_start(&sb, "startup");
-    prompt(&sb, "/do rename a variable");
-    let answers = skill_call(&sb, "do");
-    assert!(seen(&answers).contains("TEMPLATE_DO_LOG.md"));
-    activate(&sb, "adhoc", "do");
-    tool_call(&sb, "Read", json!({"file_path": "x"}));
-    sb.assert_no_duplicates();
-    assert_eq!(sb.delivery_count("TEMPLATE_DO_LOG.md"), 1);
-    assert_eq!(sb.delivery_count("/do/SKILL.md"), 1);
-    let queued_cmds = sb
-        .events()
-        .into_iter()
-        .filter(|e| e["event"] == "queue-pending" && e["hook"] == "phase-commands")
-        .count();
-    assert_eq!(queued_cmds, 0);
-    // Commands the standards themselves refer to (the example's CMD_DECISION_TREE) may follow
-    // them; no other command file goes out.
-    let from_standards: Vec<String> = sb
-        .events()
-        .into_iter()
-        .filter(|e| e["event"] == "resolve-ref")
-        .filter(|e| {
-            STANDARDS.iter().any(|s| {
-                let name = s.rsplit('/').next().unwrap_or(s);
-                e["source"] == format!("resolve_refs({name})").as_str()
-            })
-        })
-        .filter_map(|e| e["file"].as_str().map(str::to_owned))
-        .collect();
-    assert!(
-        sb.deliveries()
-            .iter()
-            .all(|(_, f)| !f.contains("/commands/CMD_")
-                || STANDARDS.iter().any(|s| f.ends_with(s))
-                || from_standards.contains(f))
-    );
-}
-
-#[test]
 fn restart_after_dehydration_resumes_without_redelivery() {
     let mut sb = Sandbox::new();
     start_implement(&sb);

@@ -1,11 +1,11 @@
 //! Seed cases no other suite covers, through the real binaries: a chain of references expands
 //! one level per delivery and stops (5.5), one agent's hooks never touch another agent's session
-//! (8.2), a chosen mode brings its file (9.2), and a second skill in the same session directory
-//! brings its own files once (9.3).
+//! (8.2), a chosen mode brings its file (9.2), a second skill in the same session directory
+//! brings its own files once (9.3), and a skill without phases queues no command (9.4).
 
 use std::fs;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::{Sandbox, strings};
 use crate::pipeline_steps::{
@@ -250,5 +250,93 @@ fn a_custom_mode_brings_the_named_modes_first() {
     for mode in MODES {
         assert_eq!(sb.delivery_count(mode), 1, "{mode}");
     }
+    sb.assert_no_duplicates();
+}
+
+/// Case 9.4, with the example's `/do` (no `phases` array): the phase-commands hook has nothing
+/// to do, so after the skill starts no command file is queued or delivered; SKILL.md (the
+/// client's expansion of the prompt), its log template and the format it references arrive,
+/// each once.
+#[test]
+fn a_skill_without_phases_queues_no_commands() {
+    let sb = Sandbox::new();
+    session_start(&sb, "startup");
+    // What start-up queued (the standards' references) may go out after the skill starts;
+    // it is not the skill's.
+    let queued_at_start = strings(&sb.seed(), "pendingPreloads");
+    let from = sb.events().len();
+    prompt(&sb, "/do rename the total").assert_contract();
+    let call = skill_call(&sb, "do");
+    for answer in &call {
+        answer.assert_contract();
+    }
+    assert!(
+        seen(&call).contains("/skills/do/assets/TEMPLATE_DO_LOG.md]"),
+        "the template with the Skill call"
+    );
+    activate(&sb, "work", "do");
+    for _ in 0..3 {
+        tool_call(&sb, "Bash", json!({"command": "ls"}));
+    }
+    drain(&sb, "work", 30);
+
+    let state = sb.state("work");
+    assert_eq!(state["skill"], "do");
+    assert!(
+        state["phases"].as_array().is_none_or(Vec::is_empty),
+        "/do has no phases: {}",
+        state["phases"]
+    );
+    let after: Vec<Value> = sb.events()[from..].to_vec();
+    let file_name = |e: &Value| {
+        e["file"]
+            .as_str()
+            .and_then(|f| f.rsplit('/').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let commands: Vec<String> = after
+        .iter()
+        .filter(|e| {
+            let queued = e["event"] == "queue-pending";
+            let delivered = matches!(
+                e["event"].as_str(),
+                Some("direct-deliver" | "claim-deliver")
+            ) && !e["file"]
+                .as_str()
+                .is_some_and(|f| queued_at_start.iter().any(|q| q == f));
+            queued || delivered
+        })
+        .filter(|e| file_name(e).starts_with("CMD_"))
+        .map(ToString::to_string)
+        .collect();
+    assert!(commands.is_empty(), "no command queued: {commands:#?}");
+    let by_phase_commands: Vec<String> = after
+        .iter()
+        .filter(|e| e["hook"] == "phase-commands")
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        by_phase_commands.is_empty(),
+        "the phase-commands hook is a no-op: {by_phase_commands:#?}"
+    );
+    let skill_md: Vec<String> = after
+        .iter()
+        .filter(|e| {
+            e["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("/skills/do/SKILL.md"))
+                && e["event"] != "skip-dedup"
+        })
+        .map(|e| format!("{} {}", e["event"], e["source"]))
+        .collect();
+    assert_eq!(
+        skill_md,
+        ["\"direct-deliver\" \"skill-expansion(do)\""],
+        "SKILL.md once, with the prompt (the client's expansion)"
+    );
+    assert_eq!(sb.delivery_count("/skills/do/assets/TEMPLATE_DO_LOG.md"), 1);
+    assert_eq!(sb.delivery_count("FMT_LOG_ENTRY.md"), 1);
+    assert!(strings(&state, "pendingPreloads").is_empty());
     sb.assert_no_duplicates();
 }

@@ -464,13 +464,8 @@ fn resume_before_activation_goes_on_from_the_seed() {
     );
 }
 
-/// (b) The client compacts in the middle of a worker's `/implement` run. SessionStart
-/// (`compact`) re-seeds the new context once, the compaction re-read puts the worker's dispatch
-/// file in it once (so the next tool call is not blocked), and the agent's re-read of a file it
-/// read before compaction brings nothing twice.
-#[test]
-fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
-    let world = World::new();
+/// A worker's dispatch file, named in `~/.claude/worker-dispatch-path`; its path.
+fn worker_dispatch(world: &World) -> String {
     let dispatch = world
         .sandbox
         .project_file(
@@ -484,6 +479,42 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         format!("{dispatch}\n"),
     )
     .expect("worker-dispatch-path");
+    dispatch
+}
+
+/// Besides the example's start-up pack, a skill's (`implementing`) and a phase's (`asking`).
+fn add_skill_and_phase_packs(world: &World) {
+    let packs = world.sandbox.project.join(".claude/context-packs.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&packs).expect("the example's packs"))
+            .expect("packs JSON");
+    config["packs"].as_array_mut().expect("packs").extend([
+        json!({"name": "implementing", "on": "skill:implement",
+            "files": [{"path": "docs/DECISIONS.md", "strategy": "index"}]}),
+        json!({"name": "asking", "on": "phase:1", "files": [{"path": "docs/TASKS.md"}]}),
+    ]);
+    std::fs::write(&packs, config.to_string()).expect("packs written");
+}
+
+/// Arrivals of the skill in `skill_dir` that are not the client's own (a hook's block).
+pub fn not_by_the_client(got: &Received, skill_dir: &str) -> Vec<String> {
+    got.skill_arrivals(skill_dir)
+        .into_iter()
+        .filter(|how| !how.starts_with("the client's expansion"))
+        .collect()
+}
+
+/// (b) The client compacts in the middle of a worker's `/implement` run. SessionStart
+/// (`compact`) re-seeds the new context once, the compaction re-read puts the worker's dispatch
+/// file in it once (so the next tool call is not blocked), and the agent's re-read of a file it
+/// read before compaction brings nothing twice.
+#[test]
+fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
+    let world = World::new();
+    let dispatch = worker_dispatch(&world);
+    // Besides the example's start-up pack, a skill's and a phase's: all three come again
+    // after the compaction, once.
+    add_skill_and_phase_packs(&world);
     let Some(s) = Scenario::new("compaction", world) else {
         return;
     };
@@ -526,8 +557,13 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     assert_clean(s.name, "the kept exchange", &strays, &after, &saved);
 
     let before = Received::compacted(&requests).expect("the client compacted the conversation");
+    let packs: Vec<String> = ["project-basics", "implementing", "asking"]
+        .iter()
+        .map(|name| p.pack(name))
+        .collect();
     let mut before_expected = p.core_standards();
     before_expected.extend(phase1.clone());
+    before_expected.extend(packs.clone());
     let before_files: Vec<String> = union(&before_expected, &logged_before)
         .into_iter()
         .filter(|f| !kept.contains(f))
@@ -545,8 +581,16 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     // The skill's protocol must be there once: the client re-injects the skills invoked before
     // the compaction itself, so SessionStart must not send it again.
     s.assert_skill_once("after compaction", &after, &saved);
+    assert_clean(
+        s.name,
+        "after compaction: the skill is the client's own re-injection",
+        &not_by_the_client(&after, &p.skill_dir()),
+        &after,
+        &saved,
+    );
     let mut expected = p.core_standards();
     expected.extend(phase1.clone());
+    expected.extend(packs);
     expected.push(dispatch.clone());
     assert_eq!(
         after.count_text("[Compaction re-read]"),

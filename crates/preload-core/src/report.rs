@@ -1,5 +1,6 @@
 //! The summary of a delivery event log (CONTRACT section 5): totals, unique files, duplicate
-//! deliveries with the hooks that made them, dedup skips and per-hook counts.
+//! deliveries with the hooks that made them, dedup skips, per-hook counts and the context
+//! packs delivered.
 //!
 //! A delivery is an event `direct-deliver` or `claim-deliver`; a skip is any event whose name
 //! contains `skip`. Lines that are not JSON objects are counted and otherwise ignored, so a
@@ -23,6 +24,17 @@ pub struct Duplicate {
     pub hooks: Vec<String>,
 }
 
+/// One delivery of a context pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackDelivery {
+    /// Its key (`<configuration file>#<name>`).
+    pub key: String,
+    /// The hook that delivered it.
+    pub hook: String,
+    /// Why (`session-start(startup)`, `skill-expansion(implement)`, ...).
+    pub source: String,
+}
+
 /// What a delivery log says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
@@ -42,6 +54,8 @@ pub struct Report {
     pub per_event: BTreeMap<String, usize>,
     /// Lines that were not JSON objects.
     pub unreadable_lines: usize,
+    /// Context packs delivered, in log order (sub-agents' copies included).
+    pub packs: Vec<PackDelivery>,
 }
 
 /// True for the two delivery events.
@@ -77,6 +91,13 @@ impl Report {
                 report.dedup_skips += 1;
             }
             if is_delivery(&kind) {
+                if crate::packs::is_key(&field("file")) {
+                    report.packs.push(PackDelivery {
+                        key: field("file"),
+                        hook: hook.clone(),
+                        source: field("source"),
+                    });
+                }
                 report.deliveries += 1;
                 *report.per_hook.entry(hook.clone()).or_default() += 1;
                 by_file.entry(file).or_default().push(hook);
@@ -168,6 +189,31 @@ mod tests {
         let text = r.render();
         assert!(text.contains("Duplicate deliveries: 1"));
         assert!(text.contains("/b: 2x via templates, overflow"));
+    }
+
+    #[test]
+    fn lists_the_packs_delivered() {
+        let key = "/p/.claude/context-packs.json#basics";
+        let log = [
+            line("session-start", "direct-deliver", key),
+            line(
+                "overflow",
+                "queue-pending",
+                "/p/.claude/context-packs.json#later",
+            ),
+            line("overflow", "claim-deliver", "/p/docs/a.md"),
+            line("overflow", "claim-deliver", "/p/notes.md#heading"),
+        ]
+        .join("\n");
+        let r = Report::from_log(&log);
+        assert_eq!(
+            r.packs,
+            vec![PackDelivery {
+                key: key.into(),
+                hook: "session-start".into(),
+                source: "s".into()
+            }]
+        );
     }
 
     #[test]
