@@ -17,6 +17,7 @@ mod overflow;
 mod pipeline;
 mod pipeline_hooks;
 mod pipeline_steps;
+mod plugin;
 mod reliability;
 mod seed_cases;
 mod session_commands;

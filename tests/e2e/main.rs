@@ -19,6 +19,7 @@ mod fleet;
 mod guards;
 mod harness;
 mod model;
+mod plugin;
 mod real_engine;
 mod received;
 mod scenario;

@@ -4,6 +4,7 @@
 //! the binaries, the wiring (`wiring`), the engine and its rules, then the state files and
 //! locks of the project (`sessions`).
 
+pub mod plugins;
 mod sessions;
 mod wiring;
 
@@ -125,14 +126,20 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
         ));
         return findings;
     };
-    let prefix = args
-        .prefix
-        .clone()
-        .map_or_else(|| home.join(DEFAULT_PREFIX), |p| cwd.join(p));
-    check_binaries(&prefix, &mut findings);
     let project_root = paths::find_project_root(cwd);
     let settings_files = wiring::settings_files(args, &home, cwd, project_root.as_deref());
-    wiring::check_settings(&settings_files, &home, &mut findings);
+    let plugins = plugins::plugins_wiring_ours(&home, &settings_files);
+    let default_prefix = home.join(DEFAULT_PREFIX);
+    let prefix = match (&args.prefix, plugins.first()) {
+        (Some(p), _) => cwd.join(p),
+        // Only a plugin wires the hooks: its own binaries are the ones that run.
+        (None, Some(plugin)) if !default_prefix.join(BINARIES[0]).is_file() => {
+            plugin.root.join("bin")
+        }
+        (None, _) => default_prefix,
+    };
+    check_binaries(&prefix, &mut findings);
+    wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
     check_engine(&home, &mut findings);
     match project_root {
         Some(root) => {

@@ -1,7 +1,7 @@
 //! The `preload` command line: parses it and hands each subcommand to the module of its name.
 //!
 //! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
-//! `install` and `uninstall` (wiring), `doctor`, `status`, `report`, over the hook library
+//! `install` and `uninstall` (wiring), `plugin`, `doctor`, `status`, `report`, over the hook library
 //! `preload-core`. Parsed with `clap`: each subcommand has its `--help`; an unknown subcommand
 //! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Hook binaries
 //! never link this crate.
@@ -16,6 +16,7 @@ use exit::Exit;
 pub mod doctor;
 pub mod exit;
 pub mod install;
+pub mod plugin;
 pub mod report;
 pub mod schema;
 pub mod session;
@@ -54,6 +55,9 @@ enum Command {
     Install(install::InstallArgs),
     /// Take the wiring (or the shims) out again; the binaries stay.
     Uninstall(install::uninstall::UninstallArgs),
+    /// Write the hooks as a Claude Code plugin directory (manifest, hooks.json, bin/,
+    /// marketplace), for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`.
+    Plugin(plugin::PluginArgs),
     /// Check the installation, the engine, the rules and the state files.
     Doctor(doctor::DoctorArgs),
     /// The active session or seed of this Claude process.
@@ -81,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Phase(args) => session::phase(&args),
         Command::Install(args) => install::run(&args),
         Command::Uninstall(args) => install::uninstall::run(&args),
+        Command::Plugin(args) => plugin::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Report(args) => report::run(&args),
