@@ -8,6 +8,7 @@ mod common;
 mod architecture;
 mod auto_answer;
 mod compaction;
+mod diagnostics;
 mod discovery;
 mod engine_interplay;
 mod engine_model;

@@ -1,11 +1,13 @@
 //! `preload doctor`: check the installation, the wiring, the engine and the state files.
 //!
 //! Nothing is changed; each problem comes with what to do about it. The checks run in order:
-//! the binaries, the wiring (`wiring`), the engine and its rules, then the state files and
-//! locks of the project (`sessions`).
+//! the binaries, the wiring (`wiring`, with the enabled `plugins`), the engine and its rules,
+//! the largest files a session would preload (`sizes`), then the state files and locks of the
+//! project (`sessions`).
 
 pub mod plugins;
 mod sessions;
+pub mod sizes;
 mod wiring;
 
 use std::fmt::Write as _;
@@ -141,6 +143,7 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
     check_binaries(&prefix, &mut findings);
     wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
     check_engine(&home, &mut findings);
+    sizes::check_sizes(vars, cwd, &mut findings);
     match project_root {
         Some(root) => {
             for dir in paths::sessions_dirs(&root, vars.get(env::WORKSPACE)) {

@@ -136,6 +136,36 @@ pub fn render(event: HookEvent, output: &HookOutput) -> Option<String> {
     Some(value.to_string())
 }
 
+impl HookOutput {
+    /// The text of the answer that counts against the output budget: the context or the
+    /// reason (empty for [`HookOutput::Silent`]).
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Silent | Self::Allow(None) => "",
+            Self::Context(text)
+            | Self::Allow(Some(text))
+            | Self::Deny(text)
+            | Self::Block(text) => text,
+        }
+    }
+}
+
+/// Log an answer whose text is over the call's output budget (nothing is cut: the packing
+/// upstream splits files and carries them over; this line says when that was not enough).
+fn log_oversize(ctx: &Context, output: &HookOutput) {
+    let size = crate::delivery::chars(output.text());
+    if size > ctx.budget {
+        let note = crate::delivery::output_note(size, ctx.budget);
+        ctx.log.record(
+            crate::delivery::Event::OverBudget,
+            "",
+            ctx.hook,
+            false,
+            &note,
+        );
+    }
+}
+
 /// What a failed call prints for `event`: the allow decision for PreToolUse, else nothing.
 pub fn fail_open(event: HookEvent) -> HookOutput {
     if event == HookEvent::PreToolUse {
@@ -249,7 +279,10 @@ where
                     // Past the deadline the runner answers without us: commit nothing then.
                     crate::state::commit_before(Some(ctx.deadline));
                     match handler(&input, &ctx) {
-                        Ok(output) => Progress::Done(output),
+                        Ok(output) => {
+                            log_oversize(&ctx, &output);
+                            Progress::Done(output)
+                        }
                         Err(err) => Progress::Failed(err.to_string()),
                     }
                 }
@@ -310,6 +343,25 @@ mod tests {
             render(HookEvent::PostToolUse, &HookOutput::Context(String::new())),
             None
         );
+    }
+
+    #[test]
+    fn an_answer_over_the_budget_is_logged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("log.jsonl");
+        let env = Env::from_pairs([
+            (env::PRELOAD_TEST_LOG, log.to_string_lossy().into_owned()),
+            (env::PRELOAD_OUTPUT_BUDGET, "300".to_owned()),
+        ]);
+        let input = HookInput::from_value(json!({"cwd": tmp.path()}));
+        let ctx = Context::new(env, "templates", &input, Duration::from_secs(1));
+        log_oversize(&ctx, &HookOutput::Context("x".repeat(300)));
+        assert!(!log.exists(), "within the budget: nothing logged");
+        log_oversize(&ctx, &HookOutput::Deny("y".repeat(301)));
+        let line: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        assert_eq!(line["event"], "over-budget");
+        assert_eq!(line["dedupResult"], "output 301/300");
+        assert_eq!(line["hook"], "templates");
     }
 
     #[test]
