@@ -1,8 +1,14 @@
 //! Scenarios: what the product says about itself. Outputs over their budget are logged and
-//! reported, `preload doctor` lists the largest files against the cap.
+//! reported; `preload doctor` lists the largest files against the cap and, with `--canary`,
+//! runs the binaries end to end; `preload timings` and `preload explain` run hooks in a sandbox
+//! and leave every real file as it was.
 
+use std::collections::BTreeMap;
 use std::fs;
+use std::path::{Path, PathBuf};
 
+use preload_cli::install::wiring::{BINARIES, WIRING};
+use preload_core::runner::HookEvent;
 use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};
@@ -105,4 +111,290 @@ fn doctor_lists_the_largest_files_against_the_cap() {
     assert!(line.contains("a pointer, not its content"), "{line}");
     assert!(out.stdout.contains("warn  sizes:"), "{}", out.stdout);
     assert_eq!(fs::read_to_string(&big).unwrap().len(), 30_000);
+}
+
+/// Every file under `dir` and its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                out.insert(path.clone(), fs::read(&path).unwrap());
+            } else {
+                out.insert(path.clone(), b"(link)".to_vec());
+            }
+        }
+    }
+    out
+}
+
+/// Fails with the paths that differ between two snapshots.
+fn assert_untouched(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) {
+    let differ: Vec<&PathBuf> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|p| before.get(*p) != after.get(*p))
+        .collect();
+    assert!(differ.is_empty(), "real files changed: {differ:?}");
+}
+
+/// The directory of the built binaries.
+fn built() -> PathBuf {
+    crate::common::bin("preload")
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A session with one file in context and two queued, one of them already in context.
+fn session_with_a_queue(sb: &Sandbox) -> (String, String) {
+    let known = sb.engine_path("commands/CMD_REPORT_INTENT.md");
+    let fresh = sb.engine_path("commands/CMD_SELECT_MODE.md");
+    sb.active_session(
+        "s",
+        &json!({"currentPhase": "1: Interrogation", "preloadedFiles": [known],
+            "pendingPreloads": [known, fresh]}),
+    );
+    (known, fresh)
+}
+
+#[test]
+fn timings_time_every_hook_in_a_sandbox_and_leave_the_state_alone() {
+    let sb = Sandbox::new();
+    session_with_a_queue(&sb);
+    let before = snapshot(sb.root());
+    let out = preload(
+        &sb,
+        &[
+            "timings",
+            "--runs",
+            "3",
+            "--prefix",
+            built().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("floor: `preload noop`") && l.contains(" ms")),
+        "{}",
+        out.stdout
+    );
+    for row in WIRING {
+        let label = row.registrations().swap_remove(0);
+        let label = if label.is_empty() {
+            row.binary.to_owned()
+        } else {
+            format!("{} {}", row.binary, label.join(" "))
+        };
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{label} ")))
+            .unwrap_or_else(|| panic!("no line for {label}:\n{}", out.stdout));
+        let columns: Vec<&str> = line[label.len()..].split_whitespace().collect();
+        assert_eq!(columns[0], row.event, "{line}");
+        for number in &columns[1..4] {
+            assert!(number.parse::<f64>().is_ok(), "{line}");
+        }
+        let budget = HookEvent::from_name(row.event).unwrap().default_budget();
+        assert_eq!(columns[4], budget.as_millis().to_string(), "{line}");
+    }
+    assert_untouched(&before, &snapshot(sb.root()));
+
+    // A budget of 0 ms: every hook is over it, and says so.
+    let mut tight = Sandbox::new();
+    tight
+        .extra_env
+        .push(("PRELOAD_BUDGET_MS".into(), "0".into()));
+    let out = preload(
+        &tight,
+        &[
+            "timings",
+            "--runs",
+            "1",
+            "--prefix",
+            built().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.stdout.matches("OVER BUDGET").count(),
+        WIRING.len(),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.trim_end().ends_with(&format!(
+        "{} hooks over their budget (95th percentile)",
+        WIRING.len()
+    )));
+}
+
+#[test]
+fn explain_says_what_a_read_would_do_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let (known, fresh) = session_with_a_queue(&sb);
+    let file = sb.project.join("packages/estimate/src/total.ts");
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+        "tool_input": {"file_path": file}, "cwd": sb.project, "session_id": "c1",
+        "transcript_path": "/tmp/x/t.jsonl"});
+    let start = sb.root().join("start.json");
+    fs::write(
+        &start,
+        json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": sb.project})
+            .to_string(),
+    )
+    .unwrap();
+    let before = snapshot(sb.root());
+    let out = sb
+        .command("preload")
+        .args(["explain", "--prefix", built().to_str().unwrap()])
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    let out = Answer::from_output(&out);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_untouched(&before, &snapshot(sb.root()));
+    let text = &out.stdout;
+    let section = |title: &str| -> String {
+        text.split(&format!("\n{title}"))
+            .nth(1)
+            .map(|rest| {
+                rest.lines()
+                    .skip(1)
+                    .take_while(|l| l.starts_with("  "))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        text.contains(&format!(
+            "owner: Claude process {} (from CLAUDE_SUPERVISOR_PID)",
+            sb.pid
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "state: session {}: skill implement, phase 1: Interrogation",
+            sb.sessions.join("s/.state.json").display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  match  preload (allow, preload"), "{text}");
+    assert!(text.contains("verdict: allow; speaking: preload"), "{text}");
+    // The discovered directives go first; the queued command waits for the next call.
+    let discovered = sb
+        .project
+        .join("packages/estimate/.directives/INVARIANTS.md")
+        .display()
+        .to_string();
+    assert!(
+        section("stashed for PostToolUse").contains(&discovered),
+        "{text}"
+    );
+    assert!(
+        section("queued for the next calls").contains(&discovered),
+        "{text}"
+    );
+    assert!(
+        section("over the output budget").contains(&format!("{fresh}  (carried-over)")),
+        "{text}"
+    );
+    assert!(
+        section("skipped, already delivered").contains(&known),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "output size: the largest answer is 0 characters; budget 9500, Claude Code's cap 10000"
+        ),
+        "{text}"
+    );
+    assert!(
+        section("  preloadedFiles, added").contains(&discovered),
+        "{text}"
+    );
+    assert!(
+        section("  pendingPreloads, taken out").contains(&known),
+        "{text}"
+    );
+
+    // From a file, and a SessionStart: the answers' sizes against the cap.
+    let out = preload(
+        &sb,
+        &[
+            "explain",
+            "--input",
+            start.to_str().unwrap(),
+            "--prefix",
+            built().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("preload-session-start --chunk 0/32: "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("over the output budget:"),
+        "{}",
+        out.stdout
+    );
+    assert_untouched(&before, &snapshot(sb.root()));
+
+    let bad = preload(&sb, &["explain", "--input", sb.log.to_str().unwrap()]);
+    assert_eq!(bad.code, 1, "an unreadable input file: {}", bad.stderr);
+    let out = sb
+        .command("preload")
+        .arg("explain")
+        .write_stdin("{}")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no hook_event_name is a usage error"
+    );
+}
+
+#[test]
+fn the_canary_passes_with_the_built_binaries_and_catches_a_broken_one() {
+    let sb = Sandbox::new();
+    let good = preload(
+        &sb,
+        &["doctor", "--canary", "--prefix", built().to_str().unwrap()],
+    );
+    assert!(
+        good.stdout.lines().any(|l| l.starts_with("ok    canary: ")),
+        "{}",
+        good.stdout
+    );
+    // The same binaries, but an injections hook that answers nothing.
+    let broken = sb.root().join("broken");
+    fs::create_dir_all(&broken).unwrap();
+    for name in BINARIES {
+        std::os::unix::fs::symlink(built().join(name), broken.join(name)).unwrap();
+    }
+    fs::remove_file(broken.join("preload-injections")).unwrap();
+    let script = broken.join("preload-injections");
+    fs::write(&script, "#!/bin/sh\ncat >/dev/null\n").unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bad = preload(
+        &sb,
+        &["doctor", "--canary", "--prefix", broken.to_str().unwrap()],
+    );
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(
+        bad.stdout.contains("FAIL  canary: the Read round trips put the marker of src/.directives/AGENTS.md in their answers 0 and 0 times"),
+        "{}",
+        bad.stdout
+    );
 }

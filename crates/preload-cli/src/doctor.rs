@@ -3,8 +3,10 @@
 //! Nothing is changed; each problem comes with what to do about it. The checks run in order:
 //! the binaries, the wiring (`wiring`, with the enabled `plugins`), the engine and its rules,
 //! the largest files a session would preload (`sizes`), then the state files and locks of the
-//! project (`sessions`).
+//! project (`sessions`). With `--canary`, the binaries also run end to end in a throwaway
+//! sandbox (`canary`).
 
+pub mod canary;
 pub mod plugins;
 mod sessions;
 pub mod sizes;
@@ -34,6 +36,10 @@ pub struct DoctorArgs {
     /// A settings file to check besides the project's and the user's.
     #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
     pub settings: Option<PathBuf>,
+    /// Also run the binaries end to end in a throwaway sandbox: a SessionStart and a
+    /// PreToolUse round trip must each deliver a known file exactly once.
+    #[arg(long)]
+    pub canary: bool,
 }
 
 /// How bad a finding is.
@@ -141,6 +147,9 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
         (None, _) => default_prefix,
     };
     check_binaries(&prefix, &mut findings);
+    if args.canary {
+        canary::check_canary(&prefix, &mut findings);
+    }
     wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
     check_engine(&home, &mut findings);
     sizes::check_sizes(vars, cwd, &mut findings);

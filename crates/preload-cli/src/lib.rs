@@ -12,15 +12,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use exit::Exit;
+use preload_core::runner;
 
+pub mod calls;
 pub mod doctor;
 pub mod exit;
+pub mod explain;
 pub mod install;
 pub mod plugin;
 pub mod report;
+pub mod sandbox;
 pub mod schema;
 pub mod session;
 pub mod status;
+pub mod timings;
 pub mod transition;
 
 /// What every subcommand reads from the environment.
@@ -64,6 +69,16 @@ enum Command {
     Status(status::StatusArgs),
     /// A summary of a delivery event log.
     Report(report::ReportArgs),
+    /// Time every installed hook on harmless inputs in a sandbox copy of the project's state,
+    /// against a bare process start and the hook's budget.
+    Timings(timings::TimingsArgs),
+    /// Say what one hook input (stdin or --input FILE) would do: session and owner, matching
+    /// rules, what is delivered, queued, stashed or skipped, and the output's size; run in a
+    /// sandbox copy of the state, so nothing changes.
+    Explain(explain::ExplainArgs),
+    /// Read stdin and print `{}`: a bare process start, the floor `preload timings` measures.
+    #[command(hide = true)]
+    Noop,
 }
 
 /// Entry point of the `preload` binary.
@@ -89,7 +104,23 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Timings(args) => timings::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Noop => noop(),
     }
+}
+
+/// `preload noop`: what every hook does besides its work, reading stdin and printing one
+/// JSON object, and nothing else.
+fn noop() -> ExitCode {
+    use std::io::Read;
+    let mut sink = Vec::new();
+    let _ = std::io::stdin()
+        .lock()
+        .take(preload_core::input::MAX_STDIN_BYTES)
+        .read_to_end(&mut sink);
+    runner::print_text("{}");
+    Exit::Success.into()
 }
 
 /// Why a path argument was refused.

@@ -37,6 +37,21 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
+    /// Every event the hooks serve.
+    pub const ALL: [Self; 6] = [
+        Self::SessionStart,
+        Self::UserPromptSubmit,
+        Self::PreToolUse,
+        Self::PostToolUse,
+        Self::PreCompact,
+        Self::Stop,
+    ];
+
+    /// The event Claude Code calls `name`, when the hooks serve it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
     /// The name Claude Code uses (`hookEventName`).
     pub fn name(self) -> &'static str {
         match self {
@@ -362,6 +377,14 @@ mod tests {
         assert_eq!(line["event"], "over-budget");
         assert_eq!(line["dedupResult"], "output 301/300");
         assert_eq!(line["hook"], "templates");
+    }
+
+    #[test]
+    fn events_are_found_by_name() {
+        for event in HookEvent::ALL {
+            assert_eq!(HookEvent::from_name(event.name()), Some(event));
+        }
+        assert_eq!(HookEvent::from_name("Notification"), None);
     }
 
     #[test]

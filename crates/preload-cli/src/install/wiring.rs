@@ -43,7 +43,7 @@ pub const BINARIES: &[&str] = &[
 ];
 
 /// One handler of the wiring: a binary with its arguments on one event and matcher.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wiring {
     /// Binary name.
     pub binary: &'static str,
@@ -214,22 +214,52 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
         .map(|s| s.script)
 }
 
+impl Wiring {
+    /// The argument lists of this row's registrations: one, or [`SESSION_START_CHUNKS`] with
+    /// `--chunk I/N` appended for a chunked row.
+    pub fn registrations(&self) -> Vec<Vec<String>> {
+        let base: Vec<String> = self.args.iter().map(|a| (*a).to_owned()).collect();
+        if !self.chunked {
+            return vec![base];
+        }
+        (0..SESSION_START_CHUNKS)
+            .map(|i| {
+                let mut args = base.clone();
+                args.push("--chunk".into());
+                args.push(format!("{i}/{SESSION_START_CHUNKS}"));
+                args
+            })
+            .collect()
+    }
+
+    /// Whether the client runs this row for an input of its event: the matcher against the
+    /// input's `source` (SessionStart), `tool_name` (tool events) or `trigger` (PreCompact).
+    /// `*`, an empty matcher or none match everything; the table's matchers are exact names,
+    /// several joined by `|`.
+    pub fn matches(&self, input: &Value) -> bool {
+        if input.get("hook_event_name").and_then(Value::as_str) != Some(self.event) {
+            return false;
+        }
+        let Some(matcher) = self.matcher.filter(|m| !m.is_empty() && *m != "*") else {
+            return true;
+        };
+        let field = match self.event {
+            "SessionStart" => "source",
+            "PreCompact" => "trigger",
+            _ => "tool_name",
+        };
+        let value = input.get(field).and_then(Value::as_str).unwrap_or("");
+        matcher.split(['|', ',']).any(|name| name.trim() == value)
+    }
+}
+
 /// The handlers of one wiring row, expanded (`--chunk I/N` for `SessionStart`).
 fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
-    let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
-    if row.chunked {
-        (0..SESSION_START_CHUNKS)
-            .map(|i| {
-                let mut args: Vec<String> = row.args.iter().map(|a| (*a).to_owned()).collect();
-                args.push("--chunk".into());
-                args.push(format!("{i}/{SESSION_START_CHUNKS}"));
-                handler(args)
-            })
-            .collect()
-    } else {
-        vec![handler(row.args.iter().map(|a| (*a).to_owned()).collect())]
-    }
+    row.registrations()
+        .into_iter()
+        .map(|args| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout}))
+        .collect()
 }
 
 /// Our handlers grouped by (event, matcher), in table order.
@@ -336,6 +366,30 @@ mod tests {
         assert_eq!(
             replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")),
             None
+        );
+    }
+
+    #[test]
+    fn rows_match_their_event_and_matcher() {
+        let row = |binary: &str, args: &[&str]| {
+            WIRING
+                .iter()
+                .find(|w| w.binary == binary && w.args == args)
+                .unwrap()
+        };
+        let bash = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"});
+        assert!(row("preload-templates", &[]).matches(&bash));
+        assert!(row("preload-injections", &[]).matches(&bash));
+        assert!(!row("preload-compaction-reread", &["register"]).matches(&bash));
+        let compact = json!({"hook_event_name": "SessionStart", "source": "compact"});
+        let startup = json!({"hook_event_name": "SessionStart", "source": "startup"});
+        let reread = row("preload-compaction-reread", &["sessionstart"]);
+        assert!(reread.matches(&compact) && !reread.matches(&startup));
+        assert!(row("preload-session-start", &[]).matches(&startup));
+        assert!(!row("preload-overflow", &[]).matches(&bash));
+        assert_eq!(
+            row("preload-session-start", &[]).registrations().len(),
+            SESSION_START_CHUNKS
         );
     }
 
