@@ -9,10 +9,12 @@
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
-//!    [`counters`], [`skill`], [`discovery`], [`report`];
-//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
+//!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
+//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
+//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`].
+//!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
+//!    [`choice`], [`watchdog`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -26,28 +28,42 @@ pub mod runner;
 // Layer 3: mechanisms.
 pub mod context;
 pub mod counters;
+pub mod dehydrated;
 pub mod discovery;
+pub mod dispatch;
+pub mod heartbeat;
 pub mod ledger;
+pub mod packs;
 pub mod report;
+pub mod reread;
 pub mod session;
 pub mod skill;
+pub mod start_cache;
+pub mod stash;
 
 // Layer 4: state.
 pub mod dedup;
 pub mod fields;
 pub mod refs;
+pub mod stamps;
 pub mod state;
 
 // Layer 5: primitives.
+pub mod artifacts;
+pub mod choice;
 pub mod clock;
 pub mod delivery;
 pub mod env;
 pub mod file;
 pub mod input;
+pub mod layout;
 pub mod lock;
 pub mod markers;
 pub mod paths;
 pub mod process;
+pub mod rng;
+pub mod tmux;
+pub mod watchdog;
 
 pub use context::Context;
 pub use input::HookInput;

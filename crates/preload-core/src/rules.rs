@@ -1,7 +1,7 @@
 //! The rule engine of `guards.json`: parsing, the six trigger types, `$field` payload
 //! references, tool whitelists, and how matched rules compose into one decision.
 //!
-//! Everything here is pure: it reads a [`State`] and a tool call and returns data. Delivering
+//! Everything here is pure: it reads a [`State`](crate::state::State) and a tool call and returns data. Delivering
 //! (stashing, claiming, tmux) is the caller's business.
 
 use serde_json::{Map, Value};

@@ -19,9 +19,6 @@ use crate::lock::{LockError, StateLock};
 mod peek;
 pub use peek::{peek_member, peek_pid};
 
-#[doc(hidden)]
-pub use crate::file::write_atomic;
-
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
 

@@ -231,33 +231,28 @@ mod tests {
             event("queue-pending", "/c", "deferred"),
             event("over-budget", "/c", "carried-over"),
         ]);
+        // The first line under the section whose title starts with `title`.
         let section = |title: &str| {
-            text.split(title)
-                .nth(1)
-                .and_then(|rest| rest.split("\n\n").next())
-                .unwrap_or("")
-                .lines()
-                .nth(1)
-                .unwrap_or("")
-                .to_owned()
+            let mut lines = text.lines().skip_while(|l| !l.starts_with(title));
+            lines.nth(1).unwrap_or("").to_owned()
         };
-        assert!(
-            section("delivered in these answers").starts_with("  /d"),
+        assert_eq!(
+            section("delivered in these answers"),
+            "  /d  (claim-deliver by overflow: src)",
             "{text}"
         );
-        assert!(
-            section("stashed for PostToolUse").starts_with("  /s"),
+        assert_eq!(section("stashed for PostToolUse"), "  /s  (src)", "{text}");
+        assert_eq!(
+            section("queued for the next calls"),
+            "  /q  (src)",
             "{text}"
         );
-        assert!(
-            section("queued for the next calls").starts_with("  /q"),
+        assert_eq!(section("carried over"), "  /c  (src)", "{text}");
+        assert_eq!(
+            section("skipped, already delivered"),
+            "  /k  (in context by path; src)",
             "{text}"
         );
-        assert!(
-            section("skipped, already delivered").contains("/k  (same path"),
-            "{text}"
-        );
-        assert!(section("carried over").starts_with("  /c"), "{text}");
         assert!(text.contains("/c  (carried-over)"), "{text}");
     }
 

@@ -201,9 +201,18 @@ mod tests {
         assert!(text.contains("toolCallsByTranscript[t] 4 >= 3"), "{text}");
         assert!(text.contains("skip   bash-only"), "{text}");
         assert!(
-            text.contains("verdict: deny by gate; speaking: warn"),
+            text.contains(
+                "verdict: allow (the blocking rules' whitelist lets Read through); speaking: warn"
+            ),
             "{text}"
         );
+        let write = Facts {
+            tool: Some("Write"),
+            ..facts
+        };
+        let text = explain_rules(&rules, &write, "Write", None);
+        assert!(text.contains("verdict: deny by gate"), "{text}");
+        assert!(!text.contains("lets Write through"), "{text}");
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub const BINARIES: &[&str] = &[
     "preload-overflow",
     "preload-injections",
     "preload-compaction-reread",
+    "preload-session-end",
+    "preload-subagent-start",
     "preload-e2e-auto-answer",
 ];
 
@@ -149,6 +151,24 @@ pub const WIRING: &[Wiring] = &[
         timeout: 5,
         chunked: false,
     },
+    // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
+    // timeout of a settings file raises: 2 s keeps that raise small.
+    Wiring {
+        binary: "preload-session-end",
+        args: &[],
+        event: "SessionEnd",
+        matcher: None,
+        timeout: 2,
+        chunked: false,
+    },
+    Wiring {
+        binary: "preload-subagent-start",
+        args: &[],
+        event: "SubagentStart",
+        matcher: None,
+        timeout: 10,
+        chunked: false,
+    },
 ];
 
 /// One engine hook script and the binary that replaces it.
@@ -200,6 +220,11 @@ pub const SHIMS: &[Shim] = &[
         args: " --chunk \"${1:-0}/${2:-1}\"",
     },
     Shim {
+        script: "subagent-start-context.sh",
+        binary: "preload-subagent-start",
+        args: "",
+    },
+    Shim {
         script: "e2e-auto-answer.sh",
         binary: "preload-e2e-auto-answer",
         args: "",
@@ -233,7 +258,8 @@ impl Wiring {
     }
 
     /// Whether the client runs this row for an input of its event: the matcher against the
-    /// input's `source` (SessionStart), `tool_name` (tool events) or `trigger` (PreCompact).
+    /// input's `source` (SessionStart), `tool_name` (tool events), `trigger` (PreCompact),
+    /// `reason` (SessionEnd) or `agent_type` (SubagentStart).
     /// `*`, an empty matcher or none match everything; the table's matchers are exact names,
     /// several joined by `|`.
     pub fn matches(&self, input: &Value) -> bool {
@@ -246,6 +272,8 @@ impl Wiring {
         let field = match self.event {
             "SessionStart" => "source",
             "PreCompact" => "trigger",
+            "SessionEnd" => "reason",
+            "SubagentStart" => "agent_type",
             _ => "tool_name",
         };
         let value = input.get(field).and_then(Value::as_str).unwrap_or("");

@@ -1,0 +1,281 @@
+//! What `preload-session-start`'s text holds, in order: the banner and the session context
+//! line, the core standards (and `docs/TOC.md`), the context packs (those due at SessionStart,
+//! and after a compaction every pack the old window held), the live session's skill (SKILL.md,
+//! its references, the current phase's commands and packs) and artifacts, the session's files
+//! and, on `startup`, the dehydrated-context recovery; what does not fit is queued or stashed.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::Context;
+use crate::artifacts;
+use crate::clock;
+use crate::dehydrated::Recovery;
+use crate::delivery::{self, Packer};
+use crate::env;
+use crate::fields::{self, StashEntry};
+use crate::file;
+use crate::heartbeat;
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Batch, Mode, Outcome, Request};
+use crate::session;
+use crate::skill;
+use crate::stash;
+use crate::state::{self, State};
+
+/// `ruleId` of text stashed because it did not fit.
+const STASH_RULE: &str = "session-start";
+
+/// What one fill produced besides the packed blocks.
+#[derive(Debug, Default)]
+pub(super) struct Fill {
+    /// What was delivered, queued or recorded.
+    pub(super) batch: Batch,
+    /// Items that did not fit (queued files and stashed texts).
+    pub(super) overflow: usize,
+}
+
+/// What one event's text is made of.
+pub(super) struct Plan<'a> {
+    /// The call's context.
+    pub(super) ctx: &'a Context,
+    /// The event's `source` (`startup`, `resume`, `clear`, `compact`).
+    pub(super) source: &'a str,
+    /// The dehydrated session restored on `startup`.
+    pub(super) recovery: Option<&'a Recovery>,
+}
+
+impl Plan<'_> {
+    /// Pack everything into `packer` and record it in `state` (a session or a fresh seed).
+    pub(super) fn fill(
+        &self,
+        state: &mut State,
+        session_dir: Option<&PathBuf>,
+        carried_packs: &[String],
+        packer: &mut Packer,
+    ) -> Fill {
+        let ctx = self.ctx;
+        let source = format!("session-start({})", self.source);
+        let mut fill = Fill::default();
+        let mut texts_left = Vec::new();
+        let add_text = |packer: &mut Packer, text: String, left: &mut Vec<String>| {
+            if !packer.try_add(text.clone()) {
+                left.push(text);
+            }
+        };
+
+        add_text(packer, self.head(state, session_dir), &mut texts_left);
+
+        let mut requests: Vec<Request> = session::core_seeds(ctx)
+            .into_iter()
+            .map(|p| Request::new(p, source.clone()))
+            .collect();
+        let toc = ctx.cwd.join("docs/TOC.md");
+        if toc.is_file() {
+            requests.push(Request::new(toc.to_string_lossy(), source.clone()));
+        }
+        requests.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            Moment::SessionStart,
+            &source,
+        ));
+        for key in carried_packs {
+            if !requests.iter().any(|r| r.path == *key) {
+                requests.push(Request::new(key.as_str(), source.as_str()));
+            }
+        }
+        let active = session_dir.filter(|_| is_live_lifecycle(state));
+        if let Some(dir) = active {
+            if self.source == "compact" {
+                fill.batch = reinjected_by_client(ctx, state);
+            }
+            requests.extend(skill_requests(ctx, state));
+            requests.extend(artifact_requests(ctx, state, dir));
+        }
+        fill.batch
+            .extend(preload::apply(ctx, state, &requests, Mode::Direct, packer));
+
+        if let Some(dir) = active {
+            add_text(packer, artifacts::listing(dir), &mut texts_left);
+        }
+        if let Some(recovery) = self.recovery {
+            add_text(packer, recovery.header(ctx), &mut texts_left);
+            let files: Vec<Request> = recovery
+                .files(ctx)
+                .into_iter()
+                .filter_map(|(_, found)| found)
+                .map(|p| Request::new(p.to_string_lossy(), "dehydrated-context"))
+                .collect();
+            fill.batch
+                .extend(preload::apply(ctx, state, &files, Mode::Direct, packer));
+        }
+
+        let deferred = fill
+            .batch
+            .outcomes
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Queued | Outcome::Partial))
+            .count();
+        fill.overflow = deferred + texts_left.len();
+        let left: Vec<StashEntry> = texts_left
+            .iter()
+            .map(|text| StashEntry::new(STASH_RULE, text, ""))
+            .collect();
+        stash::push(state, &left);
+        fill
+    }
+
+    /// The banner and the session context line.
+    fn head(&self, state: &State, session_dir: Option<&PathBuf>) -> String {
+        let ctx = self.ctx;
+        let rule = "═".repeat(60);
+        let mut line = format!("[Session Context] Time: {}", clock::human_utc(ctx.now));
+        if let Some(ws) = ctx.env.get(env::WORKSPACE) {
+            let _ = write!(line, " | Workspace: {ws}");
+        }
+        match session_dir {
+            Some(dir) => {
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                let count = |key: &str, default: u64| {
+                    let n = state.get(key).and_then(Value::as_u64);
+                    n.unwrap_or(default).to_string()
+                };
+                let _ = write!(
+                    line,
+                    " | Session: {} | Skill: {} | Phase: {} | Heartbeat: {}/{}",
+                    name.unwrap_or_default(),
+                    state.str(fields::SKILL).unwrap_or("(none)"),
+                    state.str(fields::CURRENT_PHASE).unwrap_or("(none)"),
+                    count(fields::TOOL_CALLS_SINCE_LAST_LOG, 0),
+                    count(fields::BLOCK_AFTER, heartbeat::DEFAULT_BLOCK_AFTER),
+                );
+            }
+            None => line.push_str(" | Session: (none)"),
+        }
+        format!(
+            "{rule}\nMANDATORY PRELOAD: the [Preloaded: …] blocks below are already in your \
+             context.\nUse them as reference; Read a preloaded file again only to Edit it.\n\
+             {rule}\n{line}\n"
+        )
+    }
+}
+
+/// The most of a skill's SKILL.md the client puts back after a compaction (5,000 tokens).
+const CLIENT_REINJECT_CHARS: usize = 20_000;
+
+/// After a compaction the client itself puts the SKILL.md of every skill its process holds
+/// (loaded in this process, or recalled from an earlier compaction's re-injection when it
+/// resumed the conversation) back into the context (up to [`CLIENT_REINJECT_CHARS`]): those are
+/// recorded as in context, not delivered a second time. A longer one is delivered whole by us.
+fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
+    let reloaded: Vec<String> = state
+        .strings(fields::INVOKED_SKILLS)
+        .into_iter()
+        .filter(|name| skill::is_valid_name(name))
+        .filter(|name| {
+            file::read_text(&ctx.paths.skill_file(name), state::MAX_STATE_BYTES)
+                .is_some_and(|text| delivery::chars(&text) <= CLIENT_REINJECT_CHARS)
+        })
+        .collect();
+    let requests: Vec<Request> = reloaded
+        .iter()
+        .map(|name| {
+            Request::new(
+                ctx.paths.skill_file(name).to_string_lossy(),
+                "client-skill-reload(compact)",
+            )
+        })
+        .collect();
+    // The transcript now records the re-injection: a client that resumes the conversation
+    // recalls these.
+    if reloaded.is_empty() {
+        state.remove(fields::RELOADED_SKILLS);
+    } else {
+        state.set(fields::RELOADED_SKILLS, serde_json::json!(reloaded));
+    }
+    preload::record(ctx, state, &requests)
+}
+
+/// Lifecycles in which the session's skill is in use.
+fn is_live_lifecycle(state: &State) -> bool {
+    matches!(
+        state.str(fields::LIFECYCLE),
+        None | Some("active" | "resuming" | "restarting" | "dehydrating")
+    )
+}
+
+/// SKILL.md, its FMT/INV references, the current phase's commands and templates.
+fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
+    let Some(name) = state.str(fields::SKILL).filter(|n| skill::is_valid_name(n)) else {
+        return Vec::new();
+    };
+    let source = format!("session-start-skill({name})");
+    let mut out = Vec::new();
+    let file = ctx.paths.skill_file(name);
+    if let Some(text) = file::read_text(&file, state::MAX_STATE_BYTES) {
+        out.push(Request::new(file.to_string_lossy(), source.clone()));
+        let resolver = preload::resolver(ctx);
+        for found in resolver.references_of(&file, &text) {
+            out.push(Request::new(found.to_string_lossy(), source.clone()));
+        }
+    }
+    let phase = state.str(fields::CURRENT_PHASE).unwrap_or("0");
+    let label = skill::label_of(phase);
+    for path in skill::session_phase_cmds(&ctx.paths, &state.0, &label) {
+        out.push(Request::new(
+            path.to_string_lossy(),
+            format!("phase-cmds({label})"),
+        ));
+    }
+    // The packs of the skill and of its current phase belong to this context window too.
+    for moment in [
+        Moment::Skill(name),
+        Moment::Phase {
+            label: &label,
+            name: skill::name_of(phase),
+        },
+    ] {
+        out.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            moment,
+            &source,
+        ));
+    }
+    out
+}
+
+/// The session's debrief (else its log) and `DIALOGUE.md`.
+fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
+    let Some(name) = state.str(fields::SKILL).filter(|n| skill::is_valid_name(n)) else {
+        return Vec::new();
+    };
+    if !ctx.paths.skill_file(name).is_file() {
+        return Vec::new();
+    }
+    let definition = skill::Skill::load(&ctx.paths, name)
+        .map(|s| s.definition)
+        .unwrap_or_default();
+    let artifact_of = |field: &str| {
+        let template = state
+            .str(field)
+            .or_else(|| definition.get(field).and_then(Value::as_str))?;
+        artifacts::document_in(dir, template)
+    };
+    let mut out = Vec::new();
+    if let Some(file) =
+        artifact_of(fields::DEBRIEF_TEMPLATE).or_else(|| artifact_of(fields::LOG_TEMPLATE))
+    {
+        out.push(Request::new(file.to_string_lossy(), "session-artifact"));
+    }
+    let dialogue = dir.join(artifacts::DIALOGUE);
+    if dialogue.is_file() {
+        out.push(Request::new(dialogue.to_string_lossy(), "session-artifact"));
+    }
+    out
+}

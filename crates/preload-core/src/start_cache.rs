@@ -1,0 +1,299 @@
+//! The SessionStart text shared by the `--chunk I/N` registrations of one event: generated
+//! once per conversation, source and client process under a lock, kept in a cache file the
+//! other registrations read, and cut again when they are a different number of slots.
+//!
+//! The cache directory is a real directory of the current user's, mode 0700 (a symbolic link
+//! or another user's directory is refused); cache files are read without following links and
+//! only while fresh, and written by atomic rename, so a planted file is never written through.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::clock;
+use crate::delivery::{self, Packer};
+use crate::env::{self, Env};
+use crate::file::{self, WriteError};
+use crate::input::HookInput;
+use crate::lock::{LockError, StateLock};
+use crate::markers::{self, MarkerDir, MarkerError};
+use crate::process;
+use crate::state;
+
+/// A cache older than this is generated again: the N registrations of one event start within
+/// moments of each other, and a later event of the same conversation, source and client process
+/// (a second compaction) must not reuse it.
+pub const FRESH: Duration = Duration::from_secs(10);
+/// A temporary file older than this was left by a writer that died.
+const TEMP_LEFTOVER: Duration = Duration::from_secs(60);
+/// The most registrations one text is cut for.
+pub const MAX_CHUNKS: usize = 1_000;
+
+/// The blocks of each slot, in slot order.
+pub type Slots = Vec<Vec<String>>;
+
+/// Why the shared text could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StartCacheError {
+    /// A `--chunk` value that is not `I/N` with `I < N <= 1000`.
+    #[error("bad --chunk value {value:?}; expected I/N with I < N <= {MAX_CHUNKS}")]
+    Chunk {
+        /// The value given.
+        value: String,
+    },
+    /// The cache directory is unusable (a link, another user's, or not creatable).
+    #[error("cannot use cache directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: MarkerError,
+    },
+    /// The cache's lock was not had in time.
+    #[error("cannot lock cache {path}: {source}")]
+    Lock {
+        /// The cache file.
+        path: PathBuf,
+        /// Why.
+        source: LockError,
+    },
+    /// The generated text could not be written (the error names the cache file).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// `--chunk I/N`: print slice `index` of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    /// Which slice (0-based).
+    pub index: usize,
+    /// How many registrations share the text.
+    pub total: usize,
+}
+
+/// Parse `--chunk I/N` (or `--chunk=I/N`) out of `args`; `None` without one.
+pub fn parse_chunk(args: &[String]) -> Result<Option<Chunk>, StartCacheError> {
+    let mut value = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--chunk" {
+            value = Some(iter.next().cloned().unwrap_or_default());
+        } else if let Some(v) = arg.strip_prefix("--chunk=") {
+            value = Some(v.to_owned());
+        }
+    }
+    let Some(value) = value else { return Ok(None) };
+    let parsed = value
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+    match parsed {
+        Some((index, total)) if total > 0 && index < total && total <= MAX_CHUNKS => {
+            Ok(Some(Chunk { index, total }))
+        }
+        _ => Err(StartCacheError::Chunk { value }),
+    }
+}
+
+/// The cache directory: `PRELOAD_CACHE_DIR`, else `${TMPDIR:-/tmp}/claude-preload-<uid>`.
+pub fn cache_dir(env: &Env) -> PathBuf {
+    env.get(env::PRELOAD_CACHE_DIR)
+        .map_or_else(|| markers::user_dir(env), PathBuf::from)
+}
+
+/// The cache key: `<session_id>_<source>` with characters outside `[A-Za-z0-9._-]` as `_`.
+///
+/// The key names the conversation, the source and the client process that runs the N
+/// registrations (with its start time), so one run's text is never served to another: a
+/// `--resume` of the same conversation is a new client process.
+pub fn cache_key(input: &HookInput) -> String {
+    let client = process::nearest_non_shell_ancestor();
+    let started = process::start_time(client).unwrap_or(0);
+    let raw = format!(
+        "{}_{}_{client}-{started}",
+        input.session_id().unwrap_or("nosession"),
+        input.source().unwrap_or("startup")
+    );
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The cache of one event's text.
+#[derive(Debug)]
+pub struct StartCache {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+/// What a look-up found.
+#[derive(Debug)]
+pub enum Lookup {
+    /// The text, cut for the registrations asked for.
+    Found(Slots),
+    /// No usable cache: this registration generates the text and hands it to the writer,
+    /// which holds the cache's lock until then.
+    Missing(Writer),
+}
+
+/// The one registration that writes the text; the lock goes with it.
+#[derive(Debug)]
+pub struct Writer {
+    path: PathBuf,
+    lock: StateLock,
+}
+
+impl StartCache {
+    /// The cache of `input`'s event, its directory made when missing.
+    pub fn open(env: &Env, input: &HookInput) -> Result<Self, StartCacheError> {
+        let dir = cache_dir(env);
+        MarkerDir::at(&dir, true).map_err(|source| StartCacheError::Directory {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = dir.join(format!("{}.json", cache_key(input)));
+        Ok(Self { dir, path })
+    }
+
+    /// The cache file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The text cut for `total` slots of `budget` characters: from the cache when it is
+    /// fresh, else, under the cache's lock (waited for at most three quarters of the time left
+    /// before `deadline`), from a cache another registration wrote meanwhile; else a
+    /// [`Writer`], after stale caches and leftovers were swept.
+    pub fn lookup(
+        &self,
+        total: usize,
+        budget: usize,
+        deadline: Instant,
+    ) -> Result<Lookup, StartCacheError> {
+        if let Some((n, slots)) = read(&self.path) {
+            return Ok(Lookup::Found(reslice(n, slots, total, budget)));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let lock = StateLock::acquire_unlatched(&self.path, Instant::now() + left * 3 / 4)
+            .map_err(|source| StartCacheError::Lock {
+                path: self.path.clone(),
+                source,
+            })?;
+        if let Some((n, slots)) = read(&self.path) {
+            lock.release();
+            return Ok(Lookup::Found(reslice(n, slots, total, budget)));
+        }
+        sweep(&self.dir);
+        Ok(Lookup::Missing(Writer {
+            path: self.path.clone(),
+            lock,
+        }))
+    }
+}
+
+impl Writer {
+    /// Write the text generated for `total` slots, and release the lock.
+    pub fn write(self, total: usize, slots: &Slots) -> Result<(), StartCacheError> {
+        let doc = json!({"n": total, "slots": slots});
+        let written = file::write_cache(&self.path, doc.to_string().as_bytes());
+        self.lock.release();
+        Ok(written?)
+    }
+}
+
+/// Read a cache file without following symlinks; `None` when absent, stale, foreign or bad.
+fn read(path: &Path) -> Option<(usize, Slots)> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
+        return None;
+    }
+    let age = clock::age(meta.modified().ok()?);
+    if age > FRESH {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(state::MAX_STATE_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let n = usize::try_from(value.get("n")?.as_u64()?).ok()?;
+    let slots = value
+        .get("slots")?
+        .as_array()?
+        .iter()
+        .map(|slot| {
+            slot.as_array()
+                .map(|b| {
+                    b.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    Some((n, slots))
+}
+
+/// Remove caches older than the freshness window and leftover temporary files.
+fn sweep(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let age = meta.modified().ok().map(clock::age).unwrap_or_default();
+        let old_cache = Path::new(&name).extension().is_some_and(|e| e == "json") && age > FRESH;
+        let old_temp = name.contains(".tmp.") && age > TEMP_LEFTOVER;
+        if meta.is_file() && (old_cache || old_temp) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Slices cut for `n` registrations, cut again for `total` when the two differ.
+pub fn reslice(n: usize, slots: Slots, total: usize, budget: usize) -> Slots {
+    if n == total {
+        return slots;
+    }
+    let mut packer = Packer::slots(&vec![budget; total]);
+    let mut left = 0;
+    for block in slots.into_iter().flatten() {
+        if !packer.try_add(block) {
+            left += 1;
+        }
+    }
+    let mut out = packer.slot_blocks();
+    if left > 0 {
+        if let Some(last) = out.last_mut() {
+            // Make room for the pointer in the last slot.
+            while !last.is_empty() && delivery::chars(&delivery::join_blocks(last)) + 200 > budget {
+                last.pop();
+                left += 1;
+            }
+            last.push(format!(
+                "[preload overflow: {left} more block(s) did not fit {total} SessionStart slots]"
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
