@@ -243,13 +243,6 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
     let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
         "tool_input": {"file_path": file}, "cwd": sb.project, "session_id": "c1",
         "transcript_path": "/tmp/x/t.jsonl"});
-    let start = sb.root().join("start.json");
-    fs::write(
-        &start,
-        json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": sb.project})
-            .to_string(),
-    )
-    .unwrap();
     let before = snapshot(sb.root());
     let out = sb
         .command("preload")
@@ -325,7 +318,20 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         section("  pendingPreloads, taken out").contains(&known),
         "{text}"
     );
+}
 
+#[test]
+fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
+    let sb = Sandbox::new();
+    session_with_a_queue(&sb);
+    let start = sb.root().join("start.json");
+    fs::write(
+        &start,
+        json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": sb.project})
+            .to_string(),
+    )
+    .unwrap();
+    let before = snapshot(sb.root());
     // From a file, and a SessionStart: the answers' sizes against the cap.
     let out = preload(
         &sb,

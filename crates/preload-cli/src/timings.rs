@@ -87,7 +87,8 @@ pub fn binaries_dir(prefix: Option<&Path>, home: &Path, cwd: &Path) -> PathBuf {
 }
 
 /// A harmless input for `row`, the `n`-th run: no skill starts, no phase changes, a tool call
-/// of `true`; SessionStart gets a new conversation each run, so it builds its text each time.
+/// of `true`; SessionStart gets a new conversation and SubagentStart a new sub-agent each run,
+/// so they build their text each time.
 pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> Value {
     let mut input = json!({
         "hook_event_name": row.event,
@@ -112,6 +113,12 @@ pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> 
             "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
         }),
         "PreCompact" => json!({"trigger": "manual", "custom_instructions": ""}),
+        // The process-end path, the longer one; sessions stay, and it is the sandbox's seed.
+        "SessionEnd" => json!({"reason": "other"}),
+        // A new sub-agent each run, so it builds its text each time.
+        "SubagentStart" => {
+            json!({"agent_id": format!("preload-timings-{n}"), "agent_type": "general-purpose"})
+        }
         _ => json!({"stop_hook_active": false}),
     };
     if let (Some(input), Value::Object(extra)) = (input.as_object_mut(), extra) {
@@ -299,6 +306,7 @@ mod tests {
         for row in WIRING {
             let input = harmless_input(row, cwd, Path::new("/t.jsonl"), 3);
             assert_eq!(input["hook_event_name"], row.event);
+            assert!(input.get("stop_hook_active").is_none() || row.event == "Stop");
             assert!(
                 row.matches(&input),
                 "{} {:?}: {input}",
