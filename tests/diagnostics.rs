@@ -1,7 +1,7 @@
 //! Scenarios: what the product says about itself. Outputs over their budget are logged and
 //! reported; `preload doctor` lists the largest files against the cap and, with `--canary`,
-//! runs the binaries end to end; `preload timings` and `preload explain` run hooks in a sandbox
-//! and leave every real file as it was.
+//! runs the binaries end to end; `preload timings` runs hooks in a sandbox and leaves every
+//! real file as it was (`preload explain` has its own module).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};
 
-fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
+pub(crate) fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
     sb.run_raw("preload", args, "")
 }
 
@@ -114,7 +114,7 @@ fn doctor_lists_the_largest_files_against_the_cap() {
 }
 
 /// Every file under `dir` and its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -134,7 +134,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// Fails with the paths that differ between two snapshots.
-fn assert_untouched(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) {
+pub(crate) fn assert_untouched(
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+) {
     let differ: Vec<&PathBuf> = before
         .keys()
         .chain(after.keys())
@@ -144,7 +147,7 @@ fn assert_untouched(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBu
 }
 
 /// The directory of the built binaries.
-fn built() -> PathBuf {
+pub(crate) fn built() -> PathBuf {
     crate::common::bin("preload")
         .parent()
         .unwrap()
@@ -152,7 +155,7 @@ fn built() -> PathBuf {
 }
 
 /// A session with one file in context and two queued, one of them already in context.
-fn session_with_a_queue(sb: &Sandbox) -> (String, String) {
+pub(crate) fn session_with_a_queue(sb: &Sandbox) -> (String, String) {
     let known = sb.engine_path("commands/CMD_REPORT_INTENT.md");
     let fresh = sb.engine_path("commands/CMD_SELECT_MODE.md");
     sb.active_session(
@@ -233,142 +236,6 @@ fn timings_time_every_hook_in_a_sandbox_and_leave_the_state_alone() {
         "{} hooks over their budget (95th percentile)",
         WIRING.len()
     )));
-}
-
-#[test]
-fn explain_says_what_a_read_would_do_and_changes_nothing() {
-    let sb = Sandbox::new();
-    let (known, fresh) = session_with_a_queue(&sb);
-    let file = sb.project.join("packages/estimate/src/total.ts");
-    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
-        "tool_input": {"file_path": file}, "cwd": sb.project, "session_id": "c1",
-        "transcript_path": "/tmp/x/t.jsonl"});
-    let before = snapshot(sb.root());
-    let out = sb
-        .command("preload")
-        .args(["explain", "--prefix", built().to_str().unwrap()])
-        .write_stdin(input.to_string())
-        .output()
-        .unwrap();
-    let out = Answer::from_output(&out);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert_untouched(&before, &snapshot(sb.root()));
-    let text = &out.stdout;
-    let section = |title: &str| -> String {
-        text.split(&format!("\n{title}"))
-            .nth(1)
-            .map(|rest| {
-                rest.lines()
-                    .skip(1)
-                    .take_while(|l| l.starts_with("  "))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
-    };
-    assert!(
-        text.contains(&format!(
-            "owner: Claude process {} (from CLAUDE_SUPERVISOR_PID)",
-            sb.pid
-        )),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!(
-            "state: session {}: skill implement, phase 1: Interrogation",
-            sb.sessions.join("s/.state.json").display()
-        )),
-        "{text}"
-    );
-    assert!(text.contains("  match  preload (allow, preload"), "{text}");
-    assert!(text.contains("verdict: allow; speaking: preload"), "{text}");
-    // The discovered directives go first; the queued command waits for the next call.
-    let discovered = sb
-        .project
-        .join("packages/estimate/.directives/INVARIANTS.md")
-        .display()
-        .to_string();
-    assert!(
-        section("stashed for PostToolUse").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("queued for the next calls").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("over the output budget").contains(&format!("{fresh}  (carried-over)")),
-        "{text}"
-    );
-    assert!(
-        section("skipped, already delivered").contains(&known),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            "output size: the largest answer is 0 characters; budget 9500, Claude Code's cap 10000"
-        ),
-        "{text}"
-    );
-    assert!(
-        section("  preloadedFiles, added").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("  pendingPreloads, taken out").contains(&known),
-        "{text}"
-    );
-}
-
-#[test]
-fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
-    let sb = Sandbox::new();
-    session_with_a_queue(&sb);
-    let start = sb.root().join("start.json");
-    fs::write(
-        &start,
-        json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": sb.project})
-            .to_string(),
-    )
-    .unwrap();
-    let before = snapshot(sb.root());
-    // From a file, and a SessionStart: the answers' sizes against the cap.
-    let out = preload(
-        &sb,
-        &[
-            "explain",
-            "--input",
-            start.to_str().unwrap(),
-            "--prefix",
-            built().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout.contains("preload-session-start --chunk 0/32: "),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("over the output budget:"),
-        "{}",
-        out.stdout
-    );
-    assert_untouched(&before, &snapshot(sb.root()));
-
-    let bad = preload(&sb, &["explain", "--input", sb.log.to_str().unwrap()]);
-    assert_eq!(bad.code, 1, "an unreadable input file: {}", bad.stderr);
-    let out = sb
-        .command("preload")
-        .arg("explain")
-        .write_stdin("{}")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "no hook_event_name is a usage error"
-    );
 }
 
 #[test]

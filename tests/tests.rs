@@ -13,6 +13,7 @@ mod diagnostics;
 mod discovery;
 mod engine_interplay;
 mod engine_model;
+mod explain;
 mod faults;
 mod guard_rules;
 mod install;

@@ -1,12 +1,13 @@
 //! A throwaway copy of a project's preload state, where hooks run without touching real files.
 //!
 //! [`Sandbox::of_project`] builds, in a fresh temporary directory: the project's skeleton (its
-//! directories and markdown files, so directive discovery walks the same tree), a copy of its
+//! directories, copies of its markdown, directives and context packs file, so discovery walks
+//! the same tree, and links to its other files), a copy of its
 //! sessions directories (state files, seeds, counters, artifacts), of the marker and cache
 //! directory (compaction markers, the SessionStart text cache) and of the owner's session
 //! cache, every real project path in them rewritten to the copy's. [`Sandbox::env`] is the
 //! environment a hook runs with there: the caller's, with every place a hook writes pointed
-//! into the sandbox. The engine under `~/.claude` is read where it is (the hooks never write
+//! into the sandbox and tmux left out (no paste reaches the user's terminal). The engine under `~/.claude` is read where it is (the hooks never write
 //! it). The directory is removed when the sandbox is dropped.
 
 pub mod mirror;
@@ -198,6 +199,9 @@ impl Sandbox {
             env::PRELOAD_CACHE_DIR,
             env::CLAUDE_PID,
             env::HOOK_DEBUG,
+            // A paste rule would type into the user's terminal.
+            env::TMUX,
+            env::TMUX_PANE,
         ];
         let mut out: Vec<(String, String)> = env::ALL
             .iter()

@@ -1,5 +1,6 @@
-//! Copying into a sandbox: the project's skeleton with its markdown, whole state trees, flat
-//! directories of small files; paths in text rewritten on the way, within size limits.
+//! Copying into a sandbox: the project's skeleton (markdown and directives copied, other files
+//! linked), whole state trees, flat directories of small files; paths in text rewritten on the
+//! way, within size limits.
 
 use std::fs;
 use std::io;
@@ -7,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use preload_core::discovery::EXCLUDED_DIRS;
+use preload_core::packs;
 
 use super::SandboxError;
 
@@ -111,7 +113,10 @@ impl Copier<'_> {
 
     /// The project's skeleton: every directory the hooks could walk (not `node_modules`,
     /// `.git` and the other excluded names, not hidden ones but `.directives`, not `skip`),
-    /// with the markdown files in it (directives, docs); `.claude/` is created empty.
+    /// with copies of the markdown files and of everything in `.directives` (what discovery
+    /// reads, which must physically live in the project), links to the real project's other
+    /// files (read through, never written: every write of a hook replaces a file by rename or
+    /// creates a new one), and `.claude/` holding only a copy of the context packs file.
     pub fn skeleton(
         &mut self,
         from: &Path,
@@ -133,7 +138,12 @@ impl Copier<'_> {
                 if kind.is_dir() {
                     let hidden = name.starts_with('.') && name != ".directives";
                     if name == ".claude" {
-                        fs::create_dir_all(copy.join(&name)).map_err(io_at("create", &copy))?;
+                        let claude = copy.join(&name);
+                        fs::create_dir_all(&claude).map_err(io_at("create", &claude))?;
+                        let packs = real.join(packs::PROJECT_FILE);
+                        if packs.is_file() {
+                            self.file(&packs, &copy.join(packs::PROJECT_FILE))?;
+                        }
                     } else if !hidden
                         && !EXCLUDED_DIRS.contains(&name.as_str())
                         && !skip.contains(&path)
@@ -149,12 +159,17 @@ impl Copier<'_> {
                         }
                         queue.push((path, copy.join(&name)));
                     }
-                } else if kind.is_file()
-                    && Path::new(&name)
+                } else if kind.is_file() || kind.is_symlink() {
+                    let markdown = Path::new(&name)
                         .extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
-                {
-                    self.file(&path, &copy.join(&name))?;
+                        .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+                    let target = copy.join(&name);
+                    if kind.is_file() && (markdown || real.ends_with(".directives")) {
+                        self.file(&path, &target)?;
+                    } else {
+                        std::os::unix::fs::symlink(&path, &target)
+                            .map_err(io_at("link", &target))?;
+                    }
                 }
             }
         }
@@ -200,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn the_skeleton_keeps_directories_and_markdown_only() {
+    fn the_skeleton_copies_what_discovery_reads_and_links_the_rest() {
         let tmp = tempfile::tempdir().unwrap();
         let real = tmp.path().join("real");
         for dir in [
@@ -216,6 +231,12 @@ mod tests {
         fs::write(real.join("src/main.rs"), "fn main() {}").unwrap();
         fs::write(real.join("node_modules/x/README.md"), "x").unwrap();
         fs::write(real.join(".claude/settings.json"), "{}").unwrap();
+        fs::write(
+            real.join(".claude/context-packs.json"),
+            "{\"root\": \"/real\"}",
+        )
+        .unwrap();
+        fs::write(real.join("src/.directives/testing.json"), "[\"/real/src\"]").unwrap();
         let rewrite = |t: &str| t.replace("/real", "/copy");
         let mut copier = Copier {
             rewrite: &rewrite,
@@ -232,9 +253,23 @@ mod tests {
             fs::read_to_string(copy.join("src/.directives/AGENTS.md")).unwrap(),
             "see /copy/src"
         );
-        assert!(!copy.join("src/main.rs").exists());
+        let main = copy.join("src/main.rs");
+        assert_eq!(fs::read_link(&main).unwrap(), real.join("src/main.rs"));
+        assert_eq!(
+            fs::read_to_string(copy.join("src/.directives/testing.json")).unwrap(),
+            "[\"/copy/src\"]"
+        );
+        assert!(
+            !fs::symlink_metadata(copy.join("src/.directives/testing.json"))
+                .unwrap()
+                .is_symlink()
+        );
         assert!(!copy.join("node_modules").exists() && !copy.join(".git").exists());
         assert!(!copy.join("sessions").exists());
         assert!(copy.join(".claude").is_dir() && !copy.join(".claude/settings.json").exists());
+        assert_eq!(
+            fs::read_to_string(copy.join(".claude/context-packs.json")).unwrap(),
+            "{\"root\": \"/copy\"}"
+        );
     }
 }
