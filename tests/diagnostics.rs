@@ -78,6 +78,40 @@ fn outputs_over_the_budget_are_logged_and_reported() {
 }
 
 #[test]
+fn a_whole_answer_over_the_budget_is_logged_by_the_runner() {
+    let mut sb = Sandbox::new();
+    sb.active_session("s", &json!({"currentPhase": "1: X"}));
+    let text = "Stop and write the log entry first. ".repeat(20);
+    fs::write(
+        sb.home.join(".claude/engine/guards.json"),
+        json!([{"id": "long", "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"text": text}, "urgency": "block"}])
+        .to_string(),
+    )
+    .unwrap();
+    sb.extra_env
+        .push(("PRELOAD_OUTPUT_BUDGET".into(), "200".into()));
+    let a = sb.run(
+        "preload-overflow",
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Grep", "tool_input": {"pattern": "x"}}),
+    );
+    let size = a.reason().chars().count();
+    assert!(size > 200, "a rule's text is never cut: {size}");
+    let line = sb
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "over-budget" && e["hook"] == "overflow")
+        .unwrap_or_else(|| panic!("no over-budget line: {:?}", sb.events()));
+    assert_eq!(line["dedupResult"], format!("output {size}/200"));
+    let report = preload(&sb, &["report", sb.log.to_str().unwrap()]);
+    assert!(
+        report.stdout.contains("--- Output budget ---"),
+        "{}",
+        report.stdout
+    );
+}
+
+#[test]
 fn doctor_lists_the_largest_files_against_the_cap() {
     let mut sb = Sandbox::new();
     // A standard of 30,000 characters: one of the largest, in four parts of 8,500.
