@@ -36,11 +36,33 @@ impl Registration {
     }
 }
 
+/// Whether the client runs `row` for `input`: the row's event, and its matcher against the
+/// input's `source` (SessionStart), `tool_name` (tool events), `trigger` (PreCompact), `reason`
+/// (SessionEnd) or `agent_type` (SubagentStart). `*`, an empty matcher or none match
+/// everything; the table's matchers are exact names, several joined by `|`.
+pub fn matches(row: &Wiring, input: &Value) -> bool {
+    if input.get("hook_event_name").and_then(Value::as_str) != Some(row.event) {
+        return false;
+    }
+    let Some(matcher) = row.matcher.filter(|m| !m.is_empty() && *m != "*") else {
+        return true;
+    };
+    let field = match row.event {
+        "SessionStart" => "source",
+        "PreCompact" => "trigger",
+        "SessionEnd" => "reason",
+        "SubagentStart" => "agent_type",
+        _ => "tool_name",
+    };
+    let value = input.get(field).and_then(Value::as_str).unwrap_or("");
+    matcher.split(['|', ',']).any(|name| name.trim() == value)
+}
+
 /// Every registration the client runs for `input`, in wiring order.
 pub fn registrations_for(input: &Value) -> Vec<Registration> {
     WIRING
         .iter()
-        .filter(|row| row.matches(input))
+        .filter(|row| matches(row, input))
         .flat_map(|row| {
             row.registrations()
                 .into_iter()
@@ -211,5 +233,32 @@ mod tests {
         };
         assert_eq!(silent.text(), "");
         assert_eq!(silent.decision(), None);
+    }
+
+    #[test]
+    fn rows_match_their_event_and_matcher() {
+        let row = |binary: &str, args: &[&str]| {
+            WIRING
+                .iter()
+                .find(|w| w.binary == binary && w.args == args)
+                .unwrap()
+        };
+        let bash = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"});
+        assert!(matches(row("preload-templates", &[]), &bash));
+        assert!(matches(row("preload-injections", &[]), &bash));
+        assert!(!matches(
+            row("preload-compaction-reread", &["register"]),
+            &bash
+        ));
+        let compact = json!({"hook_event_name": "SessionStart", "source": "compact"});
+        let startup = json!({"hook_event_name": "SessionStart", "source": "startup"});
+        let reread = row("preload-compaction-reread", &["sessionstart"]);
+        assert!(matches(reread, &compact) && !matches(reread, &startup));
+        assert!(matches(row("preload-session-start", &[]), &startup));
+        assert!(!matches(row("preload-overflow", &[]), &bash));
+        assert_eq!(
+            row("preload-session-start", &[]).registrations().len(),
+            SESSION_START_CHUNKS
+        );
     }
 }

@@ -308,7 +308,7 @@ mod tests {
             assert_eq!(input["hook_event_name"], row.event);
             assert!(input.get("stop_hook_active").is_none() || row.event == "Stop");
             assert!(
-                row.matches(&input),
+                calls::matches(row, &input),
                 "{} {:?}: {input}",
                 row.binary,
                 row.args

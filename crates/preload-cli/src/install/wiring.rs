@@ -256,29 +256,6 @@ impl Wiring {
             })
             .collect()
     }
-
-    /// Whether the client runs this row for an input of its event: the matcher against the
-    /// input's `source` (SessionStart), `tool_name` (tool events), `trigger` (PreCompact),
-    /// `reason` (SessionEnd) or `agent_type` (SubagentStart).
-    /// `*`, an empty matcher or none match everything; the table's matchers are exact names,
-    /// several joined by `|`.
-    pub fn matches(&self, input: &Value) -> bool {
-        if input.get("hook_event_name").and_then(Value::as_str) != Some(self.event) {
-            return false;
-        }
-        let Some(matcher) = self.matcher.filter(|m| !m.is_empty() && *m != "*") else {
-            return true;
-        };
-        let field = match self.event {
-            "SessionStart" => "source",
-            "PreCompact" => "trigger",
-            "SessionEnd" => "reason",
-            "SubagentStart" => "agent_type",
-            _ => "tool_name",
-        };
-        let value = input.get(field).and_then(Value::as_str).unwrap_or("");
-        matcher.split(['|', ',']).any(|name| name.trim() == value)
-    }
 }
 
 /// The handlers of one wiring row, expanded (`--chunk I/N` for `SessionStart`).
@@ -394,30 +371,6 @@ mod tests {
         assert_eq!(
             replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")),
             None
-        );
-    }
-
-    #[test]
-    fn rows_match_their_event_and_matcher() {
-        let row = |binary: &str, args: &[&str]| {
-            WIRING
-                .iter()
-                .find(|w| w.binary == binary && w.args == args)
-                .unwrap()
-        };
-        let bash = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"});
-        assert!(row("preload-templates", &[]).matches(&bash));
-        assert!(row("preload-injections", &[]).matches(&bash));
-        assert!(!row("preload-compaction-reread", &["register"]).matches(&bash));
-        let compact = json!({"hook_event_name": "SessionStart", "source": "compact"});
-        let startup = json!({"hook_event_name": "SessionStart", "source": "startup"});
-        let reread = row("preload-compaction-reread", &["sessionstart"]);
-        assert!(reread.matches(&compact) && !reread.matches(&startup));
-        assert!(row("preload-session-start", &[]).matches(&startup));
-        assert!(!row("preload-overflow", &[]).matches(&bash));
-        assert_eq!(
-            row("preload-session-start", &[]).registrations().len(),
-            SESSION_START_CHUNKS
         );
     }
 
