@@ -161,6 +161,32 @@ fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
         Some(2),
         "no hook_event_name is a usage error"
     );
+
+    // Without guards.json, or with one that is no rules array, the explanation says so.
+    let guards = sb.home.join(".claude/engine/guards.json");
+    let bash = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "cwd": sb.project})
+    .to_string();
+    for (text, said) in [
+        (None, "(not found: no rule applies)"),
+        (Some("{}"), "(not a rules array: read as no rules)"),
+    ] {
+        match text {
+            None => fs::remove_file(&guards).unwrap(),
+            Some(text) => fs::write(&guards, text).unwrap(),
+        }
+        let out = sb.run_raw(
+            "preload",
+            &["explain", "--prefix", built().to_str().unwrap()],
+            bash.clone(),
+        );
+        assert!(
+            out.stdout
+                .contains(&format!("rules: 0 in {} {said}", guards.display())),
+            "{}",
+            out.stdout
+        );
+    }
 }
 
 #[test]

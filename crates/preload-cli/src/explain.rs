@@ -299,14 +299,18 @@ impl Trial {
                 self.ctx.config().get("OVERFLOW_THRESHOLD"),
             ),
         };
-        let rule_set = std::fs::read_to_string(&self.ctx.paths.guards)
-            .ok()
-            .and_then(|t| guard_rules::parse(&t).ok())
-            .unwrap_or_default();
+        let guards = &self.ctx.paths.guards;
+        let (rule_set, read) = match std::fs::read_to_string(guards) {
+            Err(_) => (Vec::new(), " (not found: no rule applies)"),
+            Ok(text) => guard_rules::parse(&text).map_or_else(
+                |_| (Vec::new(), " (not a rules array: read as no rules)"),
+                |rules| (rules, ""),
+            ),
+        };
         format!(
-            "rules: {} in {}, as preload-overflow decided on this call (its count made, its discoveries queued):\n{}\n  (an engine command, a session still loading or in a quiet lifecycle passes without the rules)\n",
+            "rules: {} in {}{read}, as preload-overflow decided on this call (its count made, its discoveries queued):\n{}\n  (an engine command, a session still loading or in a quiet lifecycle passes without the rules)\n",
             rule_set.len(),
-            self.ctx.paths.guards.display(),
+            guards.display(),
             rules::explain_rules(&rule_set, &facts, tool, input.tool_input())
         )
     }
