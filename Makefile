@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
+.PHONY: all build release test demo bench install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
 
 all: build
 
@@ -50,6 +50,15 @@ install: release
 uninstall:
 	@test -n "$(PROJECT)" || { echo "usage: make uninstall PROJECT=/path/to/your/project"; exit 2; }
 	cd "$(PROJECT)" && "$(CURDIR)/target/release/preload" uninstall --prefix "$(PREFIX)"
+
+## Where `make plugin` writes the Claude Code plugin.
+PLUGIN_DIR ?= $(CURDIR)/target/plugin
+
+## make plugin [PLUGIN_DIR=dir]: the hooks as a Claude Code plugin directory (manifest,
+## hooks/hooks.json from the same wiring table as `preload install`, bin/, a one-plugin
+## marketplace), for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`; docs/install.md.
+plugin: release
+	"$(CURDIR)/target/release/preload" plugin "$(PLUGIN_DIR)"
 
 fmt:
 	$(CARGO) fmt --all

@@ -238,6 +238,9 @@ pub fn start(
     if let Some(id) = &options.resume {
         cmd.args(["--resume", id]);
     }
+    if let Some(dir) = &world.plugin_dir {
+        cmd.arg("--plugin-dir").arg(dir);
+    }
     let log = options.log.as_ref().unwrap_or(&sandbox.log);
     cmd.env_clear()
         .env(env::HOME, &sandbox.home)

@@ -20,6 +20,7 @@ mod guards;
 mod harness;
 mod model;
 mod modes;
+mod plugin;
 mod real_engine;
 mod received;
 mod scenario;

@@ -226,6 +226,14 @@ fn implement_lifecycle_delivers_each_file_once_at_its_phase() {
     let Some(s) = Scenario::new("implement_lifecycle", World::new()) else {
         return;
     };
+    check_implement_lifecycle(&s);
+}
+
+/// Runs [`implement_lifecycle`] in `s` (its product installed either way: settings or plugin)
+/// and makes every check of the lifecycle scenario: each file once and at its phase, SKILL.md
+/// once, the filtered directive absent, `AskUserQuestion` answered once, the synthesis rule
+/// once, the session owned by the client and in phase 4, no duplicate in the delivery log.
+pub fn check_implement_lifecycle(s: &Scenario) {
     let options = Options {
         auto_answer: true,
         ..Options::default()

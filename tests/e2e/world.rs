@@ -108,6 +108,12 @@ pub struct World {
     /// The real engine checkout installed as `~/.claude/engine`, when this is a real-engine
     /// world ([`World::real_engine`]); `None` for the bundled example.
     pub engine: Option<PathBuf>,
+    /// Where the product's binaries are: `~/.claude/engine/bin` once `preload install` ran,
+    /// the plugin's `bin/` for a plugin world.
+    pub installed: PathBuf,
+    /// The plugin directory every client run loads with `--plugin-dir`, in a plugin world
+    /// ([`World::install_plugin`]).
+    pub plugin_dir: Option<PathBuf>,
     runs: Cell<usize>,
 }
 
@@ -118,8 +124,11 @@ impl World {
         let sandbox = Sandbox::new();
         let bin_dir = sandbox.root().join("bin");
         fs::create_dir_all(&bin_dir).expect("bin dir");
-        let installed = sandbox.home.join(".claude/engine/bin/preload");
-        write_script(&bin_dir.join("engine"), &engine_stand_in(&installed));
+        let installed = sandbox.home.join(".claude/engine/bin");
+        write_script(
+            &bin_dir.join("engine"),
+            &engine_stand_in(&installed.join("preload")),
+        );
         fs::remove_file(sandbox.home.join(".claude/engine/guards.json"))
             .expect("the example's guards.json");
         Self {
@@ -130,6 +139,8 @@ impl World {
             client_env: Vec::new(),
             run_timeout: RUN_TIMEOUT,
             engine: None,
+            installed,
+            plugin_dir: None,
             runs: Cell::new(0),
         }
     }
@@ -184,6 +195,8 @@ impl World {
         }
         Ok(Self {
             cwd: sandbox.project.clone(),
+            installed: sandbox.home.join(".claude/engine/bin"),
+            plugin_dir: None,
             sandbox,
             bin_dir,
             wiring: String::from("the engine's configure_hooks"),
@@ -201,9 +214,19 @@ impl World {
         world
     }
 
-    /// The directory `preload install` puts the binaries in (its default).
+    /// The directory the product's binaries are in: where `preload install` puts them (its
+    /// default), or the plugin's `bin/`.
     pub fn prefix(&self) -> PathBuf {
-        self.sandbox.home.join(".claude/engine/bin")
+        self.installed.clone()
+    }
+
+    /// Points the `engine` stand-in on `PATH` at the `preload` in `dir`.
+    pub fn use_binaries_in(&mut self, dir: &Path) {
+        self.installed = dir.to_path_buf();
+        write_script(
+            &self.bin_dir.join("engine"),
+            &engine_stand_in(&dir.join("preload")),
+        );
     }
 
     /// Installs the product the way the README tells users to: `preload install`, run inside

@@ -1,11 +1,16 @@
 //! `preload doctor`: check the installation, the wiring, the engine and the state files.
 //!
 //! Nothing is changed; each problem comes with what to do about it. The checks run in order:
-//! the binaries, the wiring (`wiring`), the engine and its rules, the context packs (`packs`),
-//! then the state files and locks of the project (`sessions`).
+//! the binaries, the wiring (`wiring`, with the enabled `plugins`), the engine and its rules,
+//! the context packs (`packs`), the largest files a session would preload (`sizes`), then the
+//! state files and locks of the project (`sessions`). With `--canary`, the binaries also run
+//! end to end in a throwaway sandbox (`canary`).
 
+pub mod canary;
 mod packs;
+pub mod plugins;
 mod sessions;
+pub mod sizes;
 mod wiring;
 
 use std::fmt::Write as _;
@@ -32,6 +37,10 @@ pub struct DoctorArgs {
     /// A settings file to check besides the project's and the user's.
     #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
     pub settings: Option<PathBuf>,
+    /// Also run the binaries end to end in a throwaway sandbox: a SessionStart and a
+    /// PreToolUse round trip must each deliver a known file exactly once.
+    #[arg(long)]
+    pub canary: bool,
 }
 
 /// How bad a finding is.
@@ -142,16 +151,26 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
         ));
         return findings;
     };
-    let prefix = args
-        .prefix
-        .clone()
-        .map_or_else(|| home.join(DEFAULT_PREFIX), |p| cwd.join(p));
-    check_binaries(&prefix, &mut findings);
     let project_root = paths::find_project_root(cwd);
     let settings_files = wiring::settings_files(args, &home, cwd, project_root.as_deref());
-    wiring::check_settings(&settings_files, &home, &mut findings);
+    let plugins = plugins::plugins_wiring_ours(&home, &settings_files);
+    let default_prefix = home.join(DEFAULT_PREFIX);
+    let prefix = match (&args.prefix, plugins.first()) {
+        (Some(p), _) => cwd.join(p),
+        // Only a plugin wires the hooks: its own binaries are the ones that run.
+        (None, Some(plugin)) if !default_prefix.join(BINARIES[0]).is_file() => {
+            plugin.root.join("bin")
+        }
+        (None, _) => default_prefix,
+    };
+    check_binaries(&prefix, &mut findings);
+    if args.canary {
+        canary::check_canary(&prefix, &mut findings);
+    }
+    wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
     check_engine(&home, &mut findings);
     packs::check_packs(&home, project_root.as_deref(), &mut findings);
+    sizes::check_sizes(vars, cwd, &mut findings);
     match project_root {
         Some(root) => {
             for dir in paths::sessions_dirs(&root, vars.get(env::WORKSPACE)) {

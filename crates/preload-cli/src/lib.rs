@@ -1,7 +1,7 @@
 //! The `preload` command line: parses it and hands each subcommand to the module of its name.
 //!
 //! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
-//! `install` and `uninstall` (wiring), `doctor`, `status`, `report`, over the hook library
+//! `install` and `uninstall` (wiring), `plugin`, `doctor`, `status`, `report`, over the hook library
 //! `preload-core`. Parsed with `clap`: each subcommand has its `--help`; an unknown subcommand
 //! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Hook binaries
 //! never link this crate.
@@ -12,14 +12,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use exit::Exit;
+use preload_core::runner;
 
+pub mod calls;
 pub mod doctor;
 pub mod exit;
+pub mod explain;
 pub mod install;
+pub mod plugin;
 pub mod report;
+pub mod sandbox;
 pub mod schema;
 pub mod session;
 pub mod status;
+pub mod timings;
 pub mod transition;
 
 /// What every subcommand reads from the environment.
@@ -54,12 +60,25 @@ enum Command {
     Install(install::InstallArgs),
     /// Take the wiring (or the shims) out again; the binaries stay.
     Uninstall(install::uninstall::UninstallArgs),
+    /// Write the hooks as a Claude Code plugin directory (manifest, hooks.json, bin/,
+    /// marketplace), for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`.
+    Plugin(plugin::PluginArgs),
     /// Check the installation, the engine, the rules and the state files.
     Doctor(doctor::DoctorArgs),
     /// The active session or seed of this Claude process.
     Status(status::StatusArgs),
     /// A summary of a delivery event log.
     Report(report::ReportArgs),
+    /// Time every installed hook on harmless inputs in a sandbox copy of the project's state,
+    /// against a bare process start and the hook's budget.
+    Timings(timings::TimingsArgs),
+    /// Say what one hook input (stdin or --input FILE) would do: session and owner, matching
+    /// rules, what is delivered, queued, stashed or skipped, and the output's size; run in a
+    /// sandbox copy of the state, so nothing changes.
+    Explain(explain::ExplainArgs),
+    /// Read stdin and print `{}`: a bare process start, the floor `preload timings` measures.
+    #[command(hide = true)]
+    Noop,
 }
 
 /// Entry point of the `preload` binary.
@@ -81,10 +100,27 @@ pub fn main() -> ExitCode {
         Command::Phase(args) => session::phase(&args),
         Command::Install(args) => install::run(&args),
         Command::Uninstall(args) => install::uninstall::run(&args),
+        Command::Plugin(args) => plugin::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Timings(args) => timings::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Noop => noop(),
     }
+}
+
+/// `preload noop`: what every hook does besides its work, reading stdin and printing one
+/// JSON object, and nothing else.
+fn noop() -> ExitCode {
+    use std::io::Read;
+    let mut sink = Vec::new();
+    let _ = std::io::stdin()
+        .lock()
+        .take(preload_core::input::MAX_STDIN_BYTES)
+        .read_to_end(&mut sink);
+    runner::print_text("{}");
+    Exit::Success.into()
 }
 
 /// Why a path argument was refused.

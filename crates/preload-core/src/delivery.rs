@@ -281,6 +281,10 @@ pub enum Event {
     SkipInode,
     /// A local CMD file shadows a preloaded global one.
     OverrideDetect,
+    /// An output would have exceeded its budget: a file went out in parts (`dedupResult`
+    /// `split <first>-<last>/<parts>`), or did not fit and waits for the next call
+    /// (`carried-over`), or a whole output was over it (`output <chars>/<budget>`).
+    OverBudget,
 }
 
 impl Event {
@@ -296,6 +300,7 @@ impl Event {
             Self::SkipDedup => "skip-dedup",
             Self::SkipInode => "skip-inode",
             Self::OverrideDetect => "override-detect",
+            Self::OverBudget => "over-budget",
         }
     }
 }
@@ -354,6 +359,21 @@ impl EventLog {
             let _ = f.write_all(text.as_bytes());
         }
     }
+}
+
+/// The `dedupResult` of an [`Event::OverBudget`] for a file sent in parts: parts `first` to
+/// `last` (counted from 1) of `total` went out in this output.
+pub fn split_note(first: usize, last: usize, total: usize) -> String {
+    format!("split {first}-{last}/{total}")
+}
+
+/// The `dedupResult` of an [`Event::OverBudget`] for a file none of which fit this output.
+pub const CARRIED_OVER: &str = "carried-over";
+
+/// The `dedupResult` of an [`Event::OverBudget`] for a whole output of `chars` characters over
+/// its `budget`.
+pub fn output_note(chars: usize, budget: usize) -> String {
+    format!("output {chars}/{budget}")
 }
 
 /// The delivery log's `source` of an event made for a sub-agent's context window.

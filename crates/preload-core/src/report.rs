@@ -3,8 +3,9 @@
 //! packs delivered.
 //!
 //! A delivery is an event `direct-deliver` or `claim-deliver`; a skip is any event whose name
-//! contains `skip`. Lines that are not JSON objects are counted and otherwise ignored, so a
-//! log cut short by a crash still reads.
+//! contains `skip`; `over-budget` events (a file sent in parts, a file carried over to the next
+//! call, an output over its budget) are listed per file. Lines that are not JSON objects are
+//! counted and otherwise ignored, so a log cut short by a crash still reads.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,6 +36,17 @@ pub struct PackDelivery {
     pub source: String,
 }
 
+/// What the log says of one file (or, under the empty name, of whole outputs) that did not fit
+/// an output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OverBudget {
+    /// The parts sent of a file that went out in parts, in log order: `split 1-3/7 (overflow)`;
+    /// for whole outputs, `output 12000/9500 (templates)`.
+    pub splits: Vec<String>,
+    /// How many times none of it fit an output, so it waited for the next call.
+    pub carried_over: usize,
+}
+
 /// What a delivery log says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
@@ -52,6 +64,8 @@ pub struct Report {
     pub per_hook: BTreeMap<String, usize>,
     /// Events per kind.
     pub per_event: BTreeMap<String, usize>,
+    /// `over-budget` events by file (whole outputs under the empty name).
+    pub over_budget: BTreeMap<String, OverBudget>,
     /// Lines that were not JSON objects.
     pub unreadable_lines: usize,
     /// Context packs delivered, in log order (sub-agents' copies included).
@@ -89,6 +103,15 @@ impl Report {
             *report.per_event.entry(kind.clone()).or_default() += 1;
             if kind.contains("skip") {
                 report.dedup_skips += 1;
+            }
+            if kind == delivery::Event::OverBudget.as_str() {
+                let note = field("dedupResult");
+                let entry = report.over_budget.entry(file.clone()).or_default();
+                if note == delivery::CARRIED_OVER {
+                    entry.carried_over += 1;
+                } else {
+                    entry.splits.push(format!("{note} ({hook})"));
+                }
             }
             if is_delivery(&kind) {
                 if crate::packs::is_key(&field("file")) {
@@ -136,6 +159,22 @@ impl Report {
         for (event, count) in &self.per_event {
             let _ = writeln!(out, "  {event}: {count}");
         }
+        let _ = writeln!(out, "\n--- Output budget ---");
+        if self.over_budget.is_empty() {
+            let _ = writeln!(out, "  (every output within its budget, no file in parts)");
+        }
+        for (file, o) in &self.over_budget {
+            let name = if file.is_empty() {
+                "(whole output)"
+            } else {
+                file
+            };
+            let mut what = o.splits.clone();
+            if o.carried_over > 0 {
+                what.push(format!("carried over {}x", o.carried_over));
+            }
+            let _ = writeln!(out, "  {name}: {}", what.join(", "));
+        }
         let _ = writeln!(out, "\n--- Duplicates ---");
         if self.duplicates.is_empty() {
             let _ = writeln!(out, "  (none)");
@@ -167,11 +206,20 @@ mod tests {
             line("overflow", "claim-deliver", "/b"),
             line("templates", "skip-dedup", "/b"),
             line("overflow", "skip-inode", "/d"),
+            line("overflow", "over-budget", "/e").replace("\"new\"", "\"carried-over\""),
+            line("overflow", "over-budget", "/e").replace("\"new\"", "\"split 1-2/5\""),
             "not json".to_owned(),
         ]
         .join("\n");
         let r = Report::from_log(&log);
-        assert_eq!(r.total_events, 7);
+        assert_eq!(r.total_events, 9);
+        assert_eq!(
+            r.over_budget.get("/e"),
+            Some(&OverBudget {
+                splits: vec!["split 1-2/5 (overflow)".into()],
+                carried_over: 1
+            })
+        );
         assert_eq!(r.deliveries, 3);
         assert_eq!(r.unique_files, 2);
         assert_eq!(r.dedup_skips, 2);
@@ -189,6 +237,10 @@ mod tests {
         let text = r.render();
         assert!(text.contains("Duplicate deliveries: 1"));
         assert!(text.contains("/b: 2x via templates, overflow"));
+        assert!(
+            text.contains("/e: split 1-2/5 (overflow), carried over 1x"),
+            "{text}"
+        );
     }
 
     #[test]

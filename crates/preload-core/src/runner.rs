@@ -41,6 +41,23 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
+    /// Every event the hooks serve.
+    pub const ALL: [Self; 8] = [
+        Self::SessionStart,
+        Self::UserPromptSubmit,
+        Self::PreToolUse,
+        Self::PostToolUse,
+        Self::PreCompact,
+        Self::Stop,
+        Self::SessionEnd,
+        Self::SubagentStart,
+    ];
+
+    /// The event Claude Code calls `name`, when the hooks serve it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
     /// The name Claude Code uses (`hookEventName`).
     pub fn name(self) -> &'static str {
         match self {
@@ -140,6 +157,36 @@ pub fn render(event: HookEvent, output: &HookOutput) -> Option<String> {
         HookOutput::Block(reason) => json!({"decision": "block", "reason": reason}),
     };
     Some(value.to_string())
+}
+
+impl HookOutput {
+    /// The text of the answer that counts against the output budget: the context or the
+    /// reason (empty for [`HookOutput::Silent`]).
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Silent | Self::Allow(None) => "",
+            Self::Context(text)
+            | Self::Allow(Some(text))
+            | Self::Deny(text)
+            | Self::Block(text) => text,
+        }
+    }
+}
+
+/// Log an answer whose text is over the call's output budget (nothing is cut: the packing
+/// upstream splits files and carries them over; this line says when that was not enough).
+fn log_oversize(ctx: &Context, output: &HookOutput) {
+    let size = crate::delivery::chars(output.text());
+    if size > ctx.budget {
+        let note = crate::delivery::output_note(size, ctx.budget);
+        ctx.log.record(
+            crate::delivery::Event::OverBudget,
+            "",
+            ctx.hook,
+            false,
+            &note,
+        );
+    }
 }
 
 /// What a failed call prints for `event`: the allow decision for PreToolUse, else nothing.
@@ -260,7 +307,10 @@ where
             let called =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&input, &ctx)));
             match called {
-                Ok(Ok(output)) => output,
+                Ok(Ok(output)) => {
+                    log_oversize(&ctx, &output);
+                    output
+                }
                 Ok(Err(err)) => {
                     debug_note(&env, hook, &err.to_string());
                     fail_open(event)

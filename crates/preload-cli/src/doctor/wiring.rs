@@ -1,7 +1,9 @@
 //! The wiring checks of `preload doctor`: every row of [`WIRING`] wired exactly once.
 //!
-//! Across the settings files Claude Code merges, a row must not also run through the engine's
-//! bash hook or a shim, and a chunked row needs all its `--chunk` registrations.
+//! Across the settings files Claude Code merges and the enabled plugins that wire our hooks, a
+//! row must not also run through the engine's bash hook or a shim, the hooks must not be wired
+//! both by a settings file and by a plugin, and a chunked row needs all its `--chunk`
+//! registrations.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -9,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::plugins::PluginHooks;
 use super::{DoctorArgs, Finding};
 use crate::install::merge::all_handlers;
 use crate::install::shims::{self, is_shim};
@@ -45,7 +48,7 @@ pub(super) fn settings_files(
     files
 }
 
-/// A handler found in one of the settings files.
+/// A handler found in one of the settings files or in a plugin's `hooks/hooks.json` (`file`).
 struct Found {
     file: PathBuf,
     event: String,
@@ -131,29 +134,91 @@ fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Option<Ve
     read_any.then_some(found)
 }
 
-/// The findings for the wiring of every row of [`WIRING`] in `files`.
-pub(super) fn check_settings(files: &[PathBuf], home: &Path, findings: &mut Vec<Finding>) {
-    let Some(found) = collect_handlers(files, findings) else {
+/// The handlers of the plugins that wire our hooks.
+fn plugin_handlers(plugins: &[PluginHooks]) -> Vec<Found> {
+    plugins
+        .iter()
+        .flat_map(|p| {
+            all_handlers(&p.hooks).map(|(event, _, handler)| Found {
+                file: p.file.clone(),
+                event: event.to_owned(),
+                handler: handler.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The findings for the wiring of every row of [`WIRING`] in `files` and in `plugins`.
+pub(super) fn check_settings(
+    files: &[PathBuf],
+    plugins: &[PluginHooks],
+    home: &Path,
+    findings: &mut Vec<Finding>,
+) {
+    let from_settings = collect_handlers(files, findings);
+    if from_settings.is_none() && plugins.is_empty() {
         findings.push(Finding::fail(
             "settings: no settings file wires the preload hooks",
-            "run `preload install` in your project (or `make install`)",
+            "run `preload install` in your project (or `make install`), or enable the plugin (`preload plugin DIR`)",
         ));
         return;
-    };
-    let hooks_dir = shims::hooks_dir(home);
+    }
+    let mut found = from_settings.unwrap_or_default();
+    let ours_in_settings: Vec<PathBuf> = found
+        .iter()
+        .filter(|f| our_binary(&f.handler).is_some())
+        .map(|f| f.file.clone())
+        .fold(Vec::new(), |mut files, f| {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+            files
+        });
     let mut problems = 0;
+    if let Some(plugin) = plugins.first() {
+        if ours_in_settings.is_empty() {
+            found.extend(plugin_handlers(plugins));
+        } else {
+            // Both run: judge the settings' wiring alone below, and say so once here.
+            problems += 1;
+            let shown: Vec<String> = ours_in_settings
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            findings.push(Finding::fail(
+                format!(
+                    "settings: the hooks are wired twice: in {} and by the enabled plugin {} ({})",
+                    shown.join(", "),
+                    plugin.id,
+                    plugin.root.display()
+                ),
+                format!(
+                    "Claude Code runs both, so every file is delivered twice; keep one: `preload uninstall` in the project (keeps the plugin) or `/plugin disable {}` (keeps the settings)",
+                    plugin.id
+                ),
+            ));
+        }
+    }
+    let hooks_dir = shims::hooks_dir(home);
     for row in WIRING {
         problems += check_row(row, &found, &hooks_dir, findings);
     }
     if problems == 0 {
+        let mut sources: Vec<String> = files
+            .iter()
+            .filter(|f| f.is_file())
+            .map(|f| f.display().to_string())
+            .collect();
+        if ours_in_settings.is_empty() {
+            sources.extend(
+                plugins
+                    .iter()
+                    .map(|p| format!("plugin {} in {}", p.id, p.root.display())),
+            );
+        }
         findings.push(Finding::ok(format!(
             "settings: every hook wired once ({})",
-            files
-                .iter()
-                .filter(|f| f.is_file())
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            sources.join(", ")
         )));
     }
 }

@@ -109,7 +109,7 @@ impl Layout {
 }
 
 /// `value` as pretty JSON indented by `indent`.
-pub(super) fn to_pretty(value: &Value, indent: &[u8]) -> String {
+pub(crate) fn to_pretty(value: &Value, indent: &[u8]) -> String {
     let mut out = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(indent);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);

@@ -45,7 +45,7 @@ pub const BINARIES: &[&str] = &[
 ];
 
 /// One handler of the wiring: a binary with its arguments on one event and matcher.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wiring {
     /// Binary name.
     pub binary: &'static str,
@@ -239,22 +239,32 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
         .map(|s| s.script)
 }
 
+impl Wiring {
+    /// The argument lists of this row's registrations: one, or [`SESSION_START_CHUNKS`] with
+    /// `--chunk I/N` appended for a chunked row.
+    pub fn registrations(&self) -> Vec<Vec<String>> {
+        let base: Vec<String> = self.args.iter().map(|a| (*a).to_owned()).collect();
+        if !self.chunked {
+            return vec![base];
+        }
+        (0..SESSION_START_CHUNKS)
+            .map(|i| {
+                let mut args = base.clone();
+                args.push("--chunk".into());
+                args.push(format!("{i}/{SESSION_START_CHUNKS}"));
+                args
+            })
+            .collect()
+    }
+}
+
 /// The handlers of one wiring row, expanded (`--chunk I/N` for `SessionStart`).
 fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
-    let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
-    if row.chunked {
-        (0..SESSION_START_CHUNKS)
-            .map(|i| {
-                let mut args: Vec<String> = row.args.iter().map(|a| (*a).to_owned()).collect();
-                args.push("--chunk".into());
-                args.push(format!("{i}/{SESSION_START_CHUNKS}"));
-                handler(args)
-            })
-            .collect()
-    } else {
-        vec![handler(row.args.iter().map(|a| (*a).to_owned()).collect())]
-    }
+    row.registrations()
+        .into_iter()
+        .map(|args| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout}))
+        .collect()
 }
 
 /// Our handlers grouped by (event, matcher), in table order.

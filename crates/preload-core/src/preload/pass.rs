@@ -165,12 +165,23 @@ impl<'a> Pass<'a> {
             next += 1;
         }
         if next == first {
-            // Nothing fit: stays queued for the next call.
+            // Nothing fit: stays queued for the next call, and the log says why.
             if state.push_unique(&self.queue_key, path) {
                 self.batch
                     .note(Event::QueuePending, path, &request.source, "deferred");
             }
+            self.batch.note(
+                Event::OverBudget,
+                path,
+                &request.source,
+                delivery::CARRIED_OVER,
+            );
             return Outcome::Queued;
+        }
+        if parts.len() > 1 {
+            let note = delivery::split_note(first + 1, next, parts.len());
+            self.batch
+                .note(Event::OverBudget, path, &request.source, &note);
         }
         if let Some(global) = &shadow {
             self.batch.note(Event::OverrideDetect, path, global, "new");

@@ -134,3 +134,30 @@ fn a_stdin_that_never_closes_is_answered_for() {
     assert_eq!(code, Some(0));
     assert!(took >= STDIN_TIMEOUT && took < STDIN_TIMEOUT + Duration::from_secs(5));
 }
+
+#[test]
+fn an_answer_over_the_budget_is_logged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log.jsonl");
+    let env = Env::from_pairs([
+        (env::PRELOAD_TEST_LOG, log.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "300".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": tmp.path()}));
+    let ctx = Context::new(env, "templates", &input, Duration::from_secs(1));
+    log_oversize(&ctx, &HookOutput::Context("x".repeat(300)));
+    assert!(!log.exists(), "within the budget: nothing logged");
+    log_oversize(&ctx, &HookOutput::Deny("y".repeat(301)));
+    let line: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(line["event"], "over-budget");
+    assert_eq!(line["dedupResult"], "output 301/300");
+    assert_eq!(line["hook"], "templates");
+}
+
+#[test]
+fn events_are_found_by_name() {
+    for event in HookEvent::ALL {
+        assert_eq!(HookEvent::from_name(event.name()), Some(event));
+    }
+    assert_eq!(HookEvent::from_name("Notification"), None);
+}

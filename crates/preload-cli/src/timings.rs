@@ -1,0 +1,318 @@
+//! `preload timings`: every installed hook timed on harmless inputs in a sandbox copy of the
+//! project's state, against a bare process start and against its time budget.
+//!
+//! Each registration of the wiring (SessionStart's first chunk standing for its parallel
+//! registrations) runs `--runs` times in a [`Sandbox`] built from the current project, so the
+//! real state files are never read-modify-written. The floor is `preload noop` from the same
+//! directory: the same kind of process, which reads its stdin and prints `{}`. Each line gives
+//! the median and the 95th percentile in milliseconds, the median's ratio to the floor's, and
+//! the event's budget (`PRELOAD_BUDGET_MS`, else 300 ms PreToolUse, 5 s SessionStart, 1 s
+//! others); a hook whose 95th percentile is over it is flagged. The figures are this machine's,
+//! now: a loaded machine gives larger ones.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::calls::{self, CallError};
+use crate::exit::{self, CommandError, Exit};
+use crate::install::wiring::{BINARIES, DEFAULT_PREFIX, WIRING, Wiring};
+use crate::sandbox::{Sandbox, SandboxError};
+use preload_core::context::Context;
+use preload_core::env::{self, Env};
+use preload_core::input::HookInput;
+use preload_core::paths;
+use preload_core::runner::{self, HookEvent};
+
+/// How many times each hook runs by default.
+pub const DEFAULT_RUNS: u16 = 20;
+
+/// `preload timings`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TimingsArgs {
+    /// Where the binaries are (default: ~/.claude/engine/bin when the hooks are installed
+    /// there, else the directory of this preload).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// How many times each hook runs.
+    #[arg(long, default_value_t = DEFAULT_RUNS, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub runs: u16,
+}
+
+/// Why no timings were taken.
+#[derive(Debug, thiserror::Error)]
+pub enum TimingsError {
+    /// The sandbox could not be made.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// A binary could not be run.
+    #[error("{0}; check the binaries with `preload doctor`")]
+    Call(#[from] CallError),
+    /// `HOME` is not set.
+    #[error("HOME is not set")]
+    NoHome,
+}
+
+impl CommandError for TimingsError {
+    fn exit(&self) -> Exit {
+        Exit::Failure
+    }
+}
+
+/// Run `preload timings`.
+pub fn run(args: &TimingsArgs) -> ExitCode {
+    exit::finish(
+        "timings",
+        timings(args, &Env::from_process(), &crate::process_cwd()),
+    )
+}
+
+/// The directory of the binaries: `prefix`, else the install directory when it holds them
+/// all, else the directory of the running `preload`.
+pub fn binaries_dir(prefix: Option<&Path>, home: &Path, cwd: &Path) -> PathBuf {
+    if let Some(p) = prefix {
+        return cwd.join(p);
+    }
+    let installed = home.join(DEFAULT_PREFIX);
+    if BINARIES.iter().all(|b| installed.join(b).is_file()) {
+        return installed;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .unwrap_or(installed)
+}
+
+/// A harmless input for `row`, the `n`-th run: no skill starts, no phase changes, a tool call
+/// of `true`; SessionStart gets a new conversation and SubagentStart a new sub-agent each run,
+/// so they build their text each time.
+pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> Value {
+    let mut input = json!({
+        "hook_event_name": row.event,
+        "session_id": "preload-timings",
+        "cwd": cwd,
+        "transcript_path": transcript,
+    });
+    let tool = match row.matcher {
+        Some("Skill") => "Skill",
+        _ => "Bash",
+    };
+    let extra = match row.event {
+        "SessionStart" => json!({
+            "source": if row.matcher == Some("compact") { "compact" } else { "startup" },
+            "session_id": format!("preload-timings-{n}"),
+        }),
+        "UserPromptSubmit" => json!({"prompt": "preload timings: a harmless prompt"}),
+        "PreToolUse" => json!({"tool_name": tool, "tool_input": {"command": "true"}}),
+        "PostToolUse" => json!({
+            "tool_name": tool,
+            "tool_input": if tool == "Skill" { json!({"skill": "preload-timings"}) } else { json!({"command": "true"}) },
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+        }),
+        "PreCompact" => json!({"trigger": "manual", "custom_instructions": ""}),
+        // The process-end path, the longer one; sessions stay, and it is the sandbox's seed.
+        "SessionEnd" => json!({"reason": "other"}),
+        // A new sub-agent each run, so it builds its text each time.
+        "SubagentStart" => {
+            json!({"agent_id": format!("preload-timings-{n}"), "agent_type": "general-purpose"})
+        }
+        _ => json!({"stop_hook_active": false}),
+    };
+    if let (Some(input), Value::Object(extra)) = (input.as_object_mut(), extra) {
+        input.extend(extra);
+    }
+    input
+}
+
+/// The median and the 95th percentile (nearest rank) of `samples`.
+pub fn median_and_p95(samples: &[Duration]) -> (Duration, Duration) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    if sorted.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let median = sorted[(sorted.len() - 1) / 2];
+    let rank = (sorted.len() * 95).div_ceil(100).max(1);
+    (median, sorted[rank - 1])
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+/// One timed registration.
+struct Timed {
+    label: String,
+    event: &'static str,
+    samples: Vec<Duration>,
+    failed: usize,
+    budget: Duration,
+}
+
+fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, TimingsError> {
+    let home = vars.get(env::HOME).ok_or(TimingsError::NoHome)?;
+    let bin_dir = binaries_dir(args.prefix.as_deref(), Path::new(home), cwd);
+    let input = HookInput::from_value(json!({ "cwd": cwd }));
+    let ctx = Context::new(vars.clone(), "preload", &input, Duration::from_secs(5));
+    let sandbox = Sandbox::of_project("timings", &ctx)?;
+    let hook_env = sandbox.env(vars, paths::owner_pid(vars));
+    let budgets = Env::from_pairs(hook_env.iter().map(|(k, v)| (k.as_str(), v.clone())));
+    let hook_cwd = sandbox.to_sandbox(&ctx.cwd.to_string_lossy());
+    let hook_cwd = Path::new(&hook_cwd);
+    let transcript = sandbox.root().join("preload-timings.jsonl");
+
+    let floor_input = harmless_input(&WIRING[0], hook_cwd, &transcript, 0).to_string();
+    let mut floor = Vec::new();
+    for _ in 0..args.runs {
+        let call = calls::call(
+            &bin_dir,
+            "preload",
+            &["noop".into()],
+            &hook_env,
+            hook_cwd,
+            &floor_input,
+        )?;
+        floor.push(call.elapsed);
+    }
+    let mut rows = Vec::new();
+    for row in WIRING {
+        let args_of = row.registrations().swap_remove(0);
+        let event = HookEvent::from_name(row.event);
+        let mut timed = Timed {
+            label: if args_of.is_empty() {
+                row.binary.to_owned()
+            } else {
+                format!("{} {}", row.binary, args_of.join(" "))
+            },
+            event: row.event,
+            samples: Vec::new(),
+            failed: 0,
+            budget: event.map_or(Duration::from_secs(1), |e| runner::budget_for(&budgets, e)),
+        };
+        for n in 0..args.runs {
+            let stdin = harmless_input(row, hook_cwd, &transcript, usize::from(n)).to_string();
+            let call = calls::call(&bin_dir, row.binary, &args_of, &hook_env, hook_cwd, &stdin)?;
+            if call.code != Some(0) {
+                timed.failed += 1;
+            }
+            timed.samples.push(call.elapsed);
+        }
+        rows.push(timed);
+    }
+    Ok(render(
+        usize::from(args.runs),
+        &bin_dir,
+        &sandbox,
+        &floor,
+        &rows,
+    ))
+}
+
+fn render(
+    runs: usize,
+    bin_dir: &Path,
+    sandbox: &Sandbox,
+    floor: &[Duration],
+    rows: &[Timed],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "timings: {runs} runs of each hook, binaries in {}, in a sandbox copy of the state of {} (the real files are not touched)",
+        bin_dir.display(),
+        sandbox.real_project.display()
+    );
+    let (floor_median, floor_p95) = median_and_p95(floor);
+    let _ = writeln!(
+        out,
+        "floor: `preload noop` (a bare process start: this binary re-executed, it reads stdin and prints {{}}): median {} ms, p95 {} ms",
+        ms(floor_median),
+        ms(floor_p95)
+    );
+    let _ = writeln!(
+        out,
+        "{:<42} {:<17} {:>9} {:>9} {:>7} {:>9}",
+        "hook", "event", "median ms", "p95 ms", "x floor", "budget ms"
+    );
+    let mut over = 0;
+    for row in rows {
+        let (median, p95) = median_and_p95(&row.samples);
+        let ratio = median.as_secs_f64() / floor_median.as_secs_f64().max(1e-6);
+        let mut flags = Vec::new();
+        if p95 > row.budget {
+            over += 1;
+            flags.push("OVER BUDGET".to_owned());
+        }
+        if row.failed > 0 {
+            flags.push(format!("{} runs did not exit 0", row.failed));
+        }
+        let _ = writeln!(
+            out,
+            "{:<42} {:<17} {:>9} {:>9} {:>7.1} {:>9}{}",
+            row.label,
+            row.event,
+            ms(median),
+            ms(p95),
+            ratio,
+            row.budget.as_millis(),
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", flags.join("; "))
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "SessionStart runs its registrations in parallel: chunk 0 is timed, with a new conversation each run, so it builds the text every time."
+    );
+    for note in &sandbox.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    let _ = write!(
+        out,
+        "{}",
+        if over == 0 {
+            "every hook within its budget".to_owned()
+        } else {
+            format!("{over} hooks over their budget (95th percentile)")
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_p95_by_nearest_rank() {
+        let samples: Vec<Duration> = (1..=20).rev().map(Duration::from_millis).collect();
+        assert_eq!(
+            median_and_p95(&samples),
+            (Duration::from_millis(10), Duration::from_millis(19))
+        );
+        let one = [Duration::from_millis(7)];
+        assert_eq!(median_and_p95(&one), (one[0], one[0]));
+        assert_eq!(median_and_p95(&[]), (Duration::ZERO, Duration::ZERO));
+    }
+
+    #[test]
+    fn every_row_gets_an_input_of_its_own_event_that_it_matches() {
+        let cwd = Path::new("/p");
+        for row in WIRING {
+            let input = harmless_input(row, cwd, Path::new("/t.jsonl"), 3);
+            assert_eq!(input["hook_event_name"], row.event);
+            assert!(input.get("stop_hook_active").is_none() || row.event == "Stop");
+            assert!(
+                calls::matches(row, &input),
+                "{} {:?}: {input}",
+                row.binary,
+                row.args
+            );
+        }
+    }
+}

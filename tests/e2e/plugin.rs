@@ -1,0 +1,118 @@
+//! The product as a Claude Code plugin: `preload plugin DIR` writes it, the client loads it with
+//! `--plugin-dir`, and the lifecycle scenario passes with no settings file wiring anything.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::bin;
+use crate::model::ModelServer;
+use crate::model::Script;
+use crate::scenario::Scenario;
+use crate::scenarios::check_implement_lifecycle;
+use crate::support::{client_or_skip, notice};
+use crate::world::World;
+
+impl World {
+    /// Writes the plugin with the built `preload plugin` into the world and loads it in every
+    /// client run (`--plugin-dir`); the `engine` stand-in and the auto-answer settings use its
+    /// `bin/`. As the plugin's README says, its `guards.json` goes to the engine when the
+    /// engine has none (the example world has none). Nothing is written into a settings file.
+    pub fn install_plugin(&mut self) {
+        let dir = self.sandbox.root().join("plugin");
+        let out = Command::new(bin("preload"))
+            .arg("plugin")
+            .arg(&dir)
+            .env_clear()
+            .env("HOME", &self.sandbox.home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.sandbox.project)
+            .output()
+            .expect("run `preload plugin`");
+        assert!(
+            out.status.success(),
+            "`preload plugin` failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        check_plugin(&dir);
+        let guards = self.sandbox.home.join(".claude/engine/guards.json");
+        if !guards.exists() {
+            fs::copy(dir.join("guards.json"), &guards).expect("the plugin's guards.json");
+        }
+        self.use_binaries_in(&dir.join("bin"));
+        self.wiring = format!(
+            "`preload plugin` (loaded with --plugin-dir {})",
+            dir.display()
+        );
+        self.plugin_dir = Some(dir);
+    }
+}
+
+/// What `preload plugin` must have written: the manifest, the marketplace, and a
+/// `hooks/hooks.json` whose every command is a binary of `bin/` under `${CLAUDE_PLUGIN_ROOT}`.
+fn check_plugin(dir: &Path) {
+    let read = |rel: &str| -> Value {
+        serde_json::from_str(
+            &fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}")),
+        )
+        .unwrap_or_else(|e| panic!("{rel} is not JSON: {e}"))
+    };
+    assert_eq!(read(".claude-plugin/plugin.json")["name"], "preload-hooks");
+    assert_eq!(
+        read(".claude-plugin/marketplace.json")["plugins"][0]["source"],
+        "./"
+    );
+    let hooks = read("hooks/hooks.json");
+    let mut commands = 0;
+    for groups in hooks["hooks"].as_object().expect("hooks by event").values() {
+        for group in groups.as_array().expect("groups") {
+            for handler in group["hooks"].as_array().expect("handlers") {
+                let command = handler["command"].as_str().expect("command");
+                let name = command
+                    .strip_prefix("${CLAUDE_PLUGIN_ROOT}/bin/")
+                    .unwrap_or_else(|| panic!("not under the plugin root: {command}"));
+                assert!(dir.join("bin").join(name).is_file(), "bin/{name} missing");
+                commands += 1;
+            }
+        }
+    }
+    assert!(
+        commands > 32,
+        "only {commands} handlers in hooks/hooks.json"
+    );
+}
+
+/// The whole `/implement` lifecycle with the product loaded as a plugin: the same checks as
+/// `scenarios::implement_lifecycle_delivers_each_file_once_at_its_phase`.
+#[test]
+fn the_plugin_loaded_with_plugin_dir_passes_the_lifecycle() {
+    let name = "plugin_lifecycle";
+    let Some(claude) = client_or_skip(name) else {
+        return;
+    };
+    let mut world = World::new();
+    world.install_plugin();
+    let settings = fs::read_to_string(world.settings_path()).unwrap_or_default();
+    assert!(
+        !settings.contains("preload-"),
+        "a plugin world wires nothing into the settings: {settings}"
+    );
+    notice(&format!("{name}: product installed by {}", world.wiring));
+    let s = Scenario {
+        name,
+        claude,
+        world,
+        server: ModelServer::start(Script::default()),
+    };
+    check_implement_lifecycle(&s);
+    let log = fs::read_to_string(s.log()).expect("the delivery log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"hook\":\"session-start\"")),
+        "the plugin's SessionStart hooks ran"
+    );
+}
