@@ -250,3 +250,24 @@ fn a_sub_agents_activation_goes_to_it_now_and_is_queued_for_the_main_agent() {
         );
     }
 }
+
+#[test]
+fn a_sub_agents_phase_brings_the_phase_packs_the_main_agent_holds() {
+    let sb = Sandbox::new();
+    working(&sb);
+    let asking = pack(&sb, "asking");
+    assert!(strings(&sb.state("work"), "preloadedFiles").contains(&asking));
+    let before = main_record(&sb.state("work"));
+    let command = "engine session phase sessions/work \"1: Interrogation\"";
+    let got = sub_call(
+        &sb,
+        "a1",
+        "Bash",
+        &json!({"command": command}),
+        &json!({"stdout": "Phase: 1: Interrogation\n"}),
+    );
+    let got = format!("{got}\n{}", sub_drain(&sb, "a1"));
+    assert!(headers(&got).contains(&asking), "{got}");
+    assert!(own(&sb.state("work"), "a1").contains(&asking));
+    assert_eq!(main_record(&sb.state("work")), before);
+}
