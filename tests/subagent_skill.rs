@@ -6,6 +6,7 @@
 
 use std::fs;
 
+use preload_core::env;
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, strings};
@@ -270,4 +271,64 @@ fn a_sub_agents_phase_brings_the_phase_packs_the_main_agent_holds() {
     assert!(headers(&got).contains(&asking), "{got}");
     assert!(own(&sb.state("work"), "a1").contains(&asking));
     assert_eq!(main_record(&sb.state("work")), before);
+}
+
+fn reread(sb: &Sandbox, sub: &str, input: &Value) -> Answer {
+    let answer = sb.run_args("preload-compaction-reread", &[sub], input.clone());
+    answer.assert_contract();
+    answer
+}
+
+#[test]
+fn a_sub_agents_calls_leave_the_main_conversations_reread_alone() {
+    let mut sb = Sandbox::bare();
+    let legacy = sb.root().join("legacy");
+    fs::create_dir_all(&legacy).unwrap();
+    sb.extra_env.push((
+        env::PRELOAD_LEGACY_MARKER_DIR.into(),
+        legacy.to_string_lossy().into(),
+    ));
+    sb.project_file("docs/loops/build.loop.md", "# Loop\n- [CURRENT] step one\n");
+    let sid = sb.conversation.clone();
+    let marker_dir = sb.root().join(format!(
+        "claude-preload-{}",
+        nix::unistd::geteuid().as_raw()
+    ));
+    // A sub-agent's `/loop` does not make the main conversation a loop session.
+    reread(
+        &sb,
+        "register",
+        &json!({"session_id": sid, "agent_id": "a1", "tool_name": "Skill",
+            "tool_input": {"skill": "loop"}}),
+    );
+    assert!(!marker_dir.join(format!("loop-{sid}")).exists());
+    reread(
+        &sb,
+        "register",
+        &json!({"session_id": sid, "tool_name": "Skill", "tool_input": {"skill": "loop"}}),
+    );
+    assert!(marker_dir.join(format!("loop-{sid}")).is_file());
+    // A sub-agent's compaction leaves no marker for the main conversation.
+    reread(
+        &sb,
+        "precompact",
+        &json!({"session_id": sid, "agent_id": "a1"}),
+    );
+    assert!(!marker_dir.join(format!("compaction-{sid}")).exists());
+    // The main conversation's marker: a sub-agent's call neither takes it nor is held up.
+    reread(&sb, "precompact", &json!({"session_id": sid}));
+    assert!(marker_dir.join(format!("compaction-{sid}")).is_file());
+    let sub = reread(
+        &sb,
+        "pretooluse",
+        &json!({"session_id": sid, "agent_id": "a1", "tool_name": "Bash"}),
+    );
+    assert_eq!(sub.decision(), "allow", "{}", sub.stdout);
+    let main = reread(
+        &sb,
+        "pretooluse",
+        &json!({"session_id": sid, "tool_name": "Bash"}),
+    );
+    assert_eq!(main.decision(), "deny");
+    assert!(main.reason().contains("build.loop.md"), "{}", main.reason());
 }
