@@ -44,7 +44,8 @@ Usage: preload-compaction-reread <subcommand>      (stdin: the hook's JSON)
 Session types: handler (registered by /handler), worker ($HOME/.claude/worker-dispatch-path
 exists), loop (registered by /loop; newest non-archived docs/loops/*.loop.md), else regular.
 
-Reads stdin: session_id, cwd, tool_name, tool_input.skill, source, stop_hook_active.
+Reads stdin: session_id, agent_id (a sub-agent's call does nothing), cwd, tool_name,
+     tool_input.skill, source, stop_hook_active.
 Env: HOME, TMPDIR, PRELOAD_MARKER_DIR, PRELOAD_LEGACY_MARKER_DIR (default /tmp),
      PRELOAD_HANDLER_DIR, PRELOAD_OUTPUT_BUDGET, PRELOAD_MAX_FILE_BYTES, PRELOAD_BUDGET_MS,
      HOOK_DEBUG.

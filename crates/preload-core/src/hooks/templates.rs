@@ -32,9 +32,11 @@ a Skill call, the session's current phase on Bash) with the mode file of a chose
 the context packs of the skill and phase (skill:NAME, phase:LABEL), tracks SKILL.md (a Skill
 call loaded it already; on Bash it is delivered when not in context yet), queues the
 references they make, and drains pendingPreloads within the output budget. Files that do not
-fit stay queued.
+fit stay queued. A sub-agent's call (agent_id) fills the sub-agent's own record and queue
+(preloadedFiles_sub:<agent_id>); the main agent's record and invokedSkills stay, and only a
+sub-agent's activation queues the phase's files for the main agent.
 
-Reads stdin: tool_name, tool_input.skill, tool_input.command, cwd.
+Reads stdin: tool_name, tool_input.skill, tool_input.command, agent_id, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
      PRELOAD_OUTPUT_BUDGET, PRELOAD_MAX_FILE_BYTES, PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS,
      PRELOAD_TEST_LOG, HOOK_DEBUG.
