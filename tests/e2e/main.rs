@@ -24,5 +24,6 @@ mod real_engine;
 mod received;
 mod scenario;
 mod scenarios;
+mod subagents;
 mod support;
 mod world;
