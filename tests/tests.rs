@@ -30,4 +30,5 @@ mod seed_cases;
 mod session_commands;
 mod session_end;
 mod session_start;
+mod subagent_skill;
 mod subagent_start;

@@ -25,5 +25,6 @@ mod real_engine;
 mod received;
 mod scenario;
 mod scenarios;
+mod subagents;
 mod support;
 mod world;

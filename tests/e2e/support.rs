@@ -358,11 +358,12 @@ pub fn delivered_to_main(log: &Path, from: usize, to: usize) -> Vec<String> {
     files
 }
 
-/// The files the hooks delivered into one sub-agent's context.
+/// The files the hooks delivered into one sub-agent's context as `[Preloaded: …]` blocks (not
+/// the skills the client loaded into it itself).
 pub fn delivered_to_sub(log: &Path) -> Vec<String> {
     let mut files: Vec<String> = Vec::new();
     for d in deliveries(log) {
-        if d.sub_agent().is_some() && !files.contains(&d.file) {
+        if d.sub_agent().is_some() && !d.is_client_expansion() && !files.contains(&d.file) {
             files.push(d.file);
         }
     }

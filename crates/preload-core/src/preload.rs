@@ -266,11 +266,7 @@ pub fn apply_for(
         };
         pass.batch.outcomes.push((path, outcome));
     }
-    if let Audience::SubAgent(agent) = audience {
-        for event in &mut pass.batch.events {
-            event.source = delivery::sub_agent_source(&event.source, agent);
-        }
-    }
+    sub_agent_sources(&mut pass.batch, audience);
     pass.batch
 }
 
@@ -279,7 +275,18 @@ pub fn apply_for(
 /// (logged `direct-deliver` with its source, since it did enter the context), leaves the queue,
 /// and has its references queued like a delivered file. Files already in context log a skip.
 pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
-    let mut pass = Pass::new(ctx, Audience::Main);
+    record_for(ctx, state, requests, Audience::Main)
+}
+
+/// [`record`] for a given audience (a sub-agent's own `Skill` call loaded the file into its own
+/// conversation): its record, its queue.
+pub fn record_for(
+    ctx: &Context,
+    state: &mut State,
+    requests: &[Request],
+    audience: Audience<'_>,
+) -> Batch {
+    let mut pass = Pass::new(ctx, audience);
     for request in requests {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {
@@ -289,14 +296,34 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
         };
         pass.batch.outcomes.push((path, outcome));
     }
+    sub_agent_sources(&mut pass.batch, audience);
     pass.batch
+}
+
+/// A sub-agent's events name it in their source.
+fn sub_agent_sources(batch: &mut Batch, audience: Audience<'_>) {
+    if let Audience::SubAgent(agent) = audience {
+        for event in &mut batch.events {
+            event.source = delivery::sub_agent_source(&event.source, agent);
+        }
+    }
 }
 
 /// The queued files as claim requests (the preload rule's `$pendingPreloads`), in the order
 /// they go out ([`by_priority`]).
 pub fn pending_requests(ctx: &Context, state: &State, source: &str) -> Vec<Request> {
+    pending_requests_for(ctx, state, source, Audience::Main)
+}
+
+/// [`pending_requests`] of one audience's own queue.
+pub fn pending_requests_for(
+    ctx: &Context,
+    state: &State,
+    source: &str,
+    audience: Audience<'_>,
+) -> Vec<Request> {
     let requests = state
-        .strings(fields::PENDING_PRELOADS)
+        .strings(&audience.queue_key())
         .into_iter()
         .map(|p| Request::new(p, source))
         .collect();

@@ -44,7 +44,8 @@ Usage: preload-compaction-reread <subcommand>      (stdin: the hook's JSON)
 Session types: handler (registered by /handler), worker ($HOME/.claude/worker-dispatch-path
 exists), loop (registered by /loop; newest non-archived docs/loops/*.loop.md), else regular.
 
-Reads stdin: session_id, cwd, tool_name, tool_input.skill, source, stop_hook_active.
+Reads stdin: session_id, agent_id (a sub-agent's call does nothing), cwd, tool_name,
+     tool_input.skill, source, stop_hook_active.
 Env: HOME, TMPDIR, PRELOAD_MARKER_DIR, PRELOAD_LEGACY_MARKER_DIR (default /tmp),
      PRELOAD_HANDLER_DIR, PRELOAD_OUTPUT_BUDGET, PRELOAD_MAX_FILE_BYTES, PRELOAD_BUDGET_MS,
      HOOK_DEBUG.
@@ -78,9 +79,11 @@ fn marker_failure(err: RereadError) -> HookError {
     HookError::Other(err.to_string())
 }
 
-/// `PostToolUse` (`Skill`): `/handler` and `/loop` register this session.
+/// `PostToolUse` (`Skill`): `/handler` and `/loop` register this session. A sub-agent's call
+/// (`agent_id`) registers nothing: it carries the main conversation's `session_id`, and the
+/// skill runs in the sub-agent's conversation, not in the one that would be re-read.
 pub fn register(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
-    if input.tool_name().is_some_and(|tool| tool != "Skill") {
+    if input.agent_id().is_some() || input.tool_name().is_some_and(|tool| tool != "Skill") {
         return Ok(HookOutput::Silent);
     }
     let Some(skill) = input.tool_input_str("skill") else {
@@ -99,16 +102,24 @@ pub fn register(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookErro
 }
 
 /// `PreCompact`: leave the one-shot compaction marker of this session's type (none for a
-/// regular session).
+/// regular session). A sub-agent's compaction leaves none: the marker is the main
+/// conversation's.
 pub fn precompact(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
+    if input.agent_id().is_some() {
+        return Ok(HookOutput::Silent);
+    }
     if let Some(sid) = input.session_id() {
         reread::leave_marker(ctx, sid).map_err(marker_failure)?;
     }
     Ok(HookOutput::Silent)
 }
 
-/// Consume this session's compaction marker: of concurrent calls exactly one gets it.
+/// Consume this session's compaction marker: of concurrent calls exactly one gets it. A
+/// sub-agent's call never does: the marker is for the main conversation, which was compacted.
 fn consume(input: &HookInput, ctx: &Context) -> Result<Option<Reread>, HookError> {
+    if input.agent_id().is_some() {
+        return Ok(None);
+    }
     match input.session_id() {
         Some(sid) => reread::take_marker(ctx, sid).map_err(marker_failure),
         None => Ok(None),

@@ -14,6 +14,7 @@ use crate::preload::{self, Audience, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::skill;
+use crate::state::State;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -68,7 +69,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let source = format!("phase-cmds({phase})");
     let mut packer = Packer::new(ctx.budget);
     let batch = ledger::update(ctx, &target, |s| {
-        let mut requests: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
+        let phase_files: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
             .into_iter()
             .map(|p| Request::new(p.to_string_lossy(), source.clone()))
             .collect();
@@ -76,22 +77,23 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             label: &label,
             name: skill::name_of(phase),
         };
-        requests.extend(preload::pack_requests(
-            ctx,
-            s,
-            Audience::Main,
-            moment,
-            &source,
-        ));
+        // The phase's files and the packs this audience has not had yet.
+        let wanted = |s: &State, audience| {
+            let mut requests = phase_files.clone();
+            requests.extend(preload::pack_requests(ctx, s, audience, moment, &source));
+            requests
+        };
+        let requests = wanted(s, Audience::Main);
         // A sub-agent's transition: its own context gets the phase now; the main agent's
         // queue gets it for later, as it got every other queued file.
         if let Some(agent) = input.agent_id() {
             let mut batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
             let audience = Audience::SubAgent(agent);
+            let own = wanted(s, audience);
             batch.extend(preload::apply_for(
                 ctx,
                 s,
-                &requests,
+                &own,
                 Mode::Direct,
                 &mut packer,
                 audience,

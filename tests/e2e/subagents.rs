@@ -1,0 +1,151 @@
+//! A sub-agent invokes a skill with the `Skill` tool in the real client: the skill's protocol,
+//! its phase 0 commands and its templates reach the sub-agent's conversation once, even the
+//! commands the main agent already holds, and the main conversation gets none of them.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::model::{Script, bash, tool};
+use crate::received::{EXPANSION, Received};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, phase};
+use crate::support::{assert_clean, delivered_to_main, delivered_to_sub, union};
+use crate::world::World;
+
+/// Index of the assistant message that calls the `Skill` tool for `skill`.
+fn skill_call(got: &Received, skill: &str) -> Option<usize> {
+    got.messages.iter().position(|m| {
+        m.tool_uses
+            .iter()
+            .any(|(name, input)| name == "Skill" && input["skill"] == skill)
+    })
+}
+
+/// The main agent runs `/implement` in phase 1 and starts a sub-agent, which invokes `/test`
+/// with the `Skill` tool and makes two ordinary calls.
+#[test]
+fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
+    const MARKER: &str = "SUBAGENT-SKILL-E2E";
+    let Some(s) = Scenario::new("subagent_skill", World::new()) else {
+        return;
+    };
+    let main = vec![
+        activate(),
+        phase("1: Interrogation"),
+        tool(
+            "Agent",
+            json!({"description": "Pin the parser with tests", "subagent_type": "general-purpose",
+                "prompt": format!("{MARKER}: run /test on the estimate package."),
+                "run_in_background": false}),
+        ),
+        bash("ls packages"),
+    ];
+    let sub = vec![
+        tool("Skill", json!({"skill": "test"})),
+        bash("ls packages/estimate"),
+        bash("ls packages/estimate/tests"),
+    ];
+    s.run(
+        Script::main(main).agent("sub", MARKER, sub),
+        IMPLEMENT_PROMPT,
+    );
+    let (requests, saved) = s.requests();
+    let p = s.paths();
+    let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
+    let main_got = Received::last_of(&requests, "main").expect("the main conversation");
+    let test_dir = s
+        .world
+        .sandbox
+        .home
+        .join(".claude/skills/test")
+        .to_string_lossy()
+        .into_owned();
+
+    // The sub-agent: /test's protocol once (the client's expansion of its Skill call), and its
+    // phase 0 commands and templates within two ordinary calls, each once, the commands the
+    // main agent already holds included.
+    let called = skill_call(&sub_got, "test").expect("the sub-agent's Skill call");
+    let arrivals = sub_got.skill_arrivals(&test_dir);
+    let expanded_there = sub_got
+        .text_position(&format!("{EXPANSION}{test_dir}\n"))
+        .is_some_and(|at| at > called);
+    let mut problems = sub_got.check_skill_at_most_once(&test_dir);
+    if arrivals.len() != 1 || !expanded_there {
+        problems.push(format!(
+            "/test's SKILL.md once, the client's expansion of the Skill call: {arrivals:?}"
+        ));
+    }
+    assert_clean(
+        s.name,
+        "sub-agent: /test's protocol",
+        &problems,
+        &sub_got,
+        &saved,
+    );
+    let held_by_main = p.cmds(&["CMD_REPORT_INTENT", "CMD_PARSE_PARAMETERS"]);
+    let mut own = held_by_main.clone();
+    own.extend([
+        p.cmd("CMD_RUN_TESTS"),
+        format!("{test_dir}/assets/TEMPLATE_TESTING_LOG.md"),
+        format!("{test_dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
+    ]);
+    let by = sub_got.after_ordinary_calls(called, PHASE_CALLS);
+    assert_clean(
+        s.name,
+        "sub-agent: /test's phase 0",
+        &sub_got.check_arrives_within(&own, called, by, "after the sub-agent's Skill call"),
+        &sub_got,
+        &saved,
+    );
+    s.assert_context(
+        "sub-agent",
+        &sub_got,
+        &union(&own, &delivered_to_sub(s.log())),
+        &saved,
+    );
+
+    main_is_untouched(&s, &main_got, &test_dir, &saved);
+}
+
+/// The main agent: its own skill once, phase 1's commands, and nothing of the sub-agent's
+/// `/test`, in its conversation or in its record.
+fn main_is_untouched(s: &Scenario, main_got: &Received, test_dir: &str, saved: &Path) {
+    let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let mut main_expected = p.core_standards();
+    main_expected.extend(phase1.clone());
+    let logged = delivered_to_main(s.log(), 0, usize::MAX);
+    s.assert_context("main", main_got, &union(&main_expected, &logged), saved);
+    s.assert_skill_once("main", main_got, saved);
+    s.assert_phase_files("main", main_got, "1: Interrogation", &phase1, saved);
+    let leaked: Vec<String> = main_got
+        .skill_arrivals(test_dir)
+        .into_iter()
+        .chain(
+            main_got
+                .headers()
+                .into_iter()
+                .map(|h| h.path)
+                .filter(|f| f.starts_with(test_dir) || *f == p.cmd("CMD_RUN_TESTS")),
+        )
+        .map(|f| format!("the sub-agent's skill in the main conversation: {f}"))
+        .collect();
+    assert_clean(s.name, "main: nothing of /test", &leaked, main_got, saved);
+    // The client puts back after a compaction of the main conversation only what it invoked.
+    let state = s.world.session_state().expect("the session's state");
+    assert_eq!(
+        state["invokedSkills"],
+        json!(["implement"]),
+        "{}: the main agent's invokedSkills",
+        s.name
+    );
+    let held: Vec<String> = crate::common::strings(&state, "preloadedFiles")
+        .into_iter()
+        .filter(|f| f.starts_with(test_dir) || *f == p.cmd("CMD_RUN_TESTS"))
+        .collect();
+    assert!(
+        held.is_empty(),
+        "{}: the main agent's record holds the sub-agent's files: {held:?}",
+        s.name
+    );
+}
