@@ -9,6 +9,7 @@ mod architecture;
 mod auto_answer;
 mod compaction;
 mod discovery;
+mod dispatch;
 mod engine_interplay;
 mod engine_model;
 mod guard_rules;

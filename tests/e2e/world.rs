@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::client::RUN_TIMEOUT;
-use crate::common::{Sandbox, bin, copy_tree, repo};
+use crate::common::{Sandbox, Wiring, bin, copy_tree, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
@@ -210,9 +210,14 @@ impl World {
     /// the project with the user's `HOME`. Fails with install's output when it fails, and
     /// checks what it wrote: every `--chunk` registration of SessionStart, the compaction
     /// hooks, and the shipped `guards.json` with all its rules.
+    ///
+    /// Under `PRELOAD_WIRING=dispatch` ([`Wiring::Dispatch`]) it is `preload install --dispatch`:
+    /// one `preload-dispatch <Event>` process per event.
     pub fn install_product(&mut self) {
+        let dispatch = self.sandbox.wiring == Wiring::Dispatch;
         let out = Command::new(bin("preload"))
             .arg("install")
+            .args(dispatch.then_some("--dispatch"))
             .env_clear()
             .env("HOME", &self.sandbox.home)
             .env("PATH", "/usr/bin:/bin")
@@ -227,7 +232,8 @@ impl World {
             String::from_utf8_lossy(&out.stderr)
         );
         self.wiring = format!(
-            "`preload install` (binaries in {})",
+            "`preload install{}` (binaries in {})",
+            if dispatch { " --dispatch" } else { "" },
             self.prefix().display()
         );
         self.check_install();
@@ -263,14 +269,36 @@ impl World {
             })
         };
         let mut missing = Vec::new();
+        let dispatch = self.sandbox.wiring == Wiring::Dispatch;
         for i in 0..SESSION_START_CHUNKS {
             let chunk = format!("{i}/{SESSION_START_CHUNKS}");
-            if !has(
-                "SessionStart",
-                "preload-session-start",
-                &["--chunk", &chunk],
-            ) {
+            let wired = if dispatch {
+                has(
+                    "SessionStart",
+                    "preload-dispatch",
+                    &["SessionStart", "--chunk", &chunk],
+                )
+            } else {
+                has(
+                    "SessionStart",
+                    "preload-session-start",
+                    &["--chunk", &chunk],
+                )
+            };
+            if !wired {
                 missing.push(format!("SessionStart --chunk {chunk}"));
+            }
+        }
+        let events = [
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PreCompact",
+            "Stop",
+        ];
+        for event in events.iter().filter(|_| dispatch) {
+            if !has(event, "preload-dispatch", &[event]) {
+                missing.push(format!("{event} preload-dispatch {event}"));
             }
         }
         for (event, binary, args) in [
@@ -301,7 +329,7 @@ impl World {
             ("PostToolUse", "preload-phase-commands", &[][..]),
             ("PostToolUse", "preload-injections", &[][..]),
         ] {
-            if !has(event, binary, args) {
+            if !dispatch && !has(event, binary, args) {
                 missing.push(format!("{event} {binary} {}", args.join(" ")));
             }
         }

@@ -4,9 +4,10 @@
 //! tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`] writes the default rules,
 //! [`merge`] edits the settings document and [`settings`] the file (with its backup), [`shims`]
 //! writes the bash shims, [`targets`] says where all of it goes, and [`uninstall`] takes the
-//! wiring out again.
+//! wiring out again. [`dispatch`] derives the one-process-per-event wiring of `--dispatch`.
 
 pub mod binaries;
+pub mod dispatch;
 pub mod guards;
 pub mod merge;
 pub mod settings;
@@ -30,7 +31,7 @@ use guards::GuardsError;
 use settings::{Change, SettingsError};
 use shims::ShimError;
 use targets::{Targets, TargetsError};
-use wiring::BINARIES;
+use wiring::{BINARIES, WiringMode};
 
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";
@@ -54,6 +55,10 @@ pub struct InstallArgs {
     /// Leave the settings alone and replace the engine's hook scripts by shims instead.
     #[arg(long)]
     pub shims: bool,
+    /// Wire one process per event (`preload-dispatch <Event>`, every policy of the event in
+    /// order) instead of one per hook binary.
+    #[arg(long, conflicts_with = "shims")]
+    pub dispatch: bool,
     /// Print the wiring and change nothing.
     #[arg(long)]
     pub print: bool,
@@ -108,9 +113,14 @@ pub fn run(opts: &InstallArgs) -> ExitCode {
 }
 
 fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, InstallError> {
+    let mode = if opts.dispatch {
+        WiringMode::Dispatch
+    } else {
+        WiringMode::Binaries
+    };
     if opts.print {
         let text = settings::to_pretty(
-            &json!({ "hooks": wiring::hooks_value(&targets.prefix.to_string_lossy()) }),
+            &json!({ "hooks": wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode) }),
             b"  ",
         );
         return Ok(vec![text]);
@@ -143,12 +153,14 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
             }
         ));
     }
-    let change = settings::install_settings(&targets.settings, &targets.prefix, !opts.shims)?;
-    let what = match (change, opts.shims) {
-        (Change::Unchanged, false) => "already wired, nothing changed",
-        (Change::Unchanged, true) => "no native wiring to remove",
-        (_, false) => "wired (backup kept)",
-        (_, true) => "native wiring removed (the bash entries run the shims)",
+    let change =
+        settings::install_settings_in(&targets.settings, &targets.prefix, !opts.shims, mode)?;
+    let what = match (change, opts.shims, mode) {
+        (Change::Unchanged, false, _) => "already wired, nothing changed",
+        (Change::Unchanged, true, _) => "no native wiring to remove",
+        (_, false, WiringMode::Binaries) => "wired (backup kept)",
+        (_, false, WiringMode::Dispatch) => "wired, one process per event (backup kept)",
+        (_, true, _) => "native wiring removed (the bash entries run the shims)",
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
     if change != Change::Unchanged {

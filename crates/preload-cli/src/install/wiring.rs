@@ -10,6 +10,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+pub use super::dispatch::WiringMode;
+
 /// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
 /// Each slice stays within the 9,500-character output budget, so 32 slices carry up to 304,000
@@ -40,7 +42,11 @@ pub const BINARIES: &[&str] = &[
     "preload-injections",
     "preload-compaction-reread",
     "preload-e2e-auto-answer",
+    DISPATCHER,
 ];
+
+/// The binary that runs every policy of an event in one process (`preload install --dispatch`).
+pub const DISPATCHER: &str = "preload-dispatch";
 
 /// One handler of the wiring: a binary with its arguments on one event and matcher.
 #[derive(Debug, Clone, Copy)]
@@ -57,9 +63,15 @@ pub struct Wiring {
     pub timeout: u32,
     /// Wired as [`SESSION_START_CHUNKS`] registrations with `--chunk I/N`.
     pub chunked: bool,
+    /// The client's `if` (a permission rule such as `Bash(git *)`): the handler is spawned
+    /// only for tool calls it matches. For a policy that can act on no other call; the
+    /// policy still checks its input itself (the client runs it when it cannot tell).
+    pub filter: Option<&'static str>,
 }
 
-/// The one wiring table: every handler `preload install` writes, in order.
+/// The one wiring table: every handler `preload install` writes, in order. The order is also
+/// the order in which `preload-dispatch` runs an event's policies: what a policy delivers
+/// itself goes before the stash `preload-injections` hands out, which keeps what does not fit.
 pub const WIRING: &[Wiring] = &[
     Wiring {
         binary: "preload-session-start",
@@ -68,6 +80,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 15,
         chunked: true,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -76,6 +89,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("compact"),
         timeout: 10,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-prompt-submit",
@@ -84,6 +98,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 10,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-overflow",
@@ -92,6 +107,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -100,22 +116,43 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
-    },
-    Wiring {
-        binary: "preload-injections",
-        args: &[],
-        event: "PostToolUse",
-        matcher: Some("*"),
-        timeout: 5,
-        chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-templates",
         args: &[],
         event: "PostToolUse",
-        matcher: Some("Skill|Bash"),
+        matcher: Some("Skill"),
         timeout: 10,
         chunked: false,
+        filter: None,
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(engine session activate *)"),
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(engine session continue *)"),
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(*preload activate *)"),
     },
     Wiring {
         binary: "preload-phase-commands",
@@ -124,6 +161,16 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
+        filter: Some("Bash(engine session phase *)"),
+    },
+    Wiring {
+        binary: "preload-injections",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("*"),
+        timeout: 5,
+        chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -132,6 +179,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Skill"),
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -140,6 +188,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -148,6 +197,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 5,
         chunked: false,
+        filter: None,
     },
 ];
 
@@ -217,7 +267,13 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
 /// The handlers of one wiring row, expanded (`--chunk I/N` for `SessionStart`).
 fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
-    let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
+    let handler = |args: Vec<String>| {
+        let mut h = json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
+        if let Some(rule) = row.filter {
+            h["if"] = json!(rule);
+        }
+        h
+    };
     if row.chunked {
         (0..SESSION_START_CHUNKS)
             .map(|i| {
@@ -250,8 +306,13 @@ pub(super) fn wanted(prefix: &str) -> Vec<(&'static str, Option<&'static str>, V
 
 /// The `hooks` object for binaries in `prefix`.
 pub fn hooks_value(prefix: &str) -> Value {
+    hooks_value_in(prefix, WiringMode::Binaries)
+}
+
+/// The `hooks` object for binaries in `prefix`, wired in `mode`.
+pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
     let mut hooks = Map::new();
-    for (event, matcher, handlers) in wanted(prefix) {
+    for (event, matcher, handlers) in super::dispatch::wanted_in(prefix, mode) {
         let list = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -279,7 +340,11 @@ pub fn our_binary(handler: &Value) -> Option<&'static str> {
     let name = Path::new(first.trim_matches(|c| c == '"' || c == '\''))
         .file_name()?
         .to_str()?;
-    WIRING.iter().map(|w| w.binary).find(|b| *b == name)
+    WIRING
+        .iter()
+        .map(|w| w.binary)
+        .chain([DISPATCHER])
+        .find(|b| *b == name)
 }
 
 /// The engine script a bash handler runs, when it is one of those the wiring replaces.
