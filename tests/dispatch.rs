@@ -52,8 +52,17 @@ fn malformed_stdin_fails_open_for_the_event() {
 #[test]
 fn a_wiring_mistake_says_why_on_stderr_and_blocks_nothing() {
     let sb = Sandbox::bare();
-    for args in [&[][..], &["pretooluse"], &["SessionStart", "--chunk", "9/2"]] {
-        let out = sb.command(BIN).args(args).write_stdin("{}").output().unwrap();
+    for args in [
+        &[][..],
+        &["pretooluse"],
+        &["SessionStart", "--chunk", "9/2"],
+    ] {
+        let out = sb
+            .command(BIN)
+            .args(args)
+            .write_stdin("{}")
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing reaches the model");
         assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: preload-dispatch"));
@@ -76,7 +85,10 @@ fn one_process_per_event_runs_every_policy_of_the_event() {
         &["PostToolUse"],
         json!({"session_id": sid, "tool_name": "Skill", "tool_input": {"skill": "handler"}}),
     );
-    assert_eq!(skill.stdout, "", "no SKILL.md for `handler`: nothing to deliver");
+    assert_eq!(
+        skill.stdout, "",
+        "no SKILL.md for `handler`: nothing to deliver"
+    );
     let compact = dispatch(&sb, &["PreCompact"], json!({"session_id": sid}));
     assert_eq!(compact.stdout, "");
     let pre = dispatch(
@@ -86,9 +98,17 @@ fn one_process_per_event_runs_every_policy_of_the_event() {
     );
     // preload-compaction-reread denies once; preload-overflow ran beside it and counted.
     assert_eq!(pre.decision(), "deny");
-    assert!(pre.reason().contains("handler-state.md"), "{}", pre.reason());
+    assert!(
+        pre.reason().contains("handler-state.md"),
+        "{}",
+        pre.reason()
+    );
     let counted = &sb.state("s")["toolCallsByTranscript"]["test.jsonl"];
-    assert_eq!(counted, &json!(2), "the guard engine ran in the same process");
+    assert_eq!(
+        counted,
+        &json!(2),
+        "the guard engine ran in the same process"
+    );
     let again = dispatch(
         &sb,
         &["PreToolUse"],
@@ -117,7 +137,8 @@ fn a_policy_out_of_time_fails_open_alone() {
     fs::write(lock.join("pid"), format!("{}\n", std::process::id())).unwrap();
     sb.extra_env
         .push((env::PRELOAD_LOCK_TIMEOUT_MS.into(), "20000".into()));
-    sb.extra_env.push((env::PRELOAD_BUDGET_MS.into(), "300".into()));
+    sb.extra_env
+        .push((env::PRELOAD_BUDGET_MS.into(), "300".into()));
     let before = fs::read_to_string(sb.sessions.join("s/.state.json")).unwrap();
     let started = std::time::Instant::now();
     let pre = dispatch(
@@ -129,7 +150,12 @@ fn a_policy_out_of_time_fails_open_alone() {
         started.elapsed() < Duration::from_secs(10),
         "the stuck policy was left behind"
     );
-    assert_eq!(pre.decision(), "deny", "the re-read still denies: {}", pre.stdout);
+    assert_eq!(
+        pre.decision(),
+        "deny",
+        "the re-read still denies: {}",
+        pre.stdout
+    );
     assert!(pre.reason().contains("handler-state.md"));
     let after = fs::read_to_string(sb.sessions.join("s/.state.json")).unwrap();
     assert_eq!(after, before, "the stuck policy committed nothing");
@@ -154,11 +180,18 @@ fn policies_share_one_output_budget_and_keep_the_rest() {
             "tool_response": "Launching skill: implement"}),
     );
     let text = a.context();
-    assert!(text.chars().count() <= 9_500 + 2 + 200, "{}", text.chars().count());
+    assert!(
+        text.chars().count() <= 9_500 + 2 + 200,
+        "{}",
+        text.chars().count()
+    );
     assert!(text.contains("[Preloaded: "), "templates spoke first");
     let state = sb.state("s");
     for file in strings(&state, "pendingPreloads") {
-        assert!(!text.contains(&format!("[Preloaded: {file}]")), "{file} both sent and queued");
+        assert!(
+            !text.contains(&format!("[Preloaded: {file}]")),
+            "{file} both sent and queued"
+        );
     }
     let stashed = |sb: &Sandbox| {
         sb.state("s")["pendingAllowInjections"]
@@ -251,17 +284,31 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
 
     let out = preload(&sb, &["install", "--dispatch", "--prefix", prefix_s]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("one process per event"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("one process per event"),
+        "{}",
+        out.stdout
+    );
     let doc = crate::common::read_json(&settings);
     let handlers = ours(&doc);
-    assert!(handlers.iter().all(|(_, b, _, f)| b == BIN && f.is_none()), "{handlers:?}");
+    assert!(
+        handlers.iter().all(|(_, b, _, f)| b == BIN && f.is_none()),
+        "{handlers:?}"
+    );
     let mut events: Vec<&str> = WIRING.iter().map(|w| w.event).collect();
     events.dedup();
     for event in events {
         let of_event: Vec<_> = handlers.iter().filter(|(e, ..)| e == event).collect();
         if event == "SessionStart" {
             assert_eq!(of_event.len(), SESSION_START_CHUNKS);
-            assert_eq!(of_event[3].2, ["SessionStart", "--chunk", &format!("3/{SESSION_START_CHUNKS}")]);
+            assert_eq!(
+                of_event[3].2,
+                [
+                    "SessionStart",
+                    "--chunk",
+                    &format!("3/{SESSION_START_CHUNKS}")
+                ]
+            );
         } else {
             assert_eq!(of_event.len(), 1, "{event}: one process");
             assert_eq!(of_event[0].2, [event]);
@@ -269,7 +316,11 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
     }
     assert!(prefix.join(BIN).is_file(), "the dispatcher is installed");
     let doctor = preload(&sb, &["doctor", "--prefix", prefix_s]);
-    assert_eq!(doctor.code, 0, "dispatch wiring is healthy:\n{}", doctor.stdout);
+    assert_eq!(
+        doctor.code, 0,
+        "dispatch wiring is healthy:\n{}",
+        doctor.stdout
+    );
 
     // Back to one process per binary: no dispatcher left, the `if` filters in place.
     assert_eq!(preload(&sb, &["install", "--prefix", prefix_s]).code, 0);
@@ -282,19 +333,31 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
 
     // Both at once is double wiring.
     let mut both = doc.clone();
-    both["hooks"]["PreToolUse"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"hooks": [{"type": "command", "command": format!("{prefix_s}/{BIN}"),
-            "args": ["PreToolUse"], "timeout": 5}]}));
+    both["hooks"]["PreToolUse"].as_array_mut().unwrap().push(
+        json!({"hooks": [{"type": "command", "command": format!("{prefix_s}/{BIN}"),
+            "args": ["PreToolUse"], "timeout": 5}]}),
+    );
     fs::write(&settings, serde_json::to_string_pretty(&both).unwrap()).unwrap();
     let doctor = preload(&sb, &["doctor", "--prefix", prefix_s]);
     assert_eq!(doctor.code, 1);
-    assert!(doctor.stdout.contains("preload-overflow (PreToolUse) is wired twice"), "{}", doctor.stdout);
+    assert!(
+        doctor
+            .stdout
+            .contains("preload-overflow (PreToolUse) is wired twice"),
+        "{}",
+        doctor.stdout
+    );
 
     // Uninstall after a dispatch install puts the file back as it was.
-    fs::write(&settings, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
-    assert_eq!(preload(&sb, &["install", "--dispatch", "--prefix", prefix_s]).code, 0);
+    fs::write(
+        &settings,
+        serde_json::to_string_pretty(&doc).unwrap() + "\n",
+    )
+    .unwrap();
+    assert_eq!(
+        preload(&sb, &["install", "--dispatch", "--prefix", prefix_s]).code,
+        0
+    );
     assert_eq!(preload(&sb, &["uninstall", "--prefix", prefix_s]).code, 0);
     assert_eq!(fs::read_to_string(&settings).unwrap(), original);
 }

@@ -299,11 +299,9 @@ impl Sandbox {
                     scope.spawn(move || {
                         let chunk = format!("{i}/{total}");
                         match self.wiring {
-                            Wiring::Binaries => self.run_args(
-                                "preload-session-start",
-                                &["--chunk", &chunk],
-                                input,
-                            ),
+                            Wiring::Binaries => {
+                                self.run_args("preload-session-start", &["--chunk", &chunk], input)
+                            }
                             Wiring::Dispatch => self.run_args(
                                 "preload-dispatch",
                                 &["SessionStart", "--chunk", &chunk],

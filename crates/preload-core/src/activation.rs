@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use crate::clock;
 use crate::context::Context;
 use crate::fields;
-use crate::file;
 use crate::ledger;
 use crate::lock::StateLock;
 use crate::process;
@@ -129,8 +128,7 @@ pub fn activate_with(
         lock.release();
     }
     claim_pid(ctx, &sessions, &path);
-    let cache = session::cache_file(ctx);
-    let _ = file::write_atomic(&cache, format!("{}\n", dir.display()).as_bytes());
+    session::remember(ctx, dir);
     Ok(outcome)
 }
 

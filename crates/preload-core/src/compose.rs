@@ -8,8 +8,7 @@
 //! binary prints. [`run_all`] runs them, with the runner's protocol for each.
 
 use std::process::ExitCode;
-use std::sync::{Arc, mpsc};
-use std::time::Duration;
+use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -17,12 +16,15 @@ use serde_json::{Map, Value, json};
 use crate::delivery::{self, MIN_BUDGET};
 use crate::env::{self, Env};
 use crate::input::InputError;
-use crate::runner::{STDIN_TIMEOUT, budget_for, debug_note, emit, fail_open, render};
+use crate::runner::{GRACE, STDIN_TIMEOUT, budget_for, debug_note, emit, fail_open, render};
+use crate::watchdog;
 use crate::{Context, HookError, HookEvent, HookInput, HookOutput};
 
-/// A policy's handler, shareable with the thread that runs it.
-pub type Handler =
-    Arc<dyn Fn(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + Sync>;
+/// The name a failure before any policy runs is reported under (`HOOK_DEBUG`).
+const NAME: &str = "dispatch";
+
+/// A policy's handler.
+pub type Handler = Arc<dyn Fn(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + Sync>;
 
 /// What goes between two policies' texts: blocks stay one blank line apart.
 pub const SEPARATOR: &str = "\n\n";
@@ -64,7 +66,10 @@ fn matched_field(event: HookEvent, input: &HookInput) -> Option<&str> {
         HookEvent::PreToolUse | HookEvent::PostToolUse => input.tool_name(),
         HookEvent::SessionStart => input.source(),
         HookEvent::PreCompact => input.trigger(),
-        HookEvent::UserPromptSubmit | HookEvent::Stop => None,
+        HookEvent::UserPromptSubmit
+        | HookEvent::Stop
+        | HookEvent::SessionEnd
+        | HookEvent::SubagentStart => None,
     }
 }
 
@@ -103,9 +108,7 @@ pub fn share(total: usize, used: usize) -> usize {
     if used == 0 {
         return total;
     }
-    total
-        .saturating_sub(used + SEPARATOR.len())
-        .max(MIN_BUDGET)
+    total.saturating_sub(used + SEPARATOR.len()).max(MIN_BUDGET)
 }
 
 /// The characters an output puts into the answer (its context and its reason).
@@ -218,12 +221,15 @@ impl Merged {
     }
 }
 
-/// What the thread running an event's policies reports.
-enum Step {
-    /// Stdin was read (or could not be).
-    Read(Result<Arc<HookInput>, String>),
-    /// Policy `.0` finished.
-    Done(usize, Result<HookOutput, String>),
+/// The answer printed should the policy after `outputs` outlive its budget: theirs merged,
+/// that one failing open, a newline after it.
+fn answer_if_late(event: HookEvent, outputs: &[HookOutput], late: HookEvent) -> Vec<u8> {
+    let mut so_far = outputs.to_vec();
+    so_far.push(fail_open(late));
+    merge(event, &so_far)
+        .render(event)
+        .map(|line| format!("{line}\n").into_bytes())
+        .unwrap_or_default()
 }
 
 /// Run `policies` one after the other on one call's stdin, each selected by its matchers,
@@ -231,111 +237,73 @@ enum Step {
 /// budget; print their outputs merged ([`merge`]) and return the exit code (always
 /// success).
 ///
-/// One worker thread reads stdin and runs the policies in order. When a policy outlives its
-/// budget it fails open, and the ones after it go on in a new worker (the stuck one commits
-/// nothing: its deadline has passed).
-pub fn run_all(event: HookEvent, policies: Vec<Policy>) -> ExitCode {
+/// Everything runs on this thread, as in [`crate::runner::run`]: before each policy the
+/// watchdog ([`crate::watchdog`]) is armed for that policy's budget (plus [`GRACE`]) with the
+/// answer of the policies before it and this one failing open. A policy that outlives its
+/// budget can commit nothing past its deadline (`state::commit_before`); the watchdog then
+/// prints that answer and ends the process, and the policies after it do not run this time
+/// (they committed nothing either, so what they would have delivered waits for the next
+/// call). A failing or panicking policy fails open and the next one runs.
+pub fn run_all(event: HookEvent, policies: &[Policy]) -> ExitCode {
     let env = Env::from_process();
     if env.get(env::HOOK_DEBUG).is_none() {
         std::panic::set_hook(Box::new(|_| {}));
     }
-    let policies: Arc<[Policy]> = policies.into();
-    let mut rx = spawn_policies(&env, event, &policies, 0, None, 0);
-    let input = match rx.as_ref().map(|rx| rx.recv_timeout(STDIN_TIMEOUT)) {
-        Some(Ok(Step::Read(Ok(input)))) => input,
-        Some(Ok(Step::Read(Err(why)))) => {
-            debug_note(&env, "dispatch", &why);
-            emit(render(event, &fail_open(event)));
-            return ExitCode::SUCCESS;
-        }
-        _ => {
-            debug_note(&env, "dispatch", "stdin did not close in time");
+    let nothing = answer_if_late(event, &[], event);
+    if let Err(err) = watchdog::arm(STDIN_TIMEOUT, &nothing) {
+        // Without a watchdog there is no bound on the call: answer now.
+        debug_note(&env, NAME, &err.to_string());
+        emit(render(event, &fail_open(event)));
+        return ExitCode::SUCCESS;
+    }
+    let input = match HookInput::read_from(std::io::stdin().lock()) {
+        Ok(input) => input,
+        Err(err) => {
+            let why = match err {
+                InputError::Empty => "empty stdin".to_owned(),
+                err => err.to_string(),
+            };
+            debug_note(&env, NAME, &why);
+            watchdog::disarm();
             emit(render(event, &fail_open(event)));
             return ExitCode::SUCCESS;
         }
     };
-    let mut outputs = Vec::with_capacity(policies.len());
+    let mut outputs: Vec<HookOutput> = Vec::with_capacity(policies.len());
     let mut used = 0;
-    while outputs.len() < policies.len() {
-        let at = outputs.len();
-        let policy = &policies[at];
-        let wait = budget_for(&env, policy.event) + Duration::from_millis(50);
-        let step = rx.as_ref().map(|rx| rx.recv_timeout(wait));
-        let output = match step {
-            Some(Ok(Step::Done(i, result))) if i == at => result.unwrap_or_else(|why| {
-                debug_note(&env, policy.name, &why);
-                fail_open(policy.event)
-            }),
-            _ => {
-                // Out of time, or the worker is gone: this one fails open, the rest go on.
-                debug_note(&env, policy.name, "handler failed or ran out of time");
-                let output = fail_open(policy.event);
-                let next_used = used_after(used, &output);
-                rx = spawn_policies(&env, event, &policies, at + 1, Some(&input), next_used);
-                output
+    for policy in policies {
+        let output = if policy.selected(event, &input) {
+            let budget = budget_for(&env, policy.event);
+            let mut ctx = Context::new(env.clone(), policy.name, &input, budget);
+            ctx.budget = share(ctx.budget, used);
+            let late = answer_if_late(event, &outputs, policy.event);
+            let _ = watchdog::arm(budget + GRACE, &late);
+            crate::state::commit_before(Some(ctx.deadline));
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (policy.handler)(&input, &ctx)
+            }));
+            match called {
+                Ok(Ok(output)) => output,
+                Ok(Err(err)) => {
+                    debug_note(&env, policy.name, &err.to_string());
+                    fail_open(policy.event)
+                }
+                Err(_) => {
+                    debug_note(&env, policy.name, "handler panicked");
+                    fail_open(policy.event)
+                }
             }
+        } else {
+            HookOutput::Silent
         };
         used = used_after(used, &output);
         outputs.push(output);
     }
+    // From here on this process answers; a signal already sent is handled before this returns.
+    watchdog::disarm();
+    crate::state::commit_before(None);
     emit(merge(event, &outputs).render(event));
     ExitCode::SUCCESS
-}
-
-/// A worker running `policies[from..]` (reading stdin first when `input` is `None`), with
-/// `used` characters of the output already taken; its channel, or `None` when no thread
-/// could be started.
-fn spawn_policies(
-    env: &Env,
-    event: HookEvent,
-    policies: &Arc<[Policy]>,
-    from: usize,
-    input: Option<&Arc<HookInput>>,
-    used: usize,
-) -> Option<mpsc::Receiver<Step>> {
-    if from >= policies.len() && input.is_some() {
-        return None;
-    }
-    let (tx, rx) = mpsc::channel();
-    let (env, policies, input) = (env.clone(), Arc::clone(policies), input.cloned());
-    let spawned = std::thread::Builder::new()
-        .name("dispatch".into())
-        .spawn(move || {
-            let input = if let Some(input) = input {
-                input
-            } else {
-                let read = match HookInput::read_from(std::io::stdin().lock()) {
-                    Ok(input) => Ok(Arc::new(input)),
-                    Err(InputError::Empty) => Err("empty stdin".to_owned()),
-                    Err(err) => Err(err.to_string()),
-                };
-                let input = read.as_ref().ok().map(Arc::clone);
-                if tx.send(Step::Read(read)).is_err() {
-                    return;
-                }
-                let Some(input) = input else { return };
-                input
-            };
-            let mut used = used;
-            for (i, policy) in policies.iter().enumerate().skip(from) {
-                let result = if policy.selected(event, &input) {
-                    let budget = budget_for(&env, policy.event);
-                    let mut ctx = Context::new(env.clone(), policy.name, &input, budget);
-                    ctx.budget = share(ctx.budget, used);
-                    crate::state::commit_before(Some(ctx.deadline));
-                    (policy.handler)(&input, &ctx).map_err(|err| err.to_string())
-                } else {
-                    Ok(HookOutput::Silent)
-                };
-                if let Ok(output) = &result {
-                    used = used_after(used, output);
-                }
-                if tx.send(Step::Done(i, result)).is_err() {
-                    return;
-                }
-            }
-        });
-    spawned.ok().map(|_| rx)
 }
 
 #[cfg(test)]

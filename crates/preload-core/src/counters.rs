@@ -251,7 +251,7 @@ pub fn update(
                 source: std::io::Error::other(err),
             })?;
         text.push('\n');
-        file::write_atomic(&path, text.as_bytes())?;
+        file::write_cache(&path, text.as_bytes())?;
     }
     drop(latch);
     Ok(counters)

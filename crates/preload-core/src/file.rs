@@ -1,7 +1,8 @@
 //! File primitives every writer and reader shares: bounded reads of regular files only (a FIFO,
-//! device or directory never blocks or floods a hook), atomic writes and the temporary-name
-//! scheme they and staged locks use, and the sweep that removes temporaries left by killed
-//! processes.
+//! device or directory never blocks or floods a hook), the one atomic write every file the
+//! product writes goes through ([`write_atomic_with`] and its [`WriteOptions`]), the
+//! temporary-name scheme it and staged locks use, and the sweep that removes temporaries left by
+//! killed processes.
 //!
 //! A temporary is `<name>.tmp.<pid>.<n>` (the engine's bash writes `<name>.tmp.<pid>`), in the
 //! directory of the file it stands in for. It is orphaned when its PID is dead, or when it is
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::clock;
 use crate::process;
 
 /// A temporary older than this is orphaned whatever its PID (writes take milliseconds).
@@ -90,6 +92,34 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// The last `max_bytes` (at most) of the regular file at `path`, with the file's size; the same
+/// refusals as [`read_regular`]. For growing logs, which are read from their end.
+pub fn read_tail(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, u64), ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let unavailable = || ReadError::Unavailable {
+        path: path.to_path_buf(),
+    };
+    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)
+        .map_err(|_| unavailable())?;
+    let meta = file.metadata().map_err(|_| unavailable())?;
+    if !meta.is_file() {
+        return Err(unavailable());
+    }
+    let size = meta.len();
+    let start = size.saturating_sub(max_bytes);
+    file.seek(SeekFrom::Start(start))
+        .map_err(|_| unavailable())?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size - start).unwrap_or(0));
+    file.take(max_bytes)
+        .read_to_end(&mut bytes)
+        .map_err(|_| unavailable())?;
+    Ok((bytes, size))
+}
+
 /// [`read_regular`] as UTF-8 text (lossy), `None` on any failure.
 pub fn read_text(path: &Path, max_bytes: u64) -> Option<String> {
     read_regular(path, max_bytes)
@@ -110,13 +140,54 @@ pub fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Write bytes to `path` atomically: a temporary file created exclusively beside it, its data
-/// synced to the disk (`fdatasync`), then renamed over `path`. After a crash or a power cut
-/// the file is its old or its new version, never empty or torn. The directory is not synced:
-/// the rename itself may be lost to a power cut, which leaves the old version
-/// (docs/reliability.md).
+/// How [`write_atomic_with`] writes a file. Every file the product writes goes through that one
+/// function; these are the ways its writers differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the data to the disk (`fdatasync`) before the rename: after a power cut the file is
+    /// its old or its new version, never empty or torn. Off for caches, which their readers
+    /// check and rebuild (a crash of the process alone never tears a file either way).
+    pub sync: bool,
+    /// Permission bits of the new file, before the umask.
+    pub mode: u32,
+    /// Replace a file already at the path; when false the write happens only when nothing
+    /// (not even a dangling link) is there, and reports false otherwise.
+    pub replace: bool,
+    /// Name the temporary `<dir>/<prefix><pid>.<n>` instead of `<file>.tmp.<pid>.<n>`, for a
+    /// directory whose readers skip names with that prefix (the marker directory).
+    pub hidden_temp: Option<&'static str>,
+}
+
+impl WriteOptions {
+    /// A file of the user's or shared with the engine (states, seeds, settings): synced,
+    /// replaced, readable as the umask allows.
+    pub const DURABLE: Self = Self {
+        sync: true,
+        mode: 0o666,
+        replace: true,
+        hidden_temp: None,
+    };
+    /// A cache its readers verify and rebuild (the PID cache, the session index, SessionStart's
+    /// text, the counters' checkpoint): not synced.
+    pub const CACHE: Self = Self {
+        sync: false,
+        ..Self::DURABLE
+    };
+}
+
+/// Write bytes to `path` atomically and durably ([`WriteOptions::DURABLE`]): a temporary file
+/// created exclusively beside it, its data synced to the disk (`fdatasync`), then renamed over
+/// `path`. After a crash or a power cut the file is its old or its new version, never empty or
+/// torn. The directory is not synced: the rename itself may be lost to a power cut, which
+/// leaves the old version (docs/reliability.md).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    write_atomic_if(path, bytes, || true).map(|_| ())
+    write_atomic_with(path, bytes, WriteOptions::DURABLE, || true).map(|_| ())
+}
+
+/// Write a cache file atomically without syncing it ([`WriteOptions::CACHE`]): its readers
+/// verify what they read and rebuild it when it is missing or wrong.
+pub fn write_cache(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_with(path, bytes, WriteOptions::CACHE, || true).map(|_| ())
 }
 
 /// [`write_atomic`], publishing only when `still_ok` holds right before the rename; false (and
@@ -126,27 +197,74 @@ pub fn write_atomic_if(
     bytes: &[u8],
     still_ok: impl FnOnce() -> bool,
 ) -> Result<bool, WriteError> {
-    let temp = temp_path(path);
+    write_atomic_with(path, bytes, WriteOptions::DURABLE, still_ok)
+}
+
+/// The one atomic write: `bytes` go to a temporary created exclusively (`O_EXCL|O_NOFOLLOW`,
+/// so a planted entry is never followed or reused) in the directory of `path`, are synced when
+/// `options.sync`, and are published by a rename over `path` (or, without `options.replace`, by
+/// a link that fails when `path` exists) only when `still_ok` holds right before. True when
+/// published; on any failure the temporary is removed and `path` is as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    options: WriteOptions,
+    still_ok: impl FnOnce() -> bool,
+) -> Result<bool, WriteError> {
+    let failed = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (temp, mut file) = create_temp(path, &options).map_err(failed)?;
     let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
         file.write_all(bytes)?;
-        file.sync_data()?;
+        if options.sync {
+            file.sync_data()?;
+        }
         drop(file);
         if !still_ok() {
             return Ok(false);
         }
-        fs::rename(&temp, path).map(|()| true)
+        if options.replace {
+            return fs::rename(&temp, path).map(|()| true);
+        }
+        match fs::hard_link(&temp, path) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(err) => Err(err),
+        }
     })();
-    if !matches!(result, Ok(true)) {
+    if !(options.replace && matches!(result, Ok(true))) {
         let _ = fs::remove_file(&temp);
     }
-    result.map_err(|source| WriteError {
-        path: path.to_path_buf(),
-        source,
-    })
+    result.map_err(failed)
+}
+
+/// A fresh temporary for `path`, created exclusively; a name left by an earlier process with
+/// the same PID is skipped.
+fn create_temp(path: &Path, options: &WriteOptions) -> io::Result<(PathBuf, fs::File)> {
+    let mut last = None;
+    for _ in 0..8 {
+        let temp = match options.hidden_temp {
+            Some(prefix) => {
+                let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+                path.with_file_name(format!("{prefix}{}.{n}", std::process::id()))
+            }
+            None => temp_path(path),
+        };
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(options.mode)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = Some(err),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::ErrorKind::AlreadyExists.into()))
 }
 
 #[cfg(test)]
@@ -175,7 +293,7 @@ fn is_orphan(meta: &fs::Metadata, pid: u32) -> bool {
     }
     meta.modified()
         .ok()
-        .and_then(|m| m.elapsed().ok())
+        .map(clock::age)
         .is_some_and(|age| age > ORPHAN_AFTER)
 }
 
@@ -226,78 +344,4 @@ pub fn remove_lock_dir(dir: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fifos_directories_and_devices_are_refused_without_blocking() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fifo = tmp.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let unavailable = |path: &Path| {
-            Err(ReadError::Unavailable {
-                path: path.to_path_buf(),
-            })
-        };
-        assert_eq!(read_regular(&fifo, 100), unavailable(&fifo));
-        assert_eq!(read_regular(tmp.path(), 100), unavailable(tmp.path()));
-        let zero = Path::new("/dev/zero");
-        assert_eq!(read_regular(zero, 100), unavailable(zero));
-        let none = tmp.path().join("none");
-        assert_eq!(read_regular(&none, 100), unavailable(&none));
-        let big = tmp.path().join("big");
-        fs::write(&big, vec![b'x'; 101]).unwrap();
-        let err = read_regular(&big, 100).unwrap_err();
-        assert_eq!(
-            err,
-            ReadError::TooLarge {
-                path: big.clone(),
-                size: 101,
-                max: 100
-            }
-        );
-        assert!(err.to_string().contains(&*big.to_string_lossy()), "{err}");
-        assert_eq!(read_regular(&big, 101).unwrap().len(), 101);
-    }
-
-    #[test]
-    fn temp_names_carry_their_owner() {
-        let p = temp_path(Path::new("/s/.state.json"));
-        let name = p.file_name().unwrap().to_str().unwrap();
-        assert_eq!(temp_owner(name), Some(std::process::id()));
-        assert_eq!(temp_owner(".state.json.tmp.123"), Some(123));
-        assert_eq!(temp_owner(".state.json.lock.tmp.77.3"), Some(77));
-        assert_eq!(temp_owner(".state.json"), None);
-        assert_eq!(temp_owner("notes.tmp.md"), None);
-        assert_eq!(temp_owner("a.tmp.12x.3"), None);
-        assert_ne!(temp_path(Path::new("/a")), temp_path(Path::new("/a")));
-    }
-
-    #[test]
-    fn only_orphans_are_swept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        let dead_file = dir.join(".state.json.tmp.4000000.0");
-        let dead_bash = dir.join(".state.json.tmp.4000001");
-        let dead_stage = dir.join(".state.json.lock.tmp.4000002.5");
-        let live = dir.join(format!(".state.json.tmp.{}.9", std::process::id()));
-        let foreign_dir = dir.join("x.tmp.4000003.1");
-        for f in [&dead_file, &dead_bash, &live] {
-            fs::write(f, "{").unwrap();
-        }
-        fs::create_dir(&dead_stage).unwrap();
-        fs::write(dead_stage.join("pid"), "4000002\n").unwrap();
-        fs::write(dead_stage.join("owner"), "4000002\n").unwrap();
-        fs::create_dir(&foreign_dir).unwrap();
-        fs::write(foreign_dir.join("keep"), "x").unwrap();
-        fs::write(dir.join(".state.json"), "{}").unwrap();
-        assert_eq!(remove_orphans(dir), 3);
-        assert!(!dead_file.exists() && !dead_bash.exists() && !dead_stage.exists());
-        assert!(live.exists(), "a live writer's temporary stays");
-        assert!(
-            foreign_dir.join("keep").exists(),
-            "a directory with content stays"
-        );
-        assert!(dir.join(".state.json").exists());
-    }
-}
+mod tests;

@@ -11,11 +11,11 @@
 //!    [`compose`] (an event's policies in one process);
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
 //!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
-//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`];
-//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
+//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
+//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
-//!    [`choice`].
+//!    [`choice`], [`watchdog`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -35,6 +35,7 @@ pub mod discovery;
 pub mod dispatch;
 pub mod heartbeat;
 pub mod ledger;
+pub mod packs;
 pub mod report;
 pub mod reread;
 pub mod session;
@@ -46,6 +47,7 @@ pub mod stash;
 pub mod dedup;
 pub mod fields;
 pub mod refs;
+pub mod stamps;
 pub mod state;
 
 // Layer 5: primitives.
@@ -63,6 +65,7 @@ pub mod paths;
 pub mod process;
 pub mod rng;
 pub mod tmux;
+pub mod watchdog;
 
 pub use context::Context;
 pub use input::HookInput;

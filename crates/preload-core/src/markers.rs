@@ -4,8 +4,9 @@
 //! - a private directory per user (default `${TMPDIR:-/tmp}/claude-preload-<uid>`, mode 0700,
 //!   `PRELOAD_MARKER_DIR` overrides) that is used only when it is a real directory (never a
 //!   symbolic link) owned by the current user;
-//! - writes that create a fresh file exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) and
-//!   rename it into place, so a planted link is replaced, never written through;
+//! - writes through the one atomic write ([`file::write_atomic_with`]): a fresh file created
+//!   exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600, named with a prefix readers skip) and
+//!   renamed into place, so a planted link is replaced, never written through;
 //! - reads that never follow a symbolic link and trust only a regular file with one link owned
 //!   by the current user ([`read_trusted`], also used for legacy markers in `/tmp`);
 //! - a one-shot consume ([`MarkerDir::take`]) that renames the marker to a unique name before
@@ -14,13 +15,15 @@
 //! Marker names are built with [`marker_name`], which refuses anything but a plain file name.
 
 use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::clock;
 use crate::env::{self, Env};
+use crate::file;
 use crate::paths;
 
 /// Largest marker read; a bigger file is not a marker of ours.
@@ -76,6 +79,14 @@ pub enum MarkerError {
         /// The name.
         name: String,
     },
+}
+
+fn written(err: file::WriteError) -> MarkerError {
+    MarkerError::Io {
+        action: "write",
+        path: err.path,
+        source: err.source,
+    }
 }
 
 fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> MarkerError {
@@ -248,47 +259,31 @@ impl MarkerDir {
         }
     }
 
-    fn create_exclusive(path: &Path, bytes: &[u8]) -> Result<bool, MarkerError> {
-        let mut file = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(no_follow_flags())
-            .open(path)
-        {
-            Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(err) => return Err(io_error("create", path)(err)),
-        };
-        let written = file.write_all(bytes).and_then(|()| file.sync_all());
-        if let Err(err) = written {
-            let _ = fs::remove_file(path);
-            return Err(io_error("write", path)(err));
-        }
-        Ok(true)
-    }
+    /// A marker file: private (0600), synced, its temporary hidden under [`TEMP_PREFIX`].
+    const WRITE: file::WriteOptions = file::WriteOptions {
+        mode: 0o600,
+        hidden_temp: Some(TEMP_PREFIX),
+        ..file::WriteOptions::DURABLE
+    };
 
     /// Create marker `name` with `bytes` only when no file (or link) of that name exists;
-    /// true when this call created it.
+    /// true when this call created it. The marker appears whole or not at all.
     pub fn create(&self, name: &str, bytes: &[u8]) -> Result<bool, MarkerError> {
         let path = self.child(name)?;
-        Self::create_exclusive(&path, bytes)
+        let options = file::WriteOptions {
+            replace: false,
+            ..Self::WRITE
+        };
+        file::write_atomic_with(&path, bytes, options, || true).map_err(written)
     }
 
     /// Write marker `name` with `bytes`, replacing any earlier marker (or planted link) of that
     /// name atomically: a fresh file is created exclusively and renamed into place.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<(), MarkerError> {
-        let target = self.child(name)?;
-        let temp = self.path.join(format!("{TEMP_PREFIX}{}", unique_suffix()));
-        if !Self::create_exclusive(&temp, bytes)? {
-            return Err(io_error("create", &temp)(
-                io::ErrorKind::AlreadyExists.into(),
-            ));
-        }
-        fs::rename(&temp, &target).map_err(|err| {
-            let _ = fs::remove_file(&temp);
-            io_error("rename", &target)(err)
-        })
+        let path = self.child(name)?;
+        file::write_atomic_with(&path, bytes, Self::WRITE, || true)
+            .map(|_| ())
+            .map_err(written)
     }
 
     /// Read marker `name` without consuming it; `None` when missing or not trusted.
@@ -341,7 +336,7 @@ impl MarkerDir {
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
-                .and_then(|m| now.duration_since(m).ok())
+                .map(|m| clock::distance(m, now))
                 .is_some_and(|d| d >= age);
             if old {
                 let _ = fs::remove_file(entry.path());

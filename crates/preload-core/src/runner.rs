@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -15,6 +14,7 @@ use crate::env::{self, Env};
 use crate::input::{HookInput, InputError};
 use crate::lock::LockError;
 use crate::state::StateError;
+use crate::watchdog;
 
 /// How long stdin may take to arrive and close.
 pub const STDIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -34,6 +34,10 @@ pub enum HookEvent {
     PreCompact,
     /// Stop.
     Stop,
+    /// SessionEnd.
+    SessionEnd,
+    /// SubagentStart.
+    SubagentStart,
 }
 
 impl HookEvent {
@@ -46,6 +50,8 @@ impl HookEvent {
             Self::PostToolUse => "PostToolUse",
             Self::PreCompact => "PreCompact",
             Self::Stop => "Stop",
+            Self::SessionEnd => "SessionEnd",
+            Self::SubagentStart => "SubagentStart",
         }
     }
 
@@ -210,7 +216,7 @@ pub fn answer_meta_flag(binary: &str, help: &str, args: &[String]) -> bool {
 /// The `main` of a hook binary: `--help`, `--version`, else one hook call.
 pub fn main<H>(spec: &HookSpec, handler: H) -> ExitCode
 where
-    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + 'static,
+    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
 {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, &args) {
@@ -219,112 +225,68 @@ where
     run(spec.name, spec.event, handler)
 }
 
-enum Progress {
-    Read,
-    Done(HookOutput),
-    Failed(String),
-}
+/// How long past its budget a call may take to print its own answer before the watchdog prints
+/// the fail-open one (the time to release a lock and write one line).
+pub const GRACE: Duration = Duration::from_millis(50);
 
 /// Run one hook call in this process and return its exit code (always success).
 ///
-/// `handler` runs on a worker thread; when stdin does not close within [`STDIN_TIMEOUT`] or the
-/// handler outlives its budget, the call fails open and the process ends without waiting for it.
+/// Everything runs on this thread. A watchdog timer ([`crate::watchdog`]) prints the fail-open
+/// answer and ends the process when stdin does not close within [`STDIN_TIMEOUT`], or when the
+/// handler outlives its budget (plus [`GRACE`]); past its deadline the handler can commit
+/// nothing (`state::commit_before`). A panicking handler fails open too.
 pub fn run<H>(hook: &'static str, event: HookEvent, handler: H) -> ExitCode
 where
-    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + 'static,
+    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
 {
     let env = Env::from_process();
     if env.get(env::HOOK_DEBUG).is_none() {
         std::panic::set_hook(Box::new(|_| {}));
     }
     let budget = budget_for(&env, event);
-    let (tx, rx) = mpsc::channel();
-    let worker_env = env.clone();
-    let spawned = std::thread::Builder::new()
-        .name(hook.into())
-        .spawn(move || {
-            let input = HookInput::read_from(std::io::stdin().lock());
-            let _ = tx.send(Progress::Read);
-            let message = match input {
-                Ok(input) => {
-                    let ctx = Context::new(worker_env, hook, &input, budget);
-                    // Past the deadline the runner answers without us: commit nothing then.
-                    crate::state::commit_before(Some(ctx.deadline));
-                    match handler(&input, &ctx) {
-                        Ok(output) => Progress::Done(output),
-                        Err(err) => Progress::Failed(err.to_string()),
-                    }
-                }
-                Err(InputError::Empty) => Progress::Failed("empty stdin".into()),
-                Err(err) => Progress::Failed(err.to_string()),
-            };
-            let _ = tx.send(message);
-        });
-    if spawned.is_err() {
+    let fallback = render(event, &fail_open(event))
+        .map(|line| format!("{line}\n"))
+        .unwrap_or_default();
+    if let Err(err) = watchdog::arm(STDIN_TIMEOUT, fallback.as_bytes()) {
+        // Without a watchdog there is no bound on the call: answer now.
+        debug_note(&env, hook, &err.to_string());
         emit(render(event, &fail_open(event)));
         return ExitCode::SUCCESS;
     }
-    let output = if let Ok(Progress::Read) = rx.recv_timeout(STDIN_TIMEOUT) {
-        match rx.recv_timeout(budget + Duration::from_millis(50)) {
-            Ok(Progress::Done(output)) => output,
-            Ok(Progress::Failed(why)) => {
-                debug_note(&env, hook, &why);
-                fail_open(event)
-            }
-            Ok(Progress::Read) | Err(_) => {
-                debug_note(&env, hook, "handler failed or ran out of time");
-                fail_open(event)
+    let output = match HookInput::read_from(std::io::stdin().lock()) {
+        Ok(input) => {
+            let ctx = Context::new(env.clone(), hook, &input, budget);
+            let _ = watchdog::arm(budget + GRACE, fallback.as_bytes());
+            // Past the deadline the watchdog answers without us: commit nothing then.
+            crate::state::commit_before(Some(ctx.deadline));
+            let called =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&input, &ctx)));
+            match called {
+                Ok(Ok(output)) => output,
+                Ok(Err(err)) => {
+                    debug_note(&env, hook, &err.to_string());
+                    fail_open(event)
+                }
+                Err(_) => {
+                    debug_note(&env, hook, "handler panicked");
+                    fail_open(event)
+                }
             }
         }
-    } else {
-        debug_note(&env, hook, "stdin did not close in time");
-        fail_open(event)
+        Err(InputError::Empty) => {
+            debug_note(&env, hook, "empty stdin");
+            fail_open(event)
+        }
+        Err(err) => {
+            debug_note(&env, hook, &err.to_string());
+            fail_open(event)
+        }
     };
+    // From here on this process answers; a signal already sent is handled before this returns.
+    watchdog::disarm();
     emit(render(event, &output));
     ExitCode::SUCCESS
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pre_tool_use_always_decides() {
-        let allow = render(HookEvent::PreToolUse, &HookOutput::Silent);
-        assert_eq!(allow, None);
-        let allow = render(HookEvent::PreToolUse, &fail_open(HookEvent::PreToolUse)).unwrap();
-        assert_eq!(
-            allow,
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#
-        );
-        let ctx = render(HookEvent::PreToolUse, &HookOutput::Context(String::new())).unwrap();
-        assert_eq!(ctx, allow);
-    }
-
-    #[test]
-    fn context_is_compact_with_event_name() {
-        let line = render(HookEvent::PostToolUse, &HookOutput::Context("a\nb".into())).unwrap();
-        assert!(!line.contains('\n'));
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
-        assert_eq!(v["hookSpecificOutput"]["additionalContext"], "a\nb");
-        assert_eq!(
-            render(HookEvent::PostToolUse, &HookOutput::Context(String::new())),
-            None
-        );
-    }
-
-    #[test]
-    fn deny_and_block_shapes() {
-        let v: Value = serde_json::from_str(
-            &render(HookEvent::PreToolUse, &HookOutput::Deny("r".into())).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
-        assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "r");
-        let v: Value =
-            serde_json::from_str(&render(HookEvent::Stop, &HookOutput::Block("r".into())).unwrap())
-                .unwrap();
-        assert_eq!(v, json!({"decision": "block", "reason": "r"}));
-    }
-}
+mod tests;

@@ -15,8 +15,10 @@ use crate::file;
 use crate::process;
 use crate::state::{self, State, StateError};
 
+mod index;
 mod scan;
-use scan::{Scan, fingerprint, peek, peek_fields, scan, state_pid};
+pub use index::Key;
+use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
 pub use scan::{cache_file, session_dirs};
 
 /// Directory of seed files inside a sessions directory.
@@ -63,6 +65,9 @@ pub struct PreloadState {
 /// that comes back in a new process (`--resume`, a compaction after a restart) finds the session
 /// it ran in (`sessionId`, or the engine's transcript key) when that session's owner is gone,
 /// and takes it over. The cache is rewritten on success.
+///
+/// Past the PID cache, the session index names the candidates (checked against their states);
+/// only when it names none that is the owner's are all states read, which rebuilds the index.
 pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let pid = ctx.owner_pid;
     let cache = cache_file(ctx);
@@ -95,18 +100,46 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
             }
         }
     }
-    let found = match scan(&roots, pid, pane.as_deref(), ctx.conversation.as_deref()) {
+    let seeker = Seeker {
+        pid,
+        pane: pane.as_deref(),
+        conversation: ctx.conversation.as_deref(),
+    };
+    let answer = seeker.through_index(&roots).unwrap_or_else(|| {
+        // The index directory is made before the fingerprint of the scan's answer (making it
+        // changes the sessions directory), so the scan does not make its own answer stale.
+        for root in &roots {
+            index::prepare(root);
+        }
+        let print = fingerprint(ctx, &roots, &cache).to_string();
+        match seeker.scan(&roots) {
+            Scan::Nothing => {
+                let _ = file::write_cache(&none, format!("{print}\n").as_bytes());
+                Scan::Nothing
+            }
+            other => other,
+        }
+    });
+    let found = match answer {
         Scan::Found(found) => found,
         Scan::Conversation(found) => take_over(ctx, &found)?,
-        Scan::Nothing => {
-            let _ = file::write_atomic(&none, format!("{print}\n").as_bytes());
-            return None;
-        }
-        Scan::Held => return None,
+        Scan::Nothing | Scan::Held => return None,
     };
-    let _ = file::write_atomic(&cache, format!("{}\n", found.display()).as_bytes());
+    remember(ctx, &found);
     let _ = fs::remove_file(&none);
     Some(found)
+}
+
+/// Write the owner's PID cache (`session.sh find`'s) and index entry: `dir` is its session.
+pub fn remember(ctx: &Context, dir: &Path) {
+    let _ = file::write_cache(&cache_file(ctx), format!("{}\n", dir.display()).as_bytes());
+    note(dir, &[Key::Pid(ctx.owner_pid)]);
+}
+
+/// Note in the session index that the session in `dir` now holds `keys` (after the state write
+/// that made it so; the index is checked on every use, so a note is only ever a hint).
+pub fn note(dir: &Path, keys: &[Key]) {
+    index::record(dir, keys);
 }
 
 /// How long `fleet.sh pane-id` may take.
@@ -164,54 +197,72 @@ fn no_session_file(ctx: &Context) -> PathBuf {
 /// (`sessionId`): a session first, then a seed; never one owned by another live process.
 ///
 /// Used on `resume`, when the client replays that conversation: what the state says is in
-/// context is in the replayed transcript. Reads every state once; not on a hot path.
+/// context is in the replayed transcript. The session index names the session; when it names
+/// none that holds the conversation, every state is read (and the index rebuilt).
 pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadState> {
     if conversation.is_empty() {
         return None;
     }
-    let owned_elsewhere = |state: &State| {
-        state
-            .pid(fields::PID)
-            .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
+    let holds = |state: &State| {
+        state.str(fields::SESSION_ID) == Some(conversation)
+            && !state
+                .pid(fields::PID)
+                .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
     };
-    let matches = |path: &Path| {
-        let text = peek(path)?;
-        if !text.contains(conversation) {
-            return None;
-        }
-        let state = State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()?;
-        (state.str(fields::SESSION_ID) == Some(conversation) && !owned_elsewhere(&state))
-            .then_some(())
+    let as_session = |dir: &Path| PreloadState {
+        path: dir.join(STATE_FILE),
+        is_session: true,
     };
     let roots = ctx.sessions_dirs();
-    let session = roots
+    let indexed = roots
         .iter()
-        .flat_map(|root| session_dirs(root))
-        .map(|dir| dir.join(STATE_FILE))
-        .find(|path| matches(path).is_some());
-    if let Some(path) = session {
-        return Some(PreloadState {
-            path,
-            is_session: true,
-        });
+        .filter_map(|root| index::lookup(root, Key::Conversation(conversation)))
+        .find(|dir| keys_of(dir).is_some_and(|s| holds(&s)));
+    if let Some(dir) = indexed {
+        return Some(as_session(&dir));
+    }
+    let surveyed = survey(&roots);
+    let scanned = surveyed
+        .iter()
+        .flat_map(|(_, states)| states)
+        .find(|(_, state)| holds(state));
+    if let Some((dir, _)) = scanned {
+        return Some(as_session(dir));
     }
     roots.iter().find_map(|root| {
         let mut seeds: Vec<PathBuf> = fs::read_dir(root.join(SEEDS_DIR))
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
         seeds.sort();
-        // The conversation of a seed is kept in its carry (`<pid>.carry.json`).
-        seeds.into_iter().find_map(|carry| {
-            let seed = carry
-                .to_str()?
-                .strip_suffix(".carry.json")
-                .map(|stem| PathBuf::from(format!("{stem}.json")))?;
-            (seed.is_file() && matches(&carry).is_some()).then_some(PreloadState {
+        // The conversation of a seed is kept in its carry (`<pid>.carry.json`); a seed whose
+        // process ended left one whole record (`<pid>.ended.json`).
+        seeds.into_iter().find_map(|file| {
+            let name = file.to_str()?;
+            let seed = match name.strip_suffix(".carry.json") {
+                Some(stem) => PathBuf::from(format!("{stem}.json")),
+                None if name.ends_with(ENDED_SUFFIX) => file.clone(),
+                None => return None,
+            };
+            let held = peek(&file)
+                .filter(|text| text.contains(conversation))
+                .and_then(|text| {
+                    State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()
+                })
+                .is_some_and(|state| holds(&state));
+            (held && seed.is_file()).then_some(PreloadState {
                 path: seed,
                 is_session: false,
             })
         })
     })
+}
+
+/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
+pub const ENDED_SUFFIX: &str = ".ended.json";
+
+/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
+pub fn ended_path(seed: &Path) -> PathBuf {
+    seed.with_extension(&ENDED_SUFFIX[1..])
 }
 
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.

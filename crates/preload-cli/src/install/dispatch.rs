@@ -27,8 +27,8 @@ impl WiringMode {
     /// The mode of the wiring in a settings document: `Dispatch` when one of its handlers
     /// runs the dispatcher.
     pub fn of(settings: &Value) -> Self {
-        let dispatches = super::merge::all_handlers(settings)
-            .any(|(_, _, h)| our_binary(h) == Some(DISPATCHER));
+        let dispatches =
+            super::merge::all_handlers(settings).any(|(_, _, h)| our_binary(h) == Some(DISPATCHER));
         if dispatches {
             Self::Dispatch
         } else {
@@ -75,9 +75,7 @@ fn common_matcher(event: &str) -> Option<&'static str> {
 fn handlers_of(event: &'static str, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{DISPATCHER}");
     let timeout = rows_of(event).map(|w| w.timeout).max().unwrap_or(5);
-    let handler = |args: Vec<String>| {
-        json!({"type": "command", "command": command, "args": args, "timeout": timeout})
-    };
+    let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": timeout});
     if rows_of(event).any(|w| w.chunked) {
         (0..SESSION_START_CHUNKS)
             .map(|i| {
@@ -126,10 +124,18 @@ mod tests {
                 assert!(h.get("if").is_none());
             }
         }
-        let start = &groups.iter().find(|(e, _, _)| *e == "SessionStart").unwrap().2;
+        let start = &groups
+            .iter()
+            .find(|(e, _, _)| *e == "SessionStart")
+            .unwrap()
+            .2;
         assert_eq!(
             start[5]["args"],
-            json!(["SessionStart", "--chunk", format!("5/{SESSION_START_CHUNKS}")])
+            json!([
+                "SessionStart",
+                "--chunk",
+                format!("5/{SESSION_START_CHUNKS}")
+            ])
         );
     }
 
@@ -179,7 +185,10 @@ mod tests {
                 .map(|p| budget_for(&env, p.event).as_millis() + 50)
                 .sum();
             let timeout = u128::from(handlers[0]["timeout"].as_u64().unwrap()) * 1000;
-            assert!(worst < timeout, "{event}: {worst} ms of budgets, {timeout} ms timeout");
+            assert!(
+                worst < timeout,
+                "{event}: {worst} ms of budgets, {timeout} ms timeout"
+            );
         }
     }
 }

@@ -41,6 +41,8 @@ pub const BINARIES: &[&str] = &[
     "preload-overflow",
     "preload-injections",
     "preload-compaction-reread",
+    "preload-session-end",
+    "preload-subagent-start",
     "preload-e2e-auto-answer",
     DISPATCHER,
 ];
@@ -199,6 +201,26 @@ pub const WIRING: &[Wiring] = &[
         chunked: false,
         filter: None,
     },
+    // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
+    // timeout of a settings file raises: 2 s keeps that raise small.
+    Wiring {
+        binary: "preload-session-end",
+        args: &[],
+        event: "SessionEnd",
+        matcher: None,
+        timeout: 2,
+        chunked: false,
+        filter: None,
+    },
+    Wiring {
+        binary: "preload-subagent-start",
+        args: &[],
+        event: "SubagentStart",
+        matcher: None,
+        timeout: 10,
+        chunked: false,
+        filter: None,
+    },
 ];
 
 /// One engine hook script and the binary that replaces it.
@@ -250,6 +272,11 @@ pub const SHIMS: &[Shim] = &[
         args: " --chunk \"${1:-0}/${2:-1}\"",
     },
     Shim {
+        script: "subagent-start-context.sh",
+        binary: "preload-subagent-start",
+        args: "",
+    },
+    Shim {
         script: "e2e-auto-answer.sh",
         binary: "preload-e2e-auto-answer",
         args: "",
@@ -268,7 +295,8 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
 fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
     let handler = |args: Vec<String>| {
-        let mut h = json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
+        let mut h =
+            json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
         if let Some(rule) = row.filter {
             h["if"] = json!(rule);
         }

@@ -144,7 +144,10 @@ fn matchers_follow_the_clients_rules() {
     assert!(matches("Skill|Bash", post, &bash));
     assert!(matches("Skill, Bash", post, &bash));
     assert!(!matches("Skill", post, &bash));
-    assert!(!matches("Bas", post, &bash), "an exact list is not a prefix");
+    assert!(
+        !matches("Bas", post, &bash),
+        "an exact list is not a prefix"
+    );
     assert!(matches("Edit.*", post, &edit), "a regex is unanchored");
     assert!(!matches("^Edit$", post, &edit));
     assert!(!matches("(", post, &bash), "a broken regex matches nothing");
@@ -156,7 +159,10 @@ fn matchers_follow_the_clients_rules() {
     assert!(!matches("Bash", HookEvent::PreToolUse, &nothing));
     assert!(matches("*", HookEvent::PreToolUse, &nothing));
     let stop = call("Stop", &json!({}));
-    assert!(matches("whatever", HookEvent::Stop, &stop), "no matcher on Stop");
+    assert!(
+        matches("whatever", HookEvent::Stop, &stop),
+        "no matcher on Stop"
+    );
 }
 
 #[test]
@@ -192,6 +198,8 @@ fn later_policies_share_what_is_left_of_the_budget() {
     ];
     let total = outputs.iter().fold(0, used_after);
     let v = parsed(merge(HookEvent::PostToolUse, &outputs).render(HookEvent::PostToolUse));
-    let text = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
     assert_eq!(delivery::chars(text), total);
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::compose::{self, Handler, Policy};
 use crate::hooks::{
     compaction_reread, e2e_auto_answer, injections, overflow, phase_commands, prompt_submit,
-    session_start, templates,
+    session_end, session_start, subagent_start, templates,
 };
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::start_cache::{self, Chunk};
@@ -31,7 +31,8 @@ pub const NAME: &str = "dispatch";
 pub const HELP: &str = "preload-dispatch: one process per Claude Code event, for every event.
 
 Usage: preload-dispatch <Event> [--chunk I/N]     (stdin: the hook's JSON)
-  Event: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop
+  Event: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop,
+         SessionEnd, SubagentStart
 
 Runs every policy `preload install` wires for <Event>, in the wiring's order, in this one
 process (preload install --dispatch wires it): each policy with its own time budget and
@@ -61,13 +62,15 @@ pub struct Route {
 }
 
 /// The events the policies serve.
-pub const EVENTS: [HookEvent; 6] = [
+pub const EVENTS: [HookEvent; 8] = [
     HookEvent::SessionStart,
     HookEvent::UserPromptSubmit,
     HookEvent::PreToolUse,
     HookEvent::PostToolUse,
     HookEvent::PreCompact,
     HookEvent::Stop,
+    HookEvent::SessionEnd,
+    HookEvent::SubagentStart,
 ];
 
 /// The event Claude Code calls `name`.
@@ -96,6 +99,8 @@ pub fn handler_of(
         ("preload-templates", []) => from_fn(&templates::SPEC, templates::handle),
         ("preload-phase-commands", []) => from_fn(&phase_commands::SPEC, phase_commands::handle),
         ("preload-prompt-submit", []) => from_fn(&prompt_submit::SPEC, prompt_submit::handle),
+        ("preload-session-end", []) => from_fn(&session_end::SPEC, session_end::handle),
+        ("preload-subagent-start", []) => from_fn(&subagent_start::SPEC, subagent_start::handle),
         ("preload-session-start", []) => {
             let spec = &session_start::SPEC;
             let handler: Handler =
@@ -134,7 +139,9 @@ pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Pol
         if !route.chunked && !last {
             continue;
         }
-        let everything = route.matcher.is_none_or(|m| m.trim().is_empty() || m == "*");
+        let everything = route
+            .matcher
+            .is_none_or(|m| m.trim().is_empty() || m == "*");
         if let Some((_, known)) = policies
             .iter_mut()
             .find(|(r, _)| r.binary == route.binary && r.args == route.args)
@@ -178,7 +185,7 @@ pub fn main(routes: &[Route]) -> ExitCode {
     let event = args.first().and_then(|name| event_named(name));
     let chunk = start_cache::parse_chunk(args.get(1..).unwrap_or_default());
     if let (Some(event), Ok(chunk)) = (event, chunk) {
-        compose::run_all(event, plan(routes, event, chunk))
+        compose::run_all(event, &plan(routes, event, chunk))
     } else {
         // A wiring mistake: the usage on stderr (stdout would reach the model on some events);
         // exit 1 never blocks anything in Claude Code.

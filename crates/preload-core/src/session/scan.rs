@@ -1,8 +1,11 @@
-//! The scan of the sessions directories for the session a process, pane or conversation holds, and its cache.
+//! The judgement of which session a process, pane or conversation holds: on the few candidates
+//! the index names, or on a scan of every state (which rebuilds the index), and the fingerprint
+//! that lets a negative answer stand.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::index::{self, Key};
 use super::{STATE_FILE, held_elsewhere};
 use crate::context::Context;
 use crate::env;
@@ -29,8 +32,8 @@ pub(super) fn fingerprint(ctx: &Context, roots: &[PathBuf], cache: &Path) -> u64
     hasher.finish()
 }
 
-/// The session directories under a sessions directory, in name order (`.seeds` and other
-/// dot-names excluded).
+/// The session directories under a sessions directory, in name order (`.seeds`, the index and
+/// other dot-names excluded).
 pub fn session_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fs::read_dir(root)
         .map(|entries| {
@@ -62,7 +65,22 @@ pub(super) fn state_pid(path: &Path, field: &str) -> Option<u32> {
     state::peek_pid(&peek(path)?, field)
 }
 
-/// What a scan of the sessions found for an owner.
+/// The fields a session is found by.
+const KEY_FIELDS: [&str; 5] = [
+    fields::PID,
+    fields::LAST_KNOWN_PID,
+    fields::FLEET_PANE_ID,
+    fields::SESSION_ID,
+    fields::PRIMARY_TRANSCRIPT_KEY,
+];
+
+/// A quick look at the key fields of a session's state.
+pub(super) fn keys_of(dir: &Path) -> Option<State> {
+    State::parse_fields(&peek(&dir.join(STATE_FILE))?, &KEY_FIELDS).ok()
+}
+
+/// What a look at the sessions found for an owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Scan {
     /// Its session.
     Found(PathBuf),
@@ -75,80 +93,164 @@ pub(super) enum Scan {
     Nothing,
 }
 
-/// The engine's transcript key of a conversation: `<session_id>.jsonl`.
-fn transcript_key(conversation: &str) -> String {
-    format!("{conversation}.jsonl")
+/// The conversation a transcript key names: `<session_id>.jsonl`.
+fn transcript_conversation(key: &str) -> Option<&str> {
+    key.strip_suffix(".jsonl").filter(|c| !c.is_empty())
 }
 
-/// Find the session of `pid` under `roots` in one pass over `sessions/*/.state.json`, in the
-/// engine's order: the fleet pane's (guarded against another live owner), the first whose `pid`
-/// is the owner, the first whose `lastKnownPid` is (guarded); then the conversation's. Each
-/// state is read once, with a cheap text check before a quick parse.
-pub(super) fn scan(
-    roots: &[PathBuf],
-    pid: u32,
-    pane: Option<&str>,
-    conversation: Option<&str>,
-) -> Scan {
-    let needle = pid.to_string();
-    let key = conversation.map(transcript_key);
-    let (mut fleet, mut by_pid, mut last_known, mut by_conversation) = (None, None, None, None);
-    let mut held = false;
-    for root in roots {
-        for dir in session_dirs(root) {
-            let Some(text) = peek(&dir.join(STATE_FILE)) else {
-                continue;
-            };
-            let mentions_pane = pane.is_some_and(|p| text.contains(p));
-            let mentions_conversation = conversation.is_some_and(|c| text.contains(c));
-            if !text.contains(&needle) && !mentions_pane && !mentions_conversation {
-                continue;
+/// Who is asking: the owner, its fleet pane and its conversation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seeker<'a> {
+    pub(super) pid: u32,
+    pub(super) pane: Option<&'a str>,
+    pub(super) conversation: Option<&'a str>,
+}
+
+impl Seeker<'_> {
+    /// Judge `states` (session directories with their key fields, in the scan's order) as the
+    /// engine's `session.sh find` does: the fleet pane's (guarded against another live owner),
+    /// the first whose `pid` is the owner, the first whose `lastKnownPid` is (guarded); then the
+    /// conversation's, when its owner is gone.
+    pub(super) fn judge<'s>(
+        &self,
+        states: impl IntoIterator<Item = (&'s Path, &'s State)>,
+    ) -> Scan {
+        let (mut fleet, mut by_pid, mut last_known, mut by_conversation) = (None, None, None, None);
+        let mut held = false;
+        for (dir, state) in states {
+            if fleet.is_none()
+                && self.pane.is_some()
+                && state.str(fields::FLEET_PANE_ID) == self.pane
+            {
+                fleet = Some((dir.to_path_buf(), held_elsewhere(state, self.pid)));
             }
-            let Ok(state) = State::parse_fields(
-                &text,
-                &[
-                    fields::PID,
-                    fields::LAST_KNOWN_PID,
-                    fields::FLEET_PANE_ID,
-                    fields::SESSION_ID,
-                    fields::PRIMARY_TRANSCRIPT_KEY,
-                ],
-            ) else {
-                continue;
-            };
-            if fleet.is_none() && pane.is_some() && state.str(fields::FLEET_PANE_ID) == pane {
-                fleet = Some((dir.clone(), held_elsewhere(&state, pid)));
+            if by_pid.is_none() && state.pid(fields::PID) == Some(self.pid) {
+                by_pid = Some(dir.to_path_buf());
             }
-            if by_pid.is_none() && state.pid(fields::PID) == Some(pid) {
-                by_pid = Some(dir.clone());
-            }
-            if last_known.is_none() && state.pid(fields::LAST_KNOWN_PID) == Some(pid) {
-                if held_elsewhere(&state, pid) {
+            if last_known.is_none() && state.pid(fields::LAST_KNOWN_PID) == Some(self.pid) {
+                if held_elsewhere(state, self.pid) {
                     held = true;
                 } else {
-                    last_known = Some(dir.clone());
+                    last_known = Some(dir.to_path_buf());
                 }
             }
-            let same_conversation = state.str(fields::SESSION_ID) == conversation
-                || state.str(fields::PRIMARY_TRANSCRIPT_KEY) == key.as_deref();
+            let same_conversation = self.conversation.is_some()
+                && (state.str(fields::SESSION_ID) == self.conversation
+                    || state
+                        .str(fields::PRIMARY_TRANSCRIPT_KEY)
+                        .and_then(transcript_conversation)
+                        == self.conversation);
             if by_conversation.is_none()
-                && conversation.is_some()
                 && same_conversation
                 && state.pid(fields::PID).is_none_or(|p| !process::is_alive(p))
             {
-                by_conversation = Some(dir.clone());
+                by_conversation = Some(dir.to_path_buf());
             }
         }
-    }
-    match (fleet, by_pid, last_known, by_conversation) {
-        (Some((_, true)), ..) => Scan::Held,
-        (Some((dir, false)), ..) | (None, Some(dir), ..) | (None, None, Some(dir), _) => {
-            Scan::Found(dir)
+        match (fleet, by_pid, last_known, by_conversation) {
+            (Some((_, true)), ..) => Scan::Held,
+            (Some((dir, false)), ..) | (None, Some(dir), ..) | (None, None, Some(dir), _) => {
+                Scan::Found(dir)
+            }
+            (None, None, None, _) if held => Scan::Held,
+            (None, None, None, Some(dir)) => Scan::Conversation(dir),
+            (None, None, None, None) => Scan::Nothing,
         }
-        (None, None, None, _) if held => Scan::Held,
-        (None, None, None, Some(dir)) => Scan::Conversation(dir),
-        (None, None, None, None) => Scan::Nothing,
     }
+
+    /// The sessions the index names for this seeker under `roots`, judged on their states. Only
+    /// a session found is an answer: anything else is decided by a [`Seeker::scan`].
+    pub(super) fn through_index(&self, roots: &[PathBuf]) -> Option<Scan> {
+        let mut keys = vec![Key::Pid(self.pid), Key::LastPid(self.pid)];
+        keys.extend(self.pane.map(Key::Pane));
+        keys.extend(self.conversation.map(Key::Conversation));
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if !roots
+            .iter()
+            .all(|root| !root.is_dir() || index::is_current(root))
+        {
+            return None;
+        }
+        for root in roots {
+            for key in &keys {
+                if let Some(dir) = index::lookup(root, *key) {
+                    if !candidates.contains(&dir) {
+                        candidates.push(dir);
+                    }
+                }
+            }
+        }
+        candidates.sort();
+        let states: Vec<(PathBuf, State)> = candidates
+            .into_iter()
+            .filter_map(|dir| Some((keys_of(&dir)?, dir)))
+            .map(|(state, dir)| (dir, state))
+            .collect();
+        match self.judge(states.iter().map(|(d, s)| (d.as_path(), s))) {
+            found @ (Scan::Found(_) | Scan::Conversation(_)) => Some(found),
+            Scan::Held | Scan::Nothing => None,
+        }
+    }
+
+    /// Judge every session under `roots` (each state read once), and rebuild their indexes from
+    /// what the scan read.
+    pub(super) fn scan(&self, roots: &[PathBuf]) -> Scan {
+        let surveyed = survey(roots);
+        self.judge(
+            surveyed
+                .iter()
+                .flat_map(|(_, states)| states.iter().map(|(d, s)| (d.as_path(), s))),
+        )
+    }
+}
+
+/// Every session's key fields under each of `roots`, in name order; each root's index is
+/// rebuilt from them.
+pub(super) fn survey(roots: &[PathBuf]) -> Vec<(PathBuf, Vec<(PathBuf, State)>)> {
+    roots
+        .iter()
+        .map(|root| {
+            index::prepare(root);
+            let stamp = index::stamp_of(root);
+            let states: Vec<(PathBuf, State)> = session_dirs(root)
+                .into_iter()
+                .filter_map(|dir| Some((keys_of(&dir)?, dir)))
+                .map(|(state, dir)| (dir, state))
+                .collect();
+            index::rebuild(root, stamp.as_deref(), &index_entries(&states));
+            (root.clone(), states)
+        })
+        .collect()
+}
+
+/// The index entries of surveyed sessions: `lastKnownPid` only where no other live process
+/// holds the session (such an entry could never be an answer).
+fn index_entries(states: &[(PathBuf, State)]) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
+    for (dir, state) in states {
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let mut keys = Vec::new();
+        if let Some(pid) = state.pid(fields::PID) {
+            keys.push(Key::Pid(pid));
+        }
+        if let Some(last) = state.pid(fields::LAST_KNOWN_PID) {
+            if !held_elsewhere(state, last) {
+                keys.push(Key::LastPid(last));
+            }
+        }
+        keys.extend(state.str(fields::FLEET_PANE_ID).map(Key::Pane));
+        keys.extend(state.str(fields::SESSION_ID).map(Key::Conversation));
+        keys.extend(
+            state
+                .str(fields::PRIMARY_TRANSCRIPT_KEY)
+                .and_then(transcript_conversation)
+                .map(Key::Conversation),
+        );
+        entries.extend(keys.iter().map(|k| (k.text(), name.to_owned())));
+    }
+    entries
 }
 
 /// A quick look at some fields of a state.

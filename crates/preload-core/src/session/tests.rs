@@ -236,3 +236,118 @@ fn dead_and_reused_pids_make_seeds_stale() {
     assert_eq!(remove_stale_seeds(&sessions), 2);
     assert!(!dead.exists() && !reused.exists() && live.exists());
 }
+
+fn write_state(project: &Path, name: &str, body: &str) -> PathBuf {
+    let dir = project.join("sessions").join(name);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(STATE_FILE), body).unwrap();
+    dir
+}
+
+#[test]
+fn the_index_answers_a_conversation_and_is_checked_on_every_use() {
+    let (tmp, project, home) = project();
+    // Two sessions once ran conversation c-9: a scan finds the first by name, the index the
+    // one our writers last tagged.
+    let first = write_state(
+        &project,
+        "2026_a",
+        "{\"pid\": 4000000, \"sessionId\": \"c-9\"}",
+    );
+    let tagged = write_state(
+        &project,
+        "2026_b",
+        "{\"pid\": 4000001, \"sessionId\": \"c-9\"}",
+    );
+    for i in 0..20 {
+        write_state(
+            &project,
+            &format!("2026_x{i:02}"),
+            &format!("{{\"pid\": {}}}", 4_100_000 + i),
+        );
+    }
+    let ctx = ctx_in(&project, &home, 88, tmp.path());
+    let scanned = find_conversation(&ctx, "c-9").unwrap();
+    assert_eq!(
+        scanned.path,
+        first.join(STATE_FILE),
+        "a miss scans, in name order"
+    );
+    note(&tagged, &[Key::Conversation("c-9")]);
+    let indexed = find_conversation(&ctx, "c-9").unwrap();
+    assert_eq!(
+        indexed.path,
+        tagged.join(STATE_FILE),
+        "a hit comes from the index"
+    );
+    // A hit is checked against the state it names: once it no longer holds the conversation,
+    // the index is not believed.
+    fs::write(
+        tagged.join(STATE_FILE),
+        "{\"pid\": 4000001, \"sessionId\": \"c-10\"}",
+    )
+    .unwrap();
+    assert_eq!(
+        find_conversation(&ctx, "c-9").unwrap().path,
+        first.join(STATE_FILE)
+    );
+    // A bucket that does not parse is a miss; the scan rebuilds it.
+    let sessions = project.join("sessions");
+    for entry in fs::read_dir(sessions.join(".preload-index")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            fs::write(&path, "{torn").unwrap();
+        }
+    }
+    assert_eq!(
+        find_conversation(&ctx, "c-10").unwrap().path,
+        tagged.join(STATE_FILE)
+    );
+    assert_eq!(
+        index::lookup(&sessions, Key::Conversation("c-10")),
+        Some(tagged.clone()),
+        "rebuilt"
+    );
+}
+
+#[test]
+fn an_owner_whose_pid_cache_is_gone_is_found_through_the_index() {
+    let (tmp, project, home) = project();
+    for i in 0..30 {
+        write_state(
+            &project,
+            &format!("2026_{i:02}"),
+            &format!("{{\"pid\": {}}}", 4_100_000 + i),
+        );
+    }
+    // The engine's `idle` keeps the owner as lastKnownPid and deletes its PID cache.
+    let idle = write_state(
+        &project,
+        "2026_99_idle",
+        "{\"lastKnownPid\": 91, \"lifecycle\": \"idle\"}",
+    );
+    let ctx = ctx_in(&project, &home, 91, tmp.path());
+    assert_eq!(find_session(&ctx), Some(idle.clone()), "found by a scan");
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    // Answered from the index: a scan would have rewritten the index's stamp (a new file).
+    let stamp = project.join("sessions/.preload-index/stamp");
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+    let before = inode(&stamp);
+    assert_eq!(find_session(&ctx), Some(idle.clone()));
+    assert_eq!(inode(&stamp), before, "no scan");
+    assert_eq!(
+        fs::read_to_string(cache_file(&ctx)).unwrap().trim(),
+        idle.to_string_lossy()
+    );
+    // A stamp that does not match the sessions directory: not used, and rebuilt by a scan.
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    fs::write(&stamp, "planted\n").unwrap();
+    let planted = inode(&stamp);
+    assert_eq!(find_session(&ctx), Some(idle.clone()));
+    assert_ne!(inode(&stamp), planted, "scanned and rebuilt");
+    // A new session directory makes the index not current: the next lookup scans, so a session
+    // the index never saw (here one whose pid is the owner's) wins as in `session.sh find`.
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    let newer = write_state(&project, "2026_98_new", "{\"pid\": 91}");
+    assert_eq!(find_session(&ctx), Some(newer));
+}

@@ -37,9 +37,21 @@ const ROUTES: &[Route] = &[
         false,
     ),
     route("preload-injections", &[], "PostToolUse", Some("*"), false),
-    route("preload-templates", &[], "PostToolUse", Some("Skill"), false),
+    route(
+        "preload-templates",
+        &[],
+        "PostToolUse",
+        Some("Skill"),
+        false,
+    ),
     route("preload-templates", &[], "PostToolUse", Some("Bash"), false),
-    route("preload-phase-commands", &[], "PostToolUse", Some("Bash"), false),
+    route(
+        "preload-phase-commands",
+        &[],
+        "PostToolUse",
+        Some("Bash"),
+        false,
+    ),
     route("preload-unknown", &[], "PostToolUse", None, false),
 ];
 
@@ -63,7 +75,13 @@ fn an_event_runs_its_rows_in_the_wirings_order_each_once() {
 #[test]
 fn a_row_matching_everything_opens_the_policy_to_every_call() {
     let routes = [
-        route("preload-templates", &[], "PostToolUse", Some("Skill"), false),
+        route(
+            "preload-templates",
+            &[],
+            "PostToolUse",
+            Some("Skill"),
+            false,
+        ),
         route("preload-templates", &[], "PostToolUse", None, false),
         route("preload-templates", &[], "PostToolUse", Some("Bash"), false),
     ];
@@ -106,7 +124,10 @@ fn every_policy_binary_has_a_handler_and_nothing_else_does() {
         ("preload-compaction-reread", &["pretooluse"]),
         ("preload-compaction-reread", &["stop"]),
     ] {
-        assert!(handler_of(binary, args, None).is_some(), "{binary} {args:?}");
+        assert!(
+            handler_of(binary, args, None).is_some(),
+            "{binary} {args:?}"
+        );
     }
     assert!(handler_of("preload-compaction-reread", &["nope"], None).is_none());
     assert!(handler_of("preload-overflow", &["extra"], None).is_none());

@@ -1,0 +1,149 @@
+//! Unit tests of `file`.
+
+use super::*;
+
+#[test]
+fn fifos_directories_and_devices_are_refused_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let unavailable = |path: &Path| {
+        Err(ReadError::Unavailable {
+            path: path.to_path_buf(),
+        })
+    };
+    assert_eq!(read_regular(&fifo, 100), unavailable(&fifo));
+    assert_eq!(read_regular(tmp.path(), 100), unavailable(tmp.path()));
+    let zero = Path::new("/dev/zero");
+    assert_eq!(read_regular(zero, 100), unavailable(zero));
+    let none = tmp.path().join("none");
+    assert_eq!(read_regular(&none, 100), unavailable(&none));
+    let big = tmp.path().join("big");
+    fs::write(&big, vec![b'x'; 101]).unwrap();
+    let err = read_regular(&big, 100).unwrap_err();
+    assert_eq!(
+        err,
+        ReadError::TooLarge {
+            path: big.clone(),
+            size: 101,
+            max: 100
+        }
+    );
+    assert!(err.to_string().contains(&*big.to_string_lossy()), "{err}");
+    assert_eq!(read_regular(&big, 101).unwrap().len(), 101);
+}
+
+#[test]
+fn temp_names_carry_their_owner() {
+    let p = temp_path(Path::new("/s/.state.json"));
+    let name = p.file_name().unwrap().to_str().unwrap();
+    assert_eq!(temp_owner(name), Some(std::process::id()));
+    assert_eq!(temp_owner(".state.json.tmp.123"), Some(123));
+    assert_eq!(temp_owner(".state.json.lock.tmp.77.3"), Some(77));
+    assert_eq!(temp_owner(".state.json"), None);
+    assert_eq!(temp_owner("notes.tmp.md"), None);
+    assert_eq!(temp_owner("a.tmp.12x.3"), None);
+    assert_ne!(temp_path(Path::new("/a")), temp_path(Path::new("/a")));
+}
+
+#[test]
+fn only_orphans_are_swept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let dead_file = dir.join(".state.json.tmp.4000000.0");
+    let dead_bash = dir.join(".state.json.tmp.4000001");
+    let dead_stage = dir.join(".state.json.lock.tmp.4000002.5");
+    let live = dir.join(format!(".state.json.tmp.{}.9", std::process::id()));
+    let foreign_dir = dir.join("x.tmp.4000003.1");
+    for f in [&dead_file, &dead_bash, &live] {
+        fs::write(f, "{").unwrap();
+    }
+    fs::create_dir(&dead_stage).unwrap();
+    fs::write(dead_stage.join("pid"), "4000002\n").unwrap();
+    fs::write(dead_stage.join("owner"), "4000002\n").unwrap();
+    fs::create_dir(&foreign_dir).unwrap();
+    fs::write(foreign_dir.join("keep"), "x").unwrap();
+    fs::write(dir.join(".state.json"), "{}").unwrap();
+    assert_eq!(remove_orphans(dir), 3);
+    assert!(!dead_file.exists() && !dead_bash.exists() && !dead_stage.exists());
+    assert!(live.exists(), "a live writer's temporary stays");
+    assert!(
+        foreign_dir.join("keep").exists(),
+        "a directory with content stays"
+    );
+    assert!(dir.join(".state.json").exists());
+}
+
+#[test]
+fn atomic_writes_follow_their_options_and_leave_nothing_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let durable = dir.join("durable.json");
+    write_atomic(&durable, b"one").unwrap();
+    write_cache(&durable, b"two").unwrap();
+    assert_eq!(fs::read(&durable).unwrap(), b"two");
+
+    let private = WriteOptions {
+        mode: 0o600,
+        hidden_temp: Some(".tmp-"),
+        ..WriteOptions::CACHE
+    };
+    let secret = dir.join("secret");
+    assert!(write_atomic_with(&secret, b"s", private, || true).unwrap());
+    assert_eq!(
+        fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // Without replace: written once, refused over a file or a dangling link.
+    let once = WriteOptions {
+        replace: false,
+        ..private
+    };
+    let first = dir.join("first");
+    assert!(write_atomic_with(&first, b"1", once, || true).unwrap());
+    assert!(!write_atomic_with(&first, b"2", once, || true).unwrap());
+    assert_eq!(fs::read(&first).unwrap(), b"1");
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling")).unwrap();
+    assert!(!write_atomic_with(&dir.join("dangling"), b"x", once, || true).unwrap());
+    assert!(
+        !dir.join("nowhere").exists(),
+        "a link is never written through"
+    );
+
+    // A publication that is called off changes nothing.
+    assert!(!write_atomic_if(&durable, b"three", || false).unwrap());
+    assert_eq!(fs::read(&durable).unwrap(), b"two");
+    assert_eq!(
+        names(),
+        ["dangling", "durable.json", "first", "secret"],
+        "no temporary is left"
+    );
+}
+
+#[test]
+fn a_temporary_left_under_the_same_name_is_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(".state.json");
+    // The next two names this process would use are taken (a killed process with our PID).
+    for k in 0..2 {
+        let n = next_temp_number() + k;
+        fs::write(
+            tmp.path()
+                .join(format!(".state.json.tmp.{}.{n}", std::process::id())),
+            "left",
+        )
+        .unwrap();
+    }
+    write_atomic(&path, b"{}").unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"{}");
+}
