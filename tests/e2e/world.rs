@@ -295,6 +295,8 @@ impl World {
             "PostToolUse",
             "PreCompact",
             "Stop",
+            "SessionEnd",
+            "SubagentStart",
         ];
         for event in events.iter().filter(|_| dispatch) {
             if !has(event, "preload-dispatch", &[event]) {

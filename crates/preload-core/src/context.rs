@@ -91,8 +91,12 @@ pub struct Context {
     pub now: SystemTime,
     /// When the call must be finished.
     pub deadline: Instant,
-    /// Character budget of one output string.
+    /// Character budget of one output string (what this call's policy may still print: the
+    /// dispatcher narrows it for a policy that shares an answer with others).
     pub budget: usize,
+    /// Character budget of a whole output, which the size of a split file's parts derives from:
+    /// the same on every call, however much of the answer a policy shares.
+    pub part_budget: usize,
     /// The delivery event log.
     pub log: EventLog,
     /// File identities looked up during this call (inode dedup), shared by every pass.
@@ -139,6 +143,7 @@ impl Context {
             now: SystemTime::now(),
             deadline: Instant::now() + budget,
             budget: budget_chars,
+            part_budget: budget_chars,
             log,
             env,
             file_ids: FileIds::default(),

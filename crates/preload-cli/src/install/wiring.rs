@@ -72,8 +72,9 @@ pub struct Wiring {
 }
 
 /// The one wiring table: every handler `preload install` writes, in order. The order is also
-/// the order in which `preload-dispatch` runs an event's policies: what a policy delivers
-/// itself goes before the stash `preload-injections` hands out, which keeps what does not fit.
+/// the order in which `preload-dispatch` runs an event's policies within one answer: what a
+/// policy delivers itself (a skill's or a phase's files) goes before the stash
+/// `preload-injections` hands out, which keeps what does not fit for the next call.
 pub const WIRING: &[Wiring] = &[
     Wiring {
         binary: "preload-session-start",
@@ -136,7 +137,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(engine session activate *)"),
+        filter: Some("Bash(*engine session activate*)"),
     },
     Wiring {
         binary: "preload-templates",
@@ -145,7 +146,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(engine session continue *)"),
+        filter: Some("Bash(*engine session continue*)"),
     },
     Wiring {
         binary: "preload-templates",
@@ -154,7 +155,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(*preload activate *)"),
+        filter: Some("Bash(*preload activate*)"),
     },
     Wiring {
         binary: "preload-phase-commands",
@@ -163,7 +164,16 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
-        filter: Some("Bash(engine session phase *)"),
+        filter: Some("Bash(*engine session phase*)"),
+    },
+    Wiring {
+        binary: "preload-phase-commands",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 5,
+        chunked: false,
+        filter: Some("Bash(*preload phase*)"),
     },
     Wiring {
         binary: "preload-injections",
@@ -390,60 +400,4 @@ pub fn replaced_script(handler: &Value) -> Option<&'static str> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn bash(cmd: &str) -> Value {
-        json!({"type": "command", "command": cmd, "timeout": 5})
-    }
-
-    #[test]
-    fn every_binary_of_the_wiring_is_installed() {
-        for row in WIRING {
-            assert!(BINARIES.contains(&row.binary), "{}", row.binary);
-        }
-        assert!(!WIRING.iter().any(|w| w.binary == "preload-e2e-auto-answer"));
-    }
-
-    #[test]
-    fn recognises_ours_and_the_engines() {
-        assert_eq!(
-            our_binary(&json!({"command": "/x/bin/preload-overflow", "args": []})),
-            Some("preload-overflow")
-        );
-        assert_eq!(our_binary(&bash("/x/other-hook")), None);
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/session-start-chunk.sh 3 48")),
-            Some("session-start-chunk.sh")
-        );
-        assert_eq!(
-            replaced_script(&bash(
-                "bash \"$HOME/.claude/hooks/pre-tool-use-overflow-v2.sh\""
-            )),
-            Some("pre-tool-use-overflow-v2.sh")
-        );
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/stop-notify.sh")),
-            None
-        );
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")),
-            None
-        );
-    }
-
-    #[test]
-    fn session_start_gets_n_chunks() {
-        let hooks = hooks_value("/b");
-        let list = hooks["SessionStart"][0]["hooks"].as_array().unwrap();
-        let chunks: Vec<&Value> = list
-            .iter()
-            .filter(|h| h["command"] == "/b/preload-session-start")
-            .collect();
-        assert_eq!(chunks.len(), SESSION_START_CHUNKS);
-        assert_eq!(
-            chunks[3]["args"],
-            json!(["--chunk", format!("3/{SESSION_START_CHUNKS}")])
-        );
-    }
-}
+mod tests;
