@@ -137,7 +137,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(*engine session activate*)"),
+        filter: Some("Bash(engine session activate *)"),
     },
     Wiring {
         binary: "preload-templates",
@@ -146,7 +146,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(*engine session continue*)"),
+        filter: Some("Bash(engine session continue *)"),
     },
     Wiring {
         binary: "preload-templates",
@@ -155,7 +155,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
-        filter: Some("Bash(*preload activate*)"),
+        filter: Some("Bash(preload activate *)"),
     },
     Wiring {
         binary: "preload-phase-commands",
@@ -164,7 +164,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
-        filter: Some("Bash(*engine session phase*)"),
+        filter: Some("Bash(engine session phase *)"),
     },
     Wiring {
         binary: "preload-phase-commands",
@@ -173,7 +173,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
-        filter: Some("Bash(*preload phase*)"),
+        filter: Some("Bash(preload phase *)"),
     },
     Wiring {
         binary: "preload-injections",
