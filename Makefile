@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
+.PHONY: all build release test demo bench bench-bash install uninstall fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
 
 all: build
 
@@ -49,6 +49,11 @@ demo: release
 ## Times every hook against the process-spawn floor; see docs/performance.md.
 bench:
 	$(CARGO) bench --locked --bench hooks
+
+## make bench-bash ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's bash hooks beside the
+## binaries that replace them, on the same inputs (docs/performance.md).
+bench-bash: release
+	ENGINE="$(ENGINE)" JQ="$(JQ)" support/bench-bash.sh
 
 ## make install PROJECT=/path/to/project [SHIMS=1] [PREFIX=dir]: copy the binaries to PREFIX and
 ## wire them into PROJECT/.claude/settings.local.json (or write the bash shims with SHIMS=1).
