@@ -3,7 +3,7 @@
 # preload binaries that replace them, timed one after the other on the same inputs in the same
 # sandbox (a HOME with the engine installed as its setup does, one active session owned by this
 # script), the state restored before every call. Prints one line per hook: the median and p95
-# wall time of each, in ms, over N calls. The figures docs/performance.md puts beside ours.
+# wall time of each, in ms, over N calls (a call is killed after 10 s and counts as 10,000 ms). The figures docs/performance.md puts beside ours.
 set -uo pipefail
 
 die() { echo "bench-bash: $*" >&2; exit 2; }
@@ -63,7 +63,7 @@ time_calls() {
     t0=$(now_ns)
     printf '%s' "$input" | (cd "$project" && env -i HOME="$home" PATH="$root/jq-bin:/usr/bin:/bin" \
       TMPDIR="$root/tmp" CLAUDE_SUPERVISOR_PID=$$ CLAUDE_PROJECT_DIR="$project" \
-      PRELOAD_CACHE_DIR="$root/tmp" LANG=C.UTF-8 "$@") >/dev/null 2>&1
+      PRELOAD_CACHE_DIR="$root/tmp" LANG=C.UTF-8 timeout 10 "$@") >/dev/null 2>&1
     t1=$(now_ns)
     echo $((t1 - t0))
   done | stats
