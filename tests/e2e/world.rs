@@ -245,47 +245,27 @@ impl World {
         )
         .expect("the settings are JSON");
         let prefix = self.prefix();
-        let handlers = |event: &str| -> Vec<(String, Vec<String>)> {
-            settings["hooks"][event]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
-                .map(|h| {
-                    let args = h["args"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|a| a.as_str().map(str::to_owned))
-                        .collect();
-                    (h["command"].as_str().unwrap_or_default().to_owned(), args)
-                })
-                .collect()
-        };
         let has = |event: &str, binary: &str, args: &[&str]| {
             let command = prefix.join(binary).to_string_lossy().into_owned();
-            handlers(event).iter().any(|(c, a)| {
+            handlers_of(&settings, event).iter().any(|(c, a)| {
                 *c == command && a.iter().map(String::as_str).eq(args.iter().copied())
             })
         };
         let mut missing = Vec::new();
         let dispatch = self.sandbox.wiring == Wiring::Dispatch;
+        let (start_binary, start_args) = if dispatch {
+            ("preload-dispatch", &["SessionStart"][..])
+        } else {
+            ("preload-session-start", &[][..])
+        };
         for i in 0..SESSION_START_CHUNKS {
             let chunk = format!("{i}/{SESSION_START_CHUNKS}");
-            let wired = if dispatch {
-                has(
-                    "SessionStart",
-                    "preload-dispatch",
-                    &["SessionStart", "--chunk", &chunk],
-                )
-            } else {
-                has(
-                    "SessionStart",
-                    "preload-session-start",
-                    &["--chunk", &chunk],
-                )
-            };
-            if !wired {
+            let args: Vec<&str> = start_args
+                .iter()
+                .copied()
+                .chain(["--chunk", &chunk])
+                .collect();
+            if !has("SessionStart", start_binary, &args) {
                 missing.push(format!("SessionStart --chunk {chunk}"));
             }
         }
@@ -295,10 +275,9 @@ impl World {
             "PostToolUse",
             "PreCompact",
             "Stop",
-            "SessionEnd",
-            "SubagentStart",
         ];
-        for event in events.iter().filter(|_| dispatch) {
+        let events = events.into_iter().chain(["SessionEnd", "SubagentStart"]);
+        for event in events.filter(|_| dispatch) {
             if !has(event, "preload-dispatch", &[event]) {
                 missing.push(format!("{event} preload-dispatch {event}"));
             }
@@ -485,6 +464,25 @@ impl World {
     pub fn session_state(&self) -> Option<Value> {
         self.state_of(SESSION)
     }
+}
+
+/// The (command, arguments) of every handler of `event` in a settings document.
+fn handlers_of(settings: &Value, event: &str) -> Vec<(String, Vec<String>)> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .map(|h| {
+            let args = h["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect();
+            (h["command"].as_str().unwrap_or_default().to_owned(), args)
+        })
+        .collect()
 }
 
 fn write_script(path: &Path, body: &str) {

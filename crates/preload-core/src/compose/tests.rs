@@ -203,3 +203,27 @@ fn later_policies_share_what_is_left_of_the_budget() {
         .unwrap();
     assert_eq!(delivery::chars(text), total);
 }
+
+#[test]
+fn a_late_policy_leaves_the_answers_before_it_and_fails_open() {
+    let before = [HookOutput::Deny("no".into()), HookOutput::Silent];
+    let line = String::from_utf8(answer_if_late(
+        HookEvent::PreToolUse,
+        &before,
+        HookEvent::PreToolUse,
+    ))
+    .unwrap();
+    assert!(line.ends_with('\n'));
+    let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "no");
+    let none = answer_if_late(HookEvent::PostToolUse, &[], HookEvent::PostToolUse);
+    assert!(none.is_empty(), "nothing said, nothing printed");
+    let allow = String::from_utf8(answer_if_late(
+        HookEvent::PreToolUse,
+        &[],
+        HookEvent::PreToolUse,
+    ))
+    .unwrap();
+    assert!(allow.contains("\"allow\""), "{allow}");
+}
