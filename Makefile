@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
+.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
 
 all: build
 
@@ -20,13 +20,23 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 ## real Claude Code client (`make e2e-setup` installs it). Ends with one line saying how many
 ## scenarios ran and why the others did not. PRELOAD_E2E=require makes a scenario that cannot
 ## run fail instead (.ci/run sets it).
+## The scenarios that also run with `preload install --dispatch` (PRELOAD_WIRING=dispatch: one
+## process per event): the pipeline suites, and the real-client scenarios whose files fit the
+## one answer per event (see docs/performance.md for those that need more calls that way).
+DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
+DISPATCH_E2E := scenarios::compaction scenarios::resume scenarios::session_start scenarios::a_project_without guards::the_heartbeat harness::
+space := $(empty) $(empty)
+DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/))
+
 test:
 	@rm -rf "$(E2E_STATUS)"; status=0; \
 	if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) nextest run --workspace --locked --no-fail-fast || status=$$?; \
 		$(CARGO) test --workspace --locked --doc || status=$$?; \
+		PRELOAD_WIRING=dispatch $(CARGO) nextest run --locked --no-fail-fast --test tests --test e2e -E '$(DISPATCH_FILTER)' || status=$$?; \
 	else \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --workspace --locked --no-fail-fast || status=$$?; \
+		PRELOAD_WIRING=dispatch $(CARGO) test --locked --no-fail-fast --test tests --test e2e -- $(DISPATCH_SUITES:%=%::) $(DISPATCH_E2E) || status=$$?; \
 	fi; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
 	exit $$status
@@ -39,6 +49,11 @@ demo: release
 ## Times every hook against the process-spawn floor; see docs/performance.md.
 bench:
 	$(CARGO) bench --locked --bench hooks
+
+## make bench-bash ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's bash hooks beside the
+## binaries that replace them, on the same inputs (docs/performance.md).
+bench-bash: release
+	ENGINE="$(ENGINE)" JQ="$(JQ)" support/bench-bash.sh
 
 ## make install PROJECT=/path/to/project [SHIMS=1] [PREFIX=dir]: copy the binaries to PREFIX and
 ## wire them into PROJECT/.claude/settings.local.json (or write the bash shims with SHIMS=1).

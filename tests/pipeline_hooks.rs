@@ -153,7 +153,7 @@ fn help_and_version_answer_without_stdin() {
 }
 
 /// Every binary of the release, hooks and `preload` alike.
-const BINARIES: [&str; 9] = [
+const BINARIES: [&str; 10] = [
     "preload-session-start",
     "preload-prompt-submit",
     "preload-templates",
@@ -162,6 +162,7 @@ const BINARIES: [&str; 9] = [
     "preload-injections",
     "preload-compaction-reread",
     "preload-e2e-auto-answer",
+    "preload-dispatch",
     "preload",
 ];
 

@@ -1,14 +1,15 @@
 //! The steps of a simulated Claude Code session, shared by the pipeline scenarios: each runs the
 //! real hook binaries the way Claude Code wires them, the PreToolUse guard engine
 //! (`preload-overflow`, with the sandbox's `guards.json`) included. A call the guard denies does
-//! not run, so its PostToolUse hooks do not either.
+//! not run, so its PostToolUse hooks do not either. Under `PRELOAD_WIRING=dispatch` every event
+//! goes through `preload-dispatch <Event>` instead, one process per event.
 
 use std::process::Output;
 
 use preload_cli::transition::{self, proof::ProofSchema};
 use serde_json::{Map, Value, json};
 
-use crate::common::{Answer, Sandbox};
+use crate::common::{Answer, Sandbox, Wiring};
 
 /// SessionStart with `source`, all its registrations at once, as Claude Code runs them.
 pub fn session_start(sb: &Sandbox, source: &str) -> Answer {
@@ -17,18 +18,29 @@ pub fn session_start(sb: &Sandbox, source: &str) -> Answer {
 
 /// The user submits `prompt`.
 pub fn prompt(sb: &Sandbox, text: &str) -> Answer {
-    sb.run(
-        "preload-prompt-submit",
-        json!({"hook_event_name": "UserPromptSubmit", "prompt": text}),
-    )
+    let input = json!({"hook_event_name": "UserPromptSubmit", "prompt": text});
+    match sb.wiring {
+        Wiring::Binaries => sb.run("preload-prompt-submit", input),
+        Wiring::Dispatch => dispatch(sb, "UserPromptSubmit", input),
+    }
 }
 
-/// PreToolUse through the real guard engine (`preload-overflow`); its answer.
+/// One event through `preload-dispatch <Event>` (the whole event in one process).
+fn dispatch(sb: &Sandbox, event: &str, input: Value) -> Answer {
+    let answer = sb.run_args("preload-dispatch", &[event], input);
+    answer.assert_contract();
+    answer
+}
+
+/// PreToolUse through the real guard engine (`preload-overflow`, or every PreToolUse hook
+/// through `preload-dispatch`); its answer.
 pub fn guard(sb: &Sandbox, tool: &str, tool_input: &Value) -> Answer {
-    sb.run(
-        "preload-overflow",
-        json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}),
-    )
+    let input =
+        json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input});
+    match sb.wiring {
+        Wiring::Binaries => sb.run("preload-overflow", input),
+        Wiring::Dispatch => dispatch(sb, "PreToolUse", input),
+    }
 }
 
 /// Whether the guard let the call run (an empty answer is no engine: the call runs).
@@ -49,10 +61,14 @@ pub fn guarded_call(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Val
     answers
 }
 
-/// Every PostToolUse hook of the pipeline for one tool call; their answers.
+/// Every PostToolUse hook of the pipeline for one tool call; their answers (one, the merged
+/// one, through `preload-dispatch`).
 pub fn post_tool(sb: &Sandbox, tool: &str, tool_input: &Value, response: &Value) -> Vec<Answer> {
     let input = json!({"hook_event_name": "PostToolUse", "tool_name": tool,
         "tool_input": tool_input, "tool_response": response});
+    if sb.wiring == Wiring::Dispatch {
+        return vec![dispatch(sb, "PostToolUse", input)];
+    }
     [
         "preload-templates",
         "preload-phase-commands",

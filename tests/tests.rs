@@ -11,6 +11,7 @@ mod changes;
 mod compaction;
 mod diagnostics;
 mod discovery;
+mod dispatch;
 mod engine_interplay;
 mod engine_model;
 mod explain;

@@ -1,13 +1,18 @@
 //! `make bench`: every hook binary timed on realistic inputs against the cost of starting a
-//! process, with peak memory and the state-file system calls of one call.
+//! process, printed as one table (hook, case, state size, median, p95, ratio to the floor, CPU
+//! time, system calls per call); exits non-zero when a hook misses its target.
 //!
 //! Each hook call is paired with a call of a no-op binary built here (reads stdin, prints
-//! `{}`), so the ratio compares a hook with the process-spawn floor measured under the same
-//! load. Scenarios: typical, large (with 1/100 and 1/10 of its sizes to show growth),
-//! SessionStart with all its chunks, and 8 hooks on one state file at once.
+//! `{}`), interleaved, so the ratio compares a hook with the process-spawn floor measured under
+//! the same load. Targets: 2x the floor on typical state and on 10 sessions, 5x on the large
+//! state (1,000 sessions, 5,000 preloaded files) and on 10,000 sessions; SessionStart on every
+//! source (startup, resume, clear, compact). The `wirings` rows time every event through the
+//! per-binary wiring and through `preload-dispatch` (wall and CPU time of all the processes
+//! the client starts for the call; reported, no target).
 //!
 //! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
-//! scenario names: typical, large, chunks, contention), `BENCH_KEEP` (keep the sandboxes).
+//! scenarios: typical, large, sessions, wirings; and, outside the table, chunks and
+//! contention), `BENCH_KEEP` (keep the sandboxes).
 
 #![allow(
     clippy::print_stdout,
@@ -32,7 +37,7 @@ use std::time::{Duration, Instant};
 use preload_core::env;
 use serde_json::{Value, json};
 
-use measure::{Call, Syscalls, median};
+use measure::{Call, median};
 use sandbox::{Sandbox, Sizes, TRANSCRIPT};
 
 type Error = Box<dyn std::error::Error>;
@@ -43,8 +48,6 @@ const TYPICAL_RATIO: f64 = 2.0;
 const LARGE_RATIO: f64 = 5.0;
 /// SessionStart: all chunks together within this many no-ops.
 const CHUNKS_RATIO: f64 = 10.0;
-/// Typical scenario: peak memory limit.
-const TYPICAL_RSS_KIB: u64 = 10 * 1024;
 /// Characters of SessionStart text the chunks scenario delivers.
 const SESSION_START_CHARS: usize = 250_000;
 /// Hook processes started at once on one state file.
@@ -61,6 +64,9 @@ fn binary(name: &str) -> PathBuf {
         "preload-injections" => env!("CARGO_BIN_EXE_preload-injections"),
         "preload-compaction-reread" => env!("CARGO_BIN_EXE_preload-compaction-reread"),
         "preload-e2e-auto-answer" => env!("CARGO_BIN_EXE_preload-e2e-auto-answer"),
+        "preload-session-end" => env!("CARGO_BIN_EXE_preload-session-end"),
+        "preload-subagent-start" => env!("CARGO_BIN_EXE_preload-subagent-start"),
+        "preload-dispatch" => env!("CARGO_BIN_EXE_preload-dispatch"),
         _ => env!("CARGO_BIN_EXE_preload"),
     };
     PathBuf::from(path)
@@ -285,6 +291,36 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
             )
         },
         Case {
+            args: vec!["--chunk".into(), format!("0/{chunks}")],
+            fresh_session: true,
+            ..case(
+                "preload-session-start",
+                &format!("SessionStart resume, chunk 0/{chunks}"),
+                json!({"hook_event_name": "SessionStart", "source": "resume"}),
+                base.clone(),
+            )
+        },
+        Case {
+            args: vec!["--chunk".into(), format!("0/{chunks}")],
+            fresh_session: true,
+            ..case(
+                "preload-session-start",
+                &format!("SessionStart clear, chunk 0/{chunks}"),
+                json!({"hook_event_name": "SessionStart", "source": "clear"}),
+                base.clone(),
+            )
+        },
+        Case {
+            args: vec!["--chunk".into(), format!("0/{chunks}")],
+            fresh_session: true,
+            ..case(
+                "preload-session-start",
+                &format!("SessionStart compact, chunk 0/{chunks}"),
+                json!({"hook_event_name": "SessionStart", "source": "compact"}),
+                base.clone(),
+            )
+        },
+        Case {
             args: vec!["pretooluse".into()],
             ..case(
                 "preload-compaction-reread",
@@ -363,14 +399,17 @@ struct Row {
     output: String,
     note: Option<String>,
     median: Duration,
-    rss_kib: Option<u64>,
-    syscalls: Option<Syscalls>,
+    p95: Duration,
+    /// Median user+system CPU time of one call.
+    cpu: Duration,
+    /// Every system call of one call (`strace -f -c`).
+    all_syscalls: Option<usize>,
 }
 
 /// The results of one scenario.
 struct Results {
     noop: Duration,
-    noop_rss_kib: Option<u64>,
+    noop_p95: Duration,
     rows: Vec<Row>,
 }
 
@@ -414,12 +453,15 @@ fn run_cases(
             output: measure::summarize(&out),
             note: (!stderr.is_empty()).then_some(stderr),
             median: Duration::ZERO,
-            rss_kib: None,
-            syscalls: None,
+            p95: Duration::ZERO,
+            cpu: Duration::ZERO,
+            all_syscalls: None,
         });
     }
     let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); live.len()];
+    let mut cpu: Vec<Vec<Duration>> = vec![Vec::new(); live.len()];
     let mut noop_samples = Vec::new();
+    // Interleaved: each hook call right after a no-op call on the same input.
     for _ in 0..iters {
         for (i, (case, bin)) in live.iter().enumerate() {
             sb.restore(&case.state)?;
@@ -427,7 +469,9 @@ fn run_cases(
             counter += 1;
             let (t, _) = call.run_timed_with(noop)?;
             noop_samples.push(t);
+            let before = measure::children_cpu();
             let (t, _) = call.run_timed()?;
+            cpu[i].push(measure::children_cpu().saturating_sub(before));
             samples[i].push(t);
         }
     }
@@ -446,33 +490,21 @@ fn run_cases(
     }
     for (i, (case, bin)) in live.iter().enumerate() {
         rows[i].median = median(&mut samples[i]);
+        rows[i].p95 = measure::p95(&mut samples[i]);
+        rows[i].cpu = median(&mut cpu[i]);
         sb.restore(&case.state)?;
-        rows[i].rss_kib = call_for(sb, case, bin, counter).peak_rss_kib().ok();
-        counter += 1;
         if strace {
             sb.restore(&case.state)?;
             let call = call_for(sb, case, bin, counter);
             counter += 1;
-            rows[i].syscalls = measure::count_syscalls(
-                &call,
-                &sb.state_file,
-                &sb.sessions,
-                &sb.root.join("strace.txt"),
-            )
-            .ok();
+            rows[i].all_syscalls =
+                measure::count_all_syscalls(&call, &sb.root.join("strace-c.txt")).ok();
         }
     }
     sb.restore(&sb.base_state)?;
-    let noop_call = Call {
-        bin: noop.to_path_buf(),
-        args: Vec::new(),
-        stdin: b"{}".to_vec(),
-        env: base_env(sb),
-        cwd: sb.project.clone(),
-    };
     Ok(Results {
+        noop_p95: measure::p95(&mut noop_samples),
         noop: median(&mut noop_samples),
-        noop_rss_kib: noop_call.peak_rss_kib().ok(),
         rows,
     })
 }
@@ -481,28 +513,12 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
 
-fn mib(kib: Option<u64>) -> String {
-    kib.map_or_else(|| "-".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0))
-}
-
 fn ratio(d: Duration, noop: Duration) -> f64 {
     if noop.is_zero() {
         0.0
     } else {
         d.as_secs_f64() / noop.as_secs_f64()
     }
-}
-
-fn syscalls(s: Option<Syscalls>) -> String {
-    s.map_or_else(
-        || "-".to_owned(),
-        |s| {
-            format!(
-                "{}/{}/{}/{}",
-                s.state_reads, s.state_writes, s.locks, s.other_sessions
-            )
-        },
-    )
 }
 
 /// Collected target misses, printed at the end.
@@ -520,60 +536,113 @@ impl Verdicts {
     }
 }
 
-fn print_table(
-    title: &str,
-    short: &str,
-    res: &Results,
-    limit: f64,
-    rss_limit: Option<u64>,
-    v: &mut Verdicts,
-) {
+/// The one table the benchmark prints, filled by every scenario.
+static TABLE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// What hooks said on stderr when asked why (`HOOK_DEBUG`), printed under the table.
+static NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn table_line(cells: &[String]) -> String {
+    format!(
+        "{:<34} {:<40} {:<23} {:>8} {:>8} {:>7} {:>7} {:>8} {:>6}",
+        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8]
+    )
+}
+
+fn push_line(cells: &[String]) {
+    if let Ok(mut t) = TABLE.lock() {
+        t.push(table_line(cells));
+    }
+}
+
+fn print_the_table() {
     println!();
-    println!("== {title}");
     println!(
-        "{:<26} {:<40} {:<14} {:>9} {:>8} {:>9} {:>10} {:>6}",
-        "binary", "case", "output", "median ms", "x no-op", "peak MiB", "R/W/L/scan", "target"
-    );
-    println!(
-        "{:<26} {:<40} {:<14} {:>9} {:>8} {:>9} {:>10} {:>6}",
-        "no-op (rustc -O)",
-        "reads stdin, prints {}",
         "{}",
-        ms(res.noop),
-        "1.00",
-        mib(res.noop_rss_kib),
-        "",
-        ""
+        table_line(&[
+            "hook".into(),
+            "case".into(),
+            "state".into(),
+            "median".into(),
+            "p95".into(),
+            "x floor".into(),
+            "CPU".into(),
+            "syscalls".into(),
+            "target".into(),
+        ])
     );
+    if let Ok(t) = TABLE.lock() {
+        for line in t.iter() {
+            println!("{line}");
+        }
+    }
+    if let Ok(notes) = NOTES.lock() {
+        for note in notes.iter() {
+            println!("  note: {note}");
+        }
+    }
+}
+
+fn count(n: Option<usize>, strace: bool) -> String {
+    match n {
+        Some(n) => n.to_string(),
+        None if strace => "-".into(),
+        None => "n/a".into(),
+    }
+}
+
+/// Add the rows of one scenario (`state` says its size) to the table; `limit` is the ratio
+/// target (none: reported only).
+fn print_table(state: &str, res: &Results, limit: Option<f64>, strace: bool, v: &mut Verdicts) {
+    push_line(&[
+        "no-op floor".into(),
+        "reads stdin, prints {}".into(),
+        state.into(),
+        ms(res.noop),
+        ms(res.noop_p95),
+        "1.00".into(),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]);
     for row in &res.rows {
         let r = ratio(row.median, res.noop);
-        let mut ok = r <= limit;
-        if let (Some(limit), Some(rss)) = (rss_limit, row.rss_kib) {
-            ok &= rss <= limit;
-        }
-        let verdict = v.check(
-            ok,
-            format!(
-                "{short}: {} {} took {} ms = {r:.2}x no-op (limit {limit}x), peak {} MiB",
-                row.bin,
-                row.label,
-                ms(row.median),
-                mib(row.rss_kib)
+        let verdict = match limit {
+            Some(limit) => v.check(
+                r <= limit,
+                format!(
+                    "{state}: {} {} took {} ms = {r:.2}x the floor (target {limit}x)",
+                    row.bin,
+                    row.label,
+                    ms(row.median),
+                ),
             ),
-        );
-        println!(
-            "{:<26} {:<40} {:<14} {:>9} {:>8.2} {:>9} {:>10} {:>6}",
-            row.bin,
-            row.label,
-            row.output,
+            None => "-",
+        };
+        push_line(&[
+            row.bin.into(),
+            row.label.clone(),
+            state.into(),
             ms(row.median),
-            r,
-            mib(row.rss_kib),
-            syscalls(row.syscalls),
-            verdict
-        );
+            ms(row.p95),
+            format!("{r:.2}"),
+            ms(row.cpu),
+            count(row.all_syscalls, strace),
+            verdict.into(),
+        ]);
+        if row.output.starts_with("BAD") {
+            if let Ok(mut notes) = NOTES.lock() {
+                notes.push(format!("{} {}: {}", row.bin, row.label, row.output));
+            }
+        }
         if let Some(note) = &row.note {
-            println!("    note (HOOK_DEBUG): {}", note.replace('\n', " | "));
+            if let Ok(mut notes) = NOTES.lock() {
+                notes.push(format!(
+                    "{} {}: {}",
+                    row.bin,
+                    row.label,
+                    note.replace('\n', " | ")
+                ));
+            }
         }
     }
 }
@@ -585,18 +654,13 @@ fn scenario_typical(
     chunks: usize,
     v: &mut Verdicts,
 ) -> Result<(), Error> {
-    let started = Instant::now();
     let sb = Sandbox::generate(Sizes::TYPICAL, std::process::id())?;
     let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
     print_table(
-        &format!(
-            "typical: 1 active session, 50 preloaded files, 12-rule guards.json ({:.1} s)",
-            started.elapsed().as_secs_f64()
-        ),
-        "typical",
+        "typical (1 session, 50)",
         &res,
-        TYPICAL_RATIO,
-        Some(TYPICAL_RSS_KIB),
+        Some(TYPICAL_RATIO),
+        strace,
         v,
     );
     Ok(())
@@ -609,86 +673,233 @@ fn scenario_large(
     chunks: usize,
     v: &mut Verdicts,
 ) -> Result<(), Error> {
-    let mut all = Vec::new();
-    for divisor in [100, 10, 1] {
-        let started = Instant::now();
-        let sizes = Sizes::large(divisor);
-        let sb = Sandbox::generate(sizes, std::process::id())?;
-        let generated = started.elapsed();
-        let res = run_cases(
-            &sb,
-            &cases(&sb, chunks),
-            avail,
-            noop,
-            strace && divisor == 1,
-        )?;
-        let title = format!(
-            "large/{divisor}: {} sessions, {} preloaded, {} directive files, {}-line SKILL.md \
-             (state {:.0} KB, {:.1} MB of files; generated in {:.1} s, measured in {:.1} s)",
-            sizes.sessions,
-            sizes.preloaded,
-            sizes.directives,
-            sizes.skill_lines,
-            std::fs::metadata(&sb.state_file).map_or(0, |m| m.len()) as f64 / 1000.0,
+    let sb = Sandbox::generate(Sizes::large(1), std::process::id())?;
+    if let Ok(mut notes) = NOTES.lock() {
+        notes.push(format!(
+            "large state: {} KB state file, {:.1} MB of generated files under {}",
+            std::fs::metadata(&sb.state_file).map_or(0, |m| m.len()) / 1000,
             sb.bytes as f64 / 1e6,
-            generated.as_secs_f64(),
-            started.elapsed().saturating_sub(generated).as_secs_f64()
-        );
-        all.push((divisor, title, res));
+            sb.sessions.display()
+        ));
     }
-    // The full-size table, then growth across the three sizes.
-    if let Some((_, title, res)) = all.last() {
-        print_table(
-            &title.replace("large/1:", "large:"),
-            "large",
-            res,
-            LARGE_RATIO,
-            None,
-            v,
-        );
+    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
+    print_table("large (1,000 s, 5,000)", &res, Some(LARGE_RATIO), strace, v);
+    Ok(())
+}
+
+/// 10 and 10,000 session directories beside the active session (typical state otherwise): what
+/// a project's history costs a call.
+fn scenario_sessions(
+    avail: &Availability,
+    noop: &Path,
+    strace: bool,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    for (sessions, state, limit) in [
+        (10, "10 sessions", TYPICAL_RATIO),
+        (10_000, "10,000 sessions", LARGE_RATIO),
+    ] {
+        let sizes = Sizes {
+            sessions,
+            ..Sizes::TYPICAL
+        };
+        let sb = Sandbox::generate(sizes, std::process::id())?;
+        let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
+        print_table(state, &res, Some(limit), strace, v);
     }
-    for (divisor, title, _) in &all[..all.len().saturating_sub(1)] {
-        println!("   (smaller size {divisor}: {title})");
-    }
-    println!();
-    println!("== growth: median ms at 1/100, 1/10 and full large size (time above the no-op)");
-    println!(
-        "{:<26} {:<40} {:>9} {:>9} {:>9} {:>16}",
-        "binary", "case", "1/100", "1/10", "1x", "1x / (1/10) extra"
-    );
-    let noops: Vec<String> = all.iter().map(|(_, _, r)| ms(r.noop)).collect();
-    println!(
-        "{:<26} {:<40} {:>9} {:>9} {:>9}",
-        "no-op",
-        "",
-        noops.first().cloned().unwrap_or_default(),
-        noops.get(1).cloned().unwrap_or_default(),
-        noops.get(2).cloned().unwrap_or_default()
-    );
-    let Some((_, _, full)) = all.last() else {
-        return Ok(());
+    Ok(())
+}
+
+/// The processes the per-binary wiring starts for one call of `event`: every row of the
+/// wiring table whose matcher selects the call and whose `if` rule (a `Bash(<prefix> *)`
+/// permission rule) matches its command; a chunked row is all its registrations.
+fn per_binary(event: &str, input: &Value) -> Vec<(&'static str, Vec<String>)> {
+    use preload_cli::install::wiring::{SESSION_START_CHUNKS, WIRING};
+    let field = match event {
+        "PreToolUse" | "PostToolUse" => input["tool_name"].as_str(),
+        "SessionStart" => input["source"].as_str(),
+        "PreCompact" => input["trigger"].as_str(),
+        _ => None,
     };
-    for (i, row) in full.rows.iter().enumerate() {
-        let at = |k: usize| {
-            all.get(k)
-                .and_then(|(_, _, r)| r.rows.get(i).map(|x| (x.median, r.noop)))
+    let command = input["tool_input"]["command"].as_str().unwrap_or("");
+    let mut out = Vec::new();
+    for row in WIRING.iter().filter(|w| w.event == event) {
+        let matched = match row.matcher {
+            None | Some("" | "*") => true,
+            Some(m) => field.is_some_and(|f| m.split('|').any(|name| name == f)),
         };
-        let cells: Vec<String> = (0..3)
-            .map(|k| at(k).map_or_else(|| "-".into(), |(m, _)| ms(m)))
-            .collect();
-        let extra = |k: usize| at(k).map(|(m, n)| m.saturating_sub(n).as_secs_f64() * 1000.0);
-        let growth = match (extra(1), extra(2)) {
-            // Below 0.2 ms of extra work the ratio is noise.
-            (Some(a), Some(b)) if b >= 0.2 => format!("{:.1}x", b / a.max(0.05)),
-            (Some(_), Some(_)) => "flat".into(),
-            _ => "-".into(),
-        };
-        println!(
-            "{:<26} {:<40} {:>9} {:>9} {:>9} {:>16}",
-            row.bin, row.label, cells[0], cells[1], cells[2], growth
-        );
+        let passes = row.filter.is_none_or(|rule| {
+            let inner = rule
+                .trim_start_matches("Bash(")
+                .trim_end_matches(')')
+                .trim_end_matches('*')
+                .trim();
+            command.contains(inner)
+        });
+        if !(matched && passes) {
+            continue;
+        }
+        let args: Vec<String> = row.args.iter().map(|a| (*a).to_owned()).collect();
+        if row.chunked {
+            for i in 0..SESSION_START_CHUNKS {
+                let mut a = args.clone();
+                a.extend(["--chunk".to_owned(), format!("{i}/{SESSION_START_CHUNKS}")]);
+                out.push((row.binary, a));
+            }
+        } else {
+            out.push((row.binary, args));
+        }
     }
-    println!("   (10x the sizes: linear growth of the extra time is at most about 10x)");
+    out
+}
+
+/// The processes `preload install --dispatch` starts for one call of `event`.
+fn dispatched(event: &str) -> Vec<(&'static str, Vec<String>)> {
+    use preload_cli::install::wiring::SESSION_START_CHUNKS;
+    if event == "SessionStart" {
+        (0..SESSION_START_CHUNKS)
+            .map(|i| {
+                let args = vec![
+                    event.to_owned(),
+                    "--chunk".to_owned(),
+                    format!("{i}/{SESSION_START_CHUNKS}"),
+                ];
+                ("preload-dispatch", args)
+            })
+            .collect()
+    } else {
+        vec![("preload-dispatch", vec![event.to_owned()])]
+    }
+}
+
+/// Start `procs` at once on `call`'s input, as Claude Code starts an event's handlers; the wall
+/// time until the last exits and the CPU time they used together.
+fn run_event(
+    call: &Call,
+    procs: &[(&'static str, Vec<String>)],
+) -> Result<(Duration, Duration), Error> {
+    let cpu_before = measure::children_cpu();
+    let start = Instant::now();
+    let children: Vec<_> = procs
+        .iter()
+        .map(|(bin, args)| {
+            let mut c = call.clone();
+            c.args.clone_from(args);
+            c.spawn_with(&binary(bin))
+        })
+        .collect::<Result<_, _>>()?;
+    for child in children {
+        child.wait_with_output()?;
+    }
+    Ok((
+        start.elapsed(),
+        measure::children_cpu().saturating_sub(cpu_before),
+    ))
+}
+
+/// Every event through both wirings on typical state: wall time and CPU time of everything the
+/// client starts for one call (reported, no target: the per-binary processes run in parallel).
+fn scenario_wirings(noop: &Path, v: &mut Verdicts) -> Result<(), Error> {
+    let sb = Sandbox::generate(Sizes::TYPICAL, std::process::id())?;
+    let phase_cmd = format!(
+        "engine session phase {} \"2: Planning\"",
+        sb.active.display()
+    );
+    let events: Vec<(&str, &str, Value)> = vec![
+        ("SessionStart", "startup", json!({"source": "startup"})),
+        ("SessionStart", "compact", json!({"source": "compact"})),
+        (
+            "UserPromptSubmit",
+            "prompt",
+            json!({"prompt": "Go ahead with the plan"}),
+        ),
+        (
+            "PreToolUse",
+            "Bash ls",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        ),
+        (
+            "PostToolUse",
+            "Bash ls",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a\n"}}),
+        ),
+        (
+            "PostToolUse",
+            "engine session phase",
+            json!({"tool_name": "Bash",
+            "tool_input": {"command": phase_cmd},
+            "tool_response": {"stdout": "Phase: 2: Planning\n"}}),
+        ),
+        ("PreCompact", "auto", json!({"trigger": "auto"})),
+        ("Stop", "stop", json!({})),
+        (
+            "SubagentStart",
+            "agent",
+            json!({"agent_id": "bench-agent", "agent_type": "general-purpose"}),
+        ),
+        ("SessionEnd", "other", json!({"reason": "other"})),
+    ];
+    let iters = iterations();
+    let mut counter = 0;
+    for (event, what, fields) in events {
+        let wirings = [
+            ("per-binary", per_binary(event, &fields)),
+            ("dispatch", dispatched(event)),
+        ];
+        let mut walls = vec![Vec::new(); 2];
+        let mut cpus = vec![Vec::new(); 2];
+        let mut floor = Vec::new();
+        for _ in 0..iters {
+            for (w, (_, procs)) in wirings.iter().enumerate() {
+                sb.restore(&sb.base_state)?;
+                let mut input = fields.clone();
+                input["hook_event_name"] = json!(event);
+                input["cwd"] = json!(sb.project);
+                input["transcript_path"] = json!(sb.transcript);
+                input["session_id"] = json!(format!("bench-w-{}-{counter}", std::process::id()));
+                counter += 1;
+                let mut env = base_env(&sb);
+                env.push((
+                    env::PRELOAD_LEGACY_MARKER_DIR.into(),
+                    sb.root.join("legacy").to_string_lossy().into_owned(),
+                ));
+                let call = Call {
+                    bin: noop.to_path_buf(),
+                    args: Vec::new(),
+                    stdin: input.to_string().into_bytes(),
+                    env,
+                    cwd: sb.project.clone(),
+                };
+                floor.push(call.run_timed()?.0);
+                let (wall, cpu) = run_event(&call, procs)?;
+                walls[w].push(wall);
+                cpus[w].push(cpu);
+            }
+        }
+        let noop_median = median(&mut floor);
+        for (w, (name, procs)) in wirings.iter().enumerate() {
+            let m = median(&mut walls[w]);
+            push_line(&[
+                format!("{event} {what}"),
+                format!(
+                    "{name}: {} process{}",
+                    procs.len(),
+                    if procs.len() == 1 { "" } else { "es" }
+                ),
+                "typical (1 session, 50)".into(),
+                ms(m),
+                ms(measure::p95(&mut walls[w])),
+                format!("{:.2}", ratio(m, noop_median)),
+                ms(median(&mut cpus[w])),
+                "n/a".into(),
+                "-".into(),
+            ]);
+        }
+    }
+    let _ = v;
+    sb.restore(&sb.base_state)?;
     Ok(())
 }
 
@@ -1011,10 +1222,6 @@ fn machine() -> String {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(measure::PROBE_FLAG) {
-        return measure::probe_main(&args[1..]);
-    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -1030,6 +1237,8 @@ fn run() -> Result<(), Error> {
         .ok()
         .map(|s| s.split(',').map(|x| x.trim().to_owned()).collect());
     let wants = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    // Outside the table, only when asked for by name.
+    let extra = |name: &str| only.as_ref().is_some_and(|o| o.iter().any(|x| x == name));
     let work = tempfile::Builder::new()
         .prefix("preload-bench-noop")
         .tempdir()?;
@@ -1053,12 +1262,13 @@ fn run() -> Result<(), Error> {
         }
     );
     println!(
-        "R/W/L/scan = state-file opens for reading / renames onto it / lock directories / other \
-         sessions' states opened, from {}",
+        "median and p95 of wall time in ms, interleaved with the no-op floor (a Rust binary that \
+         reads stdin and prints {{}}); x floor = median / floor median; CPU = median user+system \
+         ms of the call's processes; syscalls = {}; state: sessions and preloaded files",
         if strace {
-            "strace -f of one call"
+            "every system call of one call (strace -f -c)"
         } else {
-            "strace (not installed: -)"
+            "n/a (strace is not installed)"
         }
     );
     avail.print_skips();
@@ -1069,20 +1279,28 @@ fn run() -> Result<(), Error> {
     if wants("large") {
         scenario_large(&avail, &noop, strace, chunks, &mut verdicts)?;
     }
-    if wants("chunks") {
+    if wants("sessions") {
+        scenario_sessions(&avail, &noop, strace, chunks, &mut verdicts)?;
+    }
+    if wants("wirings") {
+        scenario_wirings(&noop, &mut verdicts)?;
+    }
+    print_the_table();
+    if extra("chunks") {
         scenario_chunks(&avail, &noop, chunks, &mut verdicts)?;
     }
-    if wants("contention") {
+    if extra("contention") {
         scenario_contention(&avail, &noop, chunks, &mut verdicts)?;
     }
     println!();
     if verdicts.0.is_empty() {
         println!("all targets met ({:.0} s)", started.elapsed().as_secs_f64());
+        Ok(())
     } else {
         println!("targets missed ({:.0} s):", started.elapsed().as_secs_f64());
         for miss in &verdicts.0 {
             println!("  - {miss}");
         }
+        Err(format!("{} target(s) missed", verdicts.0.len()).into())
     }
-    Ok(())
 }

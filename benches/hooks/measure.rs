@@ -1,4 +1,4 @@
-//! Spawning and timing processes, the no-op floor, peak memory and system-call counts.
+//! Spawning and timing processes, the no-op floor, CPU time and system-call counts.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -61,53 +61,6 @@ impl Call {
         let child = self.spawn_with(bin)?;
         let out = child.wait_with_output()?;
         Ok((start.elapsed(), out))
-    }
-
-    /// Peak resident memory of one run, in KiB: this benchmark re-runs itself as a small
-    /// probe that starts the call and reports `getrusage(RUSAGE_CHILDREN)`.
-    pub fn peak_rss_kib(&self) -> io::Result<u64> {
-        let me = std::env::current_exe()?;
-        let mut probe = self.clone();
-        probe.args = [
-            PROBE_FLAG.to_owned(),
-            self.bin.to_string_lossy().into_owned(),
-        ]
-        .into_iter()
-        .chain(self.args.iter().cloned())
-        .collect();
-        let (_, out) = probe.run_timed_with(&me)?;
-        let text = String::from_utf8_lossy(&out.stderr);
-        text.lines()
-            .find_map(|l| l.strip_prefix("maxrss_kib=")?.trim().parse().ok())
-            .ok_or_else(|| io::Error::other(format!("probe answered {text:?}")))
-    }
-}
-
-/// The argument that turns the benchmark binary into the memory probe.
-pub const PROBE_FLAG: &str = "--peak-rss-probe";
-
-/// The probe's `main`: run `args[0]` with the remaining arguments, stdin passed through and
-/// stdout discarded, then print the children's peak RSS on stderr.
-#[allow(clippy::print_stderr)]
-pub fn probe_main(args: &[String]) -> std::process::ExitCode {
-    let Some((bin, rest)) = args.split_first() else {
-        return std::process::ExitCode::FAILURE;
-    };
-    let status = Command::new(bin)
-        .args(rest)
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if status.is_err() {
-        return std::process::ExitCode::FAILURE;
-    }
-    match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
-        Ok(usage) => {
-            eprintln!("maxrss_kib={}", usage.max_rss());
-            std::process::ExitCode::SUCCESS
-        }
-        Err(_) => std::process::ExitCode::FAILURE,
     }
 }
 
@@ -211,19 +164,6 @@ pub fn context_of(out: &Output) -> String {
         .unwrap_or_default()
 }
 
-/// File-system calls of one run, from `strace`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Syscalls {
-    /// Successful opens of the state file for reading.
-    pub state_reads: usize,
-    /// Renames onto the state file (atomic writes).
-    pub state_writes: usize,
-    /// Lock directories created next to the state file.
-    pub locks: usize,
-    /// Opens of other sessions' `.state.json` (a directory scan).
-    pub other_sessions: usize,
-}
-
 /// True when `strace` can be run.
 pub fn strace_available() -> bool {
     Command::new("strace")
@@ -234,57 +174,49 @@ pub fn strace_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Run `call` under `strace` and count what it did to `state` and to other session states
-/// under `sessions`.
-pub fn count_syscalls(
-    call: &Call,
-    state: &Path,
-    sessions: &Path,
-    trace_file: &Path,
-) -> io::Result<Syscalls> {
+/// The 95th percentile of `samples` (sorted in place; the largest below 20 samples).
+pub fn p95(samples: &mut [Duration]) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    samples.sort_unstable();
+    let at = (samples.len() * 95).div_ceil(100).saturating_sub(1);
+    samples[at.min(samples.len() - 1)]
+}
+
+/// User plus system CPU time of every child this process has waited for so far.
+pub fn children_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Duration::ZERO, |u| {
+        let tv = |t: nix::sys::time::TimeVal| {
+            Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+                + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
+        };
+        tv(u.user_time()) + tv(u.system_time())
+    })
+}
+
+/// Every system call of one run of `call` (its children included), from `strace -f -c`.
+pub fn count_all_syscalls(call: &Call, trace_file: &Path) -> io::Result<usize> {
     let mut traced = call.clone();
-    traced.args = [
-        "-f",
-        "-qq",
-        "-e",
-        "trace=open,openat,rename,renameat,renameat2,mkdir,mkdirat",
-        "-o",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .chain([trace_file.to_string_lossy().into_owned()])
-    .chain([call.bin.to_string_lossy().into_owned()])
-    .chain(call.args.iter().cloned())
-    .collect();
+    traced.args = ["-f", "-c", "-o"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([trace_file.to_string_lossy().into_owned()])
+        .chain([call.bin.to_string_lossy().into_owned()])
+        .chain(call.args.iter().cloned())
+        .collect();
     let path = std::env::var("PATH").unwrap_or_default();
     traced.env.push(("PATH".into(), path));
     traced.run_timed_with(Path::new("strace"))?;
     let text = std::fs::read_to_string(trace_file)?;
-    let state_q = format!("\"{}\"", state.display());
-    let lock_q = format!("\"{}.lock\"", state.display());
-    let sessions_prefix = format!("\"{}/", sessions.display());
-    let mut counts = Syscalls::default();
-    for line in text.lines() {
-        let ok = !line.contains("= -1");
-        if !ok {
-            continue;
-        }
-        if line.contains("open") && line.contains(&state_q) && line.contains("O_RDONLY") {
-            counts.state_reads += 1;
-        } else if line.contains("rename")
-            && line.contains(&state_q)
-            && line.find(&state_q) > line.find(".tmp.")
-        {
-            counts.state_writes += 1;
-        } else if line.contains("mkdir") && line.contains(&lock_q) {
-            counts.locks += 1;
-        } else if line.contains("open")
-            && line.contains(&sessions_prefix)
-            && line.contains("/.state.json\"")
-            && !line.contains(&state_q)
-        {
-            counts.other_sessions += 1;
-        }
-    }
-    Ok(counts)
+    // The summary's last line: `100.00 <seconds> <usecs/call> <calls> <errors> total`.
+    text.lines()
+        .rev()
+        .find(|l| l.trim_end().ends_with("total"))
+        .and_then(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            fields.get(3).and_then(|n| n.parse().ok())
+        })
+        .ok_or_else(|| io::Error::other("no strace summary"))
 }

@@ -31,6 +31,31 @@ pub fn bin(name: &str) -> PathBuf {
     assert_cmd::cargo::cargo_bin(name)
 }
 
+/// The harness's switch between the two wirings: `PRELOAD_WIRING=dispatch` plays every event
+/// of the pipeline scenarios (and of the end-to-end worlds) through `preload-dispatch`, one
+/// process per event, as `preload install --dispatch` wires it; unset or anything else, through
+/// the hook binaries, as `preload install` wires them.
+pub const WIRING_ENV: &str = "PRELOAD_WIRING";
+
+/// How the events of a scenario reach the policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wiring {
+    /// One process per hook binary (the default).
+    Binaries,
+    /// One `preload-dispatch <Event>` process per event.
+    Dispatch,
+}
+
+impl Wiring {
+    /// The wiring this test run plays ([`WIRING_ENV`]).
+    pub fn of_run() -> Self {
+        match std::env::var(WIRING_ENV).as_deref() {
+            Ok("dispatch") => Self::Dispatch,
+            _ => Self::Binaries,
+        }
+    }
+}
+
 /// What a hook printed.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -160,6 +185,8 @@ pub struct Sandbox {
     pub conversation: String,
     /// Extra environment for every call.
     pub extra_env: Vec<(String, String)>,
+    /// How the scenario steps run an event's hooks.
+    pub wiring: Wiring,
 }
 
 impl Sandbox {
@@ -207,6 +234,7 @@ impl Sandbox {
             pid: std::process::id(),
             conversation: "test-session".to_owned(),
             extra_env: Vec::new(),
+            wiring: Wiring::of_run(),
             tmp,
         }
     }
@@ -260,6 +288,8 @@ impl Sandbox {
     /// One `SessionStart` event as Claude Code runs it with the wiring `preload install`
     /// writes: every `--chunk I/N` registration at once, each checked against the output
     /// contract, their contexts joined in registration order into one answer.
+    /// (Played through `preload-dispatch SessionStart --chunk I/N` under
+    /// [`Wiring::Dispatch`], whose last registration also runs the event's other hooks.)
     pub fn session_start_event(&self, input: &Value) -> Answer {
         let total = preload_cli::install::wiring::SESSION_START_CHUNKS;
         let slices: Vec<Answer> = std::thread::scope(|scope| {
@@ -267,11 +297,17 @@ impl Sandbox {
                 .map(|i| {
                     let input = input.clone();
                     scope.spawn(move || {
-                        self.run_args(
-                            "preload-session-start",
-                            &["--chunk", &format!("{i}/{total}")],
-                            input,
-                        )
+                        let chunk = format!("{i}/{total}");
+                        match self.wiring {
+                            Wiring::Binaries => {
+                                self.run_args("preload-session-start", &["--chunk", &chunk], input)
+                            }
+                            Wiring::Dispatch => self.run_args(
+                                "preload-dispatch",
+                                &["SessionStart", "--chunk", &chunk],
+                                input,
+                            ),
+                        }
                     })
                 })
                 .collect();

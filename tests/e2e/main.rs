@@ -15,6 +15,7 @@
 mod common;
 
 mod client;
+mod filters;
 mod fleet;
 mod guards;
 mod harness;

@@ -24,7 +24,7 @@ pub fn phase(label: &str) -> Step {
 
 /// The proof the scripted agent pipes to enter phase `label` of the bundled `/implement`: what
 /// the phase before it asks for to be left (its `Proof required to leave this phase` list).
-fn proof_to_enter(label: &str) -> Option<&'static str> {
+pub fn proof_to_enter(label: &str) -> Option<&'static str> {
     let proof = match label.split(": ").next()? {
         "1" => {
             r#"{"mode": "default", "sessionDir": "sessions/e2e", "parametersParsed": "add a total to the estimate", "contextIngested": "2: parser.ts, total.ts"}"#

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::client::RUN_TIMEOUT;
-use crate::common::{Sandbox, bin, copy_tree, repo};
+use crate::common::{Sandbox, Wiring, bin, copy_tree, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";
@@ -233,9 +233,14 @@ impl World {
     /// the project with the user's `HOME`. Fails with install's output when it fails, and
     /// checks what it wrote: every `--chunk` registration of SessionStart, the compaction
     /// hooks, and the shipped `guards.json` with all its rules.
+    ///
+    /// Under `PRELOAD_WIRING=dispatch` ([`Wiring::Dispatch`]) it is `preload install --dispatch`:
+    /// one `preload-dispatch <Event>` process per event.
     pub fn install_product(&mut self) {
+        let dispatch = self.sandbox.wiring == Wiring::Dispatch;
         let out = Command::new(bin("preload"))
             .arg("install")
+            .args(dispatch.then_some("--dispatch"))
             .env_clear()
             .env("HOME", &self.sandbox.home)
             .env("PATH", "/usr/bin:/bin")
@@ -250,7 +255,8 @@ impl World {
             String::from_utf8_lossy(&out.stderr)
         );
         self.wiring = format!(
-            "`preload install` (binaries in {})",
+            "`preload install{}` (binaries in {})",
+            if dispatch { " --dispatch" } else { "" },
             self.prefix().display()
         );
         self.check_install();
@@ -262,38 +268,41 @@ impl World {
         )
         .expect("the settings are JSON");
         let prefix = self.prefix();
-        let handlers = |event: &str| -> Vec<(String, Vec<String>)> {
-            settings["hooks"][event]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
-                .map(|h| {
-                    let args = h["args"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|a| a.as_str().map(str::to_owned))
-                        .collect();
-                    (h["command"].as_str().unwrap_or_default().to_owned(), args)
-                })
-                .collect()
-        };
         let has = |event: &str, binary: &str, args: &[&str]| {
             let command = prefix.join(binary).to_string_lossy().into_owned();
-            handlers(event).iter().any(|(c, a)| {
+            handlers_of(&settings, event).iter().any(|(c, a)| {
                 *c == command && a.iter().map(String::as_str).eq(args.iter().copied())
             })
         };
         let mut missing = Vec::new();
+        let dispatch = self.sandbox.wiring == Wiring::Dispatch;
+        let (start_binary, start_args) = if dispatch {
+            ("preload-dispatch", &["SessionStart"][..])
+        } else {
+            ("preload-session-start", &[][..])
+        };
         for i in 0..SESSION_START_CHUNKS {
             let chunk = format!("{i}/{SESSION_START_CHUNKS}");
-            if !has(
-                "SessionStart",
-                "preload-session-start",
-                &["--chunk", &chunk],
-            ) {
+            let args: Vec<&str> = start_args
+                .iter()
+                .copied()
+                .chain(["--chunk", &chunk])
+                .collect();
+            if !has("SessionStart", start_binary, &args) {
                 missing.push(format!("SessionStart --chunk {chunk}"));
+            }
+        }
+        let events = [
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PreCompact",
+            "Stop",
+        ];
+        let events = events.into_iter().chain(["SessionEnd", "SubagentStart"]);
+        for event in events.filter(|_| dispatch) {
+            if !has(event, "preload-dispatch", &[event]) {
+                missing.push(format!("{event} preload-dispatch {event}"));
             }
         }
         for (event, binary, args) in [
@@ -324,7 +333,7 @@ impl World {
             ("PostToolUse", "preload-phase-commands", &[][..]),
             ("PostToolUse", "preload-injections", &[][..]),
         ] {
-            if !has(event, binary, args) {
+            if !dispatch && !has(event, binary, args) {
                 missing.push(format!("{event} {binary} {}", args.join(" ")));
             }
         }
@@ -478,6 +487,25 @@ impl World {
     pub fn session_state(&self) -> Option<Value> {
         self.state_of(SESSION)
     }
+}
+
+/// The (command, arguments) of every handler of `event` in a settings document.
+fn handlers_of(settings: &Value, event: &str) -> Vec<(String, Vec<String>)> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .map(|h| {
+            let args = h["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect();
+            (h["command"].as_str().unwrap_or_default().to_owned(), args)
+        })
+        .collect()
 }
 
 fn write_script(path: &Path, body: &str) {

@@ -4,9 +4,10 @@
 //! Everything derives from the tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`]
 //! writes the default rules, [`merge`] edits the settings document and [`settings`] the file
 //! (with its backups), [`ignore`] the project's ignore rule for seeds, [`shims`] writes the bash
-//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again.
+//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again. [`dispatch`] derives the one-process-per-event wiring of `--dispatch`.
 
 pub mod binaries;
+pub mod dispatch;
 pub mod guards;
 pub mod ignore;
 pub mod merge;
@@ -31,7 +32,7 @@ use guards::GuardsError;
 use settings::{Change, SettingsError};
 use shims::ShimError;
 use targets::{Targets, TargetsError};
-use wiring::BINARIES;
+use wiring::{BINARIES, WiringMode};
 
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";
@@ -67,6 +68,10 @@ pub struct InstallArgs {
     /// Leave the settings alone and replace the engine's hook scripts by shims instead.
     #[arg(long)]
     pub shims: bool,
+    /// Wire one process per event (`preload-dispatch <Event>`, every policy of the event in
+    /// order) instead of one per hook binary.
+    #[arg(long, conflicts_with = "shims")]
+    pub dispatch: bool,
     /// Print the wiring and change nothing.
     #[arg(long)]
     pub print: bool,
@@ -121,9 +126,14 @@ pub fn run(opts: &InstallArgs) -> ExitCode {
 }
 
 fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, InstallError> {
+    let mode = if opts.dispatch {
+        WiringMode::Dispatch
+    } else {
+        WiringMode::Binaries
+    };
     if opts.print {
         let text = settings::to_pretty(
-            &json!({ "hooks": wiring::hooks_value(&targets.prefix.to_string_lossy()) }),
+            &json!({ "hooks": wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode) }),
             b"  ",
         );
         return Ok(vec![text]);
@@ -158,12 +168,14 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
             }
         ));
     }
-    let change = settings::install_settings(&targets.settings, &targets.prefix, !opts.shims)?;
-    let what = match (change, opts.shims) {
-        (Change::Unchanged, false) => "already wired, nothing changed",
-        (Change::Unchanged, true) => "no native wiring to remove",
-        (_, false) => "wired (backup kept)",
-        (_, true) => "native wiring removed (the bash entries run the shims)",
+    let change =
+        settings::install_settings_in(&targets.settings, &targets.prefix, !opts.shims, mode)?;
+    let what = match (change, opts.shims, mode) {
+        (Change::Unchanged, false, _) => "already wired, nothing changed",
+        (Change::Unchanged, true, _) => "no native wiring to remove",
+        (_, false, WiringMode::Binaries) => "wired (backup kept)",
+        (_, false, WiringMode::Dispatch) => "wired, one process per event (backup kept)",
+        (_, true, _) => "native wiring removed (the bash entries run the shims)",
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
     if let Some(line) = ignore_seeds(targets) {

@@ -94,8 +94,12 @@ pub struct Context {
     /// The latest a lock may be waited for: two thirds into the budget, so a call that cannot
     /// take its lock still has a third of it to decide and answer.
     lock_until: Instant,
-    /// Character budget of one output string.
+    /// Character budget of one output string (what this call's policy may still print: the
+    /// dispatcher narrows it for a policy that shares an answer with others).
     pub budget: usize,
+    /// Character budget of a whole output, which the size of a split file's parts derives from:
+    /// the same on every call, however much of the answer a policy shares.
+    pub part_budget: usize,
     /// The delivery event log.
     pub log: EventLog,
     /// File identities looked up during this call (inode dedup), shared by every pass.
@@ -143,6 +147,7 @@ impl Context {
             deadline: Instant::now() + budget,
             lock_until: Instant::now() + budget * 2 / 3,
             budget: budget_chars,
+            part_budget: budget_chars,
             log,
             env,
             file_ids: FileIds::default(),

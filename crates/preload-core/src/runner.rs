@@ -198,7 +198,8 @@ pub fn fail_open(event: HookEvent) -> HookOutput {
     }
 }
 
-fn emit(line: Option<String>) {
+/// Write `line` (one JSON object) and a newline to stdout, or nothing.
+pub(crate) fn emit(line: Option<String>) {
     if let Some(mut line) = line {
         line.push('\n');
         let stdout = std::io::stdout();
@@ -209,8 +210,9 @@ fn emit(line: Option<String>) {
     }
 }
 
+/// With `HOOK_DEBUG` set, say on stderr why a call failed open.
 #[allow(clippy::print_stderr)]
-fn debug_note(env: &Env, hook: &str, message: &str) {
+pub(crate) fn debug_note(env: &Env, hook: &str, message: &str) {
     if env.get(env::HOOK_DEBUG).is_some() {
         eprintln!("preload-{hook}: {message}");
     }

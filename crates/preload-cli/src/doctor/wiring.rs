@@ -17,7 +17,7 @@ use crate::install::merge::all_handlers;
 use crate::install::shims::{self, is_shim};
 use crate::install::targets::Targets;
 use crate::install::wiring::{
-    SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
+    DISPATCHER, SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
 };
 use preload_core::env::{self, Env};
 
@@ -86,8 +86,14 @@ fn args_of(handler: &Value) -> Vec<&str> {
 }
 
 /// True when a native handler is the one `row` describes (same binary and arguments, a chunk
-/// argument standing for the chunked row).
+/// argument standing for the chunked row), or the dispatcher of its event.
 fn is_row(row: &Wiring, handler: &Value) -> bool {
+    if our_binary(handler) == Some(DISPATCHER) {
+        // `preload-dispatch <Event>` runs every row of its event (a chunked one only through
+        // its `--chunk` registrations).
+        let args = args_of(handler);
+        return args.first() == Some(&row.event) && (!row.chunked || args.contains(&"--chunk"));
+    }
     if our_binary(handler) != Some(row.binary) {
         return false;
     }

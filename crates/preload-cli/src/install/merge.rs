@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use super::wiring::{group, our_binary, replaced_script, wanted};
+use super::dispatch::wanted_in;
+use super::wiring::{WiringMode, group, our_binary, replaced_script};
 
 /// The matcher of a handler group, `""` when it has none.
 fn matcher_of(group: &Value) -> &str {
@@ -146,6 +147,11 @@ fn insert(
 /// wiring of ours removed). With `native` false only the removal of our handlers happens
 /// (`--shims`, where the bash handlers stay and run the shims).
 pub fn wire(settings: &Value, prefix: &str, native: bool) -> Value {
+    wire_in(settings, prefix, native, WiringMode::Binaries)
+}
+
+/// [`wire`] with the handlers of `mode`.
+pub fn wire_in(settings: &Value, prefix: &str, native: bool, mode: WiringMode) -> Value {
     let mut doc = match settings {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -165,7 +171,7 @@ pub fn wire(settings: &Value, prefix: &str, native: bool) -> Value {
         };
         let stripped = strip(hooks, drop);
         if native {
-            for (event, matcher, handlers) in wanted(prefix) {
+            for (event, matcher, handlers) in wanted_in(prefix, mode) {
                 let at = stripped
                     .first
                     .iter()

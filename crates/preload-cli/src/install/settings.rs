@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use preload_core::file;
 
-use super::merge::{all_handlers, has_our_handlers, unwire, wire};
-use super::wiring::{TEMPLATE_PREFIX, hooks_value, our_binary};
+use super::merge::{all_handlers, has_our_handlers, unwire, wire_in};
+use super::wiring::{TEMPLATE_PREFIX, WiringMode, hooks_value, our_binary};
 use super::{backup_of, previous_of};
 
 /// Why a settings file was not read or written.
@@ -203,10 +203,20 @@ pub enum Change {
 
 /// Wire the settings file; keeps the backup. `native` false only removes our handlers.
 pub fn install_settings(path: &Path, prefix: &Path, native: bool) -> Result<Change, SettingsError> {
+    install_settings_in(path, prefix, native, WiringMode::Binaries)
+}
+
+/// [`install_settings`] with the handlers of `mode`.
+pub fn install_settings_in(
+    path: &Path,
+    prefix: &Path,
+    native: bool,
+    mode: WiringMode,
+) -> Result<Change, SettingsError> {
     let file = read_settings(path)?;
     let old = file.text.clone().unwrap_or_default();
     let layout = Layout::of(&old);
-    let new_doc = wire(&file.doc, &prefix.to_string_lossy(), native);
+    let new_doc = wire_in(&file.doc, &prefix.to_string_lossy(), native, mode);
     let new = layout.render(&new_doc);
     if file.text.as_deref() == Some(new.as_str()) || (file.text.is_none() && !native) {
         return Ok(Change::Unchanged);
@@ -247,7 +257,8 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
         // what is there. Then the backup is the previous wiring, byte for byte.
         let installed_prefix = installed_prefix(&file.doc);
         if let Some(prefix) = installed_prefix {
-            let expected = Layout::of(text).render(&wire(doc, &prefix, true));
+            let mode = WiringMode::of(&file.doc);
+            let expected = Layout::of(text).render(&wire_in(doc, &prefix, true, mode));
             if expected == current {
                 keep_previous(path, Some(&current))?;
                 if text.is_empty() {

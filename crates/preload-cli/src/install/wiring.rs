@@ -10,6 +10,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+pub use super::dispatch::WiringMode;
+
 /// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
 /// Each slice stays within the 9,500-character output budget, so 32 slices carry up to 304,000
@@ -42,7 +44,11 @@ pub const BINARIES: &[&str] = &[
     "preload-session-end",
     "preload-subagent-start",
     "preload-e2e-auto-answer",
+    DISPATCHER,
 ];
+
+/// The binary that runs every policy of an event in one process (`preload install --dispatch`).
+pub const DISPATCHER: &str = "preload-dispatch";
 
 /// One handler of the wiring: a binary with its arguments on one event and matcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +65,16 @@ pub struct Wiring {
     pub timeout: u32,
     /// Wired as [`SESSION_START_CHUNKS`] registrations with `--chunk I/N`.
     pub chunked: bool,
+    /// The client's `if` (a permission rule such as `Bash(git *)`): the handler is spawned
+    /// only for tool calls it matches. For a policy that can act on no other call; the
+    /// policy still checks its input itself (the client runs it when it cannot tell).
+    pub filter: Option<&'static str>,
 }
 
-/// The one wiring table: every handler `preload install` writes, in order.
+/// The one wiring table: every handler `preload install` writes, in order. The order is also
+/// the order in which `preload-dispatch` runs an event's policies within one answer: what a
+/// policy delivers itself (a skill's or a phase's files) goes before the stash
+/// `preload-injections` hands out, which keeps what does not fit for the next call.
 pub const WIRING: &[Wiring] = &[
     Wiring {
         binary: "preload-session-start",
@@ -70,6 +83,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 15,
         chunked: true,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -78,6 +92,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("compact"),
         timeout: 10,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-prompt-submit",
@@ -86,6 +101,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 10,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-overflow",
@@ -94,6 +110,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -102,22 +119,43 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
-    },
-    Wiring {
-        binary: "preload-injections",
-        args: &[],
-        event: "PostToolUse",
-        matcher: Some("*"),
-        timeout: 5,
-        chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-templates",
         args: &[],
         event: "PostToolUse",
-        matcher: Some("Skill|Bash"),
+        matcher: Some("Skill"),
         timeout: 10,
         chunked: false,
+        filter: None,
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(engine session activate *)"),
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(engine session continue *)"),
+    },
+    Wiring {
+        binary: "preload-templates",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 10,
+        chunked: false,
+        filter: Some("Bash(preload activate *)"),
     },
     Wiring {
         binary: "preload-phase-commands",
@@ -126,6 +164,25 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
+        filter: Some("Bash(engine session phase *)"),
+    },
+    Wiring {
+        binary: "preload-phase-commands",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("Bash"),
+        timeout: 5,
+        chunked: false,
+        filter: Some("Bash(preload phase *)"),
+    },
+    Wiring {
+        binary: "preload-injections",
+        args: &[],
+        event: "PostToolUse",
+        matcher: Some("*"),
+        timeout: 5,
+        chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -134,6 +191,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: Some("Skill"),
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -142,6 +200,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-compaction-reread",
@@ -150,6 +209,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 5,
         chunked: false,
+        filter: None,
     },
     // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
     // timeout of a settings file raises: 2 s keeps that raise small.
@@ -160,6 +220,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 2,
         chunked: false,
+        filter: None,
     },
     Wiring {
         binary: "preload-subagent-start",
@@ -168,6 +229,7 @@ pub const WIRING: &[Wiring] = &[
         matcher: None,
         timeout: 10,
         chunked: false,
+        filter: None,
     },
 ];
 
@@ -263,7 +325,14 @@ fn handlers_of(row: &Wiring, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{}", row.binary);
     row.registrations()
         .into_iter()
-        .map(|args| json!({"type": "command", "command": command, "args": args, "timeout": row.timeout}))
+        .map(|args| {
+            let mut h =
+                json!({"type": "command", "command": command, "args": args, "timeout": row.timeout});
+            if let Some(rule) = row.filter {
+                h["if"] = json!(rule);
+            }
+            h
+        })
         .collect()
 }
 
@@ -285,8 +354,13 @@ pub(super) fn wanted(prefix: &str) -> Vec<(&'static str, Option<&'static str>, V
 
 /// The `hooks` object for binaries in `prefix`.
 pub fn hooks_value(prefix: &str) -> Value {
+    hooks_value_in(prefix, WiringMode::Binaries)
+}
+
+/// The `hooks` object for binaries in `prefix`, wired in `mode`.
+pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
     let mut hooks = Map::new();
-    for (event, matcher, handlers) in wanted(prefix) {
+    for (event, matcher, handlers) in super::dispatch::wanted_in(prefix, mode) {
         let list = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -314,7 +388,11 @@ pub fn our_binary(handler: &Value) -> Option<&'static str> {
     let name = Path::new(first.trim_matches(|c| c == '"' || c == '\''))
         .file_name()?
         .to_str()?;
-    WIRING.iter().map(|w| w.binary).find(|b| *b == name)
+    WIRING
+        .iter()
+        .map(|w| w.binary)
+        .chain([DISPATCHER])
+        .find(|b| *b == name)
 }
 
 /// The engine script a bash handler runs, when it is one of those the wiring replaces.
@@ -332,60 +410,4 @@ pub fn replaced_script(handler: &Value) -> Option<&'static str> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn bash(cmd: &str) -> Value {
-        json!({"type": "command", "command": cmd, "timeout": 5})
-    }
-
-    #[test]
-    fn every_binary_of_the_wiring_is_installed() {
-        for row in WIRING {
-            assert!(BINARIES.contains(&row.binary), "{}", row.binary);
-        }
-        assert!(!WIRING.iter().any(|w| w.binary == "preload-e2e-auto-answer"));
-    }
-
-    #[test]
-    fn recognises_ours_and_the_engines() {
-        assert_eq!(
-            our_binary(&json!({"command": "/x/bin/preload-overflow", "args": []})),
-            Some("preload-overflow")
-        );
-        assert_eq!(our_binary(&bash("/x/other-hook")), None);
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/session-start-chunk.sh 3 48")),
-            Some("session-start-chunk.sh")
-        );
-        assert_eq!(
-            replaced_script(&bash(
-                "bash \"$HOME/.claude/hooks/pre-tool-use-overflow-v2.sh\""
-            )),
-            Some("pre-tool-use-overflow-v2.sh")
-        );
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/stop-notify.sh")),
-            None
-        );
-        assert_eq!(
-            replaced_script(&bash("~/.claude/hooks/e2e-auto-answer.sh")),
-            None
-        );
-    }
-
-    #[test]
-    fn session_start_gets_n_chunks() {
-        let hooks = hooks_value("/b");
-        let list = hooks["SessionStart"][0]["hooks"].as_array().unwrap();
-        let chunks: Vec<&Value> = list
-            .iter()
-            .filter(|h| h["command"] == "/b/preload-session-start")
-            .collect();
-        assert_eq!(chunks.len(), SESSION_START_CHUNKS);
-        assert_eq!(
-            chunks[3]["args"],
-            json!(["--chunk", format!("3/{SESSION_START_CHUNKS}")])
-        );
-    }
-}
+mod tests;

@@ -60,18 +60,29 @@ pub fn main() -> ExitCode {
     if runner::answer_meta_flag("preload-compaction-reread", HELP, &args) {
         return ExitCode::SUCCESS;
     }
-    match args.first().map(String::as_str) {
-        Some("register") => runner::run(NAME, HookEvent::PostToolUse, register),
-        Some("precompact") => runner::run(NAME, HookEvent::PreCompact, precompact),
-        Some("sessionstart") => runner::run(NAME, HookEvent::SessionStart, session_start),
-        Some("pretooluse") => runner::run(NAME, HookEvent::PreToolUse, pretooluse),
-        Some("stop") => runner::run(NAME, HookEvent::Stop, stop),
-        _ => {
-            // A wiring mistake: show the usage; exit 1 never blocks anything in Claude Code.
-            runner::print_text(HELP);
-            ExitCode::from(1)
-        }
+    if let Some((event, handler)) = args.first().and_then(|name| subcommand(name)) {
+        runner::run(NAME, event, handler)
+    } else {
+        // A wiring mistake: show the usage; exit 1 never blocks anything in Claude Code.
+        runner::print_text(HELP);
+        ExitCode::from(1)
     }
+}
+
+/// A subcommand's handler.
+pub type Subcommand = fn(&HookInput, &Context) -> Result<HookOutput, HookError>;
+
+/// The event and handler of subcommand `name`.
+pub fn subcommand(name: &str) -> Option<(HookEvent, Subcommand)> {
+    let found: (HookEvent, Subcommand) = match name {
+        "register" => (HookEvent::PostToolUse, register),
+        "precompact" => (HookEvent::PreCompact, precompact),
+        "sessionstart" => (HookEvent::SessionStart, session_start),
+        "pretooluse" => (HookEvent::PreToolUse, pretooluse),
+        "stop" => (HookEvent::Stop, stop),
+        _ => return None,
+    };
+    Some(found)
 }
 
 #[allow(clippy::needless_pass_by_value)] // used as `map_err(marker_failure)`

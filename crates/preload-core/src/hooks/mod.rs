@@ -1,6 +1,8 @@
-//! One policy module per hook binary; each exposes `main()` for its thin binary.
+//! One policy module per hook binary; each exposes `main()` for its thin binary
+//! ([`dispatcher`] runs the others, one process per event).
 
 pub mod compaction_reread;
+pub mod dispatcher;
 pub mod e2e_auto_answer;
 pub mod injections;
 pub mod overflow;

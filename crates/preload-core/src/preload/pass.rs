@@ -138,7 +138,7 @@ impl<'a> Pass<'a> {
         let shown = delivery::labelled(path, &self.labels_of(state, path, &found));
         let (mut parts, content) = match &found.body {
             FileBody::Text(text) => (
-                delivery::file_parts(&shown, text, delivery::part_size(self.ctx.budget)),
+                delivery::file_parts(&shown, text, delivery::part_size(self.ctx.part_budget)),
                 Some(text.as_str()),
             ),
             FileBody::TooLarge(size) => (
