@@ -56,6 +56,42 @@ pub fn matches(row: &Wiring, input: &Value) -> bool {
     };
     let value = input.get(field).and_then(Value::as_str).unwrap_or("");
     matcher.split(['|', ',']).any(|name| name.trim() == value)
+        && row.filter.is_none_or(|rule| passes_filter(rule, input))
+}
+
+/// The tool and the command prefix of an `if` filter `Tool(prefix *)`.
+pub fn filter_parts(rule: &str) -> Option<(&str, &str)> {
+    let (tool, pattern) = rule.strip_suffix(')')?.split_once('(')?;
+    Some((tool, pattern.trim_end_matches('*').trim_end()))
+}
+
+/// Whether the client runs a row whose `if` filter is `rule` (permission-rule syntax,
+/// `Bash(engine session phase *)`) for `input`: the tool is the rule's and one of the command's
+/// simple commands (split at `&&`, `||`, `;`, `|` and newlines) starts with the rule's prefix.
+/// A command with a heredoc, which the client does not take apart, runs every filtered row.
+fn passes_filter(rule: &str, input: &Value) -> bool {
+    let Some((tool, prefix)) = filter_parts(rule) else {
+        return true;
+    };
+    if input.get("tool_name").and_then(Value::as_str) != Some(tool) {
+        return false;
+    }
+    let command = input
+        .pointer("/tool_input/command")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if command.contains("<<") {
+        return true;
+    }
+    command
+        .split(['&', '|', ';', '\n'])
+        .map(str::trim)
+        .any(|part| {
+            part == prefix
+                || part
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with(' '))
+        })
 }
 
 /// Every registration the client runs for `input`, in wiring order.
@@ -243,8 +279,39 @@ mod tests {
                 .find(|w| w.binary == binary && w.args == args)
                 .unwrap()
         };
-        let bash = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"});
-        assert!(matches(row("preload-templates", &[]), &bash));
+        let bash = |command: &str| {
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                "tool_input": {"command": command}})
+        };
+        let runs = |binary: &str, input: &Value| {
+            WIRING
+                .iter()
+                .filter(|w| w.binary == binary && matches(w, input))
+                .count()
+        };
+        assert_eq!(
+            runs(
+                "preload-templates",
+                &bash("cd x && engine session activate s implement")
+            ),
+            1
+        );
+        assert_eq!(runs("preload-templates", &bash("ls")), 0);
+        assert_eq!(
+            runs(
+                "preload-phase-commands",
+                &bash("engine session phase s '1: A'")
+            ),
+            1
+        );
+        assert_eq!(
+            runs("preload-phase-commands", &bash("echo engine session phase")),
+            0
+        );
+        // A heredoc: the client runs every filtered registration of the tool.
+        let heredoc = bash("engine log f <<'EOF'\nx\nEOF");
+        assert_eq!(runs("preload-templates", &heredoc), 3);
+        let bash = bash("ls");
         assert!(matches(row("preload-injections", &[]), &bash));
         assert!(!matches(
             row("preload-compaction-reread", &["register"]),

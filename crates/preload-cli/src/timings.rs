@@ -87,7 +87,7 @@ pub fn binaries_dir(prefix: Option<&Path>, home: &Path, cwd: &Path) -> PathBuf {
 }
 
 /// A harmless input for `row`, the `n`-th run: no skill starts, no phase changes, a tool call
-/// of `true`; SessionStart gets a new conversation and SubagentStart a new sub-agent each run,
+/// of `true` (or, behind an `if` filter, the filtered command's `--help`); SessionStart gets a new conversation and SubagentStart a new sub-agent each run,
 /// so they build their text each time.
 pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> Value {
     let mut input = json!({
@@ -100,16 +100,21 @@ pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> 
         Some("Skill") => "Skill",
         _ => "Bash",
     };
+    // A row behind an `if` filter runs only for its command: that command's help.
+    let command = row.filter.and_then(calls::filter_parts).map_or_else(
+        || "true".to_owned(),
+        |(_, prefix)| format!("{prefix} --help"),
+    );
     let extra = match row.event {
         "SessionStart" => json!({
             "source": if row.matcher == Some("compact") { "compact" } else { "startup" },
             "session_id": format!("preload-timings-{n}"),
         }),
         "UserPromptSubmit" => json!({"prompt": "preload timings: a harmless prompt"}),
-        "PreToolUse" => json!({"tool_name": tool, "tool_input": {"command": "true"}}),
+        "PreToolUse" => json!({"tool_name": tool, "tool_input": {"command": command}}),
         "PostToolUse" => json!({
             "tool_name": tool,
-            "tool_input": if tool == "Skill" { json!({"skill": "preload-timings"}) } else { json!({"command": "true"}) },
+            "tool_input": if tool == "Skill" { json!({"skill": "preload-timings"}) } else { json!({"command": command}) },
             "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
         }),
         "PreCompact" => json!({"trigger": "manual", "custom_instructions": ""}),
