@@ -13,6 +13,7 @@
 //!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
+//!    [`journal`],
 //!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
 //!    [`choice`], [`watchdog`].
 
@@ -54,6 +55,7 @@ pub mod delivery;
 pub mod env;
 pub mod file;
 pub mod input;
+pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod markers;
