@@ -106,6 +106,8 @@ struct Demo {
     calls: Vec<Call>,
     problems: Vec<String>,
     notes: Vec<String>,
+    /// What `SessionEnd` left wrong: the process's seed kept, or the session gone.
+    ending: Vec<String>,
 }
 
 fn matches(row: &Wiring, value: Option<&str>) -> bool {
@@ -147,6 +149,7 @@ impl Demo {
             calls: Vec::new(),
             problems: Vec::new(),
             notes: Vec::new(),
+            ending: Vec::new(),
             root,
         })
     }
@@ -503,6 +506,28 @@ impl Demo {
             ));
         }
         self.fire("Stop", None, json!({"stop_hook_active": false}));
+        // 7. The user quits.
+        self.quit();
+    }
+
+    /// `SessionEnd` as the user quits: the process's seed goes, the session stays.
+    fn quit(&mut self) {
+        self.fire(
+            "SessionEnd",
+            Some("prompt_input_exit"),
+            json!({"reason": "prompt_input_exit"}),
+        );
+        let seed = self
+            .project
+            .join("sessions/.seeds")
+            .join(format!("{}.json", self.pid));
+        if seed.exists() {
+            self.ending
+                .push(format!("the process's seed {} is left", seed.display()));
+        }
+        if !self.session_dir().join(".state.json").is_file() {
+            self.ending.push("the session is gone".into());
+        }
     }
 
     /// Print the report; true when the run passed.
@@ -583,6 +608,10 @@ impl Demo {
         }
         if !self.problems.is_empty() {
             println!("FAIL: answers broke the output contract");
+            ok = false;
+        }
+        for wrong in &self.ending {
+            println!("FAIL: after SessionEnd, {wrong}");
             ok = false;
         }
         if delivered == 0 {

@@ -23,6 +23,8 @@ const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
     ("preload-phase-commands", &["PostToolUse"]),
     ("preload-overflow", &["PreToolUse"]),
     ("preload-injections", &["PostToolUse"]),
+    ("preload-session-end", &["SessionEnd"]),
+    ("preload-subagent-start", &["SubagentStart"]),
     (
         "preload-compaction-reread",
         &[
@@ -308,7 +310,7 @@ fn install_refuses_a_corrupt_settings_file() {
     fs::write(&settings, "{\"hooks\": ").unwrap();
     let out = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("not a JSON object"), "{}", out.stderr);
+    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
     assert!(!backup_of(&settings).exists());
 }

@@ -373,8 +373,8 @@ fn stale_seeds_are_removed_and_live_ones_kept() {
     assert!(!seeds.join("4000000.json").exists(), "dead PID");
     assert_eq!(
         strings(&sb.seed(), "preloadedFiles").len(),
-        7,
-        "fresh seed: 6 standards + TOC"
+        8,
+        "fresh seed: 6 standards + TOC + the example's context pack"
     );
     assert!(sb.seed().get("pidStartTime").is_some_and(|t| t != 1));
     assert_eq!(
@@ -536,7 +536,7 @@ fn parallel_post_tool_use_hooks_never_deliver_a_file_twice() {
 // Category 6: phase transition timing.
 
 #[test]
-fn phase_zero_is_direct_and_later_phases_are_claimed() {
+fn each_phase_comes_with_its_transition() {
     let sb = Sandbox::new();
     start_implement(&sb);
     phase(&sb, "test", "1: Interrogation");
@@ -549,9 +549,10 @@ fn phase_zero_is_direct_and_later_phases_are_claimed() {
             .collect::<Vec<_>>()
     };
     assert_eq!(by("CMD_SELECT_MODE.md"), vec!["templates"]);
-    assert_eq!(by("CMD_INTERROGATE.md"), vec!["overflow"]);
+    // Out with the transition's own result, not one call later.
+    assert_eq!(by("CMD_INTERROGATE.md"), vec!["phase-commands"]);
     // Queued by the transition itself (as `session.sh phase` queues the new phase's commands),
-    // once: the phase-commands hook finds it queued already.
+    // once: the phase-commands hook finds it queued already and delivers it from the queue.
     let queued = events_for(&sb, "queue-pending", "CMD_INTERROGATE.md");
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0]["hook"], "phase");
@@ -560,7 +561,7 @@ fn phase_zero_is_direct_and_later_phases_are_claimed() {
 }
 
 #[test]
-fn rapid_phase_transitions_are_delivered_in_one_claim() {
+fn rapid_phase_transitions_deliver_each_phase_once() {
     let sb = Sandbox::new();
     start_implement(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
@@ -575,16 +576,14 @@ fn rapid_phase_transitions_are_delivered_in_one_claim() {
             &json!({"stdout": stdout}),
         );
     }
-    // The next call claims the current phase's commands first, then as many of the earlier
-    // phases' as the output holds; the rest follow with the next calls, each once.
-    let before = sb.deliveries().len();
-    tool_call(&sb, "Read", json!({"file_path": "src/foo.ts"}));
-    let batch: Vec<_> = sb.deliveries().split_off(before);
+    // Each transition's result carries its phase's commands; what did not fit follows with the
+    // next calls, each file once.
     assert!(
-        batch
+        sb.deliveries()
             .iter()
-            .any(|(h, f)| h == "overflow" && f.ends_with("CMD_SELECT_EXECUTION_PATH.md")),
-        "the current phase's command in the first claim: {batch:?}"
+            .any(|(h, f)| h == "phase-commands" && f.ends_with("CMD_SELECT_EXECUTION_PATH.md")),
+        "the last phase's command with its transition: {:?}",
+        sb.deliveries()
     );
     for _ in 0..4 {
         tool_call(&sb, "Read", json!({"file_path": "src/foo.ts"}));
@@ -748,8 +747,8 @@ fn concurrent_agents_get_one_seed_each() {
         let v = read_json(seed);
         assert_eq!(
             strings(&v, "preloadedFiles").len(),
-            7,
-            "6 standards + TOC in {}",
+            8,
+            "6 standards + TOC + the example's context pack in {}",
             seed.display()
         );
     }

@@ -5,7 +5,7 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::common::{Answer, Sandbox, strings};
+use crate::common::{Answer, Sandbox, assert_shown_recorded, shown_parts, strings};
 use crate::pipeline_steps::{cli, cli_in, headers, prompt, proof_stdin};
 
 /// One `SessionStart` registration printing the whole text within one output budget.
@@ -208,7 +208,16 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     let text = a.context();
     assert!(text.contains("| Session: (none)"));
     let shown = files(&text);
-    assert_eq!(shown.len(), 7, "6 standards + TOC: {shown:?}");
+    assert_eq!(
+        shown.len(),
+        8,
+        "6 standards + TOC + the example's context pack: {shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|h| h.ends_with("/.claude/context-packs.json#project-basics"))
+    );
     assert!(shown.iter().all(|h| h.starts_with('/')), "absolute paths");
     assert!(text.contains(&format!(
         "[Preloaded: {} (part 1/",
@@ -222,9 +231,9 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     assert_eq!(recorded, expected, "every part out, every file recorded");
     assert_eq!(
         sb.events().iter().filter(|e| e["event"] == "seed").count(),
-        7
+        8
     );
-    assert_eq!(sb.deliveries().len(), 7);
+    assert_eq!(sb.deliveries().len(), 8);
     // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
     assert!(
         strings(&seed, "pendingPreloads")
@@ -509,8 +518,30 @@ fn templates_output_stays_within_the_budget_and_queues_the_rest() {
 
 // preload-phase-commands
 
+/// What a phase transition brought, in order: the files its output shows (each recorded as
+/// delivered), then what it left queued.
+fn phase_files_out(sb: &Sandbox, a: &Answer) -> Vec<String> {
+    let state = sb.state("s");
+    assert_shown_recorded(&a.context(), &state);
+    let mut out: Vec<String> = Vec::new();
+    for (path, ..) in shown_parts(&a.context()) {
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out.extend(strings(&state, "pendingPreloads"));
+    out
+}
+
+fn names(paths: &[String]) -> Vec<&str> {
+    paths
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap())
+        .collect()
+}
+
 #[test]
-fn phase_commands_queue_in_one_write_and_skip_what_is_in_context() {
+fn phase_commands_deliver_the_phase_in_one_write_and_skip_what_is_in_context() {
     let sb = Sandbox::new();
     let intent = sb.engine_path("commands/CMD_REPORT_INTENT.md");
     sb.active_session("s", &json!({"preloadedFiles": [intent]}));
@@ -519,21 +550,20 @@ fn phase_commands_queue_in_one_write_and_skip_what_is_in_context() {
         &json!({"stdout": "Phase: 1: Interrogation\nSteps:\n  1.1: §CMD_REPORT_INTENT\n"}),
     );
     a.assert_contract();
-    assert_eq!(a.stdout, "");
-    let pending = strings(&sb.state("s"), "pendingPreloads");
-    let names: Vec<_> = pending
-        .iter()
-        .map(|p| p.rsplit('/').next().unwrap())
-        .collect();
+    assert!(
+        !shown_parts(&a.context()).is_empty(),
+        "the transition's own result carries the new phase's commands"
+    );
+    let out = phase_files_out(&sb, &a);
     assert_eq!(
-        &names[..3],
+        &names(&out)[..3],
         [
             "CMD_INTERROGATE.md",
             "CMD_ASK_ROUND.md",
             "CMD_LOG_INTERACTION.md"
         ]
     );
-    assert!(!names.contains(&"CMD_REPORT_INTENT.md"));
+    assert!(!names(&out).contains(&"CMD_REPORT_INTENT.md"));
     let skips: Vec<_> = sb
         .events()
         .into_iter()
@@ -544,27 +574,50 @@ fn phase_commands_queue_in_one_write_and_skip_what_is_in_context() {
 }
 
 #[test]
+fn phase_commands_queue_what_does_not_fit() {
+    let mut sb = Sandbox::new();
+    sb.extra_env
+        .push(("PRELOAD_OUTPUT_BUDGET".into(), "700".into()));
+    sb.active_session("s", &json!({}));
+    let a = phase_output(&sb, &json!({"stdout": "Phase: 1: Interrogation"}));
+    a.assert_contract();
+    assert!(a.context().chars().count() <= 700);
+    let out = phase_files_out(&sb, &a);
+    assert!(
+        !strings(&sb.state("s"), "pendingPreloads").is_empty(),
+        "a small budget leaves files queued: {out:?}"
+    );
+    for name in [
+        "CMD_INTERROGATE.md",
+        "CMD_ASK_ROUND.md",
+        "CMD_LOG_INTERACTION.md",
+    ] {
+        assert_eq!(
+            names(&out).iter().filter(|n| **n == name).count(),
+            1,
+            "{name} delivered or queued, once: {out:?}"
+        );
+    }
+}
+
+#[test]
 fn phase_commands_resolve_letter_labels_and_string_responses() {
     let sb = Sandbox::new();
     sb.active_session("s", &json!({}));
-    phase_output(&sb, &json!("Phase: 3.A: Build Loop")).assert_contract();
-    let pending = strings(&sb.state("s"), "pendingPreloads");
-    assert!(
-        pending
-            .iter()
-            .any(|p| p.ends_with("CMD_HANDOFF_TO_AGENT.md")),
-        "{pending:?}"
-    );
+    let a = phase_output(&sb, &json!("Phase: 3.A: Build Loop"));
+    a.assert_contract();
+    let out = phase_files_out(&sb, &a);
+    assert!(names(&out).contains(&"CMD_HANDOFF_TO_AGENT.md"), "{out:?}");
 }
 
 #[test]
 fn phase_commands_prefer_the_state_phases() {
     let sb = Sandbox::new();
     sb.active_session("s", &json!({"phases": [{"label": "1", "name": "Custom", "steps": ["§CMD_WALK_THROUGH_RESULTS"]}]}));
-    phase_output(&sb, &json!({"stdout": "Phase: 1: Custom"}));
-    let pending = strings(&sb.state("s"), "pendingPreloads");
-    assert!(pending[0].ends_with("CMD_WALK_THROUGH_RESULTS.md"));
-    assert!(!pending.iter().any(|p| p.ends_with("CMD_INTERROGATE.md")));
+    let a = phase_output(&sb, &json!({"stdout": "Phase: 1: Custom"}));
+    let out = phase_files_out(&sb, &a);
+    assert_eq!(names(&out)[0], "CMD_WALK_THROUGH_RESULTS.md");
+    assert!(!names(&out).contains(&"CMD_INTERROGATE.md"));
 }
 
 #[test]

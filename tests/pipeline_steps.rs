@@ -222,6 +222,19 @@ pub fn phase(sb: &Sandbox, name: &str, phase: &str) -> Vec<Answer> {
     bash_cli(sb, &command, &["phase", &dir, phase], &proof).1
 }
 
+/// [`phase`] with `extra` fields merged into the proof (a mode chosen in the setup phase).
+pub fn phase_proving(sb: &Sandbox, name: &str, phase: &str, extra: &Value) -> Vec<Answer> {
+    let dir = format!("sessions/{name}");
+    let mut proof: Map<String, Value> =
+        serde_json::from_str(proof_stdin(sb, name).trim()).unwrap_or_default();
+    if let Some(extra) = extra.as_object() {
+        proof.extend(extra.clone());
+    }
+    let proof = format!("{}\n", Value::Object(proof));
+    let command = phase_command(name, phase, &proof);
+    bash_cli(sb, &command, &["phase", &dir, phase], &proof).1
+}
+
 /// The answers' contexts joined (what the agent saw from them).
 pub fn seen(answers: &[Answer]) -> String {
     answers
@@ -246,6 +259,6 @@ pub fn headers(text: &str) -> Vec<String> {
             l.strip_prefix("[Preloaded: ")
                 .and_then(|r| r.strip_suffix(']'))
         })
-        .map(|h| h.split(" (part ").next().unwrap_or(h).to_owned())
+        .map(|h| preload_core::delivery::header_path(h).to_owned())
         .collect()
 }

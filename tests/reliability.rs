@@ -37,6 +37,7 @@ const HOOKS: &[(&str, &[&str])] = &[
     ("preload-compaction-reread", &["pretooluse"]),
     ("preload-compaction-reread", &["stop"]),
     ("preload-compaction-reread", &["sessionstart"]),
+    ("preload-session-end", &[]),
     ("preload-e2e-auto-answer", &[]),
 ];
 
@@ -287,6 +288,16 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
         };
         let lock_left = dir.join(".state.json.lock").exists();
         let temps_left = litter(&dir).iter().filter(|n| n.contains(".tmp.")).count();
+        // Where in the write the kill landed, as the files show it.
+        let step = match (committed, lock_left, temps_left > 0) {
+            _ if killed.code.is_some() => "step: run finished",
+            (false, false, false) => "step: before the lock",
+            (false, true, false) => "step: lock held, nothing written",
+            (false, _, true) => "step: temporary being written",
+            (true, true, _) => "step: renamed, lock held",
+            (true, false, _) => "step: lock released, not exited",
+        };
+        *tally.entry(step).or_default() += 1;
         *tally
             .entry(if committed { "state new" } else { "state old" })
             .or_default() += 1;

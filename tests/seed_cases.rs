@@ -1,13 +1,16 @@
 //! Seed cases no other suite covers, through the real binaries: a chain of references expands
 //! one level per delivery and stops (5.5), one agent's hooks never touch another agent's session
-//! (8.2), and a second skill in the same session directory brings its own files once (9.3).
+//! (8.2), a chosen mode brings its file (9.2), and a second skill in the same session directory
+//! brings its own files once (9.3).
 
 use std::fs;
 
 use serde_json::json;
 
 use crate::common::{Sandbox, strings};
-use crate::pipeline_steps::{activate, drain, phase, prompt, session_start, skill_call, tool_call};
+use crate::pipeline_steps::{
+    activate, drain, phase, phase_proving, prompt, seen, session_start, skill_call, tool_call,
+};
 
 /// Case 5.5, adapted: the seed's `resolve_refs(A, depth=2)` resolves B and C but not D in one
 /// call. Neither the engine's hooks nor ours call it that way: each delivered file queues the
@@ -105,55 +108,29 @@ fn one_agents_hooks_never_touch_another_agents_session() {
     a.assert_no_duplicates();
 }
 
-/// A second skill with phases, sharing phase 0's commands with `/implement` (the `/test` of seed
-/// case 9.3; the bundled example has only `/implement` and `/do`).
-fn add_test_skill(sb: &Sandbox) {
-    let dir = sb.home.join(".claude/skills/test");
-    fs::create_dir_all(dir.join("assets")).unwrap();
-    // A command of its own, which no phase of `/implement` uses.
-    fs::write(
-        sb.home
-            .join(".claude/engine/.directives/commands/CMD_RUN_TEST_SUITE.md"),
-        "# Run the test suite
-
-Run every test; report failures first.
-",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("SKILL.md"),
-        "---\nname: test\ndescription: Write and run tests.\n---\n# /test\n\nLog with \
-         §FMT_LOG_ENTRY.\n\n```json\n{\"taskType\": \"TESTING\", \"phases\": [\n  {\"label\": \
-         \"0\", \"name\": \"Setup\", \"steps\": [\"§CMD_REPORT_INTENT\", \
-         \"§CMD_PARSE_PARAMETERS\", \"§CMD_RUN_TEST_SUITE\"], \"commands\": []},\n  \
-         {\"label\": \"1\", \"name\": \"Testing\", \"steps\": [\"§CMD_APPEND_LOG\"], \
-         \"commands\": []}\n], \"logTemplate\": \"assets/TEMPLATE_TESTING_LOG.md\"}\n```\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("assets/TEMPLATE_TESTING_LOG.md"),
-        "# Testing log\n\n## Entry\n",
-    )
-    .unwrap();
-}
-
-/// Case 9.3, with `/implement` for `/fix`: the user finishes `/implement`, then invokes `/test`
-/// in the same session directory. `/test` brings its own SKILL.md, phase 0 commands and template
-/// once; nothing `/implement` already put in context is delivered again.
+/// Case 9.3, with `/implement` for `/fix` and the example's `/test`: the user works through
+/// `/implement` to its planning phase, then invokes `/test` in the same session directory.
+/// `/test` brings its own SKILL.md, phase 0 command (`CMD_RUN_TESTS`, which `/implement` uses
+/// only from its build loop on) and templates once; nothing `/implement` already put in context
+/// (the shared phase 0 commands, `CMD_APPEND_LOG`, the log format) is delivered again.
 #[test]
 fn a_second_skill_in_the_same_session_brings_only_its_own_files() {
     let sb = Sandbox::new();
-    add_test_skill(&sb);
     session_start(&sb, "startup");
     prompt(&sb, "/implement fix the parser");
     skill_call(&sb, "implement");
     activate(&sb, "work", "implement");
-    for p in ["1: Interrogation", "2: Planning", "3.A: Build Loop"] {
+    for p in ["1: Interrogation", "2: Planning"] {
         phase(&sb, "work", p);
         tool_call(&sb, "Bash", json!({"command": "ls"}));
     }
     drain(&sb, "work", 30);
     let first = sb.deliveries().len();
+    assert_eq!(
+        sb.delivery_count("CMD_RUN_TESTS.md"),
+        0,
+        "not an /implement file before its build loop"
+    );
 
     prompt(&sb, "/test the parser fix").assert_contract();
     for answer in skill_call(&sb, "test") {
@@ -171,8 +148,9 @@ fn a_second_skill_in_the_same_session_brings_only_its_own_files() {
         .collect();
     for own in [
         "/skills/test/SKILL.md",
-        "CMD_RUN_TEST_SUITE.md",
+        "CMD_RUN_TESTS.md",
         "TEMPLATE_TESTING_LOG.md",
+        "TEMPLATE_TESTING_DEBRIEF.md",
     ] {
         assert_eq!(
             second.iter().filter(|f| f.ends_with(own)).count(),
@@ -185,6 +163,8 @@ fn a_second_skill_in_the_same_session_brings_only_its_own_files() {
         "CMD_PARSE_PARAMETERS.md",
         "CMD_APPEND_LOG.md",
         "FMT_LOG_ENTRY.md",
+        "INV_READ_BEFORE_WRITE.md",
+        "/skills/implement/SKILL.md",
     ] {
         assert!(
             !second.iter().any(|f| f.ends_with(shared)),
@@ -192,5 +172,83 @@ fn a_second_skill_in_the_same_session_brings_only_its_own_files() {
         );
     }
     assert_eq!(sb.state("work")["skill"], "test");
+    sb.assert_no_duplicates();
+}
+
+const MODES: [&str; 4] = [
+    "modes/general.md",
+    "modes/tdd.md",
+    "modes/experimentation.md",
+    "modes/custom.md",
+];
+
+/// `/implement` activated, its phase 0 delivered; the mode files not yet.
+fn implement_in_setup(sb: &Sandbox) {
+    session_start(sb, "startup");
+    prompt(sb, "/implement add a total");
+    skill_call(sb, "implement");
+    activate(sb, "work", "implement");
+    tool_call(sb, "Bash", json!({"command": "ls"}));
+    drain(sb, "work", 30);
+    for mode in MODES {
+        assert_eq!(sb.delivery_count(mode), 0, "{mode} before a mode is chosen");
+    }
+}
+
+/// Case 9.2, with the example's `/implement` for `/analyze` (its modes are general, tdd,
+/// experimentation and custom, each with a `modes/<id>.md`): the mode chosen in the setup phase
+/// is proven when the session leaves it, and that mode's file (only that one) reaches the
+/// context with the next phase's files, once.
+#[test]
+fn a_chosen_mode_brings_its_file_with_the_next_phase() {
+    let sb = Sandbox::new();
+    implement_in_setup(&sb);
+    phase_proving(&sb, "work", "1: Interrogation", &json!({"mode": "tdd"}));
+    let next = tool_call(&sb, "Bash", json!({"command": "ls"}));
+    let mut told = seen(&next);
+    for _ in 0..3 {
+        if told.contains("/skills/implement/modes/tdd.md]") {
+            break;
+        }
+        told = seen(&tool_call(&sb, "Bash", json!({"command": "ls"})));
+    }
+    assert!(
+        told.contains("/skills/implement/modes/tdd.md]\n# Mode: Test-first"),
+        "the mode's file within a few calls of the transition"
+    );
+    phase(&sb, "work", "2: Planning");
+    tool_call(&sb, "Bash", json!({"command": "ls"}));
+    drain(&sb, "work", 30);
+    assert_eq!(sb.delivery_count("modes/tdd.md"), 1);
+    for other in [
+        "modes/general.md",
+        "modes/experimentation.md",
+        "modes/custom.md",
+    ] {
+        assert_eq!(sb.delivery_count(other), 0, "{other} was not chosen");
+    }
+    sb.assert_no_duplicates();
+}
+
+/// Case 9.2, the custom mode (named by its label): it blends the named modes, so their files
+/// come first, then its own, each once.
+#[test]
+fn a_custom_mode_brings_the_named_modes_first() {
+    let sb = Sandbox::new();
+    implement_in_setup(&sb);
+    phase_proving(&sb, "work", "1: Interrogation", &json!({"mode": "Custom"}));
+    tool_call(&sb, "Bash", json!({"command": "ls"}));
+    drain(&sb, "work", 30);
+    let order: Vec<String> = sb
+        .deliveries()
+        .into_iter()
+        .map(|(_, f)| f)
+        .filter(|f| f.contains("/skills/implement/modes/"))
+        .collect();
+    assert_eq!(order.len(), 4, "{order:#?}");
+    assert!(order[3].ends_with("modes/custom.md"), "{order:#?}");
+    for mode in MODES {
+        assert_eq!(sb.delivery_count(mode), 1, "{mode}");
+    }
     sb.assert_no_duplicates();
 }

@@ -393,9 +393,10 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     );
 }
 
-/// A conversation resumed before it activated a session: the resuming client goes on from the
-/// first one's seed (the standards are in the replayed conversation), then activates `/implement`
-/// and works through phase 1. Every file once, the standards not sent again.
+/// A conversation resumed before it activated a session: the first client's SessionEnd turned
+/// its seed into the conversation's record, and the resuming client goes on from it (the
+/// standards are in the replayed conversation), then activates `/implement` and works through
+/// phase 1. Every file once, the standards not sent again.
 #[test]
 fn resume_before_activation_goes_on_from_the_seed() {
     let Some(s) = Scenario::new("resume_seed", World::new()) else {
@@ -407,6 +408,17 @@ fn resume_before_activation_goes_on_from_the_seed() {
         "Say hello.",
     );
     let id = run.session_id().expect("the client reports its session id");
+    // The first client has ended: its SessionEnd took the seed out and kept what a resume of the
+    // conversation goes on from.
+    let seeds = s.world.sandbox.sessions.join(".seeds");
+    assert!(
+        !seeds.join(format!("{}.json", run.pid)).exists(),
+        "SessionEnd removed the ended client's seed"
+    );
+    assert!(
+        seeds.join(format!("{}.ended.json", run.pid)).is_file(),
+        "SessionEnd kept the conversation's record"
+    );
     let second = vec![
         activate(),
         bash("ls packages/estimate"),
@@ -562,7 +574,8 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     );
 }
 
-/// A sub-agent moves the session to phase 2 and makes an ordinary tool call: the phase's
+/// A sub-agent starts (SubagentStart gives it the log template, `CMD_APPEND_LOG.md` and the
+/// project's pack), moves the session to phase 2 and makes an ordinary tool call: the phase's
 /// commands are claimed on a call that carries the sub-agent's `agent_id`, so they must reach the
 /// sub-agent's conversation once and never the main one.
 #[test]
@@ -590,17 +603,31 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
     let p = s.paths();
     let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
     let main_got = Received::last_of(&requests, "main").expect("the main conversation");
-    let planning = p.cmds(&[
-        "CMD_GENERATE_PLAN",
-        "CMD_WALK_THROUGH_RESULTS",
-        "CMD_APPEND_LOG",
-    ]);
+    // SubagentStart gives the sub-agent how to log and the project's pack before its first
+    // request; phase 2's other commands come with its own calls.
+    let at_start = vec![
+        p.skill("assets/TEMPLATE_IMPLEMENTATION_LOG.md"),
+        p.cmd("CMD_APPEND_LOG"),
+        p.pack("project-basics"),
+    ];
+    let planning = p.cmds(&["CMD_GENERATE_PLAN", "CMD_WALK_THROUGH_RESULTS"]);
     s.assert_context(
         "sub-agent",
         &sub_got,
-        &union(&planning, &delivered_to_sub(s.log())),
+        &union(&union(&at_start, &planning), &delivered_to_sub(s.log())),
         &saved,
     );
+    let first_call = sub_got
+        .messages
+        .iter()
+        .position(|m| !m.tool_uses.is_empty())
+        .expect("the sub-agent made calls");
+    let late: Vec<String> = at_start
+        .iter()
+        .filter(|f| sub_got.complete_at(f).is_none_or(|at| at > first_call))
+        .map(|f| format!("not in the sub-agent's context before its first call: {f}"))
+        .collect();
+    assert_clean(s.name, "sub-agent start", &late, &sub_got, &saved);
     s.assert_phase_files("sub-agent", &sub_got, "2: Planning", &planning, &saved);
     let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
     let mut main_expected = p.core_standards();
@@ -611,6 +638,7 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
     s.assert_phase_files("main", &main_got, "1: Interrogation", &phase1, &saved);
     let leaked: Vec<String> = planning
         .iter()
+        .chain(std::iter::once(&at_start[1]))
         .filter(|f| main_got.count(f) > 0)
         .map(|f| format!("claimed for the sub-agent, delivered to the main conversation: {f}"))
         .collect();

@@ -254,6 +254,11 @@ impl<'a> Paths<'a> {
             .collect()
     }
 
+    /// The key a context pack of the project's configuration is recorded under.
+    pub fn pack(&self, name: &str) -> String {
+        format!("{}#{name}", self.project(".claude/context-packs.json"))
+    }
+
     /// Command files by name.
     pub fn cmds(&self, names: &[&str]) -> Vec<String> {
         names.iter().map(|c| self.cmd(c)).collect()

@@ -1,9 +1,10 @@
 //! `preload doctor`: check the installation, the wiring, the engine and the state files.
 //!
 //! Nothing is changed; each problem comes with what to do about it. The checks run in order:
-//! the binaries, the wiring (`wiring`), the engine and its rules, then the state files and
-//! locks of the project (`sessions`).
+//! the binaries, the wiring (`wiring`), the engine and its rules, the context packs (`packs`),
+//! then the state files and locks of the project (`sessions`).
 
+mod packs;
 mod sessions;
 mod wiring;
 
@@ -83,7 +84,10 @@ impl Finding {
 
 /// Run `preload doctor`.
 pub fn run(args: &DoctorArgs) -> ExitCode {
-    let findings = doctor(args, &Env::from_process(), &crate::process_cwd());
+    let vars = Env::from_process();
+    let cwd = crate::process_cwd();
+    let findings = doctor(args, &vars, &cwd);
+    report_pack_errors(&vars, &cwd);
     let mut out = String::new();
     for f in &findings {
         let tag = match f.level {
@@ -115,7 +119,20 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
     }
 }
 
-/// Every check, in order: binaries, settings, engine paths, rules, state files and locks.
+/// A broken context-packs file on stderr too, with its file, line and column.
+#[allow(clippy::print_stderr)]
+fn report_pack_errors(vars: &Env, cwd: &Path) {
+    let Some(home) = vars.get(env::HOME).map(PathBuf::from) else {
+        return;
+    };
+    let root = paths::find_project_root(cwd);
+    for error in packs::errors(&home, root.as_deref()) {
+        eprintln!("preload doctor: {error}");
+    }
+}
+
+/// Every check, in order: binaries, settings, engine paths, rules, context packs, state files
+/// and locks.
 pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
     let mut findings = Vec::new();
     let Some(home) = vars.get(env::HOME).map(PathBuf::from) else {
@@ -134,6 +151,7 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
     let settings_files = wiring::settings_files(args, &home, cwd, project_root.as_deref());
     wiring::check_settings(&settings_files, &home, &mut findings);
     check_engine(&home, &mut findings);
+    packs::check_packs(&home, project_root.as_deref(), &mut findings);
     match project_root {
         Some(root) => {
             for dir in paths::sessions_dirs(&root, vars.get(env::WORKSPACE)) {

@@ -1,13 +1,14 @@
 //! `preload install`: copy the binaries and wire them into a settings file (or write shims).
 //!
-//! It also writes the default rules where the engine has none. Everything derives from the
-//! tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`] writes the default rules,
-//! [`merge`] edits the settings document and [`settings`] the file (with its backup), [`shims`]
-//! writes the bash shims, [`targets`] says where all of it goes, and [`uninstall`] takes the
-//! wiring out again.
+//! It also writes the default rules where the engine has none, and keeps the seeds out of git.
+//! Everything derives from the tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`]
+//! writes the default rules, [`merge`] edits the settings document and [`settings`] the file
+//! (with its backups), [`ignore`] the project's ignore rule for seeds, [`shims`] writes the bash
+//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again.
 
 pub mod binaries;
 pub mod guards;
+pub mod ignore;
 pub mod merge;
 pub mod settings;
 pub mod shims;
@@ -35,10 +36,22 @@ use wiring::BINARIES;
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";
 
+/// Suffix of the copy of a settings file as it was before the latest write of it.
+pub const PREVIOUS_SUFFIX: &str = ".preload-previous";
+
 /// The backup path of a file.
 pub fn backup_of(path: &Path) -> PathBuf {
+    with_suffix(path, BACKUP_SUFFIX)
+}
+
+/// Where a settings file is kept as it was before the latest write of it.
+pub fn previous_of(path: &Path) -> PathBuf {
+    with_suffix(path, PREVIOUS_SUFFIX)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(BACKUP_SUFFIX);
+    name.push(suffix);
     PathBuf::from(name)
 }
 
@@ -115,6 +128,8 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         );
         return Ok(vec![text]);
     }
+    // A settings file that cannot be wired stops install before anything is copied.
+    settings::check(&targets.settings)?;
     let mut lines = Vec::new();
     let exe = std::env::current_exe().map_err(|source| InstallError::Locate { source })?;
     let from = exe.parent().unwrap_or(Path::new("."));
@@ -151,12 +166,35 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         (_, true) => "native wiring removed (the bash entries run the shims)",
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
+    if let Some(line) = ignore_seeds(targets) {
+        lines.push(line);
+    }
     if change != Change::Unchanged {
         lines.push(format!(
-            "backup: {}",
-            backup_of(&targets.settings).display()
+            "backup: {} (before preload), {} (before this change)",
+            backup_of(&targets.settings).display(),
+            previous_of(&targets.settings).display()
         ));
     }
     lines.push("check with: preload doctor".into());
     Ok(lines)
+}
+
+/// Add the seeds' ignore rule when the project is in a git repository; the line to report.
+/// A failure is reported, not fatal: the hooks are wired either way.
+fn ignore_seeds(targets: &Targets) -> Option<String> {
+    let rule = ignore::IgnoreRule::for_project(targets.project.as_deref()?)?;
+    Some(match rule.add() {
+        Ok(true) => format!(
+            "ignore: {} added to {}",
+            rule.pattern,
+            rule.exclude.display()
+        ),
+        Ok(false) => format!(
+            "ignore: {} already in {}",
+            rule.pattern,
+            rule.exclude.display()
+        ),
+        Err(err) => format!("ignore: {err}; add {} to your ignore rules", rule.pattern),
+    })
 }

@@ -1,7 +1,7 @@
 //! `preload status`: the active session or seed of this Claude process.
 //!
-//! What it has delivered and queued, and about how much of the context it fills, for people or
-//! (`--json`) scripts.
+//! What it has delivered and queued (the context packs loaded with their cost), and about how
+//! much of the context it fills, for people or (`--json`) scripts.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -17,8 +17,10 @@ use preload_core::delivery;
 use preload_core::env::Env;
 use preload_core::fields;
 use preload_core::input::HookInput;
+use preload_core::packs;
 use preload_core::runner;
 use preload_core::session;
+use preload_core::stamps;
 use preload_core::state::{self, State};
 
 /// `preload status`.
@@ -54,6 +56,9 @@ pub fn run(args: &StatusArgs) -> ExitCode {
 }
 
 fn file_entry(path: &str) -> Value {
+    if let Some(name) = packs::name_of_key(path) {
+        return json!({"path": path, "pack": name});
+    }
     let size = fs::metadata(path)
         .ok()
         .filter(fs::Metadata::is_file)
@@ -87,10 +92,14 @@ pub fn status(ctx: &Context) -> Value {
         (fields::TOOL_CALLS_BY_TRANSCRIPT): state.get(fields::TOOL_CALLS_BY_TRANSCRIPT),
         (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),
     });
-    let preloaded: Vec<Value> = state
+    let (loaded_packs, files): (Vec<String>, Vec<String>) = state
         .strings(fields::PRELOADED_FILES)
+        .into_iter()
+        .partition(|p| packs::is_key(p));
+    let preloaded: Vec<Value> = files.iter().map(|p| file_entry(p)).collect();
+    let pack_entries: Vec<Value> = loaded_packs
         .iter()
-        .map(|p| file_entry(p))
+        .map(|key| pack_entry(ctx, &state, key))
         .collect();
     let pending: Vec<Value> = state
         .strings(fields::PENDING_PRELOADS)
@@ -98,16 +107,39 @@ pub fn status(ctx: &Context) -> Value {
         .map(|p| file_entry(p))
         .collect();
     out["preloaded"] = json!(preloaded);
+    out["packs"] = json!(pack_entries);
     out["pending"] = json!(pending);
     out["parts"] = state
         .get(fields::PRELOAD_PARTS)
         .cloned()
         .unwrap_or(Value::Null);
     out["stashed"] = json!(stashed(&state));
-    let chars = context_chars(&state, ctx.max_file_bytes());
+    let pack_chars: usize = pack_entries
+        .iter()
+        .filter_map(|p| p["chars"].as_u64())
+        .filter_map(|n| usize::try_from(n).ok())
+        .sum();
+    let chars = context_chars(&state, ctx.max_file_bytes()) + pack_chars;
     out["contextChars"] = json!(chars);
     out["estimatedTokens"] = json!(chars / 4);
     out
+}
+
+/// A loaded pack: its name and what it cost (as sent, else as it renders now).
+fn pack_entry(ctx: &Context, state: &State, key: &str) -> Value {
+    let chars = stamps::get(state, key).and_then(|s| s.chars).or_else(|| {
+        let loaded = ctx.packs();
+        let pack = loaded.by_key(key)?;
+        Some(delivery::chars(
+            &packs::render(loaded, pack, ctx.max_file_bytes()).text,
+        ))
+    });
+    json!({
+        "name": packs::name_of_key(key),
+        "key": key,
+        "chars": chars,
+        "tokens": chars.map(|c| c.div_ceil(4)),
+    })
 }
 
 fn stashed(state: &State) -> Vec<Value> {
@@ -168,11 +200,21 @@ fn render_status(s: &Value) -> String {
         let list = s[key].as_array().cloned().unwrap_or_default();
         let _ = writeln!(out, "{title} ({}):", list.len());
         for f in list {
-            let size = f["bytes"]
-                .as_u64()
-                .map_or_else(|| "missing".to_owned(), |b| format!("{b} B"));
+            let size = match (f["bytes"].as_u64(), f["pack"].as_str()) {
+                (Some(b), _) => format!("{b} B"),
+                (None, Some(_)) => "context pack".to_owned(),
+                (None, None) => "missing".to_owned(),
+            };
             let _ = writeln!(out, "  {}  {size}", text(&f["path"]));
         }
+    }
+    let loaded = s["packs"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(out, "context packs loaded ({}):", loaded.len());
+    for p in loaded {
+        let cost = p["tokens"]
+            .as_u64()
+            .map_or_else(|| "cost unknown".to_owned(), |t| format!("~{t} tokens"));
+        let _ = writeln!(out, "  {}  {cost}  ({})", text(&p["name"]), text(&p["key"]));
     }
     if let Some(parts) = s["parts"].as_object() {
         for (path, done) in parts {

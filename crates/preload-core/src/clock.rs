@@ -1,6 +1,20 @@
 //! Wall-clock formatting without a time-zone database (UTC only).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How far `at` is from `now`, either way. After the clock is set back, a file written before
+/// looks as if it came from the future: it is as old as it is far, so a lock, a cache or a
+/// leftover dated ahead ages like one dated behind instead of staying new until the clock
+/// catches up.
+pub fn distance(at: SystemTime, now: SystemTime) -> Duration {
+    now.duration_since(at)
+        .unwrap_or_else(|ahead| ahead.duration())
+}
+
+/// [`distance`] from now: the age of a file's time stamp, clock jumps either way included.
+pub fn age(at: SystemTime) -> Duration {
+    distance(at, SystemTime::now())
+}
 
 /// Seconds since the Unix epoch.
 pub fn unix_seconds(at: SystemTime) -> i64 {
@@ -51,7 +65,6 @@ pub fn human_utc(at: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn known_instants_format() {
@@ -60,5 +73,14 @@ mod tests {
         assert_eq!(iso_utc(t), "2026-02-16T14:30:00Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(human_utc(leap), "2000-02-29 00:00:00");
+    }
+
+    #[test]
+    fn a_time_ahead_is_as_old_as_it_is_far() {
+        let now = SystemTime::now();
+        let minute = Duration::from_secs(60);
+        assert_eq!(distance(now - minute, now), minute);
+        assert_eq!(distance(now + minute, now), minute);
+        assert_eq!(distance(now, now), Duration::ZERO);
     }
 }

@@ -11,6 +11,7 @@ use crate::delivery::{self, EventLog};
 use crate::env::{self, Env};
 use crate::input::HookInput;
 use crate::lock;
+use crate::packs;
 use crate::paths::{self, EnginePaths};
 
 /// Default largest file delivered by content.
@@ -97,6 +98,7 @@ pub struct Context {
     /// File identities looked up during this call (inode dedup), shared by every pass.
     pub file_ids: FileIds,
     config: OnceLock<Config>,
+    packs: OnceLock<packs::Loaded>,
 }
 
 impl Context {
@@ -141,6 +143,7 @@ impl Context {
             env,
             file_ids: FileIds::default(),
             config: OnceLock::new(),
+            packs: OnceLock::new(),
         }
     }
 
@@ -185,6 +188,13 @@ impl Context {
                 .map(|t| Config::parse(&t))
                 .unwrap_or_default()
         })
+    }
+
+    /// The project's context packs and log rules, read once (a broken file contributes
+    /// nothing; `preload doctor` names it).
+    pub fn packs(&self) -> &packs::Loaded {
+        self.packs
+            .get_or_init(|| packs::load(&self.project_root, &self.paths.claude, &self.paths.home))
     }
 
     /// Normalise a path the engine's way against this `HOME`.

@@ -44,8 +44,38 @@ pub fn block(path: &str, content: &str) -> String {
     format!("[Preloaded: {path}]\n{}\n", trim_trailing_newlines(content))
 }
 
-/// The paths named by the `[Preloaded: <path>]` and `[Preloaded: <path> (part i/n)]` headers
-/// of a text, in order, each once.
+/// Notes a block header may carry after the path, in parentheses: a file sent again because it
+/// changed on disk since it was delivered.
+pub const LABEL_UPDATED: &str = "updated";
+/// The start of the note of a growing log sent as its last lines (`last 100 of 532 lines`).
+pub const LABEL_TAIL: &str = "last ";
+
+/// A block's header path with its note: `<path> (<label>)`, or the path alone.
+pub fn labelled(path: &str, labels: &[String]) -> String {
+    if labels.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path} ({})", labels.join(", "))
+    }
+}
+
+/// The path of a header's inside (`<path>[ (<label>)][ (part i/n)]`).
+pub fn header_path(inner: &str) -> &str {
+    let path = inner.split(" (part ").next().unwrap_or(inner);
+    match path.rsplit_once(" (") {
+        Some((head, note))
+            if note.ends_with(')')
+                && (note.starts_with(LABEL_UPDATED) || note.starts_with(LABEL_TAIL)) =>
+        {
+            head
+        }
+        _ => path,
+    }
+}
+
+/// The paths named by the `[Preloaded: <path>]` headers of a text (with a note or a part
+/// label, `[Preloaded: <path> (updated)]`, `[Preloaded: <path> (part i/n)]`), in order, each
+/// once.
 pub fn block_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
@@ -55,7 +85,7 @@ pub fn block_paths(text: &str) -> Vec<String> {
         else {
             continue;
         };
-        let path = inner.split(" (part ").next().unwrap_or(inner);
+        let path = header_path(inner);
         if !out.iter().any(|p| p == path) {
             out.push(path.to_owned());
         }
@@ -95,24 +125,31 @@ pub fn file_parts(path: &str, content: &str, limit: usize) -> Vec<String> {
     if chars(&whole) <= limit {
         return vec![whole];
     }
+    labelled_parts(content, limit, |i, n| {
+        format!("[Preloaded: {path} (part {i}/{n})]")
+    })
+}
+
+/// Cut `content` into parts of at most `limit` characters, each `header(i, n)` on its own line,
+/// the piece, and a newline; cut at a line end where one falls in the last fifth of a part.
+/// Deterministic for the same input.
+pub fn labelled_parts(
+    content: &str,
+    limit: usize,
+    header: impl Fn(usize, usize) -> String,
+) -> Vec<String> {
     let body: Vec<char> = trim_trailing_newlines(content).chars().collect();
     let mut n = 2usize;
     loop {
-        let header = chars(&format!("[Preloaded: {path} (part {n}/{n})]\n")) + 1;
-        let room = limit.saturating_sub(header).max(64);
+        // The header's line end and the part's final newline.
+        let room = limit.saturating_sub(chars(&header(n, n)) + 2).max(64);
         let chunks = split_chars(&body, room);
         if chunks.len() <= n {
             let total = chunks.len();
             return chunks
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    format!(
-                        "[Preloaded: {path} (part {}/{total})]\n{}\n",
-                        i + 1,
-                        trim_trailing_newlines(&c)
-                    )
-                })
+                .map(|(i, c)| format!("{}\n{}\n", header(i + 1, total), trim_trailing_newlines(&c)))
                 .collect();
         }
         n = chunks.len();

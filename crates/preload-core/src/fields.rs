@@ -63,6 +63,12 @@ pub const REQUEST_TEMPLATE: &str = "requestTemplate";
 pub const RESPONSE_TEMPLATE: &str = "responseTemplate";
 /// The key a mode's template is named by.
 pub const MODE_FILE: &str = "file";
+/// A mode's display name.
+pub const MODE_LABEL: &str = "label";
+/// The mode chosen (a proof field of the phase that selects it, or a session parameter).
+pub const MODE: &str = "mode";
+/// The proof a transition carried, in a `phaseHistory` entry.
+pub const PROOF: &str = "proof";
 
 // Overflow, restart and recovery.
 
@@ -121,6 +127,15 @@ pub const LAST_CALL_ID: &str = "toolUseId";
 pub const LAST_CALL_FILES: &str = "files";
 /// Ours, in a carry: the files still owed to the context window.
 pub const OWED: &str = "owed";
+/// Ours: `{path: stamp}`, what each delivered file (or pack) was when it went out, so a
+/// change on disk is delivered once more (see `crate::stamps`).
+pub const PRELOADED_STAMPS: &str = "preloadedStamps";
+/// In a pack's stamp: the hash of the text sent.
+pub const STAMP_HASH: &str = "hash";
+/// In a pack's stamp: the characters sent.
+pub const STAMP_CHARS: &str = "chars";
+/// In a pack's stamp: `{path: metadata}` of the files it was made from.
+pub const STAMP_SOURCES: &str = "sources";
 
 /// The key of a sub-agent's own copy of `base` (`preloadedFiles_sub:<agent_id>`).
 pub fn sub_agent_key(base: &str, agent: &str) -> String {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use crate::clock;
 use crate::process;
 
 /// A temporary older than this is orphaned whatever its PID (writes take milliseconds).
@@ -89,6 +90,34 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
         return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// The last `max_bytes` (at most) of the regular file at `path`, with the file's size; the same
+/// refusals as [`read_regular`]. For growing logs, which are read from their end.
+pub fn read_tail(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, u64), ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let unavailable = || ReadError::Unavailable {
+        path: path.to_path_buf(),
+    };
+    let nonblock = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)
+        .map_err(|_| unavailable())?;
+    let meta = file.metadata().map_err(|_| unavailable())?;
+    if !meta.is_file() {
+        return Err(unavailable());
+    }
+    let size = meta.len();
+    let start = size.saturating_sub(max_bytes);
+    file.seek(SeekFrom::Start(start))
+        .map_err(|_| unavailable())?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size - start).unwrap_or(0));
+    file.take(max_bytes)
+        .read_to_end(&mut bytes)
+        .map_err(|_| unavailable())?;
+    Ok((bytes, size))
 }
 
 /// [`read_regular`] as UTF-8 text (lossy), `None` on any failure.
@@ -264,7 +293,7 @@ fn is_orphan(meta: &fs::Metadata, pid: u32) -> bool {
     }
     meta.modified()
         .ok()
-        .and_then(|m| m.elapsed().ok())
+        .map(clock::age)
         .is_some_and(|age| age > ORPHAN_AFTER)
 }
 

@@ -110,6 +110,10 @@ impl HookInput {
     pub fn source(&self) -> Option<&str> {
         self.str("source")
     }
+    /// `reason` (SessionEnd): `clear`, `resume`, `logout`, `prompt_input_exit`, `other`.
+    pub fn reason(&self) -> Option<&str> {
+        self.str("reason")
+    }
     /// `trigger` (PreCompact).
     pub fn trigger(&self) -> Option<&str> {
         self.str("trigger")
@@ -121,6 +125,10 @@ impl HookInput {
     /// `agent_id`: set only inside a sub-agent.
     pub fn agent_id(&self) -> Option<&str> {
         self.str("agent_id")
+    }
+    /// `agent_type`: the kind of sub-agent (`general-purpose`, `Explore`, a custom name).
+    pub fn agent_type(&self) -> Option<&str> {
+        self.str("agent_type")
     }
     /// `stop_hook_active` (Stop): true only when it is the boolean `true`.
     pub fn stop_hook_active(&self) -> bool {

@@ -1,6 +1,6 @@
 //! Text laid out within a character budget: bullet lists that count what did not fit, fair
-//! shares of a budget, and files' content under a heading with a final line naming the files
-//! left out or unreadable.
+//! shares of a budget, files' content under a heading with a final line naming the files left
+//! out or unreadable, and a text too large for one output cut into labelled pieces.
 
 use std::path::PathBuf;
 
@@ -155,6 +155,65 @@ fn trailer(left: &[Piece], unread: &[String], room: usize) -> String {
     out
 }
 
+/// Cut `text` into pieces of at most `limit` characters each, in order, so that nothing is cut
+/// silently: `[Preloaded: …]` blocks stay whole where they fit and a larger one goes out in its
+/// labelled parts ([`delivery::file_parts`]); other text larger than `limit` goes out in parts
+/// headed `[<label> (part i/n)]`. A text within `limit` is one piece (trailing newlines trimmed).
+///
+/// A piece can exceed `limit` only when `limit` is smaller than a part's header plus a few
+/// dozen characters (or than [`delivery::MIN_BUDGET`] for a file's parts).
+pub fn split_labelled(text: &str, label: &str, limit: usize) -> Vec<String> {
+    let text = delivery::trim_trailing_newlines(text);
+    if chars(text) <= limit {
+        return vec![text.to_owned()];
+    }
+    let mut pieces = Vec::new();
+    for segment in segments(text) {
+        if chars(segment) <= limit {
+            pieces.push(segment.to_owned());
+            continue;
+        }
+        let parts = match whole_block(segment) {
+            Some((path, body)) => delivery::file_parts(path, body, limit),
+            None => {
+                delivery::labelled_parts(segment, limit, |i, n| format!("[{label} (part {i}/{n})]"))
+            }
+        };
+        pieces.extend(
+            parts
+                .iter()
+                .map(|p| delivery::trim_trailing_newlines(p).to_owned()),
+        );
+    }
+    pieces
+}
+
+/// The text before the first block, and each `[Preloaded: …]` block (a header at the start of
+/// the text or after a blank line), trailing newlines trimmed; empty ones left out.
+fn segments(text: &str) -> Vec<&str> {
+    const SEPARATOR: &str = "\n\n[Preloaded: ";
+    let mut starts = vec![0];
+    let mut from = 0;
+    while let Some(at) = text[from..].find(SEPARATOR) {
+        let start = from + at + 2;
+        starts.push(start);
+        from = start;
+    }
+    starts.push(text.len());
+    starts
+        .windows(2)
+        .map(|w| delivery::trim_trailing_newlines(&text[w[0]..w[1]]))
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The path and body of a whole `[Preloaded: <path>]` block (not a part of one).
+fn whole_block(segment: &str) -> Option<(&str, &str)> {
+    let (head, body) = segment.split_once('\n')?;
+    let path = head.strip_prefix("[Preloaded: ")?.strip_suffix(']')?;
+    (!path.contains(" (part ")).then_some((path, body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +223,34 @@ mod tests {
         assert_eq!(fair_caps(&[10, 100, 100], 110), vec![10, 50, 50]);
         assert_eq!(fair_caps(&[5, 5], 100), vec![5, 5]);
         assert_eq!(fair_caps(&[9, 9, 9], 0), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn split_labelled_leaves_what_fits_and_labels_every_cut() {
+        assert_eq!(split_labelled("short\n\n", "r", 100), vec!["short"]);
+        let loose = (0..60)
+            .map(|i| format!("- entry {i} → [Preloaded: /x/{i}]\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        let pieces = split_labelled(&loose, "session-start", 400);
+        assert!(pieces.len() > 1);
+        for (i, piece) in pieces.iter().enumerate() {
+            assert!(chars(piece) <= 400, "{piece}");
+            let head = piece.lines().next().unwrap();
+            assert_eq!(
+                head,
+                format!("[session-start (part {}/{})]", i + 1, pieces.len())
+            );
+        }
+        let rebuilt: Vec<&str> = pieces
+            .iter()
+            .map(|p| p.split_once('\n').unwrap().1)
+            .collect();
+        assert_eq!(
+            rebuilt.join("\n"),
+            loose.trim_end(),
+            "a mid-line `[Preloaded:` starts no block"
+        );
     }
 
     #[test]

@@ -28,6 +28,11 @@ use crate::lock::StateLock;
 use crate::session::{self, PreloadState, SEEDING};
 use crate::state::{self, State, StateError};
 
+mod window;
+pub use window::{
+    note_call_deliveries, note_start_deliveries, skills_held_at_start, take_last_call_deliveries,
+};
+
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [
     fields::PID,
@@ -249,7 +254,11 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
             s.push_unique(key, &item);
         }
     }
-    for key in [fields::PRELOAD_PARTS, fields::INJECTED_RULES] {
+    for key in [
+        fields::PRELOAD_PARTS,
+        fields::INJECTED_RULES,
+        fields::PRELOADED_STAMPS,
+    ] {
         if let Some(Value::Object(map)) = record.get(key) {
             let target = s.object_mut(key);
             for (k, v) in map {
@@ -275,92 +284,6 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     }
 }
 
-/// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files`: several
-/// hooks of one call add to one record; a later call starts a new one. A later call that
-/// carried nothing ends the record of an earlier one: after a compaction the client keeps only
-/// the call in flight, so what an earlier call carried is not in the new context window.
-pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String]) {
-    let Some(call) = call.filter(|c| !c.is_empty()) else {
-        return;
-    };
-    let same_call = s
-        .get(fields::LAST_CALL_DELIVERIES)
-        .and_then(|r| r.get(fields::LAST_CALL_ID))
-        .and_then(Value::as_str)
-        == Some(call);
-    if files.is_empty() {
-        if !same_call {
-            s.remove(fields::LAST_CALL_DELIVERIES);
-        }
-        return;
-    }
-    let mut kept = if same_call {
-        s.get(fields::LAST_CALL_DELIVERIES)
-            .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    for file in files {
-        if !kept.contains(file) {
-            kept.push(file.clone());
-        }
-    }
-    s.set(
-        fields::LAST_CALL_DELIVERIES,
-        serde_json::json!({fields::LAST_CALL_ID: call, fields::LAST_CALL_FILES: kept}),
-    );
-}
-
-/// The skills a new client process holds at SessionStart `source`: on a resume, those a
-/// compaction of the conversation put back (the client recalls them from the transcript);
-/// otherwise (a new conversation, `/clear`) none. A compaction keeps what the process holds.
-pub fn skills_held_at_start(s: &mut State, source: &str) {
-    match source {
-        "compact" => {}
-        "resume" => {
-            let reloaded = s.strings(fields::RELOADED_SKILLS);
-            let held: Vec<String> = s
-                .strings(fields::INVOKED_SKILLS)
-                .into_iter()
-                .filter(|name| reloaded.contains(name))
-                .collect();
-            if held.is_empty() {
-                s.remove(fields::INVOKED_SKILLS);
-            } else {
-                s.set(fields::INVOKED_SKILLS, serde_json::json!(held));
-            }
-        }
-        _ => {
-            s.remove(fields::INVOKED_SKILLS);
-            s.remove(fields::RELOADED_SKILLS);
-        }
-    }
-}
-
-/// Note that SessionStart `source` (a resume) delivered `files`. The client holds a
-/// SessionStart's contexts until its next request; when it compacts before that request (a
-/// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
-/// the summary, in the new context window, like the tool call a compaction happens after. The
-/// record replaces any tool call's: that call belongs to the client process that is gone.
-pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String]) {
-    s.set(
-        fields::LAST_CALL_DELIVERIES,
-        serde_json::json!({
-            fields::LAST_CALL_ID: format!("session-start({source})"),
-            fields::LAST_CALL_FILES: files,
-        }),
-    );
-}
-
-/// The files the latest tool call carried, taken out of the record (a compaction starts a new
-/// context window that holds them: the client keeps the call it happened after).
-pub fn take_last_call_deliveries(s: &mut State) -> Vec<String> {
-    s.remove(fields::LAST_CALL_DELIVERIES)
-        .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
-        .unwrap_or_default()
-}
-
 /// True when a write to the session `target` (read as `s`) would adopt the owner's carry or a
 /// leftover seed, or record the conversation.
 pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
@@ -383,8 +306,8 @@ pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
 /// Record which conversation the session serves; true when it changed. When another
 /// conversation worked in it before, let its context window go. When none is recorded (the
 /// engine's restart removes it; bash hooks never write it), only the fields no bash writer keeps
-/// (part progress, sub-agent records) can be told to be stale: they go, and the stash stays for
-/// whoever drains it.
+/// (part progress, stamps, sub-agent records) can be told to be stale: they go, and the stash
+/// stays for whoever drains it.
 pub fn tag_conversation(ctx: &Context, s: &mut State) -> bool {
     let Some(conversation) = ctx.conversation.as_deref() else {
         return false;
@@ -410,8 +333,10 @@ fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
 /// Fields that belong to one context window beyond what the engine itself resets.
 fn is_window_field(key: &str) -> bool {
     key == fields::PRELOAD_PARTS
+        || key == fields::PRELOADED_STAMPS
         || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
         || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
+        || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
 }
 
 fn drop_window_fields(s: &mut State) {

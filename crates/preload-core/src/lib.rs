@@ -10,8 +10,8 @@
 //!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
 //!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
-//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`];
-//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`];
+//!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
+//! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`],
 //!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
@@ -34,6 +34,7 @@ pub mod discovery;
 pub mod dispatch;
 pub mod heartbeat;
 pub mod ledger;
+pub mod packs;
 pub mod report;
 pub mod reread;
 pub mod session;
@@ -45,6 +46,7 @@ pub mod stash;
 pub mod dedup;
 pub mod fields;
 pub mod refs;
+pub mod stamps;
 pub mod state;
 
 // Layer 5: primitives.

@@ -23,8 +23,9 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use crate::clock;
 use crate::file;
 use crate::process;
 
@@ -306,7 +307,7 @@ fn read_holder(dir: &Path) -> Option<u32> {
 
 fn age(dir: &Path) -> Option<Duration> {
     let modified = fs::symlink_metadata(dir).ok()?.modified().ok()?;
-    SystemTime::now().duration_since(modified).ok()
+    Some(clock::age(modified))
 }
 
 /// Remove the lock when its holder is dead or it is older than [`STALE_AFTER`].

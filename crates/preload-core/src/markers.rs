@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::clock;
 use crate::env::{self, Env};
 use crate::file;
 use crate::paths;
@@ -335,7 +336,7 @@ impl MarkerDir {
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
-                .and_then(|m| now.duration_since(m).ok())
+                .map(|m| clock::distance(m, now))
                 .is_some_and(|d| d >= age);
             if old {
                 let _ = fs::remove_file(entry.path());

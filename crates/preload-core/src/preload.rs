@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::dedup::Hit;
-use crate::delivery::{self, Event, FileBody, Packer};
+use crate::delivery::{self, Event, Packer};
 use crate::fields;
 use crate::refs::Resolver;
 use crate::runner::HookError;
@@ -23,12 +23,21 @@ pub use priority::{Priority, by_priority};
 mod pass;
 use pass::Pass;
 
+mod source;
+
+mod changed;
+pub use changed::{CHANGED_SOURCE, requeue_changed};
+
+mod due;
+pub use due::pack_requests;
+
 /// Whose context window a pass fills.
 ///
-/// The main agent's context is tracked in `preloadedFiles` and owns the queue: a file leaves
-/// `pendingPreloads` only once it is there. A sub-agent has a context window of its own, tracked
-/// in `preloadedFiles_sub:<agent_id>` (like the engine's per-agent `lastEditFile_<key>`): it gets
-/// its own copy of what is queued, and the queue stays for the main agent.
+/// The main agent's context is tracked in `preloadedFiles` and its queue is `pendingPreloads`:
+/// a file leaves the queue only once it is in context. A sub-agent has a context window of its
+/// own, tracked in `preloadedFiles_sub:<agent_id>` (like the engine's per-agent
+/// `lastEditFile_<key>`), and a queue of its own, `pendingPreloads_sub:<agent_id>`: it gets its
+/// own copy of what the main agent's queue holds, and never takes anything out of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Audience<'a> {
     /// The main agent.
@@ -51,6 +60,14 @@ impl Audience<'_> {
         match self {
             Self::Main => fields::PRELOAD_PARTS.to_owned(),
             Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOAD_PARTS, id),
+        }
+    }
+
+    /// The state field of this audience's own queue.
+    pub fn queue_key(self) -> String {
+        match self {
+            Self::Main => fields::PENDING_PRELOADS.to_owned(),
+            Self::SubAgent(id) => fields::sub_agent_key(fields::PENDING_PRELOADS, id),
         }
     }
 }
@@ -268,21 +285,7 @@ pub fn record(ctx: &Context, state: &mut State, requests: &[Request]) -> Batch {
         let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {
             pass.skip(state, request, &path, hit)
         } else {
-            let body = delivery::read_for_delivery(Path::new(&path), pass.max_bytes);
-            if body == FileBody::Unavailable {
-                Outcome::Unavailable
-            } else {
-                set_parts_done(state, fields::PRELOAD_PARTS, &path, None);
-                state.push_unique(fields::PRELOADED_FILES, &path);
-                state.remove_item(fields::PENDING_PRELOADS, &path);
-                pass.in_context.add(&path, &ctx.file_ids);
-                pass.batch
-                    .note(Event::DirectDeliver, &path, &request.source, "new");
-                if let FileBody::Text(text) = body {
-                    pass.queue_references(state, &path, &text);
-                }
-                Outcome::Delivered
-            }
+            pass.record(state, request, &path)
         };
         pass.batch.outcomes.push((path, outcome));
     }

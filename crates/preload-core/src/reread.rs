@@ -264,6 +264,18 @@ pub fn take_marker(ctx: &Context, sid: &str) -> Result<Option<Reread>, RereadErr
     Ok(Reread::from_json(&bytes))
 }
 
+/// Remove session `sid`'s compaction marker, if any (its context window has ended, so no later
+/// call may take it); true when one was removed.
+pub fn drop_marker(ctx: &Context, sid: &str) -> Result<bool, RereadError> {
+    let Some(name) = markers::marker_name(COMPACTION_PREFIX, sid) else {
+        return Ok(false);
+    };
+    let Some(dir) = MarkerDir::existing(&ctx.env)? else {
+        return Ok(false);
+    };
+    Ok(dir.remove(&name)?)
+}
+
 /// The files to re-read, in order.
 pub fn targets(ctx: &Context, reread: &Reread) -> Vec<PathBuf> {
     match reread {

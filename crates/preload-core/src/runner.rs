@@ -34,6 +34,10 @@ pub enum HookEvent {
     PreCompact,
     /// Stop.
     Stop,
+    /// SessionEnd.
+    SessionEnd,
+    /// SubagentStart.
+    SubagentStart,
 }
 
 impl HookEvent {
@@ -46,6 +50,8 @@ impl HookEvent {
             Self::PostToolUse => "PostToolUse",
             Self::PreCompact => "PreCompact",
             Self::Stop => "Stop",
+            Self::SessionEnd => "SessionEnd",
+            Self::SubagentStart => "SubagentStart",
         }
     }
 

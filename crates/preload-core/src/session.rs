@@ -234,13 +234,16 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
         seeds.sort();
-        // The conversation of a seed is kept in its carry (`<pid>.carry.json`).
-        seeds.into_iter().find_map(|carry| {
-            let seed = carry
-                .to_str()?
-                .strip_suffix(".carry.json")
-                .map(|stem| PathBuf::from(format!("{stem}.json")))?;
-            let held = peek(&carry)
+        // The conversation of a seed is kept in its carry (`<pid>.carry.json`); a seed whose
+        // process ended left one whole record (`<pid>.ended.json`).
+        seeds.into_iter().find_map(|file| {
+            let name = file.to_str()?;
+            let seed = match name.strip_suffix(".carry.json") {
+                Some(stem) => PathBuf::from(format!("{stem}.json")),
+                None if name.ends_with(ENDED_SUFFIX) => file.clone(),
+                None => return None,
+            };
+            let held = peek(&file)
                 .filter(|text| text.contains(conversation))
                 .and_then(|text| {
                     State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()
@@ -252,6 +255,14 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             })
         })
     })
+}
+
+/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
+pub const ENDED_SUFFIX: &str = ".ended.json";
+
+/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
+pub fn ended_path(seed: &Path) -> PathBuf {
+    seed.with_extension(&ENDED_SUFFIX[1..])
 }
 
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.

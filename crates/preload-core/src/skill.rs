@@ -135,6 +135,13 @@ pub fn label_of(current_phase: &str) -> String {
         .to_owned()
 }
 
+/// The name of a phase string: `"3.A: Build Loop"` → `"Build Loop"` (`""` without one).
+pub fn name_of(current_phase: &str) -> &str {
+    current_phase
+        .split_once(':')
+        .map_or("", |(_, name)| name.trim())
+}
+
 fn label_string(phase: &Map<String, Value>) -> Option<String> {
     match phase.get("label")? {
         Value::String(s) => Some(s.clone()),
@@ -157,6 +164,14 @@ pub fn find_phase<'a>(phases: &'a [Value], label: &str) -> Option<&'a Map<String
     objects()
         .find(|p| label_string(p).as_deref() == Some(label))
         .or_else(|| objects().find(|p| legacy_label(p).as_deref() == Some(label)))
+}
+
+/// The name of phase `label` in `phases` (`""` when there is none).
+pub fn phase_name<'a>(phases: &'a [Value], label: &str) -> &'a str {
+    find_phase(phases, label)
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// The command names of a phase: `steps` then `commands`, entries starting with `§CMD_`,
@@ -290,7 +305,70 @@ pub fn session_phase_cmds(
     if skill.is_none() && !is_valid_name(name) {
         return Vec::new();
     }
-    resolve_phase_cmds(paths, phases, label, fields, &skill_dir)
+    let mut out = resolve_phase_cmds(paths, phases, label, fields, &skill_dir);
+    let modes = state
+        .get(fields::MODES)
+        .or_else(|| skill.as_ref().and_then(|s| s.definition.get(fields::MODES)));
+    if let (Some(Value::Object(modes)), Some(chosen)) = (modes, chosen_mode(state)) {
+        for file in mode_files(modes, chosen, &skill_dir) {
+            if !out.contains(&file) {
+                out.push(file);
+            }
+        }
+    }
+    out
+}
+
+/// The mode a session chose: the latest `proof.mode` in `phaseHistory` (the engine's skills
+/// prove the mode when they leave the phase that selects it), else the state's own `mode`.
+pub fn chosen_mode(state: &Map<String, Value>) -> Option<&str> {
+    let proven = state
+        .get(fields::PHASE_HISTORY)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .rev()
+        .find_map(|entry| entry.get(fields::PROOF)?.get(fields::MODE)?.as_str());
+    proven
+        .or_else(|| state.get(fields::MODE).and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+}
+
+/// The files of mode `chosen` (matched by id or label, in any case) of a skill's `modes`, that
+/// exist: its own `file`, after every other mode's when it is `custom` (the engine's skills
+/// have a custom mode read the named modes first). Relative files are in `skill_dir`.
+pub fn mode_files(modes: &Map<String, Value>, chosen: &str, skill_dir: &Path) -> Vec<PathBuf> {
+    let Some((id, _)) = modes.iter().find(|(id, mode)| {
+        id.eq_ignore_ascii_case(chosen)
+            || mode
+                .get(fields::MODE_LABEL)
+                .and_then(Value::as_str)
+                .is_some_and(|l| l.eq_ignore_ascii_case(chosen))
+    }) else {
+        return Vec::new();
+    };
+    let file_of = |mode: &Value| {
+        let rel = mode
+            .get(fields::MODE_FILE)?
+            .as_str()
+            .filter(|f| !f.is_empty())?;
+        let path = if rel.starts_with('/') {
+            PathBuf::from(rel)
+        } else {
+            skill_dir.join(rel)
+        };
+        path.is_file().then_some(path)
+    };
+    let mut chosen_ids: Vec<&String> = Vec::new();
+    if id.eq_ignore_ascii_case("custom") {
+        chosen_ids.extend(modes.keys().filter(|other| *other != id));
+    }
+    chosen_ids.push(id);
+    chosen_ids
+        .into_iter()
+        .filter_map(|id| modes.get(id.as_str()).and_then(file_of))
+        .collect()
 }
 
 #[cfg(test)]

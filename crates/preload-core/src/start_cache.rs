@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::clock;
 use crate::delivery::{self, Packer};
 use crate::env::{self, Env};
 use crate::file::{self, WriteError};
@@ -220,7 +221,7 @@ fn read(path: &Path) -> Option<(usize, Slots)> {
     if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
         return None;
     }
-    let age = meta.modified().ok()?.elapsed().unwrap_or_default();
+    let age = clock::age(meta.modified().ok()?);
     if age > FRESH {
         return None;
     }
@@ -257,11 +258,7 @@ fn sweep(dir: &Path) {
             continue;
         };
         let name = entry.file_name().to_string_lossy().into_owned();
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .unwrap_or_default();
+        let age = meta.modified().ok().map(clock::age).unwrap_or_default();
         let old_cache = Path::new(&name).extension().is_some_and(|e| e == "json") && age > FRESH;
         let old_temp = name.contains(".tmp.") && age > TEMP_LEFTOVER;
         if meta.is_file() && (old_cache || old_temp) {

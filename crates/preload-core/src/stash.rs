@@ -2,12 +2,17 @@
 //! added in `PreToolUse` and taken out, within an output budget, by the agent it is for.
 //!
 //! Every entry is a [`StashEntry`]; an agent sees only its own entries (the main agent's have
-//! an empty `agentId`), and other agents' entries are never touched.
+//! an empty `agentId`), and other agents' entries are never touched. An entry larger than one
+//! output goes out in labelled pieces over the following calls, in order; nothing is cut
+//! silently.
+
+use std::collections::VecDeque;
 
 use serde_json::Value;
 
 use crate::delivery::{self, chars};
 use crate::fields::{self, StashEntry};
+use crate::layout;
 use crate::state::State;
 
 /// Append `entries` to the stash (the stash is created only when there is something to add).
@@ -35,8 +40,10 @@ pub fn waiting(state: &State, agent: &str) -> usize {
 /// Take `agent`'s entries that fit `budget` characters out of the stash; their texts, in
 /// order, or `None` when the state has no stash.
 ///
-/// One entry larger than the whole budget goes out as its head, its rest staying in the
-/// stash; entries after the first that does not fit stay, in order, for the next call.
+/// Entries after the first that does not fit stay, in order, for the next call. An entry
+/// larger than the whole budget is cut into labelled pieces ([`layout::split_labelled`]), each
+/// its own entry in its place: the first goes out now, the others on the next calls, in order,
+/// before any later entry.
 pub fn take(state: &mut State, agent: &str, budget: usize) -> Option<Vec<String>> {
     let Some(Value::Array(entries)) = state.0.get_mut(fields::STASH) else {
         return None;
@@ -50,7 +57,9 @@ fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
     let mut used = 0;
     let mut kept = Vec::with_capacity(entries.len());
     let mut full = false;
-    for mut entry in entries.drain(..) {
+    // Each entry with whether it is a piece cut in this call (never cut again).
+    let mut queue: VecDeque<(Value, bool)> = entries.drain(..).map(|e| (e, false)).collect();
+    while let Some((entry, cut)) = queue.pop_front() {
         if full || StashEntry::agent_of(&entry) != agent {
             kept.push(entry);
             continue;
@@ -61,17 +70,19 @@ fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
         }
         let sep = if taken.is_empty() { 0 } else { 2 };
         let len = chars(&text);
-        if used + sep + len <= budget {
+        if used + sep + len <= budget || (taken.is_empty() && cut) {
+            // A piece still over the budget (a budget smaller than a part's header) goes as is.
             used += sep + len;
             taken.push(text);
-        } else if taken.is_empty() {
-            // One entry larger than the whole budget: deliver its head, keep the rest queued.
-            let head: String = text.chars().take(budget).collect();
-            let rest: String = text.chars().skip(budget).collect();
-            StashEntry::set_content(&mut entry, rest);
-            taken.push(head);
-            kept.push(entry);
-            full = true;
+        } else if taken.is_empty() && len > budget {
+            let rule = StashEntry::rule_of(&entry).to_owned();
+            let label = if rule.is_empty() { "stashed" } else { &rule };
+            let pieces = layout::split_labelled(&text, label, budget);
+            for piece in pieces.into_iter().rev() {
+                let mut part = entry.clone();
+                StashEntry::set_content(&mut part, piece);
+                queue.push_front((part, true));
+            }
         } else {
             kept.push(entry);
             full = true;
@@ -102,15 +113,93 @@ mod tests {
         assert_eq!(entries[1]["ruleId"], "x");
     }
 
+    /// Drain `agent` until its entries are gone; the outputs, each checked against `budget`.
+    fn drain_all(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
+        let mut outputs = Vec::new();
+        while entries.iter().any(|e| StashEntry::agent_of(e) == agent) {
+            let taken = drain(entries, agent, budget);
+            assert!(!taken.is_empty(), "every call hands something out");
+            let text = taken.join("\n\n");
+            assert!(chars(&text) <= budget, "{} > {budget}", chars(&text));
+            outputs.push(text);
+            assert!(outputs.len() < 100, "the stash drains");
+        }
+        outputs
+    }
+
     #[test]
-    fn an_oversized_entry_goes_out_in_pieces() {
-        let mut entries = vec![json!({"ruleId": "r", "content": "x".repeat(25)})];
-        let first = drain(&mut entries, "", 10);
-        assert_eq!(first, vec!["x".repeat(10)]);
-        let second = drain(&mut entries, "", 10);
-        let third = drain(&mut entries, "", 10);
-        assert_eq!(second[0].len() + third[0].len(), 15);
-        assert!(entries.is_empty());
+    fn an_oversized_entry_goes_out_in_labelled_parts_in_order() {
+        let body = (0..300)
+            .map(|i| format!("line {i:04}\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        let mut entries = vec![
+            json!({"ruleId": "big-rule", "content": body, "agentId": ""}),
+            json!({"ruleId": "other", "content": "for the sub-agent", "agentId": "sub1"}),
+            json!({"ruleId": "after", "content": "AFTER", "agentId": ""}),
+        ];
+        let outputs = drain_all(&mut entries, "", 1_000);
+        assert!(outputs.len() >= 3, "{} outputs", outputs.len());
+        let all = outputs.join("\n\n");
+        let (parts, after) = all.rsplit_once("\n\n").unwrap();
+        assert_eq!(after, "AFTER", "the next entry comes after the last part");
+        let pieces: Vec<&str> = parts.split("\n\n").collect();
+        let mut rebuilt = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            let (head, rest) = piece.split_once('\n').unwrap();
+            assert_eq!(
+                head,
+                format!("[big-rule (part {}/{})]", i + 1, pieces.len())
+            );
+            rebuilt.push(rest);
+        }
+        assert_eq!(rebuilt.join("\n"), body.trim_end(), "every line, in order");
+        assert_eq!(entries.len(), 1, "the sub-agent's entry stays");
+        assert_eq!(entries[0]["content"], "for the sub-agent");
+    }
+
+    #[test]
+    fn an_oversized_entry_of_blocks_keeps_small_blocks_whole_and_labels_a_large_one() {
+        let big = (0..200)
+            .map(|i| format!("row {i:04}\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        let text = delivery::join_blocks(&[
+            delivery::block("/a.md", "small A"),
+            delivery::block("/b.md", &big),
+            delivery::block("/c.md", "small C"),
+        ]);
+        let mut entries = vec![json!({"ruleId": "preload", "content": text, "agentId": ""})];
+        let outputs = drain_all(&mut entries, "", 900);
+        let all = outputs.join("\n\n");
+        assert!(all.starts_with("[Preloaded: /a.md]\nsmall A"), "{all}");
+        assert!(
+            all.trim_end().ends_with("[Preloaded: /c.md]\nsmall C"),
+            "{all}"
+        );
+        let labels: Vec<&str> = all
+            .lines()
+            .filter(|l| l.starts_with("[Preloaded: /b.md"))
+            .collect();
+        let n = labels.len();
+        assert!(n >= 2, "{labels:?}");
+        for (i, label) in labels.iter().enumerate() {
+            assert_eq!(*label, format!("[Preloaded: /b.md (part {}/{n})]", i + 1));
+        }
+        assert_eq!(delivery::block_paths(&all), vec!["/a.md", "/b.md", "/c.md"]);
+    }
+
+    #[test]
+    fn a_budget_smaller_than_a_label_still_drains() {
+        let mut entries =
+            vec![json!({"ruleId": "a-rule-with-a-long-name", "content": "x".repeat(500)})];
+        let mut calls = 0;
+        while !entries.is_empty() {
+            let taken = drain(&mut entries, "", 10);
+            assert_eq!(taken.len(), 1);
+            calls += 1;
+            assert!(calls < 1_000, "terminates");
+        }
     }
 
     #[test]

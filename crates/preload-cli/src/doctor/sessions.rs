@@ -88,7 +88,12 @@ pub(super) fn check_sessions(dir: &Path, findings: &mut Vec<Finding>) {
                         "the hooks skip it and fail open; fix the JSON or move the file aside",
                     ));
                 }
-                Err(_) | Ok(_) if is_seeds && session::seed_is_stale(&path) => {
+                // An ended conversation's record is a dead process's on purpose.
+                Err(_) | Ok(_)
+                    if is_seeds
+                        && !name.ends_with(session::ENDED_SUFFIX)
+                        && session::seed_is_stale(&path) =>
+                {
                     findings.push(Finding::warn(
                         format!("seed: {} belongs to a process that is gone", path.display()),
                         "SessionStart removes stale seeds; safe to delete",

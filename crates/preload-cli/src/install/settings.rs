@@ -1,9 +1,11 @@
 //! The settings file: read, rewritten in its own layout, backed up and restored.
 //!
-//! A file that is not a JSON object is refused and left as it is. A second install writes
-//! nothing. The first install keeps the file as it was in `<settings>.preload-backup`;
-//! uninstall restores that backup byte for byte when nothing else changed since, and otherwise
-//! removes exactly our handlers and puts the replaced bash handlers back.
+//! A file that is not valid JSON, or not a JSON object, is refused and left as it is. A second
+//! install writes nothing. The first install keeps the file as it was in
+//! `<settings>.preload-backup`; uninstall restores that backup byte for byte when nothing else
+//! changed since, and otherwise removes exactly our handlers and puts the replaced bash
+//! handlers back. Every write (or removal) of the file first keeps it as it was in
+//! `<settings>.preload-previous`.
 
 use std::fs;
 use std::io;
@@ -14,9 +16,9 @@ use serde_json::{Map, Value, json};
 
 use preload_core::file;
 
-use super::backup_of;
 use super::merge::{all_handlers, has_our_handlers, unwire, wire};
 use super::wiring::{TEMPLATE_PREFIX, hooks_value, our_binary};
+use super::{backup_of, previous_of};
 
 /// Why a settings file was not read or written.
 #[derive(Debug, thiserror::Error)]
@@ -31,13 +33,25 @@ pub enum SettingsError {
         /// The underlying error.
         source: io::Error,
     },
-    /// The settings file is not a JSON object; it is left as it is.
-    #[error("{path} is not a JSON object ({why}); fix it first, it was not changed")]
-    NotAnObject {
+    /// The settings file is not valid JSON; it is left as it is.
+    #[error(
+        "{path} is not valid JSON ({why}); nothing was changed: fix it first (comments and trailing commas are not JSON)"
+    )]
+    NotJson {
         /// The settings file.
         path: PathBuf,
         /// The parse error.
         why: String,
+    },
+    /// The settings file is JSON but not an object; it is left as it is.
+    #[error(
+        "{path} is JSON but not an object (it holds {found}); nothing was changed: a settings file is one JSON object"
+    )]
+    NotAnObject {
+        /// The settings file.
+        path: PathBuf,
+        /// What it holds instead.
+        found: &'static str,
     },
 }
 
@@ -111,39 +125,72 @@ struct SettingsFile {
     doc: Value,
 }
 
+/// Read the settings file: absent and empty (or blank) count as `{}`; anything else must be
+/// one JSON object, or it is refused and left as it is.
 fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
-    match fs::read_to_string(path) {
-        Ok(text) => {
-            let doc = if text.trim().is_empty() {
-                Value::Object(Map::new())
-            } else {
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(v @ Value::Object(_)) => v,
-                    Ok(_) => {
-                        return Err(SettingsError::NotAnObject {
-                            path: path.into(),
-                            why: "top level is not an object".into(),
-                        });
-                    }
-                    Err(e) => {
-                        return Err(SettingsError::NotAnObject {
-                            path: path.into(),
-                            why: e.to_string(),
-                        });
-                    }
-                }
-            };
-            Ok(SettingsFile {
-                text: Some(text),
-                doc,
-            })
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(SettingsFile {
+                text: None,
+                doc: Value::Object(Map::new()),
+            });
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(SettingsFile {
-            text: None,
+        Err(e) => return Err(SettingsError::io("read", path)(e)),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| SettingsError::NotJson {
+        path: path.into(),
+        why: "not UTF-8".into(),
+    })?;
+    if text.trim().is_empty() {
+        return Ok(SettingsFile {
+            text: Some(text),
             doc: Value::Object(Map::new()),
-        }),
-        Err(e) => Err(SettingsError::io("read", path)(e)),
+        });
     }
+    let doc = match serde_json::from_str::<Value>(&text) {
+        Ok(doc @ Value::Object(_)) => doc,
+        Ok(other) => {
+            return Err(SettingsError::NotAnObject {
+                path: path.into(),
+                found: kind_of(&other),
+            });
+        }
+        Err(e) => {
+            return Err(SettingsError::NotJson {
+                path: path.into(),
+                why: e.to_string(),
+            });
+        }
+    };
+    Ok(SettingsFile {
+        text: Some(text),
+        doc,
+    })
+}
+
+/// Refuse a settings file that could not be wired (not valid JSON, not an object, unreadable)
+/// before anything else is done; nothing is written.
+pub fn check(path: &Path) -> Result<(), SettingsError> {
+    read_settings(path).map(|_| ())
+}
+
+/// What a JSON value that is not an object is, in words.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Keep the file as it is now in `<settings>.preload-previous` (empty: there was no file),
+/// before a write or removal of it; when this fails, the settings file is not touched.
+fn keep_previous(path: &Path, current: Option<&str>) -> Result<(), SettingsError> {
+    write_file(&previous_of(path), current.unwrap_or_default())
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), SettingsError> {
@@ -181,6 +228,7 @@ pub fn install_settings(path: &Path, prefix: &Path, native: bool) -> Result<Chan
         // The state before preload was wired; an empty backup stands for "no file".
         write_file(&backup, &old)?;
     }
+    keep_previous(path, file.text.as_deref())?;
     write_file(path, &new)?;
     Ok(Change::Written)
 }
@@ -213,6 +261,7 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
         if let Some(prefix) = installed_prefix {
             let expected = Layout::of(text).render(&wire(doc, &prefix, true));
             if expected == current {
+                keep_previous(path, Some(&current))?;
                 if text.is_empty() {
                     fs::remove_file(path).map_err(SettingsError::io("remove", path))?;
                 } else {
@@ -227,6 +276,7 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
     if new == current {
         return Ok(Change::Unchanged);
     }
+    keep_previous(path, Some(&current))?;
     write_file(path, &new)?;
     Ok(Change::Written)
 }

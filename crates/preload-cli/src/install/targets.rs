@@ -35,6 +35,8 @@ pub struct Targets {
     pub prefix: PathBuf,
     /// The settings file.
     pub settings: PathBuf,
+    /// The project around the working directory (its nearest ancestor with `.claude/`), if any.
+    pub project: Option<PathBuf>,
 }
 
 impl Targets {
@@ -55,9 +57,11 @@ impl Targets {
             paths::lexical_clean(&cwd.join(paths::expand_tilde(&p.to_string_lossy(), &home)))
         };
         let prefix = prefix.map_or_else(|| home.join(DEFAULT_PREFIX), absolute);
+        let project = paths::find_project_root(cwd);
         let settings = match settings {
             Some(p) => absolute(p),
-            None => paths::find_project_root(cwd)
+            None => project
+                .as_ref()
                 .map(|root| root.join(".claude/settings.local.json"))
                 .ok_or_else(|| TargetsError::NoProject {
                     cwd: cwd.to_path_buf(),
@@ -67,6 +71,7 @@ impl Targets {
             home,
             prefix,
             settings,
+            project,
         })
     }
 

@@ -69,6 +69,27 @@ fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
             Change::Restored => "restored from the backup",
         }
     ));
+    if change != Change::Unchanged {
+        lines.push(format!(
+            "previous version kept in {}",
+            super::previous_of(&targets.settings).display()
+        ));
+    }
+    let rule = targets
+        .project
+        .as_deref()
+        .and_then(super::ignore::IgnoreRule::for_project);
+    if let Some(rule) = rule {
+        match rule.remove() {
+            Ok(true) => lines.push(format!(
+                "ignore: {} removed from {}",
+                rule.pattern,
+                rule.exclude.display()
+            )),
+            Ok(false) => {}
+            Err(err) => lines.push(format!("ignore: {err}; the rule stays")),
+        }
+    }
     let restored = shims::uninstall_shims(&targets.hooks_dir())?;
     if !restored.is_empty() {
         lines.push(format!("shims: {} engine scripts restored", restored.len()));

@@ -39,6 +39,8 @@ pub const BINARIES: &[&str] = &[
     "preload-overflow",
     "preload-injections",
     "preload-compaction-reread",
+    "preload-session-end",
+    "preload-subagent-start",
     "preload-e2e-auto-answer",
 ];
 
@@ -149,6 +151,24 @@ pub const WIRING: &[Wiring] = &[
         timeout: 5,
         chunked: false,
     },
+    // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
+    // timeout of a settings file raises: 2 s keeps that raise small.
+    Wiring {
+        binary: "preload-session-end",
+        args: &[],
+        event: "SessionEnd",
+        matcher: None,
+        timeout: 2,
+        chunked: false,
+    },
+    Wiring {
+        binary: "preload-subagent-start",
+        args: &[],
+        event: "SubagentStart",
+        matcher: None,
+        timeout: 10,
+        chunked: false,
+    },
 ];
 
 /// One engine hook script and the binary that replaces it.
@@ -198,6 +218,11 @@ pub const SHIMS: &[Shim] = &[
         script: "session-start-chunk.sh",
         binary: "preload-session-start",
         args: " --chunk \"${1:-0}/${2:-1}\"",
+    },
+    Shim {
+        script: "subagent-start-context.sh",
+        binary: "preload-subagent-start",
+        args: "",
     },
     Shim {
         script: "e2e-auto-answer.sh",

@@ -14,6 +14,15 @@ fn block_paths_are_read_from_headers() {
         ["/a/big.md", "/c.md"]
     );
     assert!(block_paths("nothing").is_empty());
+    assert_eq!(
+        block_paths(
+            "[Preloaded: /a/X.md (updated)]\nx\n\n[Preloaded: /s/DIALOGUE.md (last 100 of 532 lines)]\ny\n\n\
+             [Preloaded: /b (1).md (updated) (part 2/3)]\nz\n\n[Preloaded: /c (copy).md]\nw"
+        ),
+        ["/a/X.md", "/s/DIALOGUE.md", "/b (1).md", "/c (copy).md"]
+    );
+    assert_eq!(labelled("/a", &[]), "/a");
+    assert_eq!(labelled("/a", &["updated".to_owned()]), "/a (updated)");
 }
 use std::fmt::Write as _;
 

@@ -6,5 +6,7 @@ pub mod injections;
 pub mod overflow;
 pub mod phase_commands;
 pub mod prompt_submit;
+pub mod session_end;
 pub mod session_start;
+pub mod subagent_start;
 pub mod templates;

@@ -1,13 +1,16 @@
 //! `preload-phase-commands` (`PostToolUse`, `Bash`): after a phase transition (the command's stdout
-//! starts with `Phase:`), queues the new phase's command files and the skill's templates in
-//! `pendingPreloads`, in one locked write; files already in context are skipped (`skip-dedup`).
-//! The preload rule delivers them on the next tool call.
+//! starts with `Phase:`), delivers the new phase's command files, the skill's templates, the
+//! chosen mode's file and the phase's context packs with the transition's own result, then what
+//! else is queued, within the budget, in one locked write; what does not fit is queued in
+//! `pendingPreloads` for the next tool calls, and files already in context are skipped
+//! (`skip-dedup`).
 
 use std::process::ExitCode;
 
 use crate::delivery::Packer;
 use crate::ledger;
-use crate::preload::{self, Mode, Request};
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::skill;
@@ -20,15 +23,17 @@ pub const SPEC: HookSpec = HookSpec {
     help: "preload-phase-commands: PostToolUse hook (matcher Bash).
 
 When the Bash output starts with `Phase: <label>: <name>` (engine session phase, preload
-phase), queues that phase's command files (steps + commands) and the skill's templates in
-pendingPreloads, in one locked write. Labels such as 3.A work. The phases come from the
-state's `phases`, else from the skill's SKILL.md. Prints nothing.
+phase), delivers that phase's command files (steps + commands), the skill's templates, the
+file of the mode the session chose (the latest proof's `mode`) and the context packs of the
+phase (phase:LABEL) in additionalContext, then what else is queued, within the budget, in one
+locked write; the rest is queued in pendingPreloads. Labels such as 3.A work. The phases come
+from the state's `phases`, else from the skill's SKILL.md.
 
 Reads stdin: tool_name, tool_response (object with stdout, or a string), cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
      PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS, PRELOAD_TEST_LOG, HOOK_DEBUG.
 Files: the session .state.json (or the seed), ~/.claude/skills/<skill>/SKILL.md,
-       ~/.claude/engine/.directives/commands/.",
+       ~/.claude/engine/.directives/commands/, the context-packs files.",
 };
 
 /// Entry point of the binary.
@@ -48,7 +53,7 @@ pub fn announced_phase(stdout: &str) -> Option<&str> {
     (!phase.is_empty()).then_some(phase)
 }
 
-/// Queue the new phase's commands.
+/// Deliver the new phase's commands (and queue what does not fit).
 pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
     if input.tool_name() != Some("Bash") {
         return Ok(HookOutput::Silent);
@@ -63,14 +68,45 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let source = format!("phase-cmds({phase})");
     let mut packer = Packer::new(ctx.budget);
     let batch = ledger::update(ctx, &target, |s| {
-        let requests: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
+        let mut requests: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
             .into_iter()
             .map(|p| Request::new(p.to_string_lossy(), source.clone()))
             .collect();
-        preload::apply(ctx, s, &requests, Mode::Queue, &mut packer)
+        let moment = Moment::Phase {
+            label: &label,
+            name: skill::name_of(phase),
+        };
+        requests.extend(preload::pack_requests(
+            ctx,
+            s,
+            Audience::Main,
+            moment,
+            &source,
+        ));
+        // A sub-agent's transition: its own context gets the phase now; the main agent's
+        // queue gets it for later, as it got every other queued file.
+        if let Some(agent) = input.agent_id() {
+            let mut batch = preload::apply(ctx, s, &requests, Mode::Queue, &mut packer);
+            let audience = Audience::SubAgent(agent);
+            batch.extend(preload::apply_for(
+                ctx,
+                s,
+                &requests,
+                Mode::Direct,
+                &mut packer,
+                audience,
+            ));
+            return batch;
+        }
+        let mut batch = preload::apply(ctx, s, &requests, Mode::Direct, &mut packer);
+        let queued = preload::pending_requests(ctx, s, "pending-drain");
+        batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
+        let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
+        ledger::note_call_deliveries(s, input.tool_use_id(), &out);
+        batch
     })?;
     batch.log(ctx, target.is_session);
-    Ok(HookOutput::Silent)
+    Ok(HookOutput::Context(batch.text()))
 }
 
 #[cfg(test)]

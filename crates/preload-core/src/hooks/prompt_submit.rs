@@ -1,5 +1,6 @@
 //! `preload-prompt-submit` (UserPromptSubmit): records a skill's SKILL.md as in context when the
-//! prompt invokes the skill (`/name args`), and speaks the session gate with `SESSION_REQUIRED=1`.
+//! prompt invokes the skill (`/name args`) and delivers the skill's context packs, and speaks the
+//! session gate with `SESSION_REQUIRED=1`.
 //!
 //! Claude Code expands `/name` into the skill's SKILL.md itself; without a record of that, the
 //! templates hook and the preload rule would deliver the file again. The record goes into the
@@ -7,10 +8,12 @@
 
 use std::process::ExitCode;
 
+use crate::delivery::{self, Packer};
 use crate::env;
 use crate::fields;
 use crate::ledger;
-use crate::preload::{self, Request};
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
 use crate::skill;
@@ -25,13 +28,15 @@ pub const SPEC: HookSpec = HookSpec {
 
 When the prompt invokes a skill (/name args, with ~/.claude/skills/name/SKILL.md present),
 records that SKILL.md in preloadedFiles of the session (else the seed): Claude Code's own
-skill expansion delivered it. With SESSION_REQUIRED=1, prints the session-gate message when
-no session is active or the session is completed.
+skill expansion delivered it; the skill's context packs (skill:NAME) are delivered with the
+prompt. With SESSION_REQUIRED=1, prints the session-gate message when no session is active
+or the session is completed.
 
 Reads stdin: prompt, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
      SESSION_REQUIRED, PRELOAD_LOCK_TIMEOUT_MS, PRELOAD_BUDGET_MS, PRELOAD_TEST_LOG, HOOK_DEBUG.
-Files: the session .state.json or sessions/.seeds/<pid>.json (created when missing).",
+Files: the session .state.json or sessions/.seeds/<pid>.json (created when missing),
+       .claude/context-packs.json and ~/.claude/engine/context-packs.json.",
 };
 
 /// Entry point of the binary.
@@ -77,34 +82,58 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
     )))
 }
 
-/// Record the invoked skill's SKILL.md as in context and queue its references (one locked
-/// write).
-fn track_expansion(ctx: &Context, name: &str) -> Result<(), HookError> {
+/// Record the invoked skill's SKILL.md as in context and queue its references, and deliver the
+/// skill's context packs within `budget` characters (one locked write); the packs' blocks.
+fn track_expansion(ctx: &Context, name: &str, budget: usize) -> Result<String, HookError> {
     let file = ctx.paths.skill_file(name);
     if !file.is_file() {
-        return Ok(());
+        return Ok(String::new());
     }
     let Some(target) = session::find_preload_state(ctx)? else {
-        return Ok(());
+        return Ok(String::new());
     };
     let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
+    let mut packer = Packer::new(budget);
     let batch = ledger::update(ctx, &target, |s| {
         s.push_unique(fields::INVOKED_SKILLS, name);
-        preload::record(ctx, s, std::slice::from_ref(&request))
+        let mut batch = preload::record(ctx, s, std::slice::from_ref(&request));
+        let packs = preload::pack_requests(
+            ctx,
+            s,
+            Audience::Main,
+            Moment::Skill(name),
+            &format!("skill-expansion({name})"),
+        );
+        batch.extend(preload::apply(ctx, s, &packs, Mode::Direct, &mut packer));
+        batch
     })?;
     batch.log(ctx, target.is_session);
-    Ok(())
+    Ok(batch.text())
 }
 
-/// Track a skill expansion; speak the gate when required.
+/// Track a skill expansion (and deliver its packs); speak the gate when required.
 pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
-    if let Some(name) = input.prompt().and_then(invoked_skill) {
-        track_expansion(ctx, name)?;
-    }
-    if !ctx.env.is_one(env::SESSION_REQUIRED) {
+    let gate = if ctx.env.is_one(env::SESSION_REQUIRED) {
+        gate_message(ctx)?
+    } else {
+        None
+    };
+    let room = ctx
+        .budget
+        .saturating_sub(gate.as_deref().map_or(0, |g| delivery::chars(g) + 2));
+    let packs = match input.prompt().and_then(invoked_skill) {
+        Some(name) => track_expansion(ctx, name, room)?,
+        None => String::new(),
+    };
+    let text: Vec<String> = gate
+        .into_iter()
+        .chain(Some(packs))
+        .filter(|t| !t.is_empty())
+        .collect();
+    if text.is_empty() {
         return Ok(HookOutput::Silent);
     }
-    Ok(gate_message(ctx)?.map_or(HookOutput::Silent, HookOutput::Context))
+    Ok(HookOutput::Context(text.join("\n\n")))
 }
 
 #[cfg(test)]

@@ -27,8 +27,10 @@ use crate::delivery::{self, Event, Packer};
 use crate::fields;
 use crate::ledger;
 use crate::lock::StateLock;
+use crate::packs;
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, STATE_FILE};
+use crate::stamps;
 use crate::start_cache::{self, Chunk, Lookup, Slots, StartCache, StartCacheError};
 use crate::state::{self, State, StateError};
 use crate::{Context, HookError, HookInput, HookOutput};
@@ -104,7 +106,13 @@ fn cached_slots(input: &HookInput, ctx: &Context, total: usize) -> Result<Slots,
         Lookup::Found(slots) => Ok(slots),
         Lookup::Missing(writer) => {
             let slots = generate(input, ctx, total)?;
-            writer.write(total, &slots).map_err(cache_failure)?;
+            // The text is recorded as delivered by now: it goes out even when the cache cannot
+            // be written (a full disk), and the other registrations make it again.
+            if let Err(err) = writer.write(total, &slots) {
+                if ctx.debug() {
+                    runner_note(ctx, &err.to_string());
+                }
+            }
             Ok(slots)
         }
     }
@@ -177,7 +185,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
             }
             None => session::new_seed(ctx.owner_pid, &[]),
         };
-        let fill = plan.fill(&mut seed, None, &mut packer);
+        let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
             ledger::note_start_deliveries(&mut seed, &source, &delivered);
@@ -238,6 +246,7 @@ fn fill_session(
 ) -> Option<(Fill, Vec<String>)> {
     let path = dir.join(STATE_FILE);
     let dir = dir.to_path_buf();
+    let mut carried: Vec<String> = Vec::new();
     let result = state::update(&path, ctx.lock_deadline(), |s| {
         // Which skills the client process holds, to put back after its next compaction.
         ledger::skills_held_at_start(s, plan.source);
@@ -247,17 +256,26 @@ fn fill_session(
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
             let kept = ledger::take_last_call_deliveries(s);
+            // The packs the compacted window held come again (the summary does not keep them).
+            carried = s
+                .strings(fields::PRELOADED_FILES)
+                .into_iter()
+                .filter(|p| packs::is_key(p))
+                .collect();
             reset(s);
             if plan.source == "compact" {
                 for file in &kept {
                     s.push_unique(fields::PRELOADED_FILES, file);
                 }
+                stamps::retain(s, &kept);
+            } else {
+                stamps::retain(s, &[]);
             }
         }
         if !conversation.is_empty() {
             s.set(fields::SESSION_ID, json!(conversation));
         }
-        let fill = plan.fill(s, Some(&dir), packer);
+        let fill = plan.fill(s, Some(&dir), &carried, packer);
         if plan.source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
             ledger::note_start_deliveries(s, plan.source, &delivered);

@@ -1,16 +1,18 @@
 //! `preload-templates` (`PostToolUse`, `Skill` and `Bash`): when a skill starts (a `Skill` call, or
 //! `engine session activate|continue` / `preload activate` in Bash), delivers the phase's
-//! commands and the skill's templates at once, tracks SKILL.md (a `Skill` call loaded it into
-//! the context already; on Bash it is delivered when it is not in context yet), queues the
-//! references they make, and drains what is already queued, all within the output budget and
-//! in one locked write of the preload state.
+//! commands and the skill's templates at once (with the context packs of the skill and of that
+//! phase), tracks SKILL.md (a `Skill` call loaded it into the context already; on Bash it is
+//! delivered when it is not in context yet), queues the references they make, and drains what
+//! is already queued, all within the output budget and in one locked write of the preload
+//! state.
 
 use std::process::ExitCode;
 
 use crate::delivery::Packer;
 use crate::fields;
 use crate::ledger;
-use crate::preload::{self, Mode, Request};
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Mode, Request};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session;
 use crate::skill;
@@ -24,15 +26,18 @@ pub const SPEC: HookSpec = HookSpec {
 
 On a Skill call, or a Bash call of `engine session activate|continue` (or `preload activate`),
 delivers the phase's command files and the skill's templates as additionalContext (Phase 0 on
-a Skill call, the session's current phase on Bash), tracks SKILL.md (a Skill call loaded it
-already; on Bash it is delivered when not in context yet), queues the references they make,
-and drains pendingPreloads within the output budget. Files that do not fit stay queued.
+a Skill call, the session's current phase on Bash) with the mode file of a chosen mode and
+the context packs of the skill and phase (skill:NAME, phase:LABEL), tracks SKILL.md (a Skill
+call loaded it already; on Bash it is delivered when not in context yet), queues the
+references they make, and drains pendingPreloads within the output budget. Files that do not
+fit stay queued.
 
 Reads stdin: tool_name, tool_input.skill, tool_input.command, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
      PRELOAD_OUTPUT_BUDGET, PRELOAD_MAX_FILE_BYTES, PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS,
      PRELOAD_TEST_LOG, HOOK_DEBUG.
 Files: ~/.claude/skills/<skill>/SKILL.md and templates, ~/.claude/engine/.directives/,
+       .claude/context-packs.json and ~/.claude/engine/context-packs.json,
        the session .state.json or sessions/.seeds/<pid>.json (created when missing).",
 };
 
@@ -129,6 +134,30 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         };
         for path in phase_files {
             requests.push(Request::new(path.to_string_lossy(), source.clone()));
+        }
+        // The packs of the skill and of the phase it starts in.
+        let phase_name = match &trigger {
+            Trigger::Activation => {
+                skill::name_of(s.str(fields::CURRENT_PHASE).unwrap_or("")).to_owned()
+            }
+            Trigger::Skill(_) => skill::Skill::load(&ctx.paths, &name)
+                .map(|k| skill::phase_name(k.phases(), &label).to_owned())
+                .unwrap_or_default(),
+        };
+        for moment in [
+            Moment::Skill(&name),
+            Moment::Phase {
+                label: &label,
+                name: &phase_name,
+            },
+        ] {
+            requests.extend(preload::pack_requests(
+                ctx,
+                s,
+                Audience::Main,
+                moment,
+                &source,
+            ));
         }
         batch.extend(preload::apply(ctx, s, &requests, Mode::Direct, &mut packer));
         let queued = preload::pending_requests(ctx, s, "pending-drain");

@@ -1,5 +1,7 @@
 //! Unit tests of `lock`.
 
+use std::time::SystemTime;
+
 use super::*;
 
 fn soon(ms: u64) -> Instant {
@@ -61,6 +63,27 @@ fn a_pidless_lock_is_reclaimed_only_when_old() {
     let old = SystemTime::now() - Duration::from_secs(30);
     fs::File::open(&dir).unwrap().set_modified(old).unwrap();
     assert_eq!(inspect(&dir), LockHealth::Stale);
+    assert!(StateLock::acquire(&file, soon(100)).is_ok());
+}
+
+#[test]
+fn a_pidless_lock_dated_ahead_ages_like_one_dated_behind() {
+    // The clock was set back after the lock was made: its time is in the future.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    fs::create_dir(&dir).unwrap();
+    let ahead = SystemTime::now() + Duration::from_secs(2);
+    fs::File::open(&dir).unwrap().set_modified(ahead).unwrap();
+    assert_eq!(
+        inspect(&dir),
+        LockHealth::Fresh,
+        "a second or two ahead: fresh"
+    );
+    assert!(StateLock::acquire(&file, soon(40)).is_err());
+    let far = SystemTime::now() + Duration::from_secs(3_600);
+    fs::File::open(&dir).unwrap().set_modified(far).unwrap();
+    assert_eq!(inspect(&dir), LockHealth::Stale, "an hour ahead: abandoned");
     assert!(StateLock::acquire(&file, soon(100)).is_ok());
 }
 

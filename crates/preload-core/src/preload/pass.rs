@@ -2,14 +2,15 @@
 
 use std::path::Path;
 
+use super::source::{self, Source};
 use super::{
     Audience, Batch, Mode, Outcome, Request, override_of, parts_done, resolver, set_parts_done,
 };
 use crate::context::Context;
 use crate::dedup::{Hit, InContext};
 use crate::delivery::{self, Event, FileBody, Packer};
-use crate::fields;
 use crate::refs::Resolver;
+use crate::stamps;
 use crate::state::State;
 
 /// One ensure pass over a state.
@@ -23,8 +24,10 @@ pub(super) struct Pass<'a> {
     preloaded_key: String,
     /// Field of the audience's part progress.
     parts_key: String,
-    /// True when delivery takes files out of `pendingPreloads` (the main agent).
-    owns_queue: bool,
+    /// Field of the audience's own queue.
+    queue_key: String,
+    /// True for the main agent, whose deliveries are stamped for change detection.
+    stamps: bool,
 }
 
 impl<'a> Pass<'a> {
@@ -38,16 +41,15 @@ impl<'a> Pass<'a> {
             batch: Batch::default(),
             preloaded_key,
             parts_key: audience.parts_key(),
-            owns_queue: audience == Audience::Main,
+            queue_key: audience.queue_key(),
+            stamps: audience == Audience::Main,
         }
     }
 
-    /// Take a file out of the queue, when this audience owns it.
+    /// Take a file out of the audience's queue.
     fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
-        if self.owns_queue {
-            state.remove_item(fields::PENDING_PRELOADS, path);
-            state.remove_item(fields::PENDING_PRELOADS, requested);
-        }
+        state.remove_item(&self.queue_key, path);
+        state.remove_item(&self.queue_key, requested);
     }
 
     /// Already in context: note it, and drop a stale queue entry.
@@ -70,13 +72,57 @@ impl<'a> Pass<'a> {
 
     /// Queue for the next tool call.
     pub(super) fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
-        if state.push_unique(fields::PENDING_PRELOADS, path) {
+        if state.push_unique(&self.queue_key, path) {
             self.batch
                 .note(Event::QueuePending, path, &request.source, "new");
             Outcome::Queued
         } else {
             Outcome::AlreadyQueued
         }
+    }
+
+    /// Record as in context a file the client delivered itself.
+    pub(super) fn record(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
+        let found = source::read(self.ctx, path, self.max_bytes);
+        if found.body == FileBody::Unavailable {
+            return Outcome::Unavailable;
+        }
+        set_parts_done(state, &self.parts_key, path, None);
+        state.push_unique(&self.preloaded_key, path);
+        self.unqueue(state, path, &request.path);
+        self.in_context.add(path, &self.ctx.file_ids);
+        self.stamp(state, path, &found);
+        self.batch
+            .note(Event::DirectDeliver, path, &request.source, "new");
+        if let FileBody::Text(text) = &found.body {
+            self.queue_references(state, path, text);
+        }
+        Outcome::Delivered
+    }
+
+    /// Record (or forget) what a delivery of `path` sent, for the main agent.
+    fn stamp(&self, state: &mut State, path: &str, found: &Source) {
+        if !self.stamps {
+            return;
+        }
+        match &found.stamp {
+            Some(stamp) => stamps::set(state, path, stamp),
+            None => stamps::remove(state, path),
+        }
+    }
+
+    /// The header notes of a delivery of `path`: the source's own, and `updated` when what the
+    /// main agent was sent before differs.
+    fn labels_of(&self, state: &State, path: &str, found: &Source) -> Vec<String> {
+        let mut labels = found.labels.clone();
+        if self.stamps {
+            if let (Some(before), Some(now)) = (stamps::get(state, path), &found.stamp) {
+                if before.hash != now.hash {
+                    labels.insert(0, delivery::LABEL_UPDATED.to_owned());
+                }
+            }
+        }
+        labels
     }
 
     /// Deliver as much of the file as the budget holds; track it in the same state.
@@ -88,22 +134,23 @@ impl<'a> Pass<'a> {
         mode: Mode,
         packer: &mut Packer,
     ) -> Outcome {
-        let (mut parts, content) =
-            match delivery::read_for_delivery(Path::new(path), self.max_bytes) {
-                FileBody::Text(text) => (
-                    delivery::file_parts(path, &text, delivery::part_size(self.ctx.budget)),
-                    Some(text),
-                ),
-                FileBody::TooLarge(size) => (
-                    vec![delivery::pointer_block(path, size, self.max_bytes)],
-                    None,
-                ),
-                FileBody::Unavailable | FileBody::Empty => {
-                    self.unqueue(state, path, &request.path);
-                    set_parts_done(state, &self.parts_key, path, None);
-                    return Outcome::Unavailable;
-                }
-            };
+        let found = source::read(self.ctx, path, self.max_bytes);
+        let shown = delivery::labelled(path, &self.labels_of(state, path, &found));
+        let (mut parts, content) = match &found.body {
+            FileBody::Text(text) => (
+                delivery::file_parts(&shown, text, delivery::part_size(self.ctx.budget)),
+                Some(text.as_str()),
+            ),
+            FileBody::TooLarge(size) => (
+                vec![delivery::pointer_block(&shown, *size, self.max_bytes)],
+                None,
+            ),
+            FileBody::Unavailable | FileBody::Empty => {
+                self.unqueue(state, path, &request.path);
+                set_parts_done(state, &self.parts_key, path, None);
+                return Outcome::Unavailable;
+            }
+        };
         let first = parts_done(state, &self.parts_key, path).min(parts.len().saturating_sub(1));
         let shadow = if first == 0 {
             override_of(state, path)
@@ -119,7 +166,7 @@ impl<'a> Pass<'a> {
         }
         if next == first {
             // Nothing fit: stays queued for the next call.
-            if self.owns_queue && state.push_unique(fields::PENDING_PRELOADS, path) {
+            if state.push_unique(&self.queue_key, path) {
                 self.batch
                     .note(Event::QueuePending, path, &request.source, "deferred");
             }
@@ -131,9 +178,7 @@ impl<'a> Pass<'a> {
         self.batch.blocks.extend(parts[first..next].iter().cloned());
         if next < parts.len() {
             set_parts_done(state, &self.parts_key, path, Some(next));
-            if self.owns_queue {
-                state.push_unique(fields::PENDING_PRELOADS, path);
-            }
+            state.push_unique(&self.queue_key, path);
             return Outcome::Partial;
         }
         // Fully out: into the audience's files in context, out of the queue, in the same write.
@@ -141,6 +186,7 @@ impl<'a> Pass<'a> {
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
+        self.stamp(state, path, &found);
         let event = if mode == Mode::Direct {
             Event::DirectDeliver
         } else {
@@ -149,12 +195,13 @@ impl<'a> Pass<'a> {
         self.batch.note(event, path, &request.source, "new");
         // The pipeline is the recursion: a delivered file's references are queued once.
         if let Some(text) = content {
-            self.queue_references(state, path, &text);
+            self.queue_references(state, path, text);
         }
         Outcome::Delivered
     }
 
-    /// Queue the resolved references of a delivered file that are neither in context nor queued.
+    /// Queue the resolved references of a delivered file that are neither in context nor
+    /// queued, in the audience's own queue.
     pub(super) fn queue_references(&mut self, state: &mut State, path: &str, text: &str) {
         let source = format!("resolve_refs({})", file_name(path));
         for found in self.resolver.references_of(Path::new(path), text) {
@@ -163,7 +210,7 @@ impl<'a> Pass<'a> {
                 .in_context
                 .check(state, &found, &self.ctx.file_ids)
                 .is_none()
-                && state.push_unique(fields::PENDING_PRELOADS, &found)
+                && state.push_unique(&self.queue_key, &found)
             {
                 self.batch.note(Event::ResolveRef, &found, &source, "new");
                 self.batch.note(Event::QueuePending, &found, &source, "new");

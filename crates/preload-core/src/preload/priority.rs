@@ -1,4 +1,5 @@
-//! The order queued files go out in: begun parts, standards, the current phase, directives, the rest.
+//! The order queued files go out in: standards, the current phase, directives and packs, the
+//! rest; within each, a file already begun first.
 
 use serde_json::Value;
 
@@ -11,43 +12,39 @@ use crate::state::State;
 /// Why a queued file matters now, most urgent first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Priority {
-    /// Partly delivered: the rest of what the model has begun to read.
-    Begun,
     /// A core standard (owed to the context window since SessionStart).
     Standard,
     /// A command or template of the current phase.
     CurrentPhase,
-    /// A directive of a directory the agent works in.
+    /// A directive of a directory the agent works in, or a context pack.
     Directive,
     /// Anything else: reached through a `§` reference, a past phase's command, ….
     Reference,
 }
 
-/// The priority of the queued file `path` (normalised) in `state`.
+/// The priority of the queued file `path` (normalised).
 fn priority_of(
     path: &str,
-    state: &State,
     standards: &[String],
     phase_files: &[String],
     directives: &[String],
 ) -> Priority {
-    if parts_done(state, fields::PRELOAD_PARTS, path) > 0 {
-        Priority::Begun
-    } else if standards.iter().any(|s| s == path) {
+    if standards.iter().any(|s| s == path) {
         Priority::Standard
     } else if phase_files.iter().any(|p| p == path) {
         Priority::CurrentPhase
-    } else if directives.iter().any(|d| d == path) {
+    } else if directives.iter().any(|d| d == path) || crate::packs::is_key(path) {
         Priority::Directive
     } else {
         Priority::Reference
     }
 }
 
-/// Order `requests` for delivery: partly delivered files, core standards, the current phase's
-/// commands and templates, directives of touched directories, then the rest; the queue's order
-/// within each. A file that no longer matters (a past phase's command) never goes ahead of one
-/// that does.
+/// Order `requests` for delivery: core standards, the current phase's commands and templates,
+/// directives of touched directories and context packs, then the rest; within each, partly
+/// delivered files first (the rest of what the model has begun to read), then the queue's
+/// order. A file that no longer matters (a past phase's command, a begun reference) never goes
+/// ahead of one that does.
 pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<Request> {
     if requests.len() < 2 {
         return requests;
@@ -65,15 +62,16 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
             .collect(),
         _ => Vec::new(),
     };
-    let mut ranked: Vec<(Priority, usize, Request)> = requests
+    let mut ranked: Vec<(Priority, bool, usize, Request)> = requests
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
             let path = ctx.normalize(&r.path);
-            let p = priority_of(&path, state, &standards, &phase_files, &directives);
-            (p, i, r)
+            let p = priority_of(&path, &standards, &phase_files, &directives);
+            let fresh = parts_done(state, fields::PRELOAD_PARTS, &path) == 0;
+            (p, fresh, i, r)
         })
         .collect();
-    ranked.sort_by_key(|(p, i, _)| (*p, *i));
-    ranked.into_iter().map(|(_, _, r)| r).collect()
+    ranked.sort_by_key(|(p, fresh, i, _)| (*p, *fresh, *i));
+    ranked.into_iter().map(|(.., r)| r).collect()
 }

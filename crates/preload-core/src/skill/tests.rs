@@ -117,3 +117,50 @@ fn session_phases_win_over_the_skill_file() {
     let state = json!({"skill": "../etc"});
     assert!(session_phase_cmds(&paths, state.as_object().unwrap(), "0").is_empty());
 }
+
+#[test]
+fn the_chosen_mode_is_the_latest_proven_else_the_states() {
+    let state = json!({"mode": "general", "phaseHistory": [
+        "0: Setup",
+        {"phase": "1: Interrogation", "proof": {"mode": "tdd"}},
+        {"phase": "2: Planning", "proof": {"planWritten": "yes"}}
+    ]});
+    assert_eq!(chosen_mode(state.as_object().unwrap()), Some("tdd"));
+    let state = json!({"mode": " general ", "phaseHistory": ["0: Setup"]});
+    assert_eq!(chosen_mode(state.as_object().unwrap()), Some("general"));
+    assert_eq!(chosen_mode(json!({"mode": ""}).as_object().unwrap()), None);
+    assert_eq!(chosen_mode(&Map::new()), None);
+}
+
+#[test]
+fn a_mode_brings_its_file_and_custom_brings_every_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("modes")).unwrap();
+    for m in ["general", "tdd", "custom"] {
+        std::fs::write(dir.join(format!("modes/{m}.md")), m).unwrap();
+    }
+    let modes = json!({
+        "general": {"label": "General", "file": "modes/general.md"},
+        "tdd": {"label": "Test-first", "file": "modes/tdd.md"},
+        "gone": {"label": "Gone", "file": "modes/gone.md"},
+        "custom": {"label": "Custom", "file": dir.join("modes/custom.md")}
+    });
+    let modes = modes.as_object().unwrap();
+    assert_eq!(mode_files(modes, "tdd", dir), [dir.join("modes/tdd.md")]);
+    assert_eq!(
+        mode_files(modes, "test-FIRST", dir),
+        [dir.join("modes/tdd.md")],
+        "by label, in any case"
+    );
+    assert_eq!(
+        mode_files(modes, "Custom", dir),
+        [
+            dir.join("modes/general.md"),
+            dir.join("modes/tdd.md"),
+            dir.join("modes/custom.md")
+        ],
+        "the named modes first, a missing file left out"
+    );
+    assert!(mode_files(modes, "default", dir).is_empty());
+}

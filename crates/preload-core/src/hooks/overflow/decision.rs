@@ -16,6 +16,8 @@ use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::fields::{self, StashEntry};
 use crate::heartbeat;
+use crate::packs::Moment;
+use crate::paths;
 use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
 use crate::stash;
@@ -57,6 +59,10 @@ pub(super) fn decide(
     writes: Writes,
 ) -> Plan {
     let mut plan = Plan::default();
+    if writes == Writes::Allowed && !matches!(target, Target::Nowhere) && !call.is_sub() {
+        // A file in context that changed on disk goes out again, with this call.
+        plan.batch.extend(preload::requeue_changed(ctx, s));
+    }
     if writes == Writes::Allowed
         && engine.is_none()
         && !matches!(target, Target::Nowhere)
@@ -66,10 +72,20 @@ pub(super) fn decide(
     {
         discover(ctx, call, s, &mut plan);
     }
-    // Rules see the session, or (before activation) the seed as "no session".
-    let view: Cow<State> = if matches!(target, Target::Seed(_)) {
+    // Rules see the session, or (before activation) the seed as "no session"; a sub-agent's
+    // preload rule sees its own queue beside the main agent's.
+    let own_queue = call
+        .agent
+        .map(|id| s.strings(&Audience::SubAgent(id).queue_key()))
+        .unwrap_or_default();
+    let view: Cow<State> = if matches!(target, Target::Seed(_)) || !own_queue.is_empty() {
         let mut v = s.clone();
-        v.set(fields::LIFECYCLE, json!("none"));
+        if matches!(target, Target::Seed(_)) {
+            v.set(fields::LIFECYCLE, json!("none"));
+        }
+        for path in &own_queue {
+            v.push_unique(fields::PENDING_PRELOADS, path);
+        }
         Cow::Owned(v)
     } else {
         Cow::Borrowed(&*s)
@@ -144,6 +160,25 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
     else {
         return;
     };
+    // The context packs of the path (`path:GLOB`), queued once per context window.
+    let touched = paths::lexical_clean(&ctx.cwd.join(paths::expand_tilde(raw, &ctx.paths.home)));
+    let packs = preload::pack_requests(
+        ctx,
+        s,
+        Audience::Main,
+        Moment::Path(&touched),
+        "context-pack(path)",
+    );
+    if !packs.is_empty() {
+        let mut packer = Packer::new(ctx.budget);
+        plan.batch.extend(preload::apply(
+            ctx,
+            s,
+            &packs,
+            preload::Mode::Queue,
+            &mut packer,
+        ));
+    }
     let scope = Scope {
         claude_dir: ctx.paths.claude.clone(),
         project_root: Some(ctx.project_root.clone()),

@@ -1,7 +1,8 @@
 //! What `preload-session-start`'s text holds, in order: the banner and the session context
-//! line, the core standards (and `docs/TOC.md`), the live session's skill (SKILL.md, its
-//! references, the current phase's commands) and artifacts, the session's files and, on
-//! `startup`, the dehydrated-context recovery; what does not fit is queued or stashed.
+//! line, the core standards (and `docs/TOC.md`), the context packs (those due at SessionStart,
+//! and after a compaction every pack the old window held), the live session's skill (SKILL.md,
+//! its references, the current phase's commands and packs) and artifacts, the session's files
+//! and, on `startup`, the dehydrated-context recovery; what does not fit is queued or stashed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,8 @@ use crate::env;
 use crate::fields::{self, StashEntry};
 use crate::file;
 use crate::heartbeat;
-use crate::preload::{self, Batch, Mode, Outcome, Request};
+use crate::packs::Moment;
+use crate::preload::{self, Audience, Batch, Mode, Outcome, Request};
 use crate::session;
 use crate::skill;
 use crate::stash;
@@ -51,6 +53,7 @@ impl Plan<'_> {
         &self,
         state: &mut State,
         session_dir: Option<&PathBuf>,
+        carried_packs: &[String],
         packer: &mut Packer,
     ) -> Fill {
         let ctx = self.ctx;
@@ -72,6 +75,18 @@ impl Plan<'_> {
         let toc = ctx.cwd.join("docs/TOC.md");
         if toc.is_file() {
             requests.push(Request::new(toc.to_string_lossy(), source.clone()));
+        }
+        requests.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            Moment::SessionStart,
+            &source,
+        ));
+        for key in carried_packs {
+            if !requests.iter().any(|r| r.path == *key) {
+                requests.push(Request::new(key.as_str(), source.as_str()));
+            }
         }
         let active = session_dir.filter(|_| is_live_lifecycle(state));
         if let Some(dir) = active {
@@ -208,11 +223,28 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
             out.push(Request::new(found.to_string_lossy(), source.clone()));
         }
     }
-    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or("0"));
+    let phase = state.str(fields::CURRENT_PHASE).unwrap_or("0");
+    let label = skill::label_of(phase);
     for path in skill::session_phase_cmds(&ctx.paths, &state.0, &label) {
         out.push(Request::new(
             path.to_string_lossy(),
             format!("phase-cmds({label})"),
+        ));
+    }
+    // The packs of the skill and of its current phase belong to this context window too.
+    for moment in [
+        Moment::Skill(name),
+        Moment::Phase {
+            label: &label,
+            name: skill::name_of(phase),
+        },
+    ] {
+        out.extend(preload::pack_requests(
+            ctx,
+            state,
+            Audience::Main,
+            moment,
+            &source,
         ));
     }
     out

@@ -1,0 +1,252 @@
+//! What each delivered file was when it went out (`preloadedStamps`): the identity, size and
+//! modification time of the files it was made from and a hash of the text sent, so a change on
+//! disk is seen cheaply (metadata first, the content hashed only when that moved).
+//!
+//! A plain file's stamp is one string, `<dev>:<ino>:<size>:<mtime ns>:<hash>`; a pack's is an
+//! object with the hash, the characters sent and one such metadata string per source file.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::fields;
+use crate::state::State;
+
+/// A file's identity and the metadata a change moves: device, inode, size, mtime (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl Meta {
+    /// The metadata of the file at `path` (symlinks followed); `None` when it is not there.
+    pub fn of(path: &Path) -> Option<Self> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        })
+    }
+
+    fn encode(meta: Option<Self>) -> String {
+        meta.map_or_else(
+            || "-".to_owned(),
+            |m| format!("{}:{}:{}:{}", m.dev, m.ino, m.size, m.mtime_ns),
+        )
+    }
+}
+
+/// The content hash of a text sent: FNV-1a, 64 bits, in hex (stable across releases).
+pub fn hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// What a delivered file or pack was when it went out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// The hash of the text sent.
+    pub hash: String,
+    /// The files it was made from, each with its encoded metadata (`-` when absent).
+    pub sources: Vec<(String, String)>,
+    /// Characters sent (packs).
+    pub chars: Option<usize>,
+}
+
+impl Stamp {
+    /// The stamp of the plain file at `path` whose text `text` was sent.
+    pub fn of_file(path: &str, text: &str) -> Self {
+        Self {
+            hash: hash(text),
+            sources: vec![(path.to_owned(), Meta::encode(Meta::of(Path::new(path))))],
+            chars: None,
+        }
+    }
+
+    /// The stamp of a text made from `sources` (a pack).
+    pub fn of_sources<P: AsRef<Path>>(sources: &[P], text: &str) -> Self {
+        Self {
+            hash: hash(text),
+            sources: sources
+                .iter()
+                .map(|p| {
+                    let p = p.as_ref();
+                    (p.to_string_lossy().into_owned(), Meta::encode(Meta::of(p)))
+                })
+                .collect(),
+            chars: Some(crate::delivery::chars(text)),
+        }
+    }
+
+    /// True when every source still has the metadata it had (nothing to hash).
+    pub fn unmoved(&self) -> bool {
+        self.sources
+            .iter()
+            .all(|(path, meta)| Meta::encode(Meta::of(Path::new(path))) == *meta)
+    }
+
+    /// As stored under `key`.
+    fn to_value(&self, key: &str) -> Value {
+        match self.sources.as_slice() {
+            [(path, meta)] if path == key && self.chars.is_none() => {
+                Value::String(format!("{meta}:{}", self.hash))
+            }
+            _ => {
+                let mut map = Map::new();
+                map.insert(fields::STAMP_HASH.into(), Value::from(self.hash.as_str()));
+                if let Some(chars) = self.chars {
+                    map.insert(fields::STAMP_CHARS.into(), Value::from(chars));
+                }
+                let sources: Map<String, Value> = self
+                    .sources
+                    .iter()
+                    .map(|(p, m)| (p.clone(), Value::from(m.as_str())))
+                    .collect();
+                map.insert(fields::STAMP_SOURCES.into(), Value::Object(sources));
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// Read what is stored under `key`.
+    fn from_value(key: &str, value: &Value) -> Option<Self> {
+        match value {
+            Value::String(s) => {
+                let (meta, hash) = s.rsplit_once(':')?;
+                Some(Self {
+                    hash: hash.to_owned(),
+                    sources: vec![(key.to_owned(), meta.to_owned())],
+                    chars: None,
+                })
+            }
+            Value::Object(map) => Some(Self {
+                hash: map.get(fields::STAMP_HASH)?.as_str()?.to_owned(),
+                chars: map
+                    .get(fields::STAMP_CHARS)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok()),
+                sources: map
+                    .get(fields::STAMP_SOURCES)?
+                    .as_object()?
+                    .iter()
+                    .filter_map(|(p, m)| Some((p.clone(), m.as_str()?.to_owned())))
+                    .collect(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The stamp recorded for `key`.
+pub fn get(state: &State, key: &str) -> Option<Stamp> {
+    let value = state.get(fields::PRELOADED_STAMPS)?.get(key)?;
+    Stamp::from_value(key, value)
+}
+
+/// Record `stamp` for `key`.
+pub fn set(state: &mut State, key: &str, stamp: &Stamp) {
+    state
+        .object_mut(fields::PRELOADED_STAMPS)
+        .insert(key.to_owned(), stamp.to_value(key));
+}
+
+/// Every key with a stamp, in order.
+pub fn keys(state: &State) -> Vec<String> {
+    match state.get(fields::PRELOADED_STAMPS) {
+        Some(Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Forget the stamp of `key` (the field goes when it empties).
+pub fn remove(state: &mut State, key: &str) {
+    let now_empty = match state.0.get_mut(fields::PRELOADED_STAMPS) {
+        Some(Value::Object(map)) => {
+            map.shift_remove(key);
+            map.is_empty()
+        }
+        _ => false,
+    };
+    if now_empty {
+        state.remove(fields::PRELOADED_STAMPS);
+    }
+}
+
+/// Keep only the stamps of the keys `keep` holds (the field goes when it empties).
+pub fn retain(state: &mut State, keep: &[String]) {
+    for key in keys(state) {
+        if !keep.contains(&key) {
+            remove(state, &key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_stamp_round_trips_as_one_string_and_sees_a_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("A.md");
+        std::fs::write(&path, "one").unwrap();
+        let key = path.to_string_lossy().into_owned();
+        let stamp = Stamp::of_file(&key, "one");
+        let mut state = State::default();
+        set(&mut state, &key, &stamp);
+        let stored = &state.get(fields::PRELOADED_STAMPS).unwrap()[key.as_str()];
+        assert!(stored.is_string(), "{stored}");
+        assert!(
+            stored
+                .as_str()
+                .unwrap()
+                .ends_with(&format!(":{}", hash("one")))
+        );
+        assert_eq!(get(&state, &key), Some(stamp.clone()));
+        assert!(stamp.unmoved());
+        std::fs::write(&path, "two, longer").unwrap();
+        assert!(!stamp.unmoved());
+        remove(&mut state, &key);
+        assert!(state.get(fields::PRELOADED_STAMPS).is_none());
+    }
+
+    #[test]
+    fn a_pack_stamp_keeps_its_sources_and_characters() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a.md");
+        std::fs::write(&a, "a").unwrap();
+        let missing = tmp.path().join("later.md");
+        let stamp = Stamp::of_sources(&[&a, &missing], "the text");
+        let mut state = State::default();
+        set(&mut state, "/p/.claude/context-packs.json#x", &stamp);
+        assert_eq!(
+            get(&state, "/p/.claude/context-packs.json#x"),
+            Some(stamp.clone())
+        );
+        assert_eq!(stamp.chars, Some(8));
+        assert!(stamp.unmoved());
+        std::fs::write(&missing, "now here").unwrap();
+        assert!(!stamp.unmoved(), "a source that appears is a change");
+        assert_eq!(keys(&state), ["/p/.claude/context-packs.json#x"]);
+    }
+
+    #[test]
+    fn the_hash_is_fnv1a() {
+        assert_eq!(hash(""), "cbf29ce484222325");
+        assert_eq!(hash("a"), "af63dc4c8601ec8c");
+    }
+}

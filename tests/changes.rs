@@ -1,0 +1,152 @@
+//! Files that change after they were delivered, and growing logs: a changed file goes out once
+//! more at the next tool call, marked `(updated)`, and never while unchanged; a log goes out as
+//! its last lines with a header saying so, and its growth is not chased.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{Sandbox, strings};
+use crate::pipeline_steps::{
+    activate, drain, phase, prompt, seen, session_start, skill_call, tool_call,
+};
+
+/// `/implement` in phase 1 with everything queued delivered.
+fn in_phase_one(sb: &Sandbox) {
+    session_start(sb, "startup");
+    prompt(sb, "/implement add a total");
+    skill_call(sb, "implement");
+    activate(sb, "work", "implement");
+    phase(sb, "work", "1: Interrogation");
+    drain(sb, "work", 30);
+}
+
+fn ls(sb: &Sandbox) -> String {
+    seen(&tool_call(sb, "Bash", json!({"command": "ls"})))
+}
+
+#[test]
+fn a_delivered_file_edited_on_disk_goes_out_once_more_marked_updated() {
+    let sb = Sandbox::new();
+    in_phase_one(&sb);
+    let file = sb.engine_path("commands/CMD_INTERROGATE.md");
+    assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 1);
+    let stamps = &sb.state("work")["preloadedStamps"];
+    assert!(stamps[file.as_str()].is_string(), "stamped: {stamps}");
+
+    // Unchanged: nothing.
+    for _ in 0..2 {
+        assert!(!ls(&sb).contains("CMD_INTERROGATE.md"));
+    }
+    // Written again with the same content (the metadata moves, the content does not): nothing.
+    let before = fs::metadata(&file).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let text = fs::read_to_string(&file).unwrap();
+    fs::write(&file, &text).unwrap();
+    assert_ne!(fs::metadata(&file).unwrap().modified().unwrap(), before);
+    assert!(!ls(&sb).contains("CMD_INTERROGATE.md"));
+    assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 1);
+
+    // Edited: once more, with this call, marked as an update.
+    fs::write(&file, format!("{text}\nA rule added during the session.\n")).unwrap();
+    let got = ls(&sb);
+    assert!(
+        got.contains(&format!("[Preloaded: {file} (updated)]\n")),
+        "{got}"
+    );
+    assert!(got.contains("A rule added during the session."));
+    assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 2);
+    assert!(strings(&sb.state("work"), "preloadedFiles").contains(&file));
+    for _ in 0..2 {
+        assert!(
+            !ls(&sb).contains("CMD_INTERROGATE.md"),
+            "never while unchanged"
+        );
+    }
+    let requeued = sb
+        .events()
+        .iter()
+        .filter(|e| e["source"] == "changed-on-disk")
+        .count();
+    assert_eq!(requeued, 1);
+}
+
+#[test]
+fn a_pack_goes_out_again_when_one_of_its_files_changes() {
+    let sb = Sandbox::new();
+    in_phase_one(&sb);
+    assert_eq!(sb.delivery_count("#project-basics"), 1);
+    let conventions = sb.project.join("docs/CONVENTIONS.md");
+    let text = fs::read_to_string(&conventions).unwrap();
+    fs::write(&conventions, format!("{text}\n*   Never log a price.\n")).unwrap();
+    let got = ls(&sb);
+    assert!(
+        got.contains("#project-basics (updated)]\nPROJECT CONTEXT"),
+        "{got}"
+    );
+    assert!(got.contains("Never log a price."));
+    // A file the pack only mentions is not part of what was sent.
+    let tasks = sb.project.join("docs/TASKS.md");
+    fs::write(&tasks, "# Tasks\n\n1.  Something else.\n").unwrap();
+    assert!(!ls(&sb).contains("PROJECT CONTEXT"));
+    assert_eq!(sb.delivery_count("#project-basics"), 2);
+}
+
+#[test]
+fn the_sessions_own_documents_are_not_followed() {
+    let sb = Sandbox::new();
+    in_phase_one(&sb);
+    // A session document delivered (as SessionStart does after a compaction) then appended to.
+    let log = sb.sessions.join("work/IMPLEMENTATION_LOG.md");
+    fs::write(&log, "# Log\n\n## First entry\n").unwrap();
+    session_start(&sb, "compact");
+    drain(&sb, "work", 30);
+    assert_eq!(sb.delivery_count("work/IMPLEMENTATION_LOG.md"), 1);
+    fs::write(&log, "# Log\n\n## First entry\n\n## Second entry\n").unwrap();
+    assert!(!ls(&sb).contains(&format!("[Preloaded: {}", log.display())));
+    assert_eq!(sb.delivery_count("work/IMPLEMENTATION_LOG.md"), 1);
+}
+
+fn dialogue(lines: usize) -> String {
+    (1..=lines).fold(String::new(), |mut out, i| {
+        let _ = writeln!(out, "**User**: line {i}");
+        out
+    })
+}
+
+#[test]
+fn a_growing_log_goes_out_as_its_last_lines_with_a_header_saying_so() {
+    let sb = Sandbox::new();
+    in_phase_one(&sb);
+    let path = sb.sessions.join("work/DIALOGUE.md");
+    fs::write(&path, dialogue(250)).unwrap();
+    let text = session_start(&sb, "compact").context();
+    let header = format!("[Preloaded: {} (last 100 of 250 lines)]\n", path.display());
+    assert!(text.contains(&header), "{}", text.len());
+    assert!(text.contains("**User**: line 151\n") && text.contains("**User**: line 250"));
+    assert!(!text.contains("**User**: line 150\n"));
+    // It grows: not sent again.
+    fs::write(&path, dialogue(260)).unwrap();
+    assert!(!ls(&sb).contains(&format!("[Preloaded: {}", path.display())));
+    assert_eq!(sb.delivery_count("DIALOGUE.md"), 1);
+}
+
+#[test]
+fn the_configuration_names_the_logs_and_their_length() {
+    let sb = Sandbox::new();
+    fs::write(
+        sb.project.join(".claude/context-packs.json"),
+        r#"{"logs": [{"glob": "sessions/*/DIALOGUE.md", "tailLines": 10}]}"#,
+    )
+    .unwrap();
+    in_phase_one(&sb);
+    let path = sb.sessions.join("work/DIALOGUE.md");
+    fs::write(&path, dialogue(30)).unwrap();
+    let text = session_start(&sb, "compact").context();
+    assert!(text.contains(&format!(
+        "[Preloaded: {} (last 10 of 30 lines)]\n**User**: line 21\n",
+        path.display()
+    )));
+}
