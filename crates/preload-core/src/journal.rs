@@ -1,12 +1,16 @@
 //! Append-only journals of small JSON records beside a file: appended by writers that cannot
-//! or need not take the file's lock, and taken (read, then emptied) by whoever holds it.
+//! or need not take the file's lock, and taken by whoever holds it.
 //!
 //! A record is one line, written with one `write(2)` preceded by a newline, so a line torn by a
 //! power cut never swallows the next record, and a line that does not parse is skipped.
-//! Appenders hold a shared `flock` on the journal while they write (they never wait on each
-//! other); a taker holds it exclusively from its read until it has emptied the journal, so no
-//! record lands between the two. The kernel drops a `flock` when its holder dies. A journal is
-//! bounded ([`MAX_BYTES`]): past it, appends are refused until the next taker empties it.
+//! Appenders never wait on each other or on a taker: each holds a shared `flock` on the journal
+//! while it writes. A taker (one at a time: the caller holds the file's lock) renames the journal
+//! to `<journal>.taken`, so new records start a new journal, then holds the renamed one
+//! exclusively (appenders that opened it before the rename finish first), reads it, and removes
+//! it once its records are committed elsewhere ([`Taken::empty`]). A taker killed on the way
+//! leaves `<journal>.taken`, which the next taker takes first; the caller recognises records it
+//! already committed by their ids. A journal is bounded ([`MAX_BYTES`]): past it, appends are
+//! refused until the next taker takes it.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -101,8 +105,9 @@ fn still_at(file: &File, path: &Path) -> bool {
     }
 }
 
-/// Append `record` to the journal at `path` (created when missing), waiting for a taker at most
-/// until `deadline`.
+/// Append `record` to the journal at `path` (created when missing); an appender that opened it
+/// just as a taker renamed it waits for that taker at most until `deadline`, then appends to
+/// the new journal.
 pub fn append(path: &Path, record: &Value, deadline: Instant) -> Result<(), JournalError> {
     let mut line = Vec::with_capacity(128);
     line.push(b'\n');
@@ -138,15 +143,29 @@ fn records_of(bytes: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// The records of the journal at `path`, without taking them (none when it is missing).
-pub fn read(path: &Path) -> Vec<Value> {
+/// Where a taker puts the journal at `path` while it takes it.
+pub fn taken_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".taken");
+    PathBuf::from(name)
+}
+
+fn read_file(path: &Path) -> Vec<Value> {
     crate::file::read_regular(path, MAX_BYTES + 64 * 1024)
         .map(|bytes| records_of(&bytes))
         .unwrap_or_default()
 }
 
-/// A journal held exclusively with the records it held when taken: no record is appended until
-/// it is emptied ([`Taken::empty`]) or let go (dropped, keeping the records).
+/// The records of the journal at `path` not yet taken for good (those of a taking under way
+/// first), without taking them; none when there is no journal.
+pub fn read(path: &Path) -> Vec<Value> {
+    let mut records = read_file(&taken_path(path));
+    records.extend(read_file(path));
+    records
+}
+
+/// A journal being taken, with its records: held exclusively until removed ([`Taken::empty`])
+/// or let go (dropped: the next taker takes the same records again).
 #[derive(Debug)]
 pub struct Taken {
     file: Option<Flock<File>>,
@@ -155,42 +174,56 @@ pub struct Taken {
     pub records: Vec<Value>,
 }
 
-/// Take the journal at `path` exclusively until `deadline` (appenders finish first). A missing
-/// journal is taken with no records and nothing held.
+/// Take the journal at `path`: the one a killed taker left if there is one, else the journal
+/// itself, renamed out of the appenders' way. Appenders that opened it before the rename are
+/// waited for until `deadline`. A missing journal is taken with no records and nothing held.
+/// The caller holds the lock of the file the journal belongs to (one taker at a time).
 pub fn take(path: &Path, deadline: Instant) -> Result<Taken, JournalError> {
-    let file = match open(path, false) {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return Ok(Taken {
-                file: None,
-                path: path.to_path_buf(),
-                records: Vec::new(),
-            });
+    let taken = taken_path(path);
+    let nothing = || Taken {
+        file: None,
+        path: taken.clone(),
+        records: Vec::new(),
+    };
+    if fs::symlink_metadata(&taken).is_err() {
+        match fs::rename(path, &taken) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(nothing()),
+            Err(err) => return Err(io_error("rename", path)(err)),
         }
-        Err(err) => return Err(io_error("open", path)(err)),
+    }
+    let file = match open(&taken, false) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(nothing()),
+        Err(err) => return Err(io_error("open", &taken)(err)),
     };
     if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(io_error("open", path)(io::ErrorKind::InvalidInput.into()));
+        return Err(io_error("open", &taken)(io::ErrorKind::InvalidInput.into()));
     }
-    let mut locked = lock(file, FlockArg::LockExclusiveNonblock, path, deadline)?;
+    let mut locked = lock(file, FlockArg::LockExclusiveNonblock, &taken, deadline)?;
     let mut bytes = Vec::new();
     (&mut *locked)
         .take(MAX_BYTES + 64 * 1024)
         .read_to_end(&mut bytes)
-        .map_err(io_error("read", path))?;
+        .map_err(io_error("read", &taken))?;
     Ok(Taken {
         records: records_of(&bytes),
         file: Some(locked),
-        path: path.to_path_buf(),
+        path: taken,
     })
 }
 
 impl Taken {
-    /// Empty the journal (its records are committed elsewhere) and let it go.
+    /// Remove the taken journal (its records are committed elsewhere).
     pub fn empty(self) -> Result<(), JournalError> {
-        match &self.file {
-            Some(file) => file.set_len(0).map_err(io_error("empty", &self.path)),
-            None => Ok(()),
+        if self.file.is_none() {
+            return Ok(());
+        }
+        match fs::remove_file(&self.path) {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => {
+                Err(io_error("remove", &self.path)(err))
+            }
+            _ => Ok(()),
         }
     }
 }

@@ -13,9 +13,8 @@
 //!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`journal`],
-//!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
-//!    [`choice`], [`watchdog`].
+//!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
+//!    [`rng`], [`choice`], [`watchdog`].
 
 // Layer 1: policies.
 pub mod hooks;

@@ -277,23 +277,49 @@ fn session_call(
     }
     let quiet = is_quiet(&read);
     let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
-    let view = if engine == Some(EngineCommand::Log) {
-        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
-            c.reset(&call.key, !call.is_sub());
-        })?)
+    let delta = if engine == Some(EngineCommand::Log) {
+        Some(counters::Delta::Reset {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+        })
     } else if counted {
-        let edited = call.input.tool_input_str("file_path");
-        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
-            c.count(&call.key, !call.is_sub(), call.tool, edited);
-        })?)
+        Some(counters::Delta::Count {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+            tool: call.tool.to_owned(),
+            edited: call.input.tool_input_str("file_path").map(str::to_owned),
+        })
     } else {
         None
+    };
+    let view = match &delta {
+        Some(delta) => Some(counters::update(
+            path,
+            &read,
+            ctx.lock_deadline(),
+            ctx.deadline,
+            delta,
+        )?),
+        None => None,
     };
     let mut base = read.clone();
     if let Some(view) = &view {
         view.mirror(&mut base);
     }
     let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    if view.as_ref().is_some_and(counters::Counters::pending) {
+        // The count went to the journal: the latch, which the lock needs too, is busy past
+        // the deadline. Decide on what was read, write nothing.
+        return Ok(decide(
+            ctx,
+            call,
+            rules,
+            &mut base,
+            &target,
+            engine,
+            Writes::Impossible,
+        ));
+    }
     let mut trial = base.clone();
     let plan = decide(
         ctx,

@@ -23,28 +23,52 @@ fn records_round_trip_and_a_torn_line_is_skipped() {
 }
 
 #[test]
-fn a_taker_excludes_appenders_until_it_empties_the_journal() {
+fn appends_during_a_taking_start_a_new_journal_and_a_left_taking_comes_first() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("j");
     append(&path, &json!({"id": "a"}), soon()).unwrap();
     let taken = take(&path, soon()).unwrap();
     assert_eq!(taken.records, [json!({"id": "a"})]);
-    let short = Instant::now() + Duration::from_millis(30);
-    assert!(matches!(
-        append(&path, &json!({"id": "b"}), short),
-        Err(JournalError::Busy { .. })
-    ));
+    // Appends go on, without waiting, into a new journal; readers see both.
+    let now = Instant::now();
+    append(&path, &json!({"id": "b"}), now).unwrap();
+    assert_eq!(read(&path), [json!({"id": "a"}), json!({"id": "b"})]);
     taken.empty().unwrap();
+    assert_eq!(read(&path), [json!({"id": "b"})]);
+    // A taker killed before removing what it took: the next taker gets the same records first,
+    // alone; the journal's come with the taking after.
+    let left = take(&path, soon()).unwrap();
+    assert_eq!(left.records, [json!({"id": "b"})]);
+    drop(left);
     append(&path, &json!({"id": "c"}), soon()).unwrap();
-    assert_eq!(read(&path), [json!({"id": "c"})]);
-    // Let go without emptying: the records stay.
-    drop(take(&path, soon()).unwrap());
-    assert_eq!(read(&path), [json!({"id": "c"})]);
+    let again = take(&path, soon()).unwrap();
+    assert_eq!(again.records, [json!({"id": "b"})]);
+    again.empty().unwrap();
+    let last = take(&path, soon()).unwrap();
+    assert_eq!(last.records, [json!({"id": "c"})]);
+    last.empty().unwrap();
+    assert!(read(&path).is_empty());
+    assert!(!taken_path(&path).exists() && !path.exists());
     // Nothing there: nothing held.
     let none = take(&tmp.path().join("absent"), soon()).unwrap();
     assert!(none.records.is_empty());
     none.empty().unwrap();
-    assert!(!tmp.path().join("absent").exists());
+}
+
+#[test]
+fn an_appender_that_opened_the_journal_before_a_taking_waits_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("j");
+    append(&path, &json!({"id": "a"}), soon()).unwrap();
+    // What an appender holds just before the rename: the journal open.
+    let early = open(&path, false).unwrap();
+    let taken = take(&path, soon()).unwrap();
+    let short = Instant::now() + Duration::from_millis(30);
+    assert!(matches!(
+        lock(early, FlockArg::LockSharedNonblock, &path, short),
+        Err(JournalError::Busy { .. })
+    ));
+    taken.empty().unwrap();
 }
 
 #[test]
@@ -64,6 +88,7 @@ fn a_full_journal_refuses_appends() {
     assert_eq!(read(&path).len(), written);
     take(&path, soon()).unwrap().empty().unwrap();
     append(&path, &json!({"id": 1}), soon()).unwrap();
+    assert_eq!(read(&path).len(), 1);
 }
 
 #[test]
