@@ -1908,8 +1908,11 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     .unwrap();
     fs::write(seeds.join("4000000.json.tmp.4000000.3"), "{\"pid\": 40").unwrap();
     fs::write(seeds.join("4000001.json.lock.tmp.4000001.0"), "").unwrap();
+    // A writer killed with the lock held leaves its temporary and its lock.
     let state_dir = sb.sessions.join("ss");
     fs::write(state_dir.join(".state.json.tmp.4000002.7"), "{").unwrap();
+    fs::create_dir(state_dir.join(".state.json.lock")).unwrap();
+    fs::write(state_dir.join(".state.json.lock/pid"), "4000002\n").unwrap();
     start("sid-4", "0/1");
     let plain = json!({"hook_event_name": "SessionStart", "source": "startup",
         "session_id": "sid-5", "cwd": sb.project});

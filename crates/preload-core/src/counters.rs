@@ -430,7 +430,13 @@ pub fn update(
                 source: std::io::Error::other(err),
             })?;
         text.push('\n');
-        file::write_cache(&path, text.as_bytes())?;
+        // Under the latch, the temporary's name is fixed: a writer killed here leaves one the
+        // next writer removes, and no lock that would make a sweep of the directory find it.
+        let options = file::WriteOptions {
+            held_temp: latch.is_held(),
+            ..file::WriteOptions::CACHE
+        };
+        file::write_atomic_with(&path, text.as_bytes(), options, || true)?;
     }
     // Emptied only once the counters that hold its records are written.
     if let Some(taken) = taken {

@@ -155,9 +155,16 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let call = Call::new(input);
     let engine = engine_command(&call);
     let rules = load_rules(ctx);
-    let target = locate(ctx, &sessions)?;
+    let (target, read) = locate(ctx, &sessions)?;
     let plan = match &target {
-        Target::Session(dir) => session_call(ctx, &call, &rules, &dir.join(STATE_FILE), engine)?,
+        Target::Session(dir) => {
+            let path = dir.join(STATE_FILE);
+            let read = match read {
+                Some(read) => read,
+                None => state::load(&path)?,
+            };
+            session_call(ctx, &call, &rules, &path, read, engine)?
+        }
         Target::Seed(path) => {
             let record = PreloadState {
                 path: path.clone(),
@@ -205,10 +212,11 @@ fn load_rules(ctx: &Context) -> Vec<Rule> {
         .unwrap_or_default()
 }
 
-fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
-    if let Some(dir) = session::find_session(ctx) {
-        if dir.join(STATE_FILE).is_file() {
-            return Ok(Target::Session(dir));
+/// The state file of the call, with the session's state when finding it read it already.
+fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<State>), HookError> {
+    if let Some((dir, read)) = session::find_session_state(ctx) {
+        if read.is_some() || dir.join(STATE_FILE).is_file() {
+            return Ok((Target::Session(dir), read));
         }
     }
     // The session this process last used, now unreadable: fail open rather than gate.
@@ -220,15 +228,16 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
     }
     if ctx.env.is_one(env::PRELOAD_AUTO_ACTIVATE) {
         if let Some(dir) = auto_activate(ctx, sessions)? {
-            return Ok(Target::Session(dir));
+            return Ok((Target::Session(dir), None));
         }
     }
     let seed = session::seed_path(sessions, ctx.owner_pid);
-    Ok(if seed.is_file() {
+    let target = if seed.is_file() {
         Target::Seed(seed)
     } else {
         Target::Nowhere
-    })
+    };
+    Ok((target, None))
 }
 
 /// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): activate `sessions/YYYY_MM_DD_ADHOC` as a `/do` session
@@ -249,8 +258,8 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     Ok(Some(dir))
 }
 
-/// A call in the owner's session. The state is read without the lock and the call decided on
-/// that read; the counters go to their own file (see [`counters`]). The lock is taken only
+/// A call in the owner's session, whose state `read` was read once, without the lock, and the
+/// call decided on that read; the counters go to their own file (see [`counters`]). The lock is taken only
 /// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
 /// conversation's records), and then the decision is made again on what the locked read finds.
 /// When the lock cannot be had in time, the answer still stands on the unlocked read: the
@@ -260,13 +269,13 @@ fn session_call(
     call: &Call,
     rules: &[Rule],
     path: &Path,
+    read: State,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
     let record = PreloadState {
         path: path.to_path_buf(),
         is_session: true,
     };
-    let read = state::load(path)?;
     if let Some(pass) = pass_through(call, &read, engine) {
         if pass == Pass::Dehydrating {
             let _ = state::update(path, ctx.lock_deadline(), |s| {
