@@ -20,6 +20,7 @@ mod guards;
 mod harness;
 mod model;
 mod real_engine;
+mod real_engine_caches;
 mod received;
 mod scenario;
 mod scenarios;

@@ -148,9 +148,13 @@ pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<State>)> {
 }
 
 /// Write the owner's PID cache (`session.sh find`'s) and index entry: `dir` is its session.
+/// The index learns the PID only from a state that holds it (a session found by its last-known
+/// PID is indexed by that).
 pub fn remember(ctx: &Context, dir: &Path) {
     let _ = file::write_cache(&cache_file(ctx), format!("{}\n", dir.display()).as_bytes());
-    note(dir, &[Key::Pid(ctx.owner_pid)]);
+    if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(ctx.owner_pid) {
+        note(dir, &[Key::Pid(ctx.owner_pid)]);
+    }
 }
 
 /// Note in the session index that the session in `dir` now holds `keys` (after the state write
