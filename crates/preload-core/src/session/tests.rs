@@ -387,3 +387,27 @@ fn a_pid_the_engine_moved_is_not_taken_from_the_index() {
         "and the other one is not taken over"
     );
 }
+
+#[test]
+fn the_remembered_no_session_answer_is_not_given_to_another_conversation() {
+    let (tmp, project, home) = project();
+    let dir = write_state(&project, "2026_c", "{\"sessionId\": \"c2\"}");
+    let env = |pid: &str| {
+        Env::from_pairs([
+            (env::HOME, home.to_string_lossy().into_owned()),
+            (env::CLAUDE_SUPERVISOR_PID, pid.to_owned()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                tmp.path().to_string_lossy().into_owned(),
+            ),
+        ])
+    };
+    let in_conversation = |id: &str| {
+        let input = HookInput::from_value(json!({"cwd": project, "session_id": id}));
+        Context::new(env("93"), "test", &input, Duration::from_secs(2))
+    };
+    assert_eq!(find_session(&in_conversation("c1")), None);
+    assert!(no_session_file(&in_conversation("c1")).is_file());
+    // The same process in the conversation the session ran: its answer is its own.
+    assert_eq!(find_session(&in_conversation("c2")), Some(dir));
+}
