@@ -4,10 +4,12 @@
 //! Each hook call is paired with a call of a no-op binary built here (reads stdin, prints
 //! `{}`), so the ratio compares a hook with the process-spawn floor measured under the same
 //! load. Scenarios: typical, large (with 1/100 and 1/10 of its sizes to show growth),
-//! SessionStart with all its chunks, and 8 hooks on one state file at once.
+//! SessionStart with all its chunks, 8 hooks on one state file at once, and session lookups
+//! with 10 and with 10,000 sessions.
 //!
 //! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
-//! scenario names: typical, large, chunks, contention), `BENCH_KEEP` (keep the sandboxes).
+//! scenario names: typical, large, chunks, contention, sessions), `BENCH_KEEP` (keep the
+//! sandboxes).
 
 #![allow(
     clippy::print_stdout,
@@ -23,6 +25,7 @@
 mod example;
 mod measure;
 mod sandbox;
+mod sessions;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -1074,6 +1077,9 @@ fn run() -> Result<(), Error> {
     }
     if wants("contention") {
         scenario_contention(&avail, &noop, chunks, &mut verdicts)?;
+    }
+    if wants("sessions") {
+        sessions::scenario_sessions(&avail, &noop, strace, &mut verdicts)?;
     }
     println!();
     if verdicts.0.is_empty() {

@@ -101,6 +101,7 @@ fn real_engine_activations_reach_every_session_cache() {
     let Some((engine, jq)) = engine_or_skip(name) else {
         return;
     };
+    crate::support::record(name, "ran");
     let sb = Sandbox::new();
     let old: PathBuf = sb.session(
         "old",
