@@ -157,15 +157,15 @@ fn a_held_temporary_left_by_a_killed_writer_is_the_next_writers() {
         held_temp: true,
         ..WriteOptions::CACHE
     };
-    let temp = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
+    let leftover = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
     // What a writer killed before its rename leaves, or a link planted there.
-    fs::write(&temp, "{\"half").unwrap();
+    fs::write(&leftover, "{\"half").unwrap();
     assert!(write_atomic_with(&path, b"one", held, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"one");
-    assert!(!temp.exists());
+    assert!(!leftover.exists());
     let victim = tmp.path().join("victim");
     fs::write(&victim, "keep").unwrap();
-    std::os::unix::fs::symlink(&victim, &temp).unwrap();
+    std::os::unix::fs::symlink(&victim, &leftover).unwrap();
     assert!(write_atomic_with(&path, b"two", held, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"two");
     assert_eq!(fs::read(&victim).unwrap(), b"keep", "never written through");

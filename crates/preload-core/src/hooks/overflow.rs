@@ -163,7 +163,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
                 Some(read) => read,
                 None => state::load(&path)?,
             };
-            session_call(ctx, &call, &rules, &path, read, engine)?
+            session_call(ctx, &call, &rules, &path, &read, engine)?
         }
         Target::Seed(path) => {
             let record = PreloadState {
@@ -269,14 +269,14 @@ fn session_call(
     call: &Call,
     rules: &[Rule],
     path: &Path,
-    read: State,
+    read: &State,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
     let record = PreloadState {
         path: path.to_path_buf(),
         is_session: true,
     };
-    if let Some(pass) = pass_through(call, &read, engine) {
+    if let Some(pass) = pass_through(call, read, engine) {
         if pass == Pass::Dehydrating {
             let _ = state::update(path, ctx.lock_deadline(), |s| {
                 s.set(fields::LIFECYCLE, json!("dehydrating"));
@@ -284,7 +284,7 @@ fn session_call(
         }
         return Ok(Plan::default());
     }
-    let quiet = is_quiet(&read);
+    let quiet = is_quiet(read);
     let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
     let delta = if engine == Some(EngineCommand::Log) {
         Some(counters::Delta::Reset {
@@ -304,7 +304,7 @@ fn session_call(
     let view = match &delta {
         Some(delta) => Some(counters::update(
             path,
-            &read,
+            read,
             ctx.lock_deadline(),
             ctx.deadline,
             delta,
@@ -339,8 +339,8 @@ fn session_call(
         engine,
         Writes::Allowed,
     );
-    if trial == base && !ledger::is_due(ctx, &record, &read) {
-        if base != read {
+    if trial == base && !ledger::is_due(ctx, &record, read) {
+        if base != *read {
             // Only the counters' mirror for the engine's readers: never worth a wait.
             let _ = state::update(path, Instant::now(), |s| {
                 if let Some(view) = &view {
