@@ -1461,6 +1461,158 @@ fn sixteen_writers_on_one_session_lose_nothing() {
     );
 }
 
+/// Hook processes started at once on one session in the no-lost-update test.
+const COUNTING_PROCESSES: usize = 24;
+/// Calls each of them makes.
+const CALLS_EACH: usize = 5;
+/// Increments of the bash writer beside them.
+const BASH_WRITES: usize = 30;
+
+/// 24 guard-engine processes making 5 counted calls each, with a lock timeout short enough that
+/// many cannot take the latch, and a bash writer making 30 increments with the engine's lock, on
+/// one session: every one of the 150 updates is kept (each agent's count exact, whether it went
+/// through the journal or not; every bash increment), the state stays valid JSON with its
+/// foreign fields, and no lock is left. One more call folds the journal into the state.
+#[test]
+fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
+    let sb = Sandbox::new();
+    let foreign = json!({"nested": [1, "two", {"three": null}], "note": "kept"});
+    let dir = sb.active_session(
+        "counted",
+        &json!({"bashCounter": 0, "foreignField": foreign, "taskSummary": "keep me"}),
+    );
+    let state_path = dir.join(".state.json");
+    let journal = preload_core::counters::journal_of(&state_path);
+    let key = |p: usize| match p % 3 {
+        0 => "main".to_owned(),
+        _ => format!("sub:agent-{}", p % 8),
+    };
+    let input = |p: usize, n: usize| {
+        let mut v = json!({"hook_event_name": "PreToolUse", "cwd": sb.project,
+            "session_id": sb.conversation, "transcript_path": "/tmp/x/main.jsonl"});
+        if p % 3 != 0 {
+            v["agent_id"] = json!(format!("agent-{}", p % 8));
+        }
+        if n % 2 == 0 {
+            v["tool_name"] = json!("Bash");
+            v["tool_input"] = json!({"command": format!("echo {p} {n}")});
+        } else {
+            v["tool_name"] = json!("Read");
+            v["tool_input"] = json!({"file_path": sb.project.join("README.md")});
+        }
+        v
+    };
+    let most_pending = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let started = Instant::now();
+    let (runs, bash) = std::thread::scope(|scope| {
+        let bash = scope.spawn(|| {
+            let out = Command::new("bash")
+                .arg(crate::common::repo().join("tests/support/bash-counter-writer.sh"))
+                .arg(&state_path)
+                .arg("bashCounter")
+                .arg(BASH_WRITES.to_string())
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        });
+        let watcher = scope.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let pending = preload_core::journal::read(&journal).len();
+                most_pending.fetch_max(pending, std::sync::atomic::Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let workers: Vec<_> = (0..COUNTING_PROCESSES)
+            .map(|p| {
+                let (sb, input) = (&sb, &input);
+                scope.spawn(move || {
+                    (0..CALLS_EACH)
+                        .map(|n| {
+                            let stdin = input(p, n).to_string();
+                            run_raw(
+                                sb,
+                                "preload-overflow",
+                                &[],
+                                stdin.as_bytes(),
+                                &[(env::PRELOAD_LOCK_TIMEOUT_MS, "3")],
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let runs: Vec<Run> = workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        let bash = bash.join().unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap();
+        (runs, bash)
+    });
+    let elapsed = started.elapsed();
+    assert_eq!(runs.len(), COUNTING_PROCESSES * CALLS_EACH);
+    for run in &runs {
+        run.assert_contract("preload-overflow under contention");
+    }
+    let bash: Vec<usize> = bash
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // Valid JSON, foreign fields as they were, every bash increment kept.
+    let state = read_json(&state_path);
+    assert_eq!(state["foreignField"], foreign);
+    assert_eq!(state["taskSummary"], "keep me");
+    assert_eq!(bash[0], BASH_WRITES, "the bash writer timed out: {bash:?}");
+    assert_eq!(state["bashCounter"], json!(BASH_WRITES));
+    // Every count, read as every reader of the counters reads them.
+    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    for p in 0..COUNTING_PROCESSES {
+        *expected.entry(key(p)).or_default() += CALLS_EACH as u64;
+    }
+    let parsed = preload_core::state::load(&state_path).unwrap();
+    let counters = preload_core::counters::current(&state_path, &parsed);
+    let main_key = "main.jsonl";
+    for (k, n) in &expected {
+        let k = if k == "main" { main_key } else { k.as_str() };
+        assert_eq!(counters.get(k), *n, "count of {k}");
+    }
+    let pending = preload_core::journal::read(&journal).len();
+    // One more call, uncontended, folds whatever is left into the state itself.
+    let last = run_raw(
+        &sb,
+        "preload-overflow",
+        &[],
+        input(0, 0).to_string().as_bytes(),
+        &[],
+    );
+    last.assert_contract("the settling call");
+    let state = read_json(&state_path);
+    for (k, n) in &expected {
+        let (k, n) = if k == "main" {
+            (main_key, n + 1)
+        } else {
+            (k.as_str(), *n)
+        };
+        assert_eq!(
+            state["toolCallsByTranscript"][k],
+            json!(n),
+            "{k} in the state"
+        );
+    }
+    assert!(preload_core::journal::read(&journal).is_empty());
+    assert!(fs::metadata(&journal).map_or(0, |m| m.len()) <= preload_core::journal::MAX_BYTES);
+    assert!(litter(&dir).is_empty(), "{:?}", litter(&dir));
+    println!(
+        "no lost update: {} hook calls and {} bash increments in {elapsed:?}: all counted; \
+         at most {} counts waiting in the journal at once, {pending} at the end",
+        runs.len(),
+        bash[0],
+        most_pending.load(std::sync::atomic::Ordering::Relaxed),
+    );
+}
+
 /// The compaction markers: a marker directory planted as a symlink (to a victim directory) is
 /// refused, and a marker name planted as a symlink is replaced, never written through.
 #[test]
@@ -1756,8 +1908,11 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     .unwrap();
     fs::write(seeds.join("4000000.json.tmp.4000000.3"), "{\"pid\": 40").unwrap();
     fs::write(seeds.join("4000001.json.lock.tmp.4000001.0"), "").unwrap();
+    // A writer killed with the lock held leaves its temporary and its lock.
     let state_dir = sb.sessions.join("ss");
     fs::write(state_dir.join(".state.json.tmp.4000002.7"), "{").unwrap();
+    fs::create_dir(state_dir.join(".state.json.lock")).unwrap();
+    fs::write(state_dir.join(".state.json.lock/pid"), "4000002\n").unwrap();
     start("sid-4", "0/1");
     let plain = json!({"hook_event_name": "SessionStart", "source": "startup",
         "session_id": "sid-5", "cwd": sb.project});

@@ -26,6 +26,7 @@
 
 #[path = "../../support/example.rs"]
 mod example;
+mod lookups;
 mod measure;
 mod sandbox;
 
@@ -1291,6 +1292,9 @@ fn run() -> Result<(), Error> {
     }
     if extra("contention") {
         scenario_contention(&avail, &noop, chunks, &mut verdicts)?;
+    }
+    if wants("sessions") {
+        lookups::scenario_lookups(&avail, &noop, strace, &mut verdicts)?;
     }
     println!();
     if verdicts.0.is_empty() {

@@ -196,6 +196,35 @@ pub fn children_cpu() -> Duration {
     })
 }
 
+/// How many other sessions' `.state.json` one run of `call` opens (a scan of `sessions` opens
+/// them all), from `strace`; `state` is the call's own session state, not counted.
+pub fn count_other_session_opens(
+    call: &Call,
+    state: &Path,
+    sessions: &Path,
+    trace_file: &Path,
+) -> io::Result<usize> {
+    let mut traced = call.clone();
+    traced.args = ["-f", "-qq", "-e", "trace=open,openat", "-o"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([trace_file.to_string_lossy().into_owned()])
+        .chain([call.bin.to_string_lossy().into_owned()])
+        .chain(call.args.iter().cloned())
+        .collect();
+    let path = std::env::var("PATH").unwrap_or_default();
+    traced.env.push(("PATH".into(), path));
+    traced.run_timed_with(Path::new("strace"))?;
+    let text = std::fs::read_to_string(trace_file)?;
+    let own = format!("\"{}\"", state.display());
+    let prefix = format!("\"{}/", sessions.display());
+    Ok(text
+        .lines()
+        .filter(|l| !l.contains("= -1") && l.contains(&prefix) && !l.contains(&own))
+        .filter(|l| l.contains("/.state.json\""))
+        .count())
+}
+
 /// Every system call of one run of `call` (its children included), from `strace -f -c`.
 pub fn count_all_syscalls(call: &Call, trace_file: &Path) -> io::Result<usize> {
     let mut traced = call.clone();

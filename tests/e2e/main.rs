@@ -23,6 +23,7 @@ mod model;
 mod modes;
 mod plugin;
 mod real_engine;
+mod real_engine_caches;
 mod received;
 mod scenario;
 mod scenarios;

@@ -160,7 +160,7 @@ fn third_run(world: &World) -> Vec<Step> {
 }
 
 /// The engine checkout and jq, or `None` after recording why the scenario does not run.
-fn engine_or_skip(name: &str) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn engine_or_skip(name: &str) -> Option<(PathBuf, PathBuf)> {
     let Some(engine) = std::env::var_os(ENGINE_ENV).filter(|v| !v.is_empty()) else {
         let reason = format!(
             "{ENGINE_ENV} is not set (the real-engine scenario is opt-in: make e2e-engine \

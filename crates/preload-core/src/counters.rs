@@ -17,19 +17,36 @@
 //! stand. The engine's own resets (a phase change, a fresh or continued session) change the
 //! epoch; an edit of the counters on the current state (which keeps its sequence number)
 //! stands.
+//!
+//! A hook that cannot take the latch in time does not drop its count: it appends the change
+//! ([`Delta`], with an id) to the session's counters journal (`.preload-counters.journal`, see
+//! [`crate::journal`]) and answers; the next holder of the latch folds the journal in, writes the
+//! counters, then empties the journal. The ids folded by the last write are kept in the counters
+//! file, so a holder killed between the two writes is never counted twice. Every reader of the
+//! counters ([`current`], [`update`]) sees the journal's records not yet folded.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use crate::fields;
 use crate::file;
+use crate::journal;
 use crate::lock::Latch;
 use crate::state::{self, State, StateError};
 
+mod delta;
+pub use delta::Delta;
+use delta::record_id;
+
 /// The counters file in a session directory.
 pub const FILE: &str = ".preload-counters.json";
+/// The journal of counts not yet folded into [`FILE`], in a session directory.
+pub const JOURNAL: &str = ".preload-counters.journal";
+/// The part of a call's time kept for the journal: the latch is waited for until this long
+/// before the call's last instant, and a holder waits at most this long for appenders to finish.
+pub const JOURNAL_WAIT: Duration = Duration::from_millis(50);
 
 /// Largest counters file read.
 const MAX_BYTES: u64 = 1024 * 1024;
@@ -43,6 +60,10 @@ pub struct Counters {
     last_edit: Map<String, Value>,
     primary: Option<String>,
     since_last_log: u64,
+    /// The ids of the journal records the last write folded in.
+    applied: Vec<String>,
+    /// Holds journal records no holder has folded in yet: fit to decide on, never to write.
+    pending: bool,
 }
 
 /// The epoch a state counts in: when it was created, its owner, how many phases it went
@@ -63,6 +84,11 @@ pub fn epoch_of(state: &State) -> String {
 /// The counters file of the session whose state is `state_file`.
 pub fn file_of(state_file: &Path) -> PathBuf {
     state_file.with_file_name(FILE)
+}
+
+/// The counters journal of the session whose state is `state_file`.
+pub fn journal_of(state_file: &Path) -> PathBuf {
+    state_file.with_file_name(JOURNAL)
 }
 
 impl Counters {
@@ -94,6 +120,8 @@ impl Counters {
             since_last_log: state
                 .number(fields::TOOL_CALLS_SINCE_LAST_LOG)
                 .map_or(0, state::whole),
+            applied: Vec::new(),
+            pending: false,
         }
     }
 
@@ -115,6 +143,17 @@ impl Counters {
                 .get("sinceLastLog")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
+            applied: value
+                .get("applied")
+                .and_then(Value::as_array)
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            pending: false,
         })
     }
 
@@ -126,6 +165,7 @@ impl Counters {
             "lastEdit": self.last_edit,
             "primary": self.primary,
             "sinceLastLog": self.since_last_log,
+            "applied": self.applied,
         })
     }
 
@@ -141,10 +181,35 @@ impl Counters {
             Some(kept) if kept.epoch == own.epoch && own.seq < kept.seq => kept,
             Some(kept) => {
                 own.seq = own.seq.max(kept.seq);
+                own.applied = kept.applied;
                 own
             }
             None => own,
         }
+    }
+
+    /// Fold journal records in, skipping those the last write already folded; returns whether
+    /// any changed the counters. `applied` becomes the ids of `records`.
+    fn fold(&mut self, records: &[Value]) -> bool {
+        let before = self.clone();
+        let mut ids = Vec::with_capacity(records.len());
+        for (id, delta) in records.iter().filter_map(Delta::from_record) {
+            if !self.applied.contains(&id) {
+                delta.apply(self);
+            }
+            ids.push(id);
+        }
+        self.applied = ids;
+        self.counts != before.counts
+            || self.last_edit != before.last_edit
+            || self.primary != before.primary
+            || self.since_last_log != before.since_last_log
+    }
+
+    /// True when these counters hold counts only the journal has: a state written with them
+    /// would count those twice once they are folded in.
+    pub fn pending(&self) -> bool {
+        self.pending
     }
 
     /// The counter of `key`.
@@ -228,19 +293,49 @@ impl Counters {
     }
 }
 
-/// Read-modify-write of the counters of the session whose state is `state_file` (read as
-/// `state`), under the session directory's latch, until `deadline`. Returns the counters after
-/// `change`.
+/// The counters of the session whose state is `state_file` (read as `state`), with the
+/// journal's records not yet folded in.
+pub fn current(state_file: &Path, state: &State) -> Counters {
+    let mut counters = Counters::read(state_file, state);
+    let unfolded = journal::read(&journal_of(state_file));
+    counters.pending = counters.fold(&unfolded);
+    counters
+}
+
+/// Apply `delta` to the counters of the session whose state is `state_file` (read as
+/// `state`) and return them after it. Under the session directory's latch (waited for until
+/// `deadline`, and no later than [`JOURNAL_WAIT`] before `last`) the journal is folded in with
+/// it and emptied; when the latch cannot be had, the delta goes to the journal (waited for until
+/// `last` while a holder folds it) for the next holder, and the counters returned are
+/// [`Counters::pending`].
 pub fn update(
     state_file: &Path,
     state: &State,
     deadline: Instant,
-    change: impl FnOnce(&mut Counters),
+    last: Instant,
+    delta: &Delta,
 ) -> Result<Counters, StateError> {
-    let latch = Latch::take(state_file, deadline)?;
+    let latch_deadline = deadline.min(last.checked_sub(JOURNAL_WAIT).unwrap_or(last));
+    let Ok(latch) = Latch::take(state_file, latch_deadline) else {
+        let journal = journal_of(state_file);
+        journal::append(&journal, &delta.to_record(&record_id()), last).map_err(|err| {
+            StateError::Io {
+                action: "journal a count in",
+                path: journal.clone(),
+                source: std::io::Error::other(err),
+            }
+        })?;
+        return Ok(current(state_file, state));
+    };
+    let journal = journal_of(state_file);
+    // A journal whose appenders outstay the deadline is folded by a later holder.
+    let taken = journal::take(&journal, (Instant::now() + JOURNAL_WAIT).min(last)).ok();
     let mut counters = Counters::read(state_file, state);
     let before = counters.clone();
-    change(&mut counters);
+    if let Some(taken) = &taken {
+        counters.fold(&taken.records);
+    }
+    delta.apply(&mut counters);
     if counters != before {
         counters.seq = before.seq + 1;
         let path = file_of(state_file);
@@ -251,7 +346,17 @@ pub fn update(
                 source: std::io::Error::other(err),
             })?;
         text.push('\n');
-        file::write_cache(&path, text.as_bytes())?;
+        // Under the latch, the temporary's name is fixed: a writer killed here leaves one the
+        // next writer removes, and no lock that would make a sweep of the directory find it.
+        let options = file::WriteOptions {
+            held_temp: latch.is_held(),
+            ..file::WriteOptions::CACHE
+        };
+        file::write_atomic_with(&path, text.as_bytes(), options, || true)?;
+    }
+    // Emptied only once the counters that hold its records are written.
+    if let Some(taken) = taken {
+        let _ = taken.empty();
     }
     drop(latch);
     Ok(counters)

@@ -130,6 +130,9 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Option<String> {
 
 static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// What [`WriteOptions::held_temp`] appends to a file's name for its temporary.
+pub const HELD_TEMP_SUFFIX: &str = ".tmp.held";
+
 /// A fresh temporary name next to `path`: `<path>.tmp.<pid>.<n>`, unique in this process.
 ///
 /// Callers create it exclusively (`create_new`, `mkdir`), so a planted entry of that name is
@@ -157,6 +160,11 @@ pub struct WriteOptions {
     /// Name the temporary `<dir>/<prefix><pid>.<n>` instead of `<file>.tmp.<pid>.<n>`, for a
     /// directory whose readers skip names with that prefix (the marker directory).
     pub hidden_temp: Option<&'static str>,
+    /// The caller holds a lock that no other writer of this file passes: the temporary is
+    /// `<file>.tmp.held`, and one already there was left by a holder that was killed, so it is
+    /// removed first. A killed writer's temporary is thus the next writer's, and never litter
+    /// that only a sweep of the directory would find.
+    pub held_temp: bool,
 }
 
 impl WriteOptions {
@@ -167,6 +175,7 @@ impl WriteOptions {
         mode: 0o666,
         replace: true,
         hidden_temp: None,
+        held_temp: false,
     };
     /// A cache its readers verify and rebuild (the PID cache, the session index, SessionStart's
     /// text, the counters' checkpoint): not synced.
@@ -247,6 +256,11 @@ fn create_temp(path: &Path, options: &WriteOptions) -> io::Result<(PathBuf, fs::
     let mut last = None;
     for _ in 0..8 {
         let temp = match options.hidden_temp {
+            _ if options.held_temp => {
+                let mut name = path.as_os_str().to_owned();
+                name.push(HELD_TEMP_SUFFIX);
+                PathBuf::from(name)
+            }
             Some(prefix) => {
                 let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
                 path.with_file_name(format!("{prefix}{}.{n}", std::process::id()))
@@ -261,7 +275,13 @@ fn create_temp(path: &Path, options: &WriteOptions) -> io::Result<(PathBuf, fs::
             .open(&temp)
         {
             Ok(file) => return Ok((temp, file)),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = Some(err),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                if options.held_temp {
+                    // A killed holder's (or a planted entry, which is removed, not followed).
+                    let _ = fs::remove_file(&temp);
+                }
+                last = Some(err);
+            }
             Err(err) => return Err(err),
         }
     }

@@ -14,8 +14,8 @@
 //!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
-//!    [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`], [`rng`],
-//!    [`choice`], [`watchdog`].
+//!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
+//!    [`rng`], [`choice`], [`watchdog`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -58,6 +58,7 @@ pub mod delivery;
 pub mod env;
 pub mod file;
 pub mod input;
+pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod markers;

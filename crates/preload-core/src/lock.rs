@@ -17,8 +17,10 @@
 //! right before it commits, that the lock still names it ([`StateLock::still_held`]); a lock
 //! taken from under it aborts the write instead of racing the new holder. Release and reclaim
 //! rename a lock away before deleting it, and release deletes only a lock that still names
-//! this process. Each release also sweeps the temporaries that killed writers left next to the
-//! file ([`file::remove_orphans`]).
+//! this process. A release sweeps the temporaries that killed writers left next to the file
+//! ([`file::remove_orphans`]) only when there is some: when its acquisition took an abandoned
+//! lock over (a writer killed while it held the lock), or when the directory holds a directory
+//! (a lock killed while staged or half-removed).
 
 use std::fs;
 use std::io::{self, Write};
@@ -74,6 +76,9 @@ pub enum LockError {
 pub struct StateLock {
     dir: PathBuf,
     released: bool,
+    /// The acquisition took an abandoned lock out of the way: its holder's leftovers are swept
+    /// on release.
+    met_debris: bool,
     _latch: Latch,
 }
 
@@ -101,17 +106,20 @@ impl StateLock {
         let dir = lock_dir_for(file);
         let started = Instant::now();
         let mut stage = Stage::new();
+        let mut met_debris = false;
         loop {
             match stage.take(&dir) {
                 Ok(true) => {
                     return Ok(Self {
                         dir,
                         released: false,
+                        met_debris,
                         _latch: latch,
                     });
                 }
                 Ok(false) => {
                     if reclaim_if_abandoned(&dir) {
+                        met_debris = true;
                         continue;
                     }
                 }
@@ -162,10 +170,13 @@ impl StateLock {
                     let _ = file::remove_lock_dir(&self.dir);
                 }
             }
-            // Whatever killed writers left here (temporary files, staged or half-removed
-            // locks) goes with the next release in the same directory: litter never grows.
+            // What killed writers left here goes with the release of a lock whose acquisition
+            // met it: a writer killed with the lock held (its temporary) left that lock, and a
+            // lock killed while staged or half-removed is a directory the link count shows.
             if let Some(parent) = self.dir.parent() {
-                file::remove_orphans(parent);
+                if self.met_debris || holds_directories(parent) {
+                    file::remove_orphans(parent);
+                }
             }
         }
     }
@@ -175,6 +186,13 @@ impl Drop for StateLock {
     fn drop(&mut self) {
         self.remove();
     }
+}
+
+/// True when `dir` holds a directory (its link count is past the 2 of a directory without
+/// any), or when its file system does not count them.
+fn holds_directories(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::symlink_metadata(dir).map_or(true, |meta| meta.nlink() != 2)
 }
 
 /// How a lock directory comes into being.
@@ -293,7 +311,7 @@ fn write_pid_file(dir: &Path) -> io::Result<()> {
             .write(true)
             .create_new(true)
             .open(dir.join(name))?;
-        writeln!(out, "{}", std::process::id())?;
+        out.write_all(format!("{}\n", std::process::id()).as_bytes())?;
     }
     Ok(())
 }

@@ -263,6 +263,7 @@ impl MarkerDir {
     const WRITE: file::WriteOptions = file::WriteOptions {
         mode: 0o600,
         hidden_temp: Some(TEMP_PREFIX),
+        held_temp: false,
         ..file::WriteOptions::DURABLE
     };
 

@@ -130,10 +130,31 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     Some(found)
 }
 
+/// [`find_session`] for a caller that reads the session's state next: when the PID cache names
+/// a session this owner holds (the common case), its state is read once, here, and returned
+/// with it; otherwise the state is `None` and the caller reads it.
+pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<State>)> {
+    let cached = file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
+        .map(|t| PathBuf::from(t.trim()))
+        .filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = cached {
+        if let Ok(state) = state::load(&dir.join(STATE_FILE)) {
+            if state.pid(fields::PID) == Some(ctx.owner_pid) {
+                return Some((dir, Some(state)));
+            }
+        }
+    }
+    find_session(ctx).map(|dir| (dir, None))
+}
+
 /// Write the owner's PID cache (`session.sh find`'s) and index entry: `dir` is its session.
+/// The index learns the PID only from a state that holds it (a session found by its last-known
+/// PID is indexed by that).
 pub fn remember(ctx: &Context, dir: &Path) {
     let _ = file::write_cache(&cache_file(ctx), format!("{}\n", dir.display()).as_bytes());
-    note(dir, &[Key::Pid(ctx.owner_pid)]);
+    if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(ctx.owner_pid) {
+        note(dir, &[Key::Pid(ctx.owner_pid)]);
+    }
 }
 
 /// Note in the session index that the session in `dir` now holds `keys` (after the state write

@@ -6,6 +6,15 @@ fn state(text: &str) -> State {
     State::parse(text).unwrap()
 }
 
+fn count(key: &str, tool: &str) -> Delta {
+    Delta::Count {
+        key: key.to_owned(),
+        main: !key.starts_with("sub:"),
+        tool: tool.to_owned(),
+        edited: None,
+    }
+}
+
 #[test]
 fn counts_survive_a_stale_write_of_the_state() {
     let tmp = tempfile::tempdir().unwrap();
@@ -13,10 +22,7 @@ fn counts_survive_a_stale_write_of_the_state() {
     let mut s = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": ["0: Setup"]}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
     for i in 0..3 {
-        let c = update(&file, &s, far, |c| {
-            c.count("main.jsonl", true, "Read", None);
-        })
-        .unwrap();
+        let c = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
         // The first count reaches the state; the others could not (its lock was busy).
         if i == 0 {
             c.mirror(&mut s);
@@ -47,10 +53,7 @@ fn a_value_someone_else_sets_stands() {
     let file = tmp.path().join(".state.json");
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let s = state(r#"{"pid": 5}"#);
-    let c = update(&file, &s, far, |c| {
-        c.count("main.jsonl", true, "Read", None);
-    })
-    .unwrap();
+    let c = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
     let mut mirrored = s.clone();
     c.mirror(&mut mirrored);
     // A tool of the engine's sets the counter on the current state.
@@ -72,18 +75,12 @@ fn a_phase_change_by_the_engine_starts_over_from_its_reset() {
     let file = tmp.path().join(".state.json");
     let before = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": []}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
-    update(&file, &before, far, |c| {
-        c.count("main.jsonl", true, "Read", None);
-    })
-    .unwrap();
+    update(&file, &before, far, far, &count("main.jsonl", "Read")).unwrap();
     let after = state(
         r#"{"pid": 5, "currentPhase": "2: B", "phaseHistory": ["1: A"], "toolCallsByTranscript": {}}"#,
     );
     assert_eq!(Counters::read(&file, &after).get("main.jsonl"), 0);
-    let c = update(&file, &after, far, |c| {
-        c.count("main.jsonl", true, "Bash", None);
-    })
-    .unwrap();
+    let c = update(&file, &after, far, far, &count("main.jsonl", "Bash")).unwrap();
     assert_eq!(c.get("main.jsonl"), 1);
 }
 
@@ -105,4 +102,72 @@ fn an_edit_of_the_same_file_counts_once_and_sub_agents_count_apart() {
     c.reset("main.jsonl", true);
     c.mirror(&mut s);
     assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(0.0));
+}
+
+/// Holds the latch of the directory of `file` the way another process would (its own open file
+/// description), until dropped.
+fn hold_latch(file: &Path) -> nix::fcntl::Flock<std::fs::File> {
+    let dir = std::fs::File::open(file.parent().unwrap()).unwrap();
+    nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap()
+}
+
+#[test]
+fn a_count_that_cannot_take_the_latch_goes_to_the_journal_and_is_folded_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(r#"{"pid": 5}"#);
+    let far = Instant::now() + std::time::Duration::from_secs(2);
+    let held = hold_latch(&file);
+    for expected in 1..=3 {
+        let now = Instant::now();
+        let c = update(&file, &s, now, far, &count("main.jsonl", "Read")).unwrap();
+        assert_eq!(
+            c.get("main.jsonl"),
+            expected,
+            "the journal's counts are read"
+        );
+    }
+    assert_eq!(journal::read(&journal_of(&file)).len(), 3);
+    assert!(
+        !file_of(&file).exists(),
+        "nothing written without the latch"
+    );
+    drop(held);
+    let c = update(&file, &s, far, far, &count("sub:a", "Read")).unwrap();
+    assert_eq!((c.get("main.jsonl"), c.get("sub:a")), (3, 1));
+    assert!(
+        journal::read(&journal_of(&file)).is_empty(),
+        "folded and emptied"
+    );
+    assert_eq!(Counters::read(&file, &s).get("main.jsonl"), 3);
+}
+
+#[test]
+fn a_holder_killed_before_emptying_the_journal_counts_nothing_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let journal = journal_of(&file);
+    let s = state(r#"{"pid": 5}"#);
+    let far = Instant::now() + std::time::Duration::from_secs(2);
+    let held = hold_latch(&file);
+    for _ in 0..2 {
+        update(&file, &s, Instant::now(), far, &count("main.jsonl", "Bash")).unwrap();
+    }
+    let unfolded = std::fs::read(&journal).unwrap();
+    drop(held);
+    assert_eq!(
+        update(&file, &s, far, far, &count("main.jsonl", "Bash"))
+            .unwrap()
+            .get("main.jsonl"),
+        3
+    );
+    // The holder was killed after writing the counters, before emptying the journal; the last
+    // append was torn by a power cut.
+    let mut left = unfolded;
+    left.extend_from_slice(b"\n{\"id\": \"9-9-9\", \"op\": \"cou");
+    std::fs::write(journal::taken_path(&journal), &left).unwrap();
+    assert_eq!(current(&file, &s).get("main.jsonl"), 3);
+    let c = update(&file, &s, far, far, &count("main.jsonl", "Bash")).unwrap();
+    assert_eq!(c.get("main.jsonl"), 4);
+    assert!(journal::read(&journal).is_empty());
 }

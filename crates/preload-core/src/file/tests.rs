@@ -95,6 +95,7 @@ fn atomic_writes_follow_their_options_and_leave_nothing_behind() {
     let private = WriteOptions {
         mode: 0o600,
         hidden_temp: Some(".tmp-"),
+        held_temp: false,
         ..WriteOptions::CACHE
     };
     let secret = dir.join("secret");
@@ -146,4 +147,27 @@ fn a_temporary_left_under_the_same_name_is_skipped() {
     }
     write_atomic(&path, b"{}").unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"{}");
+}
+
+#[test]
+fn a_held_temporary_left_by_a_killed_writer_is_the_next_writers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("counters.json");
+    let held = WriteOptions {
+        held_temp: true,
+        ..WriteOptions::CACHE
+    };
+    let leftover = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
+    // What a writer killed before its rename leaves, or a link planted there.
+    fs::write(&leftover, "{\"half").unwrap();
+    assert!(write_atomic_with(&path, b"one", held, || true).unwrap());
+    assert_eq!(fs::read(&path).unwrap(), b"one");
+    assert!(!leftover.exists());
+    let victim = tmp.path().join("victim");
+    fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, &leftover).unwrap();
+    assert!(write_atomic_with(&path, b"two", held, || true).unwrap());
+    assert_eq!(fs::read(&path).unwrap(), b"two");
+    assert_eq!(fs::read(&victim).unwrap(), b"keep", "never written through");
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2);
 }

@@ -155,9 +155,16 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let call = Call::new(input);
     let engine = engine_command(&call);
     let rules = load_rules(ctx);
-    let target = locate(ctx, &sessions)?;
+    let (target, read) = locate(ctx, &sessions)?;
     let plan = match &target {
-        Target::Session(dir) => session_call(ctx, &call, &rules, &dir.join(STATE_FILE), engine)?,
+        Target::Session(dir) => {
+            let path = dir.join(STATE_FILE);
+            let read = match read {
+                Some(read) => read,
+                None => state::load(&path)?,
+            };
+            session_call(ctx, &call, &rules, &path, &read, engine)?
+        }
         Target::Seed(path) => {
             let record = PreloadState {
                 path: path.clone(),
@@ -205,10 +212,11 @@ fn load_rules(ctx: &Context) -> Vec<Rule> {
         .unwrap_or_default()
 }
 
-fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
-    if let Some(dir) = session::find_session(ctx) {
-        if dir.join(STATE_FILE).is_file() {
-            return Ok(Target::Session(dir));
+/// The state file of the call, with the session's state when finding it read it already.
+fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<State>), HookError> {
+    if let Some((dir, read)) = session::find_session_state(ctx) {
+        if read.is_some() || dir.join(STATE_FILE).is_file() {
+            return Ok((Target::Session(dir), read));
         }
     }
     // The session this process last used, now unreadable: fail open rather than gate.
@@ -220,15 +228,16 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<Target, HookError> {
     }
     if ctx.env.is_one(env::PRELOAD_AUTO_ACTIVATE) {
         if let Some(dir) = auto_activate(ctx, sessions)? {
-            return Ok(Target::Session(dir));
+            return Ok((Target::Session(dir), None));
         }
     }
     let seed = session::seed_path(sessions, ctx.owner_pid);
-    Ok(if seed.is_file() {
+    let target = if seed.is_file() {
         Target::Seed(seed)
     } else {
         Target::Nowhere
-    })
+    };
+    Ok((target, None))
 }
 
 /// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): activate `sessions/YYYY_MM_DD_ADHOC` as a `/do` session
@@ -249,8 +258,8 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     Ok(Some(dir))
 }
 
-/// A call in the owner's session. The state is read without the lock and the call decided on
-/// that read; the counters go to their own file (see [`counters`]). The lock is taken only
+/// A call in the owner's session, whose state `read` was read once, without the lock, and the
+/// call decided on that read; the counters go to their own file (see [`counters`]). The lock is taken only
 /// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
 /// conversation's records), and then the decision is made again on what the locked read finds.
 /// When the lock cannot be had in time, the answer still stands on the unlocked read: the
@@ -260,14 +269,14 @@ fn session_call(
     call: &Call,
     rules: &[Rule],
     path: &Path,
+    read: &State,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
     let record = PreloadState {
         path: path.to_path_buf(),
         is_session: true,
     };
-    let read = state::load(path)?;
-    if let Some(pass) = pass_through(call, &read, engine) {
+    if let Some(pass) = pass_through(call, read, engine) {
         if pass == Pass::Dehydrating {
             let _ = state::update(path, ctx.lock_deadline(), |s| {
                 s.set(fields::LIFECYCLE, json!("dehydrating"));
@@ -275,25 +284,51 @@ fn session_call(
         }
         return Ok(Plan::default());
     }
-    let quiet = is_quiet(&read);
+    let quiet = is_quiet(read);
     let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
-    let view = if engine == Some(EngineCommand::Log) {
-        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
-            c.reset(&call.key, !call.is_sub());
-        })?)
+    let delta = if engine == Some(EngineCommand::Log) {
+        Some(counters::Delta::Reset {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+        })
     } else if counted {
-        let edited = call.input.tool_input_str("file_path");
-        Some(counters::update(path, &read, ctx.lock_deadline(), |c| {
-            c.count(&call.key, !call.is_sub(), call.tool, edited);
-        })?)
+        Some(counters::Delta::Count {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+            tool: call.tool.to_owned(),
+            edited: call.input.tool_input_str("file_path").map(str::to_owned),
+        })
     } else {
         None
+    };
+    let view = match &delta {
+        Some(delta) => Some(counters::update(
+            path,
+            read,
+            ctx.lock_deadline(),
+            ctx.deadline,
+            delta,
+        )?),
+        None => None,
     };
     let mut base = read.clone();
     if let Some(view) = &view {
         view.mirror(&mut base);
     }
     let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    if view.as_ref().is_some_and(counters::Counters::pending) {
+        // The count went to the journal: the latch, which the lock needs too, is busy past
+        // the deadline. Decide on what was read, write nothing.
+        return Ok(decide(
+            ctx,
+            call,
+            rules,
+            &mut base,
+            &target,
+            engine,
+            Writes::Impossible,
+        ));
+    }
     let mut trial = base.clone();
     let plan = decide(
         ctx,
@@ -304,8 +339,8 @@ fn session_call(
         engine,
         Writes::Allowed,
     );
-    if trial == base && !ledger::is_due(ctx, &record, &read) {
-        if base != read {
+    if trial == base && !ledger::is_due(ctx, &record, read) {
+        if base != *read {
             // Only the counters' mirror for the engine's readers: never worth a wait.
             let _ = state::update(path, Instant::now(), |s| {
                 if let Some(view) = &view {

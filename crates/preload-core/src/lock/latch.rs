@@ -22,6 +22,11 @@ pub(super) static LATCHES: std::sync::Mutex<Vec<(PathBuf, nix::fcntl::Flock<fs::
     std::sync::Mutex::new(Vec::new());
 
 impl Latch {
+    /// True when the latch is held (false where the directory has no `flock`).
+    pub fn is_held(&self) -> bool {
+        self.dir.is_some()
+    }
+
     /// No latch: for a caller that must not wait on other native writers.
     pub(super) fn none() -> Self {
         Self { dir: None }

@@ -131,6 +131,31 @@ fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
 }
 
 #[test]
+fn a_release_sweeps_only_when_its_acquisition_met_leftovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    fs::write(&file, "{}").unwrap();
+    // A temporary of a dead writer with no lock to show for it: a clean acquisition does not
+    // look for it.
+    let stray = tmp.path().join(".state.json.tmp.4000000.3");
+    fs::write(&stray, "{").unwrap();
+    StateLock::acquire(&file, soon(500)).unwrap().release();
+    assert!(stray.exists(), "no leftover met, no sweep");
+    // A lock killed while staged is a directory: the link count shows it, and both go.
+    let staged = tmp.path().join(".state.json.lock.tmp.4000000.1");
+    fs::create_dir(&staged).unwrap();
+    fs::write(staged.join("pid"), "4000000\n").unwrap();
+    StateLock::acquire(&file, soon(500)).unwrap().release();
+    assert!(!staged.exists() && !stray.exists(), "a staged lock is met");
+    // A dead holder's lock, taken over: its temporary goes with the release.
+    fs::write(&stray, "{").unwrap();
+    fs::create_dir(lock_dir_for(&file)).unwrap();
+    fs::write(lock_dir_for(&file).join("pid"), "4000000\n").unwrap();
+    StateLock::acquire(&file, soon(500)).unwrap().release();
+    assert!(!stray.exists(), "the dead holder's temporary is swept");
+}
+
+#[test]
 fn release_leaves_a_lock_that_is_no_longer_ours() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("s.json");

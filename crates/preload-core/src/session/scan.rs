@@ -159,7 +159,11 @@ impl Seeker<'_> {
     }
 
     /// The sessions the index names for this seeker under `roots`, judged on their states. Only
-    /// a session found is an answer: anything else is decided by a [`Seeker::scan`].
+    /// a session found is an answer: anything else is decided by a [`Seeker::scan`]. So is
+    /// everything when the index names a session for the owner's PID that no longer holds it:
+    /// the engine's `session.sh` moved the PID to another session without updating the index,
+    /// and a session the index knows by the conversation or a last-known PID must not win over
+    /// the one that holds the PID now.
     pub(super) fn through_index(&self, roots: &[PathBuf]) -> Option<Scan> {
         let mut keys = vec![Key::Pid(self.pid), Key::LastPid(self.pid)];
         keys.extend(self.pane.map(Key::Pane));
@@ -171,9 +175,13 @@ impl Seeker<'_> {
         {
             return None;
         }
+        let mut holders: Vec<PathBuf> = Vec::new();
         for root in roots {
             for key in &keys {
                 if let Some(dir) = index::lookup(root, *key) {
+                    if matches!(key, Key::Pid(_)) {
+                        holders.push(dir.clone());
+                    }
                     if !candidates.contains(&dir) {
                         candidates.push(dir);
                     }
@@ -186,6 +194,15 @@ impl Seeker<'_> {
             .filter_map(|dir| Some((keys_of(&dir)?, dir)))
             .map(|(state, dir)| (dir, state))
             .collect();
+        let moved = holders.iter().any(|holder| {
+            states
+                .iter()
+                .find(|(dir, _)| dir == holder)
+                .is_none_or(|(_, state)| state.pid(fields::PID) != Some(self.pid))
+        });
+        if moved {
+            return None;
+        }
         match self.judge(states.iter().map(|(d, s)| (d.as_path(), s))) {
             found @ (Scan::Found(_) | Scan::Conversation(_)) => Some(found),
             Scan::Held | Scan::Nothing => None,

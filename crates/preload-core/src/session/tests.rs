@@ -351,3 +351,63 @@ fn an_owner_whose_pid_cache_is_gone_is_found_through_the_index() {
     let newer = write_state(&project, "2026_98_new", "{\"pid\": 91}");
     assert_eq!(find_session(&ctx), Some(newer));
 }
+
+#[test]
+fn a_pid_the_engine_moved_is_not_taken_from_the_index() {
+    let (tmp, project, home) = project();
+    let first = write_state(&project, "2026_a", "{\"pid\": 92, \"sessionId\": \"conv\"}");
+    let second = write_state(&project, "2026_b", "{\"pid\": 4100000}");
+    let ctx = ctx_in(&project, &home, 92, tmp.path());
+    assert_eq!(find_session(&ctx), Some(first.clone()), "found by a scan");
+    // The engine's activate of the other session (an existing directory): the PID moves,
+    // `2026_a` keeps the conversation, the index is not told; the PID cache is gone.
+    fs::write(first.join(STATE_FILE), "{\"sessionId\": \"conv\"}").unwrap();
+    fs::write(second.join(STATE_FILE), "{\"pid\": 92}").unwrap();
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    let input = HookInput::from_value(json!({"cwd": project, "session_id": "conv"}));
+    let env = Env::from_pairs([
+        (env::HOME, home.to_string_lossy().into_owned()),
+        (env::CLAUDE_SUPERVISOR_PID, "92".to_owned()),
+        (
+            env::CLAUDE_SESSION_CACHE_DIR,
+            tmp.path().to_string_lossy().into_owned(),
+        ),
+    ]);
+    let ctx = Context::new(env, "test", &input, Duration::from_secs(2));
+    assert_eq!(
+        find_session(&ctx),
+        Some(second),
+        "the session holding the PID"
+    );
+    assert!(
+        state::load(&first.join(STATE_FILE))
+            .unwrap()
+            .get("pid")
+            .is_none(),
+        "and the other one is not taken over"
+    );
+}
+
+#[test]
+fn the_remembered_no_session_answer_is_not_given_to_another_conversation() {
+    let (tmp, project, home) = project();
+    let dir = write_state(&project, "2026_c", "{\"sessionId\": \"c2\"}");
+    let env = |pid: &str| {
+        Env::from_pairs([
+            (env::HOME, home.to_string_lossy().into_owned()),
+            (env::CLAUDE_SUPERVISOR_PID, pid.to_owned()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                tmp.path().to_string_lossy().into_owned(),
+            ),
+        ])
+    };
+    let in_conversation = |id: &str| {
+        let input = HookInput::from_value(json!({"cwd": project, "session_id": id}));
+        Context::new(env("93"), "test", &input, Duration::from_secs(2))
+    };
+    assert_eq!(find_session(&in_conversation("c1")), None);
+    assert!(no_session_file(&in_conversation("c1")).is_file());
+    // The same process in the conversation the session ran: its answer is its own.
+    assert_eq!(find_session(&in_conversation("c2")), Some(dir));
+}

@@ -92,3 +92,39 @@ fn a_linked_cache_directory_is_refused_with_its_path() {
         "{err}"
     );
 }
+
+#[test]
+fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let slots = vec![vec!["a".to_owned()]];
+    let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
+    let cache = StartCache::open(&env, &compact).unwrap();
+    match cache.lookup(1, 100, deadline).unwrap() {
+        Lookup::Missing(writer) => writer.write(1, &slots).unwrap(),
+        Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
+    }
+    // Another source or another conversation: another event, another cache.
+    for other in [
+        json!({"session_id": "s1", "source": "resume"}),
+        json!({"session_id": "s2", "source": "compact"}),
+    ] {
+        let other = StartCache::open(&env, &HookInput::from_value(other)).unwrap();
+        assert_ne!(other.path(), cache.path());
+        assert!(matches!(
+            other.lookup(1, 100, deadline).unwrap(),
+            Lookup::Missing(_)
+        ));
+    }
+    // A second compaction of the same conversation, past FRESH: made again.
+    let written = fs::File::options().write(true).open(cache.path()).unwrap();
+    written
+        .set_modified(std::time::SystemTime::now() - FRESH - Duration::from_secs(1))
+        .unwrap();
+    assert!(matches!(
+        cache.lookup(1, 100, deadline).unwrap(),
+        Lookup::Missing(_)
+    ));
+}
