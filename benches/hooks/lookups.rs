@@ -88,9 +88,6 @@ pub fn scenario_lookups(
             },
             std::process::id(),
         )?;
-        // The generated files are written back first, so the writeback of 10,000 new sessions
-        // does not land on the first synced writes measured.
-        let _ = std::process::Command::new("sync").status();
         let generated = started.elapsed();
         let cases = cases(&sb);
         let res = run_cases(&sb, &cases, avail, noop, strace)?;
