@@ -185,13 +185,14 @@ pub(super) fn check_settings(
         if ours_in_settings.is_empty() {
             found.extend(plugin_handlers(plugins));
         } else {
-            // Both run: judge the settings' wiring alone below, and say so once here.
+            // Both run: judge the settings' wiring alone below, and warn once here (the client
+            // runs both: every file twice).
             problems += 1;
             let shown: Vec<String> = ours_in_settings
                 .iter()
                 .map(|f| f.display().to_string())
                 .collect();
-            findings.push(Finding::fail(
+            findings.push(Finding::warn(
                 format!(
                     "settings: the hooks are wired twice: in {} and by the enabled plugin {} ({})",
                     shown.join(", "),
