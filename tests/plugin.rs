@@ -122,7 +122,11 @@ fn doctor_sees_an_enabled_plugin_and_flags_it_beside_settings_wiring() {
     assert_eq!(installed.code, 0, "{}", installed.stderr);
     let twice = preload(&sb, &["doctor", "--prefix", prefix.to_str().unwrap()]);
     assert_eq!(twice.code, 0, "a warning, not a failure: {}", twice.stdout);
-    assert!(!twice.stdout.contains("every hook wired once"), "{}", twice.stdout);
+    assert!(
+        !twice.stdout.contains("every hook wired once"),
+        "{}",
+        twice.stdout
+    );
     assert!(
         twice.stdout.contains(&format!(
             "warn  settings: the hooks are wired twice: in {} and by the enabled plugin preload-hooks@preload-hooks",
