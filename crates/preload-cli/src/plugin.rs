@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use preload_core::file;
+use preload_core::file::OpError;
 
 use crate::exit::{self, CommandError, Exit};
 use crate::install::binaries::{self, BinaryError};
@@ -71,15 +72,8 @@ pub enum PluginError {
     #[error(transparent)]
     Binaries(#[from] BinaryError),
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] OpError),
 }
 
 impl CommandError for PluginError {
@@ -152,20 +146,11 @@ fn may_write(dir: &Path) -> bool {
 }
 
 fn write_text(path: &Path, text: &str) -> Result<(), PluginError> {
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| PluginError::Io {
-            action,
-            path,
-            source,
-        }
-    };
     if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io("create", parent))?;
+        fs::create_dir_all(parent).map_err(OpError::at("create", parent))?;
     }
     file::write_atomic(path, text.as_bytes())
-        .map_err(|err| err.source)
-        .map_err(io("write", path))
+        .map_err(|err| OpError::at("write", path)(err.source).into())
 }
 
 fn json_text(value: &Value) -> String {

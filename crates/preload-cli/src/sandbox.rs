@@ -19,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use preload_core::context::Context;
 use preload_core::env::{self, Env};
+use preload_core::file::OpError;
 use preload_core::markers;
 use preload_core::session;
 
@@ -28,15 +29,8 @@ use mirror::{Copier, LIMITS, replace_path};
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] OpError),
     /// The project would be the home directory itself (with the engine in it).
     #[error(
         "the project root {root} holds ~/.claude itself; run this inside a project (a directory with its own .claude/)"
@@ -71,15 +65,6 @@ impl Drop for Sandbox {
     }
 }
 
-fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SandboxError + use<> {
-    let path = path.to_path_buf();
-    move |source| SandboxError::Io {
-        action,
-        path,
-        source,
-    }
-}
-
 impl Sandbox {
     /// An empty sandbox: a project with `.claude/` and `sessions/`, standing for `real_project`.
     pub fn empty(label: &str, real_project: &Path) -> Result<Self, SandboxError> {
@@ -92,14 +77,14 @@ impl Sandbox {
         while let Err(err) = fs::create_dir(&root) {
             n += 1;
             if n > 100 || err.kind() != io::ErrorKind::AlreadyExists {
-                return Err(io_at("create", &root)(err));
+                return Err(OpError::at("create", &root)(err).into());
             }
             root = base.join(format!(
                 "preload-{label}-{}-{nanos}-{n}",
                 std::process::id()
             ));
         }
-        let root = fs::canonicalize(&root).map_err(io_at("resolve", &root))?;
+        let root = fs::canonicalize(&root).map_err(OpError::at("resolve", &root))?;
         let sandbox = Self {
             project: root.join("project"),
             real_project: real_project.to_path_buf(),
@@ -115,7 +100,7 @@ impl Sandbox {
             sandbox.tmp.clone(),
             sandbox.session_cache.clone(),
         ] {
-            fs::create_dir_all(&dir).map_err(io_at("create", &dir))?;
+            fs::create_dir_all(&dir).map_err(OpError::at("create", &dir))?;
         }
         Ok(sandbox)
     }

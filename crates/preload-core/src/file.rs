@@ -72,6 +72,31 @@ fn open_regular(path: &Path) -> Result<(fs::File, fs::Metadata), ReadError> {
     Ok((file, meta))
 }
 
+/// A file operation that failed: what was being done, on which file or directory, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {path}: {source}")]
+pub struct OpError {
+    /// What was being done (`read`, `write`, `create`, ...).
+    pub action: &'static str,
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The underlying error.
+    #[source]
+    pub source: io::Error,
+}
+
+impl OpError {
+    /// For `map_err`: the failure of `action` on `path`.
+    pub fn at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
+        let path = path.to_path_buf();
+        move |source| Self {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 /// Read at most `max_bytes` of the regular file at `path` (symlinks followed).
 ///
 /// The file is opened non-blocking and checked with `fstat` on the open descriptor, so a FIFO

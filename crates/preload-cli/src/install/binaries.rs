@@ -8,6 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use preload_core::file;
+use preload_core::file::OpError;
 
 use super::wiring::BINARIES;
 
@@ -23,26 +24,8 @@ pub enum BinaryError {
         names: String,
     },
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
-}
-
-impl BinaryError {
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
-        let path = path.to_path_buf();
-        move |source| Self::Io {
-            action,
-            path,
-            source,
-        }
-    }
+    #[error(transparent)]
+    Io(#[from] OpError),
 }
 
 /// Copy the binaries from `from` into `prefix`; returns how many were (re)written.
@@ -61,20 +44,20 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
     if same_dir(from, prefix) {
         return Ok(0);
     }
-    fs::create_dir_all(prefix).map_err(BinaryError::io("create", prefix))?;
+    fs::create_dir_all(prefix).map_err(OpError::at("create", prefix))?;
     let mut copied = 0;
     for name in BINARIES {
         let source = from.join(name);
         let target = prefix.join(name);
-        let bytes = fs::read(&source).map_err(BinaryError::io("read", &source))?;
+        let bytes = fs::read(&source).map_err(OpError::at("read", &source))?;
         if fs::read(&target).is_ok_and(|old| old == bytes) {
             continue;
         }
         // A new file renamed over the old one: a running hook keeps its own copy.
         file::write_atomic(&target, &bytes)
             .map_err(|err| err.source)
-            .map_err(BinaryError::io("write", &target))?;
-        make_executable(&target).map_err(BinaryError::io("chmod", &target))?;
+            .map_err(OpError::at("write", &target))?;
+        make_executable(&target).map_err(OpError::at("chmod", &target))?;
         copied += 1;
     }
     Ok(copied)

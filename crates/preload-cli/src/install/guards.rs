@@ -1,10 +1,10 @@
 //! The default guard rules: the shipped `hooks/guards.json`, written where the engine has none.
 
 use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use preload_core::file;
+use preload_core::file::OpError;
 use preload_core::paths::EnginePaths;
 
 /// The shipped default rules (`hooks/guards.json`): the engine's own rule set.
@@ -14,15 +14,8 @@ pub const DEFAULT_GUARDS: &str = include_str!("../../../../hooks/guards.json");
 #[derive(Debug, thiserror::Error)]
 pub enum GuardsError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] OpError),
 }
 
 /// Write the default rules to `~/.claude/engine/guards.json` when the engine has none; an
@@ -34,17 +27,10 @@ pub fn install_default_guards(home: &Path) -> Result<bool, GuardsError> {
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|source| GuardsError::Io {
-            action: "create",
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        fs::create_dir_all(dir).map_err(OpError::at("create", dir))?;
     }
-    file::write_atomic(&path, DEFAULT_GUARDS.as_bytes()).map_err(|err| GuardsError::Io {
-        action: "write",
-        path: path.clone(),
-        source: err.source,
-    })?;
+    file::write_atomic(&path, DEFAULT_GUARDS.as_bytes())
+        .map_err(|err| OpError::at("write", &path)(err.source))?;
     Ok(true)
 }
 

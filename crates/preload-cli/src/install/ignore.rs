@@ -11,6 +11,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use preload_core::file::OpError;
 use preload_core::{file, paths};
 
 /// The seeds' directory, relative to the project root.
@@ -24,24 +25,8 @@ pub const MARK: &str =
 #[derive(Debug, thiserror::Error)]
 pub enum IgnoreError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
-}
-
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IgnoreError {
-    let path = path.to_path_buf();
-    move |source| IgnoreError::Io {
-        action,
-        path,
-        source,
-    }
+    #[error(transparent)]
+    Io(#[from] OpError),
 }
 
 /// Where the rule goes for one project.
@@ -90,7 +75,7 @@ impl IgnoreRule {
         new.push_str(&self.pattern);
         new.push('\n');
         if let Some(dir) = self.exclude.parent() {
-            fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+            fs::create_dir_all(dir).map_err(OpError::at("create", dir))?;
         }
         write(&self.exclude, &new)?;
         Ok(true)
@@ -164,14 +149,13 @@ fn read(path: &Path) -> Result<String, IgnoreError> {
     match fs::read_to_string(path) {
         Ok(text) => Ok(text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(io_error("read", path)(e)),
+        Err(e) => Err(OpError::at("read", path)(e).into()),
     }
 }
 
 fn write(path: &Path, text: &str) -> Result<(), IgnoreError> {
     file::write_atomic(path, text.as_bytes())
-        .map_err(|err| err.source)
-        .map_err(io_error("write", path))
+        .map_err(|err| OpError::at("write", path)(err.source).into())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use preload_core::file;
+use preload_core::file::OpError;
 
 use super::merge::{all_handlers, has_our_handlers, unwire, wire_in};
 use super::wiring::{TEMPLATE_PREFIX, WiringMode, hooks_value, our_binary};
@@ -24,15 +25,8 @@ use super::{backup_of, previous_of};
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] OpError),
     /// The settings file is not valid JSON; it is left as it is.
     #[error(
         "{path} is not valid JSON ({why}); nothing was changed: fix it first (comments and trailing commas are not JSON)"
@@ -53,17 +47,6 @@ pub enum SettingsError {
         /// What it holds instead.
         found: &'static str,
     },
-}
-
-impl SettingsError {
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
-        let path = path.to_path_buf();
-        move |source| Self::Io {
-            action,
-            path,
-            source,
-        }
-    }
 }
 
 /// `hooks/settings.json`: the wiring with [`TEMPLATE_PREFIX`].
@@ -136,7 +119,7 @@ fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
                 doc: Value::Object(Map::new()),
             });
         }
-        Err(e) => return Err(SettingsError::io("read", path)(e)),
+        Err(e) => return Err(OpError::at("read", path)(e).into()),
     };
     let text = String::from_utf8(bytes).map_err(|_| SettingsError::NotJson {
         path: path.into(),
@@ -183,11 +166,10 @@ fn keep_previous(path: &Path, current: Option<&str>) -> Result<(), SettingsError
 
 fn write_file(path: &Path, text: &str) -> Result<(), SettingsError> {
     if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(SettingsError::io("create", dir))?;
+        fs::create_dir_all(dir).map_err(OpError::at("create", dir))?;
     }
     file::write_atomic(path, text.as_bytes())
-        .map_err(|err| err.source)
-        .map_err(SettingsError::io("write", path))
+        .map_err(|err| OpError::at("write", path)(err.source).into())
 }
 
 /// What a settings change did.
@@ -238,7 +220,7 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
     let backup = match fs::read_to_string(&backup_path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(SettingsError::io("read", &backup_path)(e)),
+        Err(e) => return Err(OpError::at("read", &backup_path)(e).into()),
     };
     let Some(current) = file.text else {
         return Ok(Change::Unchanged);
@@ -262,11 +244,11 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
             if expected == current {
                 keep_previous(path, Some(&current))?;
                 if text.is_empty() {
-                    fs::remove_file(path).map_err(SettingsError::io("remove", path))?;
+                    fs::remove_file(path).map_err(OpError::at("remove", path))?;
                 } else {
                     write_file(path, text)?;
                 }
-                fs::remove_file(&backup_path).map_err(SettingsError::io("remove", &backup_path))?;
+                fs::remove_file(&backup_path).map_err(OpError::at("remove", &backup_path))?;
                 return Ok(Change::Restored);
             }
         }

@@ -4,10 +4,10 @@
 //! original is kept as `<script>.preload-backup` and put back on uninstall.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use preload_core::file;
+use preload_core::file::OpError;
 
 use super::backup_of;
 use super::binaries::make_executable;
@@ -25,26 +25,8 @@ pub fn hooks_dir(home: &Path) -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The script.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
-}
-
-impl ShimError {
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self + use<> {
-        let path = path.to_path_buf();
-        move |source| Self::Io {
-            action,
-            path,
-            source,
-        }
-    }
+    #[error(transparent)]
+    Io(#[from] OpError),
 }
 
 /// The text of the shim for `shim`, running binaries from `prefix` (default: the install
@@ -93,15 +75,15 @@ pub fn install_shims(
             if fs::symlink_metadata(&backup).is_err() {
                 // The engine's hooks are symlinks into the engine checkout: move the link
                 // itself aside, never write through it.
-                fs::rename(&target, &backup).map_err(ShimError::io("back up", &target))?;
+                fs::rename(&target, &backup).map_err(OpError::at("back up", &target))?;
             } else {
-                fs::remove_file(&target).map_err(ShimError::io("replace", &target))?;
+                fs::remove_file(&target).map_err(OpError::at("replace", &target))?;
             }
         }
         file::write_atomic(&target, text.as_bytes())
             .map_err(|err| err.source)
-            .map_err(ShimError::io("write", &target))?;
-        make_executable(&target).map_err(ShimError::io("chmod", &target))?;
+            .map_err(OpError::at("write", &target))?;
+        make_executable(&target).map_err(OpError::at("chmod", &target))?;
         written.push(shim.script);
     }
     Ok((written, skipped))
@@ -114,7 +96,7 @@ pub fn uninstall_shims(hooks_dir: &Path) -> Result<Vec<&'static str>, ShimError>
         let target = hooks_dir.join(shim.script);
         let backup = backup_of(&target);
         if is_shim(&target) && fs::symlink_metadata(&backup).is_ok() {
-            fs::rename(&backup, &target).map_err(ShimError::io("restore", &target))?;
+            fs::rename(&backup, &target).map_err(OpError::at("restore", &target))?;
             restored.push(shim.script);
         }
     }

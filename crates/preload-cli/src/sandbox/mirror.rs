@@ -3,11 +3,11 @@
 //! way, within size limits.
 
 use std::fs;
-use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use preload_core::discovery::EXCLUDED_DIRS;
+use preload_core::file::OpError;
 use preload_core::packs;
 
 use super::SandboxError;
@@ -44,31 +44,22 @@ pub struct Copier<'a> {
     pub notes: Vec<String>,
 }
 
-fn io_at(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SandboxError + use<> {
-    let path = path.to_path_buf();
-    move |source| SandboxError::Io {
-        action,
-        path,
-        source,
-    }
-}
-
 impl Copier<'_> {
     /// Copy one regular file, rewriting its paths when it is text; false when it was left out
     /// for its size.
     pub fn file(&mut self, from: &Path, to: &Path) -> Result<bool, SandboxError> {
-        let size = fs::metadata(from).map_err(io_at("read", from))?.len();
+        let size = fs::metadata(from).map_err(OpError::at("read", from))?.len();
         if size > self.limits.file || self.bytes + size > self.limits.bytes {
             self.notes
                 .push(format!("left out (size): {}", from.display()));
             return Ok(false);
         }
-        let bytes = fs::read(from).map_err(io_at("read", from))?;
+        let bytes = fs::read(from).map_err(OpError::at("read", from))?;
         let out = match String::from_utf8(bytes) {
             Ok(text) => (self.rewrite)(&text).into_bytes(),
             Err(raw) => raw.into_bytes(),
         };
-        fs::write(to, &out).map_err(io_at("write", to))?;
+        fs::write(to, &out).map_err(OpError::at("write", to))?;
         self.bytes += size;
         Ok(true)
     }
@@ -76,11 +67,11 @@ impl Copier<'_> {
     /// Copy the tree `from` to `to` whole (regular files and directories; links and lock
     /// directories are left out).
     pub fn tree(&mut self, from: &Path, to: &Path) -> Result<(), SandboxError> {
-        fs::create_dir_all(to).map_err(io_at("create", to))?;
-        for entry in fs::read_dir(from).map_err(io_at("read", from))? {
-            let entry = entry.map_err(io_at("read", from))?;
+        fs::create_dir_all(to).map_err(OpError::at("create", to))?;
+        for entry in fs::read_dir(from).map_err(OpError::at("read", from))? {
+            let entry = entry.map_err(OpError::at("read", from))?;
             let path = entry.path();
-            let kind = entry.file_type().map_err(io_at("read", &path))?;
+            let kind = entry.file_type().map_err(OpError::at("read", &path))?;
             let target = to.join(entry.file_name());
             if kind.is_dir() && !entry.file_name().to_string_lossy().ends_with(".lock") {
                 self.tree(&path, &target)?;
@@ -94,8 +85,9 @@ impl Copier<'_> {
     /// Copy the regular files directly in `from` into `to`, created private (`0700`, files
     /// `0600`) as the marker directory must be. A missing `from` copies nothing.
     pub fn private_files(&mut self, from: &Path, to: &Path) -> Result<(), SandboxError> {
-        fs::create_dir_all(to).map_err(io_at("create", to))?;
-        fs::set_permissions(to, fs::Permissions::from_mode(0o700)).map_err(io_at("chmod", to))?;
+        fs::create_dir_all(to).map_err(OpError::at("create", to))?;
+        fs::set_permissions(to, fs::Permissions::from_mode(0o700))
+            .map_err(OpError::at("chmod", to))?;
         let Ok(entries) = fs::read_dir(from) else {
             return Ok(());
         };
@@ -104,7 +96,7 @@ impl Copier<'_> {
                 let target = to.join(entry.file_name());
                 if self.file(&entry.path(), &target)? {
                     fs::set_permissions(&target, fs::Permissions::from_mode(0o600))
-                        .map_err(io_at("chmod", &target))?;
+                        .map_err(OpError::at("chmod", &target))?;
                 }
             }
         }
@@ -125,7 +117,7 @@ impl Copier<'_> {
     ) -> Result<(), SandboxError> {
         let mut queue = vec![(from.to_path_buf(), to.to_path_buf())];
         while let Some((real, copy)) = queue.pop() {
-            fs::create_dir_all(&copy).map_err(io_at("create", &copy))?;
+            fs::create_dir_all(&copy).map_err(OpError::at("create", &copy))?;
             let Ok(entries) = fs::read_dir(&real) else {
                 continue;
             };
@@ -139,7 +131,7 @@ impl Copier<'_> {
                     let hidden = name.starts_with('.') && name != ".directives";
                     if name == ".claude" {
                         let claude = copy.join(&name);
-                        fs::create_dir_all(&claude).map_err(io_at("create", &claude))?;
+                        fs::create_dir_all(&claude).map_err(OpError::at("create", &claude))?;
                         let packs = real.join(packs::PROJECT_FILE);
                         if packs.is_file() {
                             self.file(&packs, &copy.join(packs::PROJECT_FILE))?;
@@ -168,7 +160,7 @@ impl Copier<'_> {
                         self.file(&path, &target)?;
                     } else {
                         std::os::unix::fs::symlink(&path, &target)
-                            .map_err(io_at("link", &target))?;
+                            .map_err(OpError::at("link", &target))?;
                     }
                 }
             }
