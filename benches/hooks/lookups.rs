@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Availability, Case, Error, Verdicts, call_for, measure, ms, run_cases, with};
+use super::{
+    Availability, Case, Error, Verdicts, call_for, measure, ms, run_cases, with, with_call_fields,
+};
 use crate::sandbox::{Sandbox, Sizes};
 use preload_core::env;
 
@@ -60,14 +62,7 @@ fn cases(sb: &Sandbox) -> Vec<Case> {
             fresh_session: false,
         },
     ];
-    for c in &mut all {
-        if let Some(o) = c.input.as_object_mut() {
-            o.insert("cwd".into(), json!(sb.project));
-            o.insert("transcript_path".into(), json!(sb.transcript));
-            o.entry("session_id")
-                .or_insert_with(|| json!("bench-session"));
-        }
-    }
+    with_call_fields(sb, &mut all);
     all
 }
 

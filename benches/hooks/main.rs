@@ -281,46 +281,21 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
                    "prompt": "Go ahead with the plan and keep the log up to date"}),
             base.clone(),
         ),
-        Case {
+    ];
+    // The slice that generates the text, on every source.
+    all.extend(
+        ["startup", "resume", "clear", "compact"].map(|source| Case {
             args: vec!["--chunk".into(), format!("0/{chunks}")],
             fresh_session: true,
             ..case(
                 "preload-session-start",
-                &format!("SessionStart startup, chunk 0/{chunks}"),
-                json!({"hook_event_name": "SessionStart", "source": "startup"}),
+                &format!("SessionStart {source}, chunk 0/{chunks}"),
+                json!({"hook_event_name": "SessionStart", "source": source}),
                 base.clone(),
             )
-        },
-        Case {
-            args: vec!["--chunk".into(), format!("0/{chunks}")],
-            fresh_session: true,
-            ..case(
-                "preload-session-start",
-                &format!("SessionStart resume, chunk 0/{chunks}"),
-                json!({"hook_event_name": "SessionStart", "source": "resume"}),
-                base.clone(),
-            )
-        },
-        Case {
-            args: vec!["--chunk".into(), format!("0/{chunks}")],
-            fresh_session: true,
-            ..case(
-                "preload-session-start",
-                &format!("SessionStart clear, chunk 0/{chunks}"),
-                json!({"hook_event_name": "SessionStart", "source": "clear"}),
-                base.clone(),
-            )
-        },
-        Case {
-            args: vec!["--chunk".into(), format!("0/{chunks}")],
-            fresh_session: true,
-            ..case(
-                "preload-session-start",
-                &format!("SessionStart compact, chunk 0/{chunks}"),
-                json!({"hook_event_name": "SessionStart", "source": "compact"}),
-                base.clone(),
-            )
-        },
+        }),
+    );
+    all.extend([
         Case {
             args: vec!["pretooluse".into()],
             ..case(
@@ -344,8 +319,14 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
                 base.clone(),
             )
         },
-    ];
-    for c in &mut all {
+    ]);
+    with_call_fields(sb, &mut all);
+    all
+}
+
+/// Give every case's input the sandbox's `cwd` and transcript, and a conversation.
+fn with_call_fields(sb: &Sandbox, cases: &mut [Case]) {
+    for c in cases {
         if let Some(o) = c.input.as_object_mut() {
             o.insert("cwd".into(), json!(sb.project));
             o.insert("transcript_path".into(), json!(sb.transcript));
@@ -353,7 +334,6 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
                 .or_insert_with(|| json!("bench-session"));
         }
     }
-    all
 }
 
 /// The environment every hook call gets (the process starts with an empty one).

@@ -196,6 +196,22 @@ pub fn children_cpu() -> Duration {
     })
 }
 
+/// Run `call` under `strace` with `options`, writing the trace to `trace_file`; returns it.
+fn strace(call: &Call, options: &[&str], trace_file: &Path) -> io::Result<String> {
+    let mut traced = call.clone();
+    traced.args = options
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(["-o".to_owned(), trace_file.to_string_lossy().into_owned()])
+        .chain([call.bin.to_string_lossy().into_owned()])
+        .chain(call.args.iter().cloned())
+        .collect();
+    let path = std::env::var("PATH").unwrap_or_default();
+    traced.env.push(("PATH".into(), path));
+    traced.run_timed_with(Path::new("strace"))?;
+    std::fs::read_to_string(trace_file)
+}
+
 /// How many other sessions' `.state.json` one run of `call` opens (a scan of `sessions` opens
 /// them all), from `strace`; `state` is the call's own session state, not counted.
 pub fn count_other_session_opens(
@@ -204,18 +220,7 @@ pub fn count_other_session_opens(
     sessions: &Path,
     trace_file: &Path,
 ) -> io::Result<usize> {
-    let mut traced = call.clone();
-    traced.args = ["-f", "-qq", "-e", "trace=open,openat", "-o"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain([trace_file.to_string_lossy().into_owned()])
-        .chain([call.bin.to_string_lossy().into_owned()])
-        .chain(call.args.iter().cloned())
-        .collect();
-    let path = std::env::var("PATH").unwrap_or_default();
-    traced.env.push(("PATH".into(), path));
-    traced.run_timed_with(Path::new("strace"))?;
-    let text = std::fs::read_to_string(trace_file)?;
+    let text = strace(call, &["-f", "-qq", "-e", "trace=open,openat"], trace_file)?;
     let own = format!("\"{}\"", state.display());
     let prefix = format!("\"{}/", sessions.display());
     Ok(text
@@ -227,18 +232,7 @@ pub fn count_other_session_opens(
 
 /// Every system call of one run of `call` (its children included), from `strace -f -c`.
 pub fn count_all_syscalls(call: &Call, trace_file: &Path) -> io::Result<usize> {
-    let mut traced = call.clone();
-    traced.args = ["-f", "-c", "-o"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain([trace_file.to_string_lossy().into_owned()])
-        .chain([call.bin.to_string_lossy().into_owned()])
-        .chain(call.args.iter().cloned())
-        .collect();
-    let path = std::env::var("PATH").unwrap_or_default();
-    traced.env.push(("PATH".into(), path));
-    traced.run_timed_with(Path::new("strace"))?;
-    let text = std::fs::read_to_string(trace_file)?;
+    let text = strace(call, &["-f", "-c"], trace_file)?;
     // The summary's last line: `100.00 <seconds> <usecs/call> <calls> <errors> total`.
     text.lines()
         .rev()

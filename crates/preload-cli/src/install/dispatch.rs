@@ -169,16 +169,7 @@ mod tests {
     fn the_policies_budgets_fit_the_dispatch_timeout() {
         let env = preload_core::env::Env::from_pairs::<&str, &str>([]);
         for (event, _, handlers) in groups("/b") {
-            let routes: Vec<Route> = WIRING
-                .iter()
-                .map(|w| Route {
-                    binary: w.binary,
-                    args: w.args,
-                    event: w.event,
-                    matcher: w.matcher,
-                    chunked: w.chunked,
-                })
-                .collect();
+            let routes: Vec<Route> = WIRING.iter().map(Wiring::route).collect();
             let hook_event: HookEvent = dispatcher::event_named(event).unwrap();
             let worst: u128 = dispatcher::plan(&routes, hook_event, None)
                 .iter()

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use preload_core::hooks::dispatcher::Route;
 use serde_json::{Map, Value, json};
 
 pub use super::dispatch::WiringMode;
@@ -302,6 +303,17 @@ fn replaced_scripts() -> impl Iterator<Item = &'static str> {
 }
 
 impl Wiring {
+    /// This row as `preload-dispatch` runs it (the wiring without its timeout and filter).
+    pub const fn route(&self) -> Route {
+        Route {
+            binary: self.binary,
+            args: self.args,
+            event: self.event,
+            matcher: self.matcher,
+            chunked: self.chunked,
+        }
+    }
+
     /// The argument lists of this row's registrations: one, or [`SESSION_START_CHUNKS`] with
     /// `--chunk I/N` appended for a chunked row.
     pub fn registrations(&self) -> Vec<Vec<String>> {
