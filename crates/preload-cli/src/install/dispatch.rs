@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn every_row_runs_in_the_dispatcher() {
         for row in WIRING {
-            let event = dispatcher::event_named(row.event);
+            let event = HookEvent::from_name(row.event);
             assert!(event.is_some(), "{} is an event", row.event);
             let (_, policy_event, _) = dispatcher::handler_of(row.binary, row.args, None)
                 .unwrap_or_else(|| panic!("no policy for {} {:?}", row.binary, row.args));
@@ -170,7 +170,7 @@ mod tests {
         let env = preload_core::env::Env::from_pairs::<&str, &str>([]);
         for (event, _, handlers) in groups("/b") {
             let routes: Vec<Route> = WIRING.iter().map(Wiring::route).collect();
-            let hook_event: HookEvent = dispatcher::event_named(event).unwrap();
+            let hook_event: HookEvent = HookEvent::from_name(event).unwrap();
             let worst: u128 = dispatcher::plan(&routes, hook_event, None)
                 .iter()
                 .map(|p| budget_for(&env, p.event).as_millis() + 50)

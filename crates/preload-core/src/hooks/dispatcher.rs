@@ -61,23 +61,6 @@ pub struct Route {
     pub chunked: bool,
 }
 
-/// The events the policies serve.
-pub const EVENTS: [HookEvent; 8] = [
-    HookEvent::SessionStart,
-    HookEvent::UserPromptSubmit,
-    HookEvent::PreToolUse,
-    HookEvent::PostToolUse,
-    HookEvent::PreCompact,
-    HookEvent::Stop,
-    HookEvent::SessionEnd,
-    HookEvent::SubagentStart,
-];
-
-/// The event Claude Code calls `name`.
-pub fn event_named(name: &str) -> Option<HookEvent> {
-    EVENTS.into_iter().find(|e| e.name() == name)
-}
-
 fn from_fn(
     spec: &HookSpec,
     handler: fn(&crate::HookInput, &crate::Context) -> Result<crate::HookOutput, crate::HookError>,
@@ -182,7 +165,7 @@ pub fn main(routes: &[Route]) -> ExitCode {
     if runner::answer_meta_flag("preload-dispatch", HELP, &args) {
         return ExitCode::SUCCESS;
     }
-    let event = args.first().and_then(|name| event_named(name));
+    let event = args.first().and_then(|name| HookEvent::from_name(name));
     let chunk = start_cache::parse_chunk(args.get(1..).unwrap_or_default());
     if let (Some(event), Ok(chunk)) = (event, chunk) {
         compose::run_all(event, &plan(routes, event, chunk))

@@ -136,11 +136,11 @@ fn every_policy_binary_has_a_handler_and_nothing_else_does() {
 
 #[test]
 fn event_names_are_the_clients() {
-    for event in EVENTS {
-        assert_eq!(event_named(event.name()), Some(event));
+    for event in HookEvent::ALL {
+        assert_eq!(HookEvent::from_name(event.name()), Some(event));
     }
-    assert_eq!(event_named("pretooluse"), None);
-    assert_eq!(event_named(""), None);
+    assert_eq!(HookEvent::from_name("pretooluse"), None);
+    assert_eq!(HookEvent::from_name(""), None);
 }
 
 #[test]
