@@ -692,47 +692,16 @@ fn scenario_sessions(
     Ok(())
 }
 
-/// The processes the per-binary wiring starts for one call of `event`: every row of the
-/// wiring table whose matcher selects the call and whose `if` rule (a `Bash(<prefix> *)`
-/// permission rule) matches its command; a chunked row is all its registrations.
+/// The processes the per-binary wiring starts for one call of `event`: the registrations the
+/// client runs for it (matcher, `if` rule, a chunked row's every chunk), as `preload explain`
+/// and `preload timings` see them.
 fn per_binary(event: &str, input: &Value) -> Vec<(&'static str, Vec<String>)> {
-    use preload_cli::install::wiring::{SESSION_START_CHUNKS, WIRING};
-    let field = match event {
-        "PreToolUse" | "PostToolUse" => input["tool_name"].as_str(),
-        "SessionStart" => input["source"].as_str(),
-        "PreCompact" => input["trigger"].as_str(),
-        _ => None,
-    };
-    let command = input["tool_input"]["command"].as_str().unwrap_or("");
-    let mut out = Vec::new();
-    for row in WIRING.iter().filter(|w| w.event == event) {
-        let matched = match row.matcher {
-            None | Some("" | "*") => true,
-            Some(m) => field.is_some_and(|f| m.split('|').any(|name| name == f)),
-        };
-        let passes = row.filter.is_none_or(|rule| {
-            let inner = rule
-                .trim_start_matches("Bash(")
-                .trim_end_matches(')')
-                .trim_end_matches('*')
-                .trim();
-            command.contains(inner)
-        });
-        if !(matched && passes) {
-            continue;
-        }
-        let args: Vec<String> = row.args.iter().map(|a| (*a).to_owned()).collect();
-        if row.chunked {
-            for i in 0..SESSION_START_CHUNKS {
-                let mut a = args.clone();
-                a.extend(["--chunk".to_owned(), format!("{i}/{SESSION_START_CHUNKS}")]);
-                out.push((row.binary, a));
-            }
-        } else {
-            out.push((row.binary, args));
-        }
-    }
-    out
+    let mut call = input.clone();
+    call["hook_event_name"] = json!(event);
+    preload_cli::calls::registrations_for(&call)
+        .into_iter()
+        .map(|r| (r.row.binary, r.args))
+        .collect()
 }
 
 /// The processes `preload install --dispatch` starts for one call of `event`.
