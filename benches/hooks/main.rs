@@ -331,7 +331,7 @@ fn with_call_fields(sb: &Sandbox, cases: &mut [Case]) {
             o.insert("cwd".into(), json!(sb.project));
             o.insert("transcript_path".into(), json!(sb.transcript));
             o.entry("session_id")
-                .or_insert_with(|| json!("bench-session"));
+                .or_insert_with(|| json!(sandbox::CONVERSATION));
         }
     }
 }

@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 /// The transcript file name the hooks see (its basename keys the heartbeat counter).
 pub const TRANSCRIPT: &str = "bench-transcript.jsonl";
+/// The conversation (`session_id`) of every call that does not start one, which the active
+/// session already serves: a call measures an ordinary call of a running conversation.
+pub const CONVERSATION: &str = "bench-session";
 
 /// Names of directive files, core first (`AGENTS`, `INVARIANTS`, `COMMANDS` pass discovery on
 /// every tool; the others only for Edit/Write of skills that list them).
@@ -282,6 +285,7 @@ fn active_state(pid: u32, home: &Path, preloaded: &[String], session: &Path) -> 
         {"label": "3.A", "name": "Build Loop"}, {"label": "4", "name": "Synthesis"}]);
     json!({
         "pid": pid,
+        "sessionId": CONVERSATION,
         "skill": "implement",
         "lifecycle": "active",
         "loading": false,
@@ -487,11 +491,22 @@ impl Sandbox {
         })
     }
 
-    /// Put the active session's state back to `state` and remove any lock left behind.
+    /// Put the active session's state back to `state` and remove any lock left behind, and the
+    /// counters a call kept beside the state: the state's own counts stand again, so every call
+    /// counts the same tool call (and the heartbeat never drifts into a deny).
     pub fn restore(&self, state: &Value) -> io::Result<()> {
         let lock = self.state_file.with_extension("json.lock");
         if lock.exists() {
             let _ = fs::remove_dir_all(&lock);
+        }
+        for kept in [
+            preload_core::counters::file_of(&self.state_file),
+            preload_core::counters::journal_of(&self.state_file),
+        ] {
+            match fs::remove_file(&kept) {
+                Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                _ => {}
+            }
         }
         let text = serde_json::to_string_pretty(state).unwrap_or_default();
         // Left alone when the last call did not change it, as between real tool calls.
