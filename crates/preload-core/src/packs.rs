@@ -207,7 +207,7 @@ impl Loaded {
         let rel = path.strip_prefix(&self.project_root).unwrap_or(path);
         self.logs
             .iter()
-            .find(|rule| rule.glob.matcher.is_match(rel) || rule.glob.matcher.is_match(path))
+            .find(|rule| rule.glob.is_match(rel) || rule.glob.is_match(path))
             .map(|rule| rule.tail_lines.max(1))
     }
 }

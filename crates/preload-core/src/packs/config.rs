@@ -4,8 +4,9 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
@@ -90,7 +91,7 @@ pub enum Trigger {
     /// `phase:LABEL`: when the session enters the phase with this label (or name).
     Phase(String),
     /// `path:GLOB`: when a tool touches a path the glob matches (relative to the project).
-    Path(Box<GlobMatcher>),
+    Path(Box<PathGlob>),
     /// `agent:TYPE`: when a sub-agent of this type starts (`*` for every type).
     Agent(String),
 }
@@ -119,18 +120,44 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
         "skill" => Ok(Trigger::Skill(value.trim_start_matches('/').to_owned())),
         "phase" => Ok(Trigger::Phase(value.to_owned())),
         "agent" => Ok(Trigger::Agent(value.to_owned())),
-        "path" => glob(value).map(|m| Trigger::Path(Box::new(m))),
+        "path" => PathGlob::new(value).map(|g| Trigger::Path(Box::new(g))),
         _ => Err(format!("unknown trigger {text:?}; {expected}")),
     }
 }
 
-/// A glob as `globset` reads it, `*` staying within one path component.
-pub fn glob(pattern: &str) -> Result<GlobMatcher, String> {
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| format!("bad glob {pattern:?}: {e}"))
+/// A glob as `globset` reads it, `*` staying within one path component. It is checked when
+/// read and compiled the first time a path is matched against it: most calls match no path, and
+/// compiling is the costly part.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    glob: Glob,
+    matcher: OnceLock<GlobMatcher>,
+}
+
+impl PathGlob {
+    /// The glob `pattern`, or why it cannot be read.
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map(|glob| Self {
+                glob,
+                matcher: OnceLock::new(),
+            })
+            .map_err(|e| format!("bad glob {pattern:?}: {e}"))
+    }
+
+    /// As written.
+    pub fn as_str(&self) -> &str {
+        self.glob.glob()
+    }
+
+    /// Whether `path` matches.
+    pub fn is_match(&self, path: impl AsRef<Path>) -> bool {
+        self.matcher
+            .get_or_init(|| self.glob.compile_matcher())
+            .is_match(path)
+    }
 }
 
 /// A pack's name: `[A-Za-z0-9._-]`, used in the key its delivery is recorded under.
@@ -209,7 +236,7 @@ pub struct Pack {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogRule {
     /// Which files (relative to the project, or absolute).
-    pub glob: LogGlob,
+    pub glob: PathGlob,
     /// How many lines of the end (default 100).
     #[serde(default = "default_tail")]
     pub tail_lines: usize,
@@ -219,33 +246,20 @@ fn default_tail() -> usize {
     DEFAULT_TAIL_LINES
 }
 
-/// A log rule's glob, compiled.
-#[derive(Debug, Clone)]
-pub struct LogGlob {
-    /// As written.
-    pub pattern: String,
-    /// Compiled.
-    pub matcher: GlobMatcher,
-}
-
-impl<'de> Deserialize<'de> for LogGlob {
+impl<'de> Deserialize<'de> for PathGlob {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let pattern = String::deserialize(deserializer)?;
-        let matcher = glob(&pattern).map_err(de::Error::custom)?;
-        Ok(Self { pattern, matcher })
+        Self::new(&pattern).map_err(de::Error::custom)
     }
 }
 
 impl LogRule {
     /// The built-in rules: `DIALOGUE.md` anywhere, its last 100 lines.
     pub fn defaults() -> Vec<Self> {
-        glob(DEFAULT_LOG_GLOB)
+        PathGlob::new(DEFAULT_LOG_GLOB)
             .ok()
-            .map(|matcher| Self {
-                glob: LogGlob {
-                    pattern: DEFAULT_LOG_GLOB.to_owned(),
-                    matcher,
-                },
+            .map(|glob| Self {
+                glob,
                 tail_lines: DEFAULT_TAIL_LINES,
             })
             .into_iter()
