@@ -12,7 +12,7 @@ use crate::env::{self, Env};
 use crate::input::HookInput;
 use crate::lock;
 use crate::packs;
-use crate::paths::{self, EnginePaths};
+use crate::paths::{self, EnginePaths, PhysicalDirs};
 
 /// Default largest file delivered by content.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 * 1024;
@@ -104,6 +104,9 @@ pub struct Context {
     pub log: EventLog,
     /// File identities looked up during this call (inode dedup), shared by every pass.
     pub file_ids: FileIds,
+    /// Physical paths of directories resolved during this call, shared by every
+    /// normalisation.
+    pub physical_dirs: PhysicalDirs,
     config: OnceLock<Config>,
     packs: OnceLock<packs::Loaded>,
 }
@@ -151,6 +154,7 @@ impl Context {
             log,
             env,
             file_ids: FileIds::default(),
+            physical_dirs: PhysicalDirs::default(),
             config: OnceLock::new(),
             packs: OnceLock::new(),
         }
@@ -209,7 +213,7 @@ impl Context {
 
     /// Normalise a path the engine's way against this `HOME`.
     pub fn normalize(&self, path: &str) -> String {
-        paths::normalize(path, &self.paths.home)
+        paths::normalize_with(path, &self.paths.home, &self.physical_dirs)
     }
 
     /// Normalise a path given relative to `base`.

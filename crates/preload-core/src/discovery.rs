@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::fields;
-use crate::paths;
+use crate::paths::{self, PhysicalDirs};
 use crate::state::State;
 
 /// The checklist file name (tracked for the deactivation gate).
@@ -45,6 +45,8 @@ pub struct Scope {
     pub home: PathBuf,
     /// The working directory, against which relative tool paths are read.
     pub cwd: PathBuf,
+    /// Directories resolved so far in this call, for normalising found paths.
+    pub physical_dirs: PhysicalDirs,
 }
 
 /// Which directive names a call accepts besides [`CORE_DIRECTIVES`].
@@ -221,7 +223,11 @@ pub fn discover(
                         continue;
                     }
                 }
-                let normalized = paths::normalize(&file.to_string_lossy(), &scope.home);
+                let normalized = paths::normalize_with(
+                    &file.to_string_lossy(),
+                    &scope.home,
+                    &scope.physical_dirs,
+                );
                 let spelled = file.to_string_lossy().into_owned();
                 if seen.contains(&normalized) || seen.contains(&spelled) {
                     continue;

@@ -1,7 +1,9 @@
 //! Path rules shared by every hook: `~` expansion, the engine's normalisation, the project
 //! root, the sessions directory, the engine's install layout and the owner PID.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::env::{self, Env};
 use crate::process;
@@ -41,6 +43,11 @@ pub fn lexical_clean(path: &Path) -> PathBuf {
 /// `~/.claude/.directives/X` and `~/.claude/engine/.directives/X` (with the first a symlink to
 /// the second) normalise to the same string.
 pub fn normalize(path: &str, home: &Path) -> String {
+    normalize_with(path, home, &PhysicalDirs::default())
+}
+
+/// [`normalize`], with the physical paths of directories taken from (and added to) `dirs`.
+pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
     let expanded = expand_tilde(path, home);
     let cleaned = lexical_clean(&expanded);
     if cleaned.is_file() {
@@ -50,12 +57,35 @@ pub fn normalize(path: &str, home: &Path) -> String {
             } else {
                 dir
             };
-            if let Ok(physical) = std::fs::canonicalize(dir) {
+            if let Some(physical) = dirs.of(dir) {
                 return physical.join(name).to_string_lossy().into_owned();
             }
         }
     }
     cleaned.to_string_lossy().into_owned()
+}
+
+/// The physical paths of directories, each resolved once per hook call however many paths in
+/// it are normalised: resolving walks every component with a `readlink`. A hook process lives
+/// for one call, so a directory's physical path does not change under it; a directory that
+/// cannot be resolved is asked again next time. Clones share what they know.
+#[derive(Debug, Clone, Default)]
+pub struct PhysicalDirs {
+    known: Arc<Mutex<HashMap<PathBuf, PathBuf>>>,
+}
+
+impl PhysicalDirs {
+    /// The physical path of `dir`, `None` when it cannot be resolved.
+    pub fn of(&self, dir: &Path) -> Option<PathBuf> {
+        if let Some(physical) = self.known.lock().ok()?.get(dir) {
+            return Some(physical.clone());
+        }
+        let physical = std::fs::canonicalize(dir).ok()?;
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(dir.to_path_buf(), physical.clone());
+        }
+        Some(physical)
+    }
 }
 
 /// The nearest ancestor of `start` (itself included) that contains a `.claude/` directory.
@@ -173,6 +203,37 @@ mod tests {
         let b = normalize(&real.join("X.md").to_string_lossy(), home);
         assert_eq!(a, b);
         assert!(a.ends_with(".claude/engine/.directives/X.md"));
+    }
+
+    #[test]
+    fn a_call_resolves_each_directory_once_and_clones_share_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let real = home.join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("X.md"), "x").unwrap();
+        std::fs::write(real.join("Y.md"), "y").unwrap();
+        std::os::unix::fs::symlink(&real, home.join("link")).unwrap();
+        let dirs = PhysicalDirs::default();
+        let shared = dirs.clone();
+        let x = normalize_with("~/link/X.md", home, &dirs);
+        assert_eq!(x, normalize("~/link/X.md", home));
+        // Pointed elsewhere mid-call, the link still resolves as it did: what the call saw.
+        std::fs::remove_file(home.join("link")).unwrap();
+        std::fs::create_dir_all(home.join("other")).unwrap();
+        std::fs::write(home.join("other/Y.md"), "y").unwrap();
+        std::os::unix::fs::symlink(home.join("other"), home.join("link")).unwrap();
+        let y = normalize_with("~/link/Y.md", home, &shared);
+        assert_eq!(
+            y,
+            real.canonicalize().unwrap().join("Y.md").to_string_lossy()
+        );
+        // A fresh call sees the new target.
+        assert!(normalize("~/link/Y.md", home).ends_with("/other/Y.md"));
+        // A directory that cannot be resolved is not remembered as such.
+        assert_eq!(dirs.of(&home.join("later")), None);
+        std::fs::create_dir_all(home.join("later")).unwrap();
+        assert!(dirs.of(&home.join("later")).is_some());
     }
 
     #[test]

@@ -41,6 +41,7 @@ fn tree() -> Tree {
         project_root: Some(project.clone()),
         home,
         cwd: project,
+        physical_dirs: PhysicalDirs::default(),
     };
     Tree {
         _tmp: tmp,

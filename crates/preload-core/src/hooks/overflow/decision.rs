@@ -184,6 +184,7 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
         project_root: Some(ctx.project_root.clone()),
         home: ctx.paths.home.clone(),
         cwd: ctx.cwd.clone(),
+        physical_dirs: ctx.physical_dirs.clone(),
     };
     // The skill's declared directives surface with the core ones (seed case 4.1: a read of a
     // file finds the package's PITFALLS.md). A checklist is a gate on changing code: it is
