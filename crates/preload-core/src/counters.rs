@@ -256,7 +256,14 @@ impl Counters {
     }
 
     /// Write the counters into a state: the engine's fields, as it would have written them.
-    pub fn mirror(&self, state: &mut State) {
+    /// True when that changed the state.
+    pub fn mirror(&self, state: &mut State) -> bool {
+        let before = mirrored_fields(state);
+        self.write_into(state);
+        mirrored_fields(state) != before
+    }
+
+    fn write_into(&self, state: &mut State) {
         let by = state.object_mut(fields::TOOL_CALLS_BY_TRANSCRIPT);
         for (k, v) in &self.counts {
             by.insert(k.clone(), v.clone());
@@ -291,6 +298,24 @@ impl Counters {
             );
         }
     }
+}
+
+/// The fields [`Counters::mirror`] writes, as `state` holds them.
+fn mirrored_fields(state: &State) -> Vec<(String, Value)> {
+    let fixed = [
+        fields::TOOL_CALLS_BY_TRANSCRIPT,
+        fields::TOOL_CALLS_SINCE_LAST_LOG,
+        fields::PRIMARY_TRANSCRIPT_KEY,
+        fields::COUNTERS_SEQ,
+    ];
+    state
+        .0
+        .iter()
+        .filter(|(k, _)| {
+            fixed.contains(&k.as_str()) || k.starts_with(fields::LAST_EDIT_FILE_PREFIX)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The counters of the session whose state is `state_file` (read as `state`), with the

@@ -171,3 +171,24 @@ fn a_holder_killed_before_emptying_the_journal_counts_nothing_twice() {
     assert_eq!(c.get("main.jsonl"), 4);
     assert!(journal::read(&journal).is_empty());
 }
+
+#[test]
+fn a_mirror_says_whether_it_changed_the_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let far = Instant::now() + std::time::Duration::from_secs(2);
+    let s = state(r#"{"pid": 5, "lastEditFile_old.jsonl": "/a"}"#);
+    let c = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
+    let mut mirrored = s.clone();
+    assert!(c.mirror(&mut mirrored), "a new count changes the state");
+    assert_ne!(mirrored, s);
+    assert!(
+        !c.mirror(&mut mirrored),
+        "the same counters again change nothing"
+    );
+    // A forgotten last edit is a change too.
+    let mut stale = mirrored.clone();
+    stale.set("lastEditFile_gone.jsonl", serde_json::json!("/b"));
+    assert!(c.mirror(&mut stale));
+    assert_eq!(stale, mirrored);
+}

@@ -163,7 +163,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
                 Some(read) => read,
                 None => state::load(&path)?,
             };
-            session_call(ctx, &call, &rules, &path, &read, engine)?
+            session_call(ctx, &call, &rules, &path, read, engine)?
         }
         Target::Seed(path) => {
             let record = PreloadState {
@@ -261,7 +261,8 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
 /// A call in the owner's session, whose state `read` was read once, without the lock, and the
 /// call decided on that read; the counters go to their own file (see [`counters`]). The lock is taken only
 /// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
-/// conversation's records), and then the decision is made again on what the locked read finds.
+/// conversation's records), and then the decision is made again on what the locked read finds
+/// unless that is what was decided on.
 /// When the lock cannot be had in time, the answer still stands on the unlocked read: the
 /// rules' verdict, allow-rule text in the answer itself, queued files left queued.
 fn session_call(
@@ -269,14 +270,14 @@ fn session_call(
     call: &Call,
     rules: &[Rule],
     path: &Path,
-    read: &State,
+    read: State,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
     let record = PreloadState {
         path: path.to_path_buf(),
         is_session: true,
     };
-    if let Some(pass) = pass_through(call, read, engine) {
+    if let Some(pass) = pass_through(call, &read, engine) {
         if pass == Pass::Dehydrating {
             let _ = state::update(path, ctx.lock_deadline(), |s| {
                 s.set(fields::LIFECYCLE, json!("dehydrating"));
@@ -284,7 +285,7 @@ fn session_call(
         }
         return Ok(Plan::default());
     }
-    let quiet = is_quiet(read);
+    let quiet = is_quiet(&read);
     let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
     let delta = if engine == Some(EngineCommand::Log) {
         Some(counters::Delta::Reset {
@@ -304,17 +305,15 @@ fn session_call(
     let view = match &delta {
         Some(delta) => Some(counters::update(
             path,
-            read,
+            &read,
             ctx.lock_deadline(),
             ctx.deadline,
             delta,
         )?),
         None => None,
     };
-    let mut base = read.clone();
-    if let Some(view) = &view {
-        view.mirror(&mut base);
-    }
+    let mut base = read;
+    let mirrored = view.as_ref().is_some_and(|view| view.mirror(&mut base));
     let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
     if view.as_ref().is_some_and(counters::Counters::pending) {
         // The count went to the journal: the latch, which the lock needs too, is busy past
@@ -339,8 +338,8 @@ fn session_call(
         engine,
         Writes::Allowed,
     );
-    if trial == base && !ledger::is_due(ctx, &record, read) {
-        if base != *read {
+    if trial == base && !ledger::is_due(ctx, &record, &base) {
+        if mirrored {
             // Only the counters' mirror for the engine's readers: never worth a wait.
             let _ = state::update(path, Instant::now(), |s| {
                 if let Some(view) = &view {
@@ -353,6 +352,11 @@ fn session_call(
     let locked = ledger::update(ctx, &record, |s| {
         if let Some(view) = &view {
             view.mirror(s);
+        }
+        if *s == base {
+            // The lock found what the trial decided on: its decision stands.
+            *s = trial;
+            return plan;
         }
         decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
     });
