@@ -205,7 +205,7 @@ pub fn discover(
         .project_root
         .as_ref()
         .filter(|root| **root == top)
-        .and_then(|root| std::fs::canonicalize(root).ok());
+        .and_then(|root| scope.physical_dirs.of(root));
     let mut per_level: Vec<(String, Vec<String>)> = Vec::new();
     for level in &levels {
         let mut new_here = Vec::new();
@@ -219,7 +219,11 @@ pub fn discover(
                     continue;
                 }
                 if let Some(root) = &physical_root {
-                    if !std::fs::canonicalize(&file).is_ok_and(|p| p.starts_with(root)) {
+                    if !scope
+                        .physical_dirs
+                        .of_file(&file)
+                        .is_some_and(|p| p.starts_with(root))
+                    {
                         continue;
                     }
                 }

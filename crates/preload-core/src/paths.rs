@@ -86,6 +86,23 @@ impl PhysicalDirs {
         }
         Some(physical)
     }
+
+    /// The physical path of the file `path`: its own target when it is a symbolic link, else
+    /// its name in its directory's physical path.
+    pub fn of_file(&self, path: &Path) -> Option<PathBuf> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) if !meta.file_type().is_symlink() => {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                Some(self.of(dir)?.join(name))
+            }
+            _ => std::fs::canonicalize(path).ok(),
+        }
+    }
 }
 
 /// The nearest ancestor of `start` (itself included) that contains a `.claude/` directory.
@@ -230,6 +247,17 @@ mod tests {
         );
         // A fresh call sees the new target.
         assert!(normalize("~/link/Y.md", home).ends_with("/other/Y.md"));
+        // A file's physical path: its directory's, or its own target when it is a link.
+        std::os::unix::fs::symlink(real.join("X.md"), home.join("other/L.md")).unwrap();
+        assert_eq!(
+            dirs.of_file(&home.join("other/L.md")),
+            Some(real.canonicalize().unwrap().join("X.md"))
+        );
+        assert_eq!(
+            dirs.of_file(&home.join("other/Y.md")),
+            Some(home.join("other").canonicalize().unwrap().join("Y.md"))
+        );
+        assert_eq!(dirs.of_file(&home.join("other/none.md")), None);
         // A directory that cannot be resolved is not remembered as such.
         assert_eq!(dirs.of(&home.join("later")), None);
         std::fs::create_dir_all(home.join("later")).unwrap();
