@@ -122,6 +122,24 @@ fn unchanged_state_is_not_rewritten() {
     fs::write(&path, "{\"a\":1}").unwrap();
     update(&path, soon(), |_| ()).unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+    // A change put back within the same update is no change either.
+    update(&path, soon(), |s| {
+        s.set("a", Value::from(2));
+        s.set("a", Value::from(1));
+    })
+    .unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+    // A state this product laid out, unchanged, keeps its file (the same inode).
+    update(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    let ours = fs::read_to_string(&path).unwrap();
+    assert_eq!(ours, "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n");
+    let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
+    update(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), ours);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
+        inode
+    );
 }
 
 #[test]
