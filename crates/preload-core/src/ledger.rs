@@ -189,6 +189,32 @@ fn update_session<T>(
     path: &Path,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
+    update_session_read(ctx, path, None, || None, change)
+}
+
+/// [`update`] of a session for a caller that read its state as the text `read`, found it not
+/// [`is_due`], and made of it what `change` would (`known`; see [`state::update_read`]).
+pub fn update_read<T>(
+    ctx: &Context,
+    target: &PreloadState,
+    read: &str,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    if target.is_session {
+        update_session_read(ctx, &target.path, Some(read), known, change)
+    } else {
+        update_seed(ctx, &target.path, change)
+    }
+}
+
+fn update_session_read<T>(
+    ctx: &Context,
+    path: &Path,
+    read: Option<&str>,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
     let seed_path = path
         .parent()
         .and_then(Path::parent)
@@ -198,7 +224,9 @@ fn update_session<T>(
         .filter(|seed| carry_path(seed).is_file() || seed.is_file());
     let mut tagged = false;
     let Some(seed_path) = leftover else {
-        let out = state::update(path, ctx.lock_deadline(), |s| {
+        // Nothing to adopt: a state read as `read` that the conversation already tags is
+        // what `known` was made from.
+        let out = state::update_read(path, ctx.lock_deadline(), read, known, |s| {
             tagged = tag_conversation(ctx, s);
             change(s)
         })?;

@@ -133,14 +133,14 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
 /// [`find_session`] for a caller that reads the session's state next: when the PID cache names
 /// a session this owner holds (the common case), its state is read once, here, and returned
 /// with it; otherwise the state is `None` and the caller reads it.
-pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<State>)> {
+pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>)> {
     let cached = file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
         .map(|t| PathBuf::from(t.trim()))
         .filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = cached {
-        if let Ok(state) = state::load(&dir.join(STATE_FILE)) {
-            if state.pid(fields::PID) == Some(ctx.owner_pid) {
-                return Some((dir, Some(state)));
+        if let Ok(read) = state::load_read(&dir.join(STATE_FILE)) {
+            if read.state.pid(fields::PID) == Some(ctx.owner_pid) {
+                return Some((dir, Some(read)));
             }
         }
     }

@@ -5,19 +5,20 @@
 //! symlink is never followed) and are renamed over the old file. A file that is not a JSON object
 //! is reported as [`StateError::Corrupt`] and never written.
 
-use std::cell::Cell;
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::file::{self, ReadError, WriteError};
-use crate::lock::{LockError, StateLock};
+use crate::file::WriteError;
+use crate::lock::LockError;
 
 mod peek;
+mod store;
 pub use peek::{peek_member, peek_pid};
+pub use store::{
+    Read, commit_before, create_if_absent, load, load_read, save, save_locked, update, update_read,
+};
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
@@ -261,128 +262,6 @@ pub fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Read and parse a state file (a regular file of at most [`MAX_STATE_BYTES`]; a directory,
-/// FIFO or device in its place is reported as corrupt without blocking).
-pub fn load(path: &Path) -> Result<State, StateError> {
-    let corrupt = |reason: String| StateError::Corrupt {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let bytes = match file::read_regular(path, MAX_STATE_BYTES) {
-        Ok(bytes) => bytes,
-        Err(ReadError::TooLarge { size, .. }) => {
-            return Err(corrupt(format!(
-                "{size} bytes, more than the {MAX_STATE_BYTES} read"
-            )));
-        }
-        Err(ReadError::Unavailable { .. }) => {
-            return Err(match fs::metadata(path) {
-                Err(err) if err.kind() == io::ErrorKind::NotFound => StateError::Missing {
-                    path: path.to_path_buf(),
-                },
-                Ok(meta) if !meta.is_file() => corrupt("not a regular file".into()),
-                Ok(_) => StateError::Io {
-                    action: "read",
-                    path: path.to_path_buf(),
-                    source: io::Error::other("cannot open"),
-                },
-                Err(source) => StateError::Io {
-                    action: "read",
-                    path: path.to_path_buf(),
-                    source,
-                },
-            });
-        }
-    };
-    let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))?;
-    State::parse(&text).map_err(|err| corrupt(err.to_string()))
-}
-
-thread_local! {
-    static COMMIT_BY: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// Refuse, on this thread, every state write that would land after `deadline`.
-///
-/// The runner sets the call's deadline on its worker thread: once the runner has given up and
-/// answered (fail-open), a late claim or drain is never committed, so what it took stays
-/// queued instead of being marked delivered with nobody to deliver it.
-pub fn commit_before(deadline: Option<Instant>) {
-    COMMIT_BY.with(|by| by.set(deadline));
-}
-
-/// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
-///
-/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
-/// has passed.
-pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
-    if COMMIT_BY
-        .with(Cell::get)
-        .is_some_and(|by| Instant::now() >= by)
-    {
-        return Err(StateError::Late {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(file::write_atomic(path, state.to_pretty().as_bytes())?)
-}
-
-/// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
-/// (the engine's racy reclaim): the new holder's write is never raced.
-pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), StateError> {
-    if COMMIT_BY
-        .with(Cell::get)
-        .is_some_and(|by| Instant::now() >= by)
-    {
-        return Err(StateError::Late {
-            path: path.to_path_buf(),
-        });
-    }
-    let lost = || {
-        StateError::Lock(LockError::Lost {
-            path: lock.path().to_path_buf(),
-        })
-    };
-    // Checked as late as possible: right before the rename that publishes the new version.
-    if file::write_atomic_if(path, state.to_pretty().as_bytes(), || lock.still_held())? {
-        Ok(())
-    } else {
-        Err(lost())
-    }
-}
-
-/// Create `path` with `state` unless it already exists; true when this call created it.
-///
-/// Uses the same lock as [`update`], so two creators cannot both win.
-pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result<bool, StateError> {
-    let lock = StateLock::acquire(path, deadline)?;
-    if fs::symlink_metadata(path).is_ok() {
-        return Ok(false);
-    }
-    save_locked(path, state, &lock)?;
-    Ok(true)
-}
-
-/// Read-modify-write under the lock, from the read to the rename.
-///
-/// `change` edits the state and returns a value; the file is rewritten only when the state
-/// changed. A missing or corrupt file is an error and is never written.
-pub fn update<T>(
-    path: &Path,
-    deadline: Instant,
-    change: impl FnOnce(&mut State) -> T,
-) -> Result<T, StateError> {
-    let lock = StateLock::acquire(path, deadline)?;
-    let mut state = load(path)?;
-    let before = state.clone();
-    let out = change(&mut state);
-    if state != before {
-        save_locked(path, &state, &lock)?;
-    }
-    lock.release();
-    Ok(out)
 }
 
 /// A JSON number as a whole count: negative and non-finite values are 0, fractions cut,

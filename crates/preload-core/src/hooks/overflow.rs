@@ -161,7 +161,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             let path = dir.join(STATE_FILE);
             let read = match read {
                 Some(read) => read,
-                None => state::load(&path)?,
+                None => state::load_read(&path)?,
             };
             session_call(ctx, &call, &rules, &path, read, engine)?
         }
@@ -213,7 +213,7 @@ fn load_rules(ctx: &Context) -> Vec<Rule> {
 }
 
 /// The state file of the call, with the session's state when finding it read it already.
-fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<State>), HookError> {
+fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<state::Read>), HookError> {
     if let Some((dir, read)) = session::find_session_state(ctx) {
         if read.is_some() || dir.join(STATE_FILE).is_file() {
             return Ok((Target::Session(dir), read));
@@ -270,9 +270,10 @@ fn session_call(
     call: &Call,
     rules: &[Rule],
     path: &Path,
-    read: State,
+    read: state::Read,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
+    let state::Read { state: read, text } = read;
     let record = PreloadState {
         path: path.to_path_buf(),
         is_session: true,
@@ -285,24 +286,7 @@ fn session_call(
         }
         return Ok(Plan::default());
     }
-    let quiet = is_quiet(&read);
-    let counted = !quiet && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
-    let delta = if engine == Some(EngineCommand::Log) {
-        Some(counters::Delta::Reset {
-            key: call.key.clone(),
-            main: !call.is_sub(),
-        })
-    } else if counted {
-        Some(counters::Delta::Count {
-            key: call.key.clone(),
-            main: !call.is_sub(),
-            tool: call.tool.to_owned(),
-            edited: call.input.tool_input_str("file_path").map(str::to_owned),
-        })
-    } else {
-        None
-    };
-    let view = match &delta {
+    let view = match &count_of(call, &read, engine) {
         Some(delta) => Some(counters::update(
             path,
             &read,
@@ -338,28 +322,30 @@ fn session_call(
         engine,
         Writes::Allowed,
     );
-    if trial == base && !ledger::is_due(ctx, &record, &base) {
-        if mirrored {
-            // Only the counters' mirror for the engine's readers: never worth a wait.
-            let _ = state::update(path, Instant::now(), |s| {
-                if let Some(view) = &view {
-                    view.mirror(s);
-                }
-            });
-        }
-        return Ok(plan);
-    }
-    let locked = ledger::update(ctx, &record, |s| {
+    let due = ledger::is_due(ctx, &record, &base);
+    let mirror = |s: &mut State| {
         if let Some(view) = &view {
             view.mirror(s);
         }
-        if *s == base {
-            // The lock found what the trial decided on: its decision stands.
-            *s = trial;
-            return plan;
+    };
+    if trial == base && !due {
+        if mirrored {
+            // Only the counters' mirror for the engine's readers: never worth a wait.
+            let known = || Some((base, ()));
+            let _ = state::update_read(path, Instant::now(), Some(&text), known, mirror);
         }
+        return Ok(plan);
+    }
+    let change = |s: &mut State| {
+        mirror(s);
         decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
-    });
+    };
+    let locked = if due {
+        ledger::update(ctx, &record, change)
+    } else {
+        // While the file is what was read, the trial's decision stands.
+        ledger::update_read(ctx, &record, &text, || Some((trial, plan)), change)
+    };
     match locked {
         Ok(plan) => Ok(plan),
         Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
@@ -376,6 +362,24 @@ fn session_call(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// What the call does to the session's counters: `engine log` starts its agent over, a tool
+/// call counts unless the session is quiet or the tool is never counted.
+fn count_of(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<counters::Delta> {
+    if engine == Some(EngineCommand::Log) {
+        return Some(counters::Delta::Reset {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+        });
+    }
+    let counted = !is_quiet(s) && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
+    counted.then(|| counters::Delta::Count {
+        key: call.key.clone(),
+        main: !call.is_sub(),
+        tool: call.tool.to_owned(),
+        edited: call.input.tool_input_str("file_path").map(str::to_owned),
+    })
 }
 
 /// Lifecycle bypasses: the call is allowed with no rule evaluated.

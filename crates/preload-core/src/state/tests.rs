@@ -1,8 +1,10 @@
 //! Unit tests of `state`.
 
 use super::*;
+use crate::file;
 use serde_json::json;
-use std::time::Duration;
+use std::fs;
+use std::time::{Duration, Instant};
 
 const REAL_SHAPED: &str = r#"{
   "pid": 424242,
@@ -222,4 +224,57 @@ proptest::proptest! {
         let again = State::parse(&state.to_pretty()).unwrap();
         proptest::prop_assert_eq!(state, again);
     }
+}
+
+#[test]
+fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.json");
+    fs::write(&path, "{\"n\": 1}").unwrap();
+    let read = load_read(&path).unwrap();
+    let decided = |n: i64| {
+        let mut s = read.state.clone();
+        s.set("n", Value::from(n));
+        s
+    };
+    // Unchanged since the read: the known outcome is written, `change` never runs.
+    let out = update_read(
+        &path,
+        soon(),
+        Some(&read.text),
+        || Some((decided(2), "known")),
+        |_| unreachable!("the file is what was read"),
+    )
+    .unwrap();
+    assert_eq!(
+        (out, load(&path).unwrap().number("n")),
+        ("known", Some(2.0))
+    );
+    // Changed since: `change` decides on what the lock finds.
+    fs::write(&path, "{\"n\": 5, \"other\": true}").unwrap();
+    let out = update_read(
+        &path,
+        soon(),
+        Some(&read.text),
+        || Some((decided(3), "known")),
+        |s| {
+            let n = s.number("n").unwrap_or(0.0);
+            s.set("n", Value::from(n + 1.0));
+            "changed"
+        },
+    )
+    .unwrap();
+    let now = load(&path).unwrap();
+    assert_eq!(out, "changed");
+    assert_eq!((now.number("n"), now.flag("other")), (Some(6.0), true));
+    // A known outcome that renders as the file reads is no write.
+    let read = load_read(&path).unwrap();
+    let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
+    let same = read.state.clone();
+    update_read(&path, soon(), Some(&read.text), || Some((same, ())), |_| ()).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), read.text);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
+        inode
+    );
 }

@@ -1,0 +1,192 @@
+//! The state files on disk: read, written atomically, and changed under the lock.
+
+use std::cell::Cell;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::time::Instant;
+
+use super::{MAX_STATE_BYTES, State, StateError};
+use crate::file::{self, ReadError};
+use crate::lock::{LockError, StateLock};
+
+/// Read and parse a state file (a regular file of at most [`MAX_STATE_BYTES`]; a directory,
+/// FIFO or device in its place is reported as corrupt without blocking).
+pub fn load(path: &Path) -> Result<State, StateError> {
+    load_read(path).map(|read| read.state)
+}
+
+/// A state as read from its file, with the text it was read from.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// The state.
+    pub state: State,
+    /// The file's text.
+    pub text: String,
+}
+
+/// [`load`], keeping the text read (for [`update_read`]).
+pub fn load_read(path: &Path) -> Result<Read, StateError> {
+    let text = load_text(path)?;
+    let state = parse_read(path, &text)?;
+    Ok(Read { state, text })
+}
+
+/// The text of the state file at `path`, as [`load`] reads it.
+fn load_text(path: &Path) -> Result<String, StateError> {
+    let corrupt = |reason: String| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = match file::read_regular(path, MAX_STATE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::TooLarge { size, .. }) => {
+            return Err(corrupt(format!(
+                "{size} bytes, more than the {MAX_STATE_BYTES} read"
+            )));
+        }
+        Err(ReadError::Unavailable { .. }) => {
+            return Err(match fs::metadata(path) {
+                Err(err) if err.kind() == io::ErrorKind::NotFound => StateError::Missing {
+                    path: path.to_path_buf(),
+                },
+                Ok(meta) if !meta.is_file() => corrupt("not a regular file".into()),
+                Ok(_) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source: io::Error::other("cannot open"),
+                },
+                Err(source) => StateError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                },
+            });
+        }
+    };
+    String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".into()))
+}
+
+/// The state `text`, read from `path`, holds.
+fn parse_read(path: &Path, text: &str) -> Result<State, StateError> {
+    State::parse(text).map_err(|err| StateError::Corrupt {
+        path: path.to_path_buf(),
+        reason: err.to_string(),
+    })
+}
+
+thread_local! {
+    static COMMIT_BY: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Refuse, on this thread, every state write that would land after `deadline`.
+///
+/// The runner sets the call's deadline on its worker thread: once the runner has given up and
+/// answered (fail-open), a late claim or drain is never committed, so what it took stays
+/// queued instead of being marked delivered with nobody to deliver it.
+pub fn commit_before(deadline: Option<Instant>) {
+    COMMIT_BY.with(|by| by.set(deadline));
+}
+
+/// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
+///
+/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
+/// has passed.
+pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(file::write_atomic(path, state.to_pretty().as_bytes())?)
+}
+
+/// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
+/// (the engine's racy reclaim): the new holder's write is never raced.
+pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), StateError> {
+    save_text_locked(path, &state.to_pretty(), lock)
+}
+
+/// [`save_locked`] of a state already rendered ([`State::to_pretty`]).
+fn save_text_locked(path: &Path, text: &str, lock: &StateLock) -> Result<(), StateError> {
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
+    }
+    let lost = || {
+        StateError::Lock(LockError::Lost {
+            path: lock.path().to_path_buf(),
+        })
+    };
+    // Checked as late as possible: right before the rename that publishes the new version.
+    if file::write_atomic_if(path, text.as_bytes(), || lock.still_held())? {
+        Ok(())
+    } else {
+        Err(lost())
+    }
+}
+
+/// Create `path` with `state` unless it already exists; true when this call created it.
+///
+/// Uses the same lock as [`update`], so two creators cannot both win.
+pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result<bool, StateError> {
+    let lock = StateLock::acquire(path, deadline)?;
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    save_locked(path, state, &lock)?;
+    Ok(true)
+}
+
+/// Read-modify-write under the lock, from the read to the rename.
+///
+/// `change` edits the state and returns a value; the file is rewritten only when the state
+/// changed. A missing or corrupt file is an error and is never written.
+pub fn update<T>(
+    path: &Path,
+    deadline: Instant,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    update_read(path, deadline, None, || None, change)
+}
+
+/// [`update`] for a caller that read the state before, without the lock (`read`: the file's
+/// text then), and made of it what `change` would: while the file still holds exactly that
+/// text, `known` gives the new state and the result, and the file is neither parsed again nor
+/// copied to tell a change. `known` may decline (`None`); otherwise, or when the file changed
+/// meanwhile, `change` runs on what the locked read finds.
+pub fn update_read<T>(
+    path: &Path,
+    deadline: Instant,
+    read: Option<&str>,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let lock = StateLock::acquire(path, deadline)?;
+    let text = load_text(path)?;
+    if read == Some(text.as_str()) {
+        if let Some((state, out)) = known() {
+            let rendered = state.to_pretty();
+            if rendered != text {
+                save_text_locked(path, &rendered, &lock)?;
+            }
+            lock.release();
+            return Ok(out);
+        }
+    }
+    let mut state = parse_read(path, &text)?;
+    let before = state.clone();
+    let out = change(&mut state);
+    if state != before {
+        save_locked(path, &state, &lock)?;
+    }
+    lock.release();
+    Ok(out)
+}
