@@ -127,22 +127,32 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
 
 /// A glob as `globset` reads it, `*` staying within one path component. It is checked when
 /// read and compiled the first time a path is matched against it: most calls match no path, and
-/// compiling is the costly part.
+/// compiling is the costly part. `**/NAME` with a plain `NAME` (the default log rule's shape) is matched by name, never
+/// compiled.
 #[derive(Debug, Clone)]
 pub struct PathGlob {
     glob: Glob,
     matcher: OnceLock<GlobMatcher>,
+    /// `NAME` of a `**/NAME` glob whose `NAME` holds no special character.
+    any_dir_name: Option<String>,
 }
 
 impl PathGlob {
     /// The glob `pattern`, or why it cannot be read.
     pub fn new(pattern: &str) -> Result<Self, String> {
+        let any_dir_name = pattern
+            .strip_prefix("**/")
+            .filter(|name| {
+                !name.is_empty() && !name.contains(['*', '?', '[', ']', '{', '}', '\\', '/'])
+            })
+            .map(str::to_owned);
         GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
             .map(|glob| Self {
                 glob,
                 matcher: OnceLock::new(),
+                any_dir_name,
             })
             .map_err(|e| format!("bad glob {pattern:?}: {e}"))
     }
@@ -154,6 +164,14 @@ impl PathGlob {
 
     /// Whether `path` matches.
     pub fn is_match(&self, path: impl AsRef<Path>) -> bool {
+        let path = path.as_ref();
+        if let Some(name) = &self.any_dir_name {
+            return path
+                .as_os_str()
+                .as_encoded_bytes()
+                .strip_suffix(name.as_bytes())
+                .is_some_and(|head| head.is_empty() || head.ends_with(b"/"));
+        }
         self.matcher
             .get_or_init(|| self.glob.compile_matcher())
             .is_match(path)

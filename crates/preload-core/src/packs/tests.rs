@@ -402,3 +402,21 @@ fn an_index_without_entries_says_so_and_paths_resolve_from_the_project() {
     assert!(r.text.contains("--- ~/notes.md ---\nhome notes"));
     assert_eq!(r.sources.len(), 3, "the configuration and both files");
 }
+
+proptest::proptest! {
+    /// `**/NAME` matched by name answers as the compiled glob does.
+    #[test]
+    fn an_any_directory_name_glob_matches_as_compiled(
+        path in "(/?([a-z.]{0,3}/){0,3})(DIALOGUE\\.md|xDIALOGUE\\.md|DIALOGUE\\.mdx|[a-z]{1,3})",
+        name in "(DIALOGUE\\.md|a|[a-z.]{1,3})",
+    ) {
+        let pattern = format!("**/{name}");
+        let fast = config::PathGlob::new(&pattern).unwrap();
+        let compiled = globset::GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .build()
+            .unwrap()
+            .compile_matcher();
+        proptest::prop_assert_eq!(fast.is_match(&path), compiled.is_match(&path), "{} on {}", pattern, path);
+    }
+}
