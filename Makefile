@@ -21,10 +21,12 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 ## scenarios ran and why the others did not. PRELOAD_E2E=require makes a scenario that cannot
 ## run fail instead (.ci/run sets it).
 ## The scenarios that also run with `preload install --dispatch` (PRELOAD_WIRING=dispatch: one
-## process per event): the pipeline suites, and the real-client scenarios whose files fit the
-## one answer per event (see docs/performance.md for those that need more calls that way).
+## process per event): the pipeline suites, and every real-client scenario of the product's own
+## wiring (not the `if` filters, which only the per-binary wiring has, nor the plugin's; the
+## real-engine ones are opt-in). Under dispatch a file may arrive up to DISPATCH_GRACE ordinary
+## calls later (tests/e2e/scenario.rs), still exactly once.
 DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
-DISPATCH_E2E := scenarios::compaction scenarios::resume scenarios::session_start scenarios::a_project_without guards::the_heartbeat harness::
+DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness::
 space := $(empty) $(empty)
 DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/))
 
