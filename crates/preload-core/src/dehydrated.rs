@@ -1,8 +1,11 @@
 //! A dehydrated session's hand-over ([`fields::DEHYDRATED_CONTEXT`]): finding the one to
 //! restore, its recovery section, and the required files it names, resolved on disk.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -30,43 +33,146 @@ pub struct Recovery {
 
 /// The first `sessions/*/.state.json` (name order, every sessions directory of the project)
 /// with a dehydrated context that no other live agent owns.
+///
+/// A state is read only when it may hold one: the states a scan found without any are
+/// remembered with their file's identity, size and times
+/// (`sessions/.preload-index/undehydrated`), and are not read again until one of those changes
+/// (the context is written by a rewrite that changes at least the size; a state reached through
+/// a link is always read).
 pub fn find(ctx: &Context) -> Option<Recovery> {
     for root in ctx.sessions_dirs() {
-        for dir in session::session_dirs(&root) {
-            let path = dir.join(STATE_FILE);
-            let Some(text) = file::read_text(&path, state::MAX_STATE_BYTES) else {
-                continue;
-            };
-            if !text.contains(fields::DEHYDRATED_CONTEXT) {
-                continue;
-            }
-            let Ok(state) = State::parse(&text) else {
-                continue;
-            };
-            let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
-                continue;
-            };
-            if let Some(pid) = state.pid(fields::PID) {
-                if pid != ctx.owner_pid && process::is_alive(pid) {
-                    continue;
-                }
-            }
-            return Some(Recovery {
-                session: dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
-                phase: state
-                    .str(fields::CURRENT_PHASE)
-                    .unwrap_or("(none)")
-                    .to_owned(),
-                context: context.clone(),
-                state: path,
-            });
+        let mut plain = Plain::open(&root);
+        let found = session::session_dirs(&root)
+            .into_iter()
+            .find_map(|dir| look(ctx, &dir, &mut plain));
+        plain.save(found.is_none());
+        if found.is_some() {
+            return found;
         }
     }
     None
+}
+
+/// The recovery in the session `dir`, noting in `plain` a state that holds none.
+fn look(ctx: &Context, dir: &Path, plain: &mut Plain) -> Option<Recovery> {
+    let path = dir.join(STATE_FILE);
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    let print = file_print(&path);
+    if plain.knows(&name, print.as_deref()) {
+        return None;
+    }
+    let text = file::read_text(&path, state::MAX_STATE_BYTES)?;
+    if !text.contains(fields::DEHYDRATED_CONTEXT) {
+        plain.note(name, print);
+        return None;
+    }
+    let state = State::parse(&text).ok()?;
+    let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
+        return None;
+    };
+    if let Some(pid) = state.pid(fields::PID) {
+        if pid != ctx.owner_pid && process::is_alive(pid) {
+            return None;
+        }
+    }
+    Some(Recovery {
+        session: name,
+        skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
+        phase: state
+            .str(fields::CURRENT_PHASE)
+            .unwrap_or("(none)")
+            .to_owned(),
+        context: context.clone(),
+        state: path,
+    })
+}
+
+/// Identity, size and times of the regular file at `path` (`None` for a link or no file).
+fn file_print(path: &Path) -> Option<String> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    meta.is_file().then(|| {
+        format!(
+            "{}:{}:{}:{}.{}:{}.{}",
+            meta.dev(),
+            meta.ino(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        )
+    })
+}
+
+/// The states of one sessions directory known to hold no dehydrated context, each with its
+/// file's [`file_print`] when it was read: `<sessions>/.preload-index/undehydrated`, a line
+/// `<session directory>\t<print>` each. A cache: unreadable or missing means empty, and it is
+/// written (atomically, not synced) only when it changed.
+struct Plain {
+    path: PathBuf,
+    entries: HashMap<String, String>,
+    visited: HashSet<String>,
+    changed: bool,
+}
+
+/// The file [`Plain`] keeps, in the session index's directory.
+const PLAIN_FILE: &str = "undehydrated";
+
+impl Plain {
+    fn open(root: &Path) -> Self {
+        let path = root.join(session::INDEX_DIR).join(PLAIN_FILE);
+        let entries = file::read_text(&path, state::MAX_STATE_BYTES)
+            .map(|text| {
+                text.lines()
+                    .filter_map(|line| line.split_once('\t'))
+                    .map(|(name, print)| (name.to_owned(), print.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            path,
+            entries,
+            visited: HashSet::new(),
+            changed: false,
+        }
+    }
+
+    /// Whether the state of session `name`, now `print`, was read as it is and held nothing.
+    fn knows(&mut self, name: &str, print: Option<&str>) -> bool {
+        self.visited.insert(name.to_owned());
+        let known = print.is_some() && self.entries.get(name).map(String::as_str) == print;
+        if !known && self.entries.remove(name).is_some() {
+            self.changed = true;
+        }
+        known
+    }
+
+    /// The state of session `name`, read as `print`, holds nothing.
+    fn note(&mut self, name: String, print: Option<String>) {
+        if let Some(print) = print.filter(|_| !name.contains(['\t', '\n'])) {
+            self.entries.insert(name, print);
+            self.changed = true;
+        }
+    }
+
+    /// Keep what the scan learnt; after a `complete` one, forget the sessions it did not see.
+    fn save(mut self, complete: bool) {
+        if complete {
+            let before = self.entries.len();
+            self.entries.retain(|name, _| self.visited.contains(name));
+            self.changed |= self.entries.len() != before;
+        }
+        if !self.changed || !self.path.parent().is_some_and(Path::is_dir) {
+            return;
+        }
+        let mut names: Vec<(&String, &String)> = self.entries.iter().collect();
+        names.sort();
+        let mut text = String::new();
+        for (name, print) in names {
+            let _ = writeln!(text, "{name}\t{print}");
+        }
+        let _ = file::write_cache(&self.path, text.as_bytes());
+    }
 }
 
 impl Recovery {
@@ -165,3 +271,6 @@ fn resolve_required(ctx: &Context, entry: &str) -> PathBuf {
         ctx.cwd.join(entry)
     }
 }
+
+#[cfg(test)]
+mod tests;

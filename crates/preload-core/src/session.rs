@@ -17,7 +17,7 @@ use crate::state::{self, State, StateError};
 
 mod index;
 mod scan;
-pub use index::Key;
+pub use index::{DIR as INDEX_DIR, Key};
 use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
 pub use scan::{cache_file, session_dirs};
 
