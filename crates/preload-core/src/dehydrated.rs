@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -41,10 +40,13 @@ pub struct Recovery {
 /// a link is always read).
 pub fn find(ctx: &Context) -> Option<Recovery> {
     for root in ctx.sessions_dirs() {
+        let Ok(listed) = fs::File::open(&root) else {
+            continue;
+        };
         let mut plain = Plain::open(&root);
         let found = session::session_dirs(&root)
             .into_iter()
-            .find_map(|dir| look(ctx, &dir, &mut plain));
+            .find_map(|dir| look(ctx, &listed, &dir, &mut plain));
         plain.save(found.is_none());
         if found.is_some() {
             return found;
@@ -53,11 +55,12 @@ pub fn find(ctx: &Context) -> Option<Recovery> {
     None
 }
 
-/// The recovery in the session `dir`, noting in `plain` a state that holds none.
-fn look(ctx: &Context, dir: &Path, plain: &mut Plain) -> Option<Recovery> {
+/// The recovery in the session `dir` (in the sessions directory open as `root`), noting in
+/// `plain` a state that holds none.
+fn look(ctx: &Context, root: &fs::File, dir: &Path, plain: &mut Plain) -> Option<Recovery> {
     let path = dir.join(STATE_FILE);
     let name = dir.file_name()?.to_string_lossy().into_owned();
-    let print = file_print(&path);
+    let print = file_print(root, &name);
     if plain.knows(&name, print.as_deref()) {
         return None;
     }
@@ -87,19 +90,28 @@ fn look(ctx: &Context, dir: &Path, plain: &mut Plain) -> Option<Recovery> {
     })
 }
 
-/// Identity, size and times of the regular file at `path` (`None` for a link or no file).
-fn file_print(path: &Path) -> Option<String> {
-    let meta = fs::symlink_metadata(path).ok()?;
-    meta.is_file().then(|| {
+/// Identity, size and times of the state of session `name` in the sessions directory open as
+/// `root`, when it is a regular file (`None` for a link or no file). Looked up from the open
+/// directory: the walk to it is not repeated for each session.
+fn file_print(root: &fs::File, name: &str) -> Option<String> {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{SFlag, fstatat};
+    let st = fstatat(
+        root,
+        format!("{name}/{STATE_FILE}").as_str(),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    (SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG).then(|| {
         format!(
             "{}:{}:{}:{}.{}:{}.{}",
-            meta.dev(),
-            meta.ino(),
-            meta.len(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec()
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime,
+            st.st_mtime_nsec,
+            st.st_ctime,
+            st.st_ctime_nsec
         )
     })
 }

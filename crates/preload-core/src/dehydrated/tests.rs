@@ -81,7 +81,7 @@ fn a_remembered_state_is_not_read_again_while_its_file_is_unchanged() {
     let p = Project::new();
     let path = p.state("2026_01_01_A", &dehydrated(4_000_002));
     // The list says the file, as it is now, holds nothing: the scan believes it without reading.
-    let print = file_print(&path).unwrap();
+    let print = file_print(&fs::File::open(&p.sessions).unwrap(), "2026_01_01_A").unwrap();
     let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
     fs::write(&list, format!("2026_01_01_A\t{print}\n")).unwrap();
     assert!(find(&p.ctx()).is_none(), "an unchanged file is not read");

@@ -44,7 +44,8 @@ pub fn session_dirs(root: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    dirs.sort();
+    // One parent: the order of the names is the order of the paths, and far cheaper to find.
+    dirs.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
     dirs
 }
 
