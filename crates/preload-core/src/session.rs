@@ -214,6 +214,22 @@ fn no_session_file(ctx: &Context) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Whether `state` holds the context window of conversation `conversation` for this owner: it
+/// names the conversation, and no other live process owns it.
+fn holds_conversation(ctx: &Context, state: &State, conversation: &str) -> bool {
+    state.str(fields::SESSION_ID) == Some(conversation)
+        && !state
+            .pid(fields::PID)
+            .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
+}
+
+/// Whether the session in `dir` holds the context window of conversation `conversation` (see
+/// [`find_conversation`]): one look at its state.
+pub fn serves_conversation(ctx: &Context, dir: &Path, conversation: &str) -> bool {
+    !conversation.is_empty()
+        && keys_of(dir).is_some_and(|state| holds_conversation(ctx, &state, conversation))
+}
+
 /// The state that holds the context window of Claude Code conversation `conversation`
 /// (`sessionId`): a session first, then a seed; never one owned by another live process.
 ///
@@ -224,12 +240,7 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
     if conversation.is_empty() {
         return None;
     }
-    let holds = |state: &State| {
-        state.str(fields::SESSION_ID) == Some(conversation)
-            && !state
-                .pid(fields::PID)
-                .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
-    };
+    let holds = |state: &State| holds_conversation(ctx, state, conversation);
     let as_session = |dir: &Path| PreloadState {
         path: dir.join(STATE_FILE),
         is_session: true,

@@ -313,26 +313,29 @@ struct Window {
 
 /// On `resume` the client replays the conversation: what its state recorded as in context is in
 /// the transcript again, so that context window goes on instead of starting over. A session the
-/// conversation's dead process left is this process's now.
+/// conversation's dead process left is this process's now. When the owner has a session, only
+/// that session's state is asked whether it served the conversation.
 fn choose_window(ctx: &Context, source: &str, conversation: &str) -> Window {
-    let resumed = if source == "resume" {
+    let resume = source == "resume";
+    if let Some(dir) = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file()) {
+        return Window {
+            goes_on: resume && session::serves_conversation(ctx, &dir, conversation),
+            session_dir: Some(dir),
+            resumed_seed: None,
+        };
+    }
+    let resumed = if resume {
         session::find_conversation(ctx, conversation)
     } else {
         None
     };
-    let owned = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file());
-    match (owned, resumed) {
-        (Some(dir), resumed) => Window {
-            goes_on: resumed.is_some_and(|r| r.path == dir.join(STATE_FILE)),
-            session_dir: Some(dir),
-            resumed_seed: None,
-        },
-        (None, Some(r)) if r.is_session => Window {
+    match resumed {
+        Some(r) if r.is_session => Window {
             session_dir: r.path.parent().map(Path::to_path_buf),
             goes_on: true,
             resumed_seed: None,
         },
-        (None, resumed) => Window {
+        resumed => Window {
             session_dir: None,
             goes_on: false,
             resumed_seed: resumed

@@ -411,3 +411,29 @@ fn the_remembered_no_session_answer_is_not_given_to_another_conversation() {
     // The same process in the conversation the session ran: its answer is its own.
     assert_eq!(find_session(&in_conversation("c2")), Some(dir));
 }
+
+#[test]
+fn a_session_serves_the_conversation_it_names_unless_another_live_process_owns_it() {
+    let (tmp, project, home) = project();
+    let ctx = ctx_in(&project, &home, 4_000_101, tmp.path());
+    let dir = project.join("sessions/2026_01_01_S");
+    fs::create_dir_all(&dir).unwrap();
+    let write = |pid: u32| {
+        let body = json!({"pid": pid, "sessionId": "conv-1"}).to_string();
+        fs::write(dir.join(STATE_FILE), body).unwrap();
+    };
+    write(4_000_101);
+    assert!(serves_conversation(&ctx, &dir, "conv-1"));
+    assert!(!serves_conversation(&ctx, &dir, "conv-2"));
+    assert!(!serves_conversation(&ctx, &dir, ""));
+    write(4_000_102);
+    assert!(
+        serves_conversation(&ctx, &dir, "conv-1"),
+        "its owner is gone"
+    );
+    write(std::process::id());
+    assert!(
+        !serves_conversation(&ctx, &dir, "conv-1"),
+        "a live process owns it"
+    );
+}
