@@ -42,15 +42,8 @@ const TAKEN_PREFIX: &str = ".taken-";
 #[derive(Debug, thiserror::Error)]
 pub enum MarkerError {
     /// A file operation failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] file::OpError),
     /// The directory belongs to someone else.
     #[error("{path} belongs to uid {owner}, not {expected}; remove it or set PRELOAD_MARKER_DIR")]
     NotOwned {
@@ -82,20 +75,11 @@ pub enum MarkerError {
 }
 
 fn written(err: file::WriteError) -> MarkerError {
-    MarkerError::Io {
+    MarkerError::Io(file::OpError {
         action: "write",
         path: err.path,
         source: err.source,
-    }
-}
-
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> MarkerError {
-    let path = path.to_path_buf();
-    move |source| MarkerError::Io {
-        action,
-        path,
-        source,
-    }
+    })
 }
 
 /// The effective uid: the owner of every file this process creates.
@@ -151,17 +135,19 @@ pub fn read_trusted(path: &Path, uid: u32) -> Result<Option<Vec<u8>>, MarkerErro
             if link || err.kind() == io::ErrorKind::NotFound {
                 return Ok(None);
             }
-            return Err(io_error("open", path)(err));
+            return Err(file::OpError::at("open", path)(err).into());
         }
     };
-    let meta = file.metadata().map_err(io_error("inspect", path))?;
+    let meta = file
+        .metadata()
+        .map_err(file::OpError::at("inspect", path))?;
     if !meta.is_file() || meta.uid() != uid || meta.nlink() != 1 || meta.len() > MAX_MARKER_BYTES {
         return Ok(None);
     }
     let mut bytes = Vec::new();
     file.take(MAX_MARKER_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(io_error("read", path))?;
+        .map_err(file::OpError::at("read", path))?;
     if bytes.len() as u64 > MAX_MARKER_BYTES {
         return Ok(None);
     }
@@ -210,11 +196,11 @@ impl MarkerDir {
                 match DirBuilder::new().recursive(true).mode(0o700).create(path) {
                     Ok(()) => {}
                     Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(err) => return Err(io_error("create", path)(err)),
+                    Err(err) => return Err(file::OpError::at("create", path)(err).into()),
                 }
-                fs::symlink_metadata(path).map_err(io_error("inspect", path))?
+                fs::symlink_metadata(path).map_err(file::OpError::at("inspect", path))?
             }
-            Err(err) => return Err(io_error("inspect", path)(err)),
+            Err(err) => return Err(file::OpError::at("inspect", path)(err).into()),
         };
         if meta.file_type().is_symlink() {
             return Err(MarkerError::Symlink {
@@ -235,7 +221,7 @@ impl MarkerDir {
         }
         if meta.mode() & 0o077 != 0 {
             fs::set_permissions(path, fs::Permissions::from_mode(0o700))
-                .map_err(io_error("restrict", path))?;
+                .map_err(file::OpError::at("restrict", path))?;
         }
         Ok(Some(Self {
             path: path.to_path_buf(),
@@ -303,7 +289,7 @@ impl MarkerDir {
         match fs::rename(&source, &taken) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(io_error("claim", &source)(err)),
+            Err(err) => return Err(file::OpError::at("claim", &source)(err).into()),
         }
         let content = read_trusted(&taken, self.uid);
         let _ = fs::remove_file(&taken);
@@ -316,7 +302,7 @@ impl MarkerDir {
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(err) => Err(io_error("remove", &path)(err)),
+            Err(err) => Err(file::OpError::at("remove", &path)(err).into()),
         }
     }
 
