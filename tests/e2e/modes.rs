@@ -24,15 +24,6 @@ fn enter_interrogation_in_tdd() -> Step {
     ))
 }
 
-/// Index of the assistant message that calls the `Skill` tool for `skill`.
-fn skill_call(got: &Received, skill: &str) -> Option<usize> {
-    got.messages.iter().position(|m| {
-        m.tool_uses
-            .iter()
-            .any(|(name, input)| name == "Skill" && input["skill"] == skill)
-    })
-}
-
 /// `/implement` through its setup phase choosing the `tdd` mode, into phase 1; then the model
 /// invokes `/test` with the `Skill` tool and activates it in the same session directory.
 #[test]
@@ -72,7 +63,7 @@ fn a_chosen_mode_and_a_second_skill_bring_only_their_own_files_once() {
 
     // Case 9.3: `/test` brings its SKILL.md (the client's expansion of the Skill call), its
     // phase 0 command and its templates, within two ordinary calls of its activation.
-    let switched = skill_call(&got, "test").expect("the Skill call for /test");
+    let switched = got.skill_call("test").expect("the Skill call for /test");
     let test_dir = s
         .world
         .sandbox

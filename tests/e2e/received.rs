@@ -221,6 +221,15 @@ impl Received {
         })
     }
 
+    /// Index of the assistant message that calls the `Skill` tool for `skill`.
+    pub fn skill_call(&self, skill: &str) -> Option<usize> {
+        self.messages.iter().position(|m| {
+            m.tool_uses
+                .iter()
+                .any(|(name, input)| name == "Skill" && input["skill"] == skill)
+        })
+    }
+
     /// Index of the first message with a text containing `needle`.
     pub fn text_position(&self, needle: &str) -> Option<usize> {
         self.messages

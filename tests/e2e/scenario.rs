@@ -74,6 +74,16 @@ pub fn log(line: &str) -> Step {
     ))
 }
 
+/// The model starts a sub-agent (the `Agent` tool, waited for) with `description`; its prompt
+/// begins with `marker`, which names the sub-agent's conversation in the script.
+pub fn agent(description: &str, marker: &str, task: &str) -> Step {
+    tool(
+        "Agent",
+        json!({"description": description, "subagent_type": "general-purpose",
+            "prompt": format!("{marker}: {task}"), "run_in_background": false}),
+    )
+}
+
 /// A Read of a project file.
 pub fn read(world: &World, rel: &str) -> Step {
     tool(

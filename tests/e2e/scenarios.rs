@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::client::Options;
 use crate::model::{Script, Step, bash, heavy, more_calls, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, log, phase, read};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
 use crate::support::{
     Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,
     resume_point, union,
@@ -642,11 +642,10 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
     let main = vec![
         activate(),
         phase("1: Interrogation"),
-        tool(
-            "Agent",
-            json!({"description": "Plan the estimate change", "subagent_type": "general-purpose",
-                "prompt": format!("{MARKER}: move to planning and survey the package."),
-                "run_in_background": false}),
+        agent(
+            "Plan the estimate change",
+            MARKER,
+            "move to planning and survey the package.",
         ),
     ];
     let mut sub = vec![phase("2: Planning"), bash("ls packages/estimate")];

@@ -8,18 +8,9 @@ use serde_json::json;
 
 use crate::model::{Script, bash, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, phase};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, phase};
 use crate::support::{assert_clean, delivered_to_main, delivered_to_sub, union};
 use crate::world::World;
-
-/// Index of the assistant message that calls the `Skill` tool for `skill`.
-fn skill_call(got: &Received, skill: &str) -> Option<usize> {
-    got.messages.iter().position(|m| {
-        m.tool_uses
-            .iter()
-            .any(|(name, input)| name == "Skill" && input["skill"] == skill)
-    })
-}
 
 /// The main agent runs `/implement` in phase 1 and starts a sub-agent, which invokes `/test`
 /// with the `Skill` tool and makes two ordinary calls.
@@ -32,11 +23,10 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     let main = vec![
         activate(),
         phase("1: Interrogation"),
-        tool(
-            "Agent",
-            json!({"description": "Pin the parser with tests", "subagent_type": "general-purpose",
-                "prompt": format!("{MARKER}: run /test on the estimate package."),
-                "run_in_background": false}),
+        agent(
+            "Pin the parser with tests",
+            MARKER,
+            "run /test on the estimate package.",
         ),
         bash("ls packages"),
     ];
@@ -64,7 +54,9 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     // The sub-agent: /test's protocol once (the client's expansion of its Skill call), and its
     // phase 0 commands and templates within two ordinary calls, each once, the commands the
     // main agent already holds included.
-    let called = skill_call(&sub_got, "test").expect("the sub-agent's Skill call");
+    let called = sub_got
+        .skill_call("test")
+        .expect("the sub-agent's Skill call");
     let arrivals = sub_got.skill_arrivals(&test_dir);
     let expanded_there = sub_got
         .text_position(&format!("{EXPANSION}{test_dir}\n"))
