@@ -9,6 +9,15 @@ use serde_json::json;
 use crate::common::{Answer, Sandbox};
 use crate::diagnostics::{assert_untouched, built, preload, session_with_a_queue, snapshot};
 
+/// `preload explain` of `input` against the built binaries.
+fn explain(sb: &Sandbox, input: impl Into<Vec<u8>>) -> Answer {
+    sb.run_raw(
+        "preload",
+        &["explain", "--prefix", built().to_str().unwrap()],
+        input,
+    )
+}
+
 #[test]
 fn explain_says_what_a_read_would_do_and_changes_nothing() {
     let sb = Sandbox::new();
@@ -18,13 +27,7 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         "tool_input": {"file_path": file}, "cwd": sb.project, "session_id": "c1",
         "transcript_path": "/tmp/x/t.jsonl"});
     let before = snapshot(sb.root());
-    let out = sb
-        .command("preload")
-        .args(["explain", "--prefix", built().to_str().unwrap()])
-        .write_stdin(input.to_string())
-        .output()
-        .unwrap();
-    let out = Answer::from_output(&out);
+    let out = explain(&sb, input.to_string());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_untouched(&before, &snapshot(sb.root()));
     let text = &out.stdout;
@@ -175,11 +178,7 @@ fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
             None => fs::remove_file(&guards).unwrap(),
             Some(text) => fs::write(&guards, text).unwrap(),
         }
-        let out = sb.run_raw(
-            "preload",
-            &["explain", "--prefix", built().to_str().unwrap()],
-            bash.clone(),
-        );
+        let out = explain(&sb, bash.clone());
         assert!(
             out.stdout
                 .contains(&format!("rules: 0 in {} {said}", guards.display())),
@@ -219,13 +218,7 @@ fn explain_shows_a_paste_rule_without_typing_into_the_terminal() {
     let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Grep",
         "tool_input": {"pattern": "x"}, "cwd": sb.project, "session_id": "c1"});
     let before = snapshot(sb.root());
-    let out = sb
-        .command("preload")
-        .args(["explain", "--prefix", built().to_str().unwrap()])
-        .write_stdin(input.to_string())
-        .output()
-        .unwrap();
-    let out = Answer::from_output(&out);
+    let out = explain(&sb, input.to_string());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("  match  nudge (block, paste"),
