@@ -336,3 +336,89 @@ fn texts_per_mode() {
     m.mode = Mode::Preload;
     assert_eq!(rule_text(&m, true), None);
 }
+
+#[test]
+fn globs_keep_bash_edge_cases() {
+    // `**` is two stars, as in bash: it needs no directory around it.
+    assert!(glob_match("**/x", "a/b/x") && !glob_match("**/x", "x"));
+    assert!(glob_match("[]]", "]") && glob_match("[!]]", "a") && !glob_match("[!]]", "]"));
+    assert!(glob_match("[a-]", "-") && glob_match("[\\]]", "]"));
+    assert!(
+        glob_match("x[a", "x[a") && !glob_match("x[a", "xa"),
+        "unclosed: a literal ["
+    );
+    assert!(
+        !glob_match("[z-a]", "b") && !glob_match("[a-", "[a-"),
+        "reversed or cut-off range"
+    );
+    assert!(glob_match("*.md", "/p/README.md") && !glob_match("*.md", "/p/README.mdx"));
+    assert!(
+        glob_match("a\\", "a\\") && glob_match("*\\", "a\\"),
+        "a trailing \\ is itself"
+    );
+    assert!(
+        glob_match("é?", "éü") && !glob_match("?", "éü"),
+        "characters, not bytes"
+    );
+}
+
+/// Runs every `(pattern, text)` through bash's `[[ text == pattern ]]` (byte collation).
+fn bash_matches(cases: &[(String, String)]) -> Vec<bool> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut bash = Command::new("bash")
+        .args([
+            "-c",
+            "while IFS= read -r p && IFS= read -r t; do [[ $t == $p ]] && echo 1 || echo 0; done",
+        ])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("bash must be installed: the whitelist glob is tested against bash itself");
+    let input: Vec<&str> = cases
+        .iter()
+        .flat_map(|(p, t)| [p.as_str(), t.as_str()])
+        .collect();
+    let input = input.join("\n") + "\n";
+    bash.stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = bash.wait_with_output().unwrap();
+    let answers: Vec<bool> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l == "1")
+        .collect();
+    assert_eq!(answers.len(), cases.len(), "bash answered every case");
+    answers
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// The whitelist glob is bash's `[[ == ]]`, on patterns made of its special characters.
+    #[test]
+    fn globs_match_as_bash_does(
+        pairs in proptest::collection::vec(
+            ("[ab/*?\\[\\]!^\\\\{-]{0,8}", "[ab/\\[\\]!^\\\\{*?-]{0,6}"), 1..80),
+    ) {
+        let mut cases = Vec::new();
+        // A pattern ending in a lone `\\` is left out: bash matches it against a literal
+        // backslash, except after a `*`, where it matches nothing (`globs_keep_bash_edge_cases`).
+        let lone_backslash = |p: &str| p.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1;
+        for (pattern, text) in pairs.into_iter().filter(|(p, _)| !lone_backslash(p)) {
+            // The pattern itself and a filled-in copy match far more often than a random text.
+            let filled = pattern.replace('*', "ab").replace('?', "/").replace('\\', "");
+            cases.push((pattern.clone(), pattern.clone()));
+            cases.push((pattern.clone(), filled));
+            cases.push((pattern, text));
+        }
+        let bash = bash_matches(&cases);
+        for ((pattern, text), expected) in cases.iter().zip(bash) {
+            proptest::prop_assert_eq!(glob_match(pattern, text), expected, "[[ {:?} == {:?} ]]", text, pattern);
+        }
+    }
+}
