@@ -491,17 +491,22 @@ impl Sandbox {
         })
     }
 
-    /// Put the active session's state back to `state` and remove any lock left behind, and the
-    /// counters a call kept beside the state: the state's own counts stand again, so every call
-    /// counts the same tool call (and the heartbeat never drifts into a deny).
+    /// Put the active session's state back to `state` and remove any lock left behind, the
+    /// counters a call kept beside the state (the state's own counts stand again, so every call
+    /// counts the same tool call and the heartbeat never drifts into a deny), and the seed a
+    /// SessionStart left for the owner (the tool call after a SessionStart adopts it, once per
+    /// session; left in place, every call after a SessionStart case would measure that).
     pub fn restore(&self, state: &Value) -> io::Result<()> {
         let lock = self.state_file.with_extension("json.lock");
         if lock.exists() {
             let _ = fs::remove_dir_all(&lock);
         }
+        let seed = preload_core::session::seed_path(&self.sessions, std::process::id());
         for kept in [
             preload_core::counters::file_of(&self.state_file),
             preload_core::counters::journal_of(&self.state_file),
+            preload_core::ledger::carry_path(&seed),
+            seed,
         ] {
             match fs::remove_file(&kept) {
                 Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
