@@ -10,8 +10,23 @@ all: build
 build:
 	$(CARGO) build --workspace
 
+## This machine's target, and where cargo puts what it builds.
+HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+
+## The release binaries, built for this machine's target (`--target`, so the flags below reach
+## only them, not the build scripts and proc-macros). On Linux with glibc they are linked
+## statically (static-pie) when the C library's static archive is installed (`libc.a`, in
+## libc6-dev or glibc-static): each hook is a fresh process on every tool call, and loading
+## libc and libgcc_s cost about a quarter of a typical call (docs/performance.md). Without
+## `libc.a` they are linked dynamically, as `cargo build --release` does.
+STATIC_LIBC := $(if $(findstring -linux-gnu,$(HOST_TARGET)),$(filter /%,$(wildcard $(shell cc -print-file-name=libc.a 2>/dev/null))))
+RELEASE_RUSTFLAGS := $(strip $(RUSTFLAGS) $(if $(STATIC_LIBC),-C target-feature=+crt-static))
+RELEASE_DIR := $(BUILD_DIR)/$(HOST_TARGET)/release
+RELEASE_CARGO := RUSTFLAGS="$(RELEASE_RUSTFLAGS)" $(CARGO)
+
 release:
-	$(CARGO) build --release --locked
+	$(RELEASE_CARGO) build --release --locked --target $(HOST_TARGET)
 
 ## Where the end-to-end scenarios record whether they ran, for the summary line of `make test`.
 E2E_STATUS ?= $(CURDIR)/target/e2e-status
@@ -46,27 +61,27 @@ test:
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and
 ## prints the report (in a temporary HOME; nothing outside it is touched).
 demo: release
-	$(CARGO) run --release --locked --quiet --example demo
+	$(RELEASE_CARGO) run --release --locked --quiet --target $(HOST_TARGET) --example demo
 
 ## Times every hook against the process-spawn floor; see docs/performance.md.
-bench:
-	$(CARGO) bench --locked --bench hooks
+bench: release
+	BENCH_BIN_DIR="$(RELEASE_DIR)" $(CARGO) bench --locked --bench hooks
 
 ## make bench-bash ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's bash hooks beside the
 ## binaries that replace them, on the same inputs (docs/performance.md).
 bench-bash: release
-	ENGINE="$(ENGINE)" JQ="$(JQ)" support/bench-bash.sh
+	BIN="$(RELEASE_DIR)" ENGINE="$(ENGINE)" JQ="$(JQ)" support/bench-bash.sh
 
 ## make install PROJECT=/path/to/project [SHIMS=1] [PREFIX=dir]: copy the binaries to PREFIX and
 ## wire them into PROJECT/.claude/settings.local.json (or write the bash shims with SHIMS=1).
 install: release
 	@test -n "$(PROJECT)" || { echo "usage: make install PROJECT=/path/to/your/project [SHIMS=1] [PREFIX=dir]"; exit 2; }
-	cd "$(PROJECT)" && "$(CURDIR)/target/release/preload" install --prefix "$(PREFIX)" $(if $(SHIMS),--shims,)
+	cd "$(PROJECT)" && "$(RELEASE_DIR)/preload" install --prefix "$(PREFIX)" $(if $(SHIMS),--shims,)
 
 ## make uninstall PROJECT=/path/to/project: take the wiring out again (binaries stay in PREFIX).
 uninstall:
 	@test -n "$(PROJECT)" || { echo "usage: make uninstall PROJECT=/path/to/your/project"; exit 2; }
-	cd "$(PROJECT)" && "$(CURDIR)/target/release/preload" uninstall --prefix "$(PREFIX)"
+	cd "$(PROJECT)" && "$(RELEASE_DIR)/preload" uninstall --prefix "$(PREFIX)"
 
 ## Where `make plugin` writes the Claude Code plugin.
 PLUGIN_DIR ?= $(CURDIR)/target/plugin
@@ -75,7 +90,7 @@ PLUGIN_DIR ?= $(CURDIR)/target/plugin
 ## hooks/hooks.json from the same wiring table as `preload install`, bin/, a one-plugin
 ## marketplace), for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`; docs/install.md.
 plugin: release
-	"$(CURDIR)/target/release/preload" plugin "$(PLUGIN_DIR)"
+	"$(RELEASE_DIR)/preload" plugin "$(PLUGIN_DIR)"
 
 fmt:
 	$(CARGO) fmt --all
@@ -106,17 +121,15 @@ check: lint doc test demo
 ## make parity ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's own black-box hook suites,
 ## on its bash hooks and on ours (installed with --shims), side by side; see docs/parity.md.
 parity: release
-	ENGINE="$(ENGINE)" JQ="$(JQ)" support/parity.sh
+	BIN="$(RELEASE_DIR)" ENGINE="$(ENGINE)" JQ="$(JQ)" support/parity.sh
 
 clean:
 	$(CARGO) clean
 
 ## The targets `make dist` packages: this machine's, and macOS on Apple silicon.
-HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 DIST_TARGETS ?= $(HOST_TARGET) $(MACOS_TARGET)
 DIST_DIR ?= $(CURDIR)/target/dist
-## Where cargo puts what it builds, and the binaries (every [[bin]] of Cargo.toml).
-BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+## The binaries (every [[bin]] of Cargo.toml).
 DIST_BINARIES := $(shell sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p;}' Cargo.toml)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
@@ -153,7 +166,8 @@ dist:
 			fi; \
 		fi; \
 		echo "dist: building $$target ($(CARGO) $$build)"; \
-		MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" \
+		flags="$$RUSTFLAGS"; [ "$$target" != "$(HOST_TARGET)" ] || flags="$(RELEASE_RUSTFLAGS)"; \
+		MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" RUSTFLAGS="$$flags" \
 			$(CARGO) $$build --release --locked --bins --target "$$target"; \
 		name="preload-hooks-$(VERSION)-$$target"; stage="$(DIST_DIR)/$$name"; \
 		rm -rf "$$stage"; mkdir -p "$$stage/bin" "$$stage/docs" "$$stage/hooks"; \

@@ -14,7 +14,7 @@ engine="$(cd "$engine" 2>/dev/null && pwd)" || die "no engine checkout at ${ENGI
 jq_bin="${JQ:-$(command -v jq || true)}"
 [ -x "$jq_bin" ] || die "jq not found; pass JQ=/path/to/jq (1.7 or newer)"
 n="${N:-9}"
-bin="$here/target/release"
+bin="${BIN:-$here/target/release}"
 [ -x "$bin/preload-overflow" ] || die "no release binaries in $bin (make release)"
 
 root="$here/target/bench-bash"

@@ -31,7 +31,7 @@ case "$jq_version" in
   *) die "the engine's scripts need jq 1.7 or newer; $jq_bin is ${jq_version:-unknown} (pass JQ=...)" ;;
 esac
 
-bin="$here/target/release"
+bin="${BIN:-$here/target/release}"
 for b in preload preload-overflow preload-session-start; do
   [ -x "$bin/$b" ] || die "missing $bin/$b: run make release first"
 done

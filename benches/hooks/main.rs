@@ -12,7 +12,8 @@
 //!
 //! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
 //! scenarios: typical, large, sessions, wirings; and, outside the table, chunks and
-//! contention), `BENCH_KEEP` (keep the sandboxes).
+//! contention), `BENCH_KEEP` (keep the sandboxes),
+//! `BENCH_BIN_DIR` (the directory of the binaries to measure).
 
 #![allow(
     clippy::print_stdout,
@@ -54,8 +55,13 @@ const SESSION_START_CHARS: usize = 250_000;
 /// Hook processes started at once on one state file.
 const CONTENDERS: usize = 8;
 
-/// The binaries of the hooks, by name.
+/// The binaries of the hooks, by name: in `BENCH_BIN_DIR` when it is set (`make bench` sets it
+/// to the release binaries `make release` builds, the ones users install), else the ones cargo
+/// built for the bench.
 fn binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("BENCH_BIN_DIR") {
+        return PathBuf::from(dir).join(name);
+    }
     let path = match name {
         "preload-session-start" => env!("CARGO_BIN_EXE_preload-session-start"),
         "preload-prompt-submit" => env!("CARGO_BIN_EXE_preload-prompt-submit"),
