@@ -80,11 +80,32 @@ impl PhysicalDirs {
         if let Some(physical) = self.known.lock().ok()?.get(dir) {
             return Some(physical.clone());
         }
-        let physical = std::fs::canonicalize(dir).ok()?;
+        let physical = self.resolve(dir)?;
         if let Ok(mut known) = self.known.lock() {
             known.insert(dir.to_path_buf(), physical.clone());
         }
         Some(physical)
+    }
+
+    /// `dir` resolved from its parent's physical path (known, or resolved the same way): one
+    /// `lstat` of its last component, which is resolved whole only when it is a symbolic link.
+    /// The root, a relative path and a path ending in `..` are resolved whole.
+    fn resolve(&self, dir: &Path) -> Option<PathBuf> {
+        match (dir.parent(), dir.file_name()) {
+            (Some(parent), Some(name)) if dir.is_absolute() => {
+                let candidate = self.of(parent)?.join(name);
+                if std::fs::symlink_metadata(&candidate)
+                    .ok()?
+                    .file_type()
+                    .is_symlink()
+                {
+                    std::fs::canonicalize(&candidate).ok()
+                } else {
+                    Some(candidate)
+                }
+            }
+            _ => std::fs::canonicalize(dir).ok(),
+        }
     }
 
     /// The physical path of the file `path`: its own target when it is a symbolic link, else
@@ -262,6 +283,37 @@ mod tests {
         assert_eq!(dirs.of(&home.join("later")), None);
         std::fs::create_dir_all(home.join("later")).unwrap();
         assert!(dirs.of(&home.join("later")).is_some());
+    }
+
+    #[test]
+    fn a_directory_resolves_from_its_parent_as_realpath_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(root.join("x/y")).unwrap();
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, root.join(at));
+        link("a/b", "to_b").unwrap(); // relative target
+        link(&root.join("x").to_string_lossy(), "a/b/c/to_x").unwrap(); // absolute target
+        link("../..", "a/b/c/up").unwrap(); // up the tree
+        link("to_b", "chain").unwrap(); // a link to a link
+        let dirs = PhysicalDirs::default();
+        for rel in [
+            "a/b/c",
+            "to_b",
+            "to_b/c",
+            "to_b/c/to_x/y",
+            "a/b/c/up",
+            "a/b/c/up/b/c/up",
+            "chain/c",
+            "to_b/../x/y",
+            "a/b/c/to_x/../a",
+            "a/./b/c/",
+            "missing",
+            "to_b/missing",
+        ] {
+            let dir = root.join(rel);
+            assert_eq!(dirs.of(&dir), std::fs::canonicalize(&dir).ok(), "{rel}");
+        }
     }
 
     #[test]
