@@ -138,37 +138,52 @@ pub fn labelled_parts(
     limit: usize,
     header: impl Fn(usize, usize) -> String,
 ) -> Vec<String> {
-    let body: Vec<char> = trim_trailing_newlines(content).chars().collect();
+    let body = trim_trailing_newlines(content);
     let mut n = 2usize;
     loop {
         // The header's line end and the part's final newline.
         let room = limit.saturating_sub(chars(&header(n, n)) + 2).max(64);
-        let chunks = split_chars(&body, room);
-        if chunks.len() <= n {
-            let total = chunks.len();
-            return chunks
+        let parts = split_at_lines(body, room);
+        if parts.len() <= n {
+            let total = parts.len();
+            return parts
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| format!("{}\n{}\n", header(i + 1, total), trim_trailing_newlines(&c)))
+                .map(|(i, part)| {
+                    format!(
+                        "{}\n{}\n",
+                        header(i + 1, total),
+                        trim_trailing_newlines(part)
+                    )
+                })
                 .collect();
         }
-        n = chunks.len();
+        n = parts.len();
     }
 }
 
-fn split_chars(body: &[char], room: usize) -> Vec<String> {
+/// `body` cut into pieces of at most `room` characters, each cut after the last line end in
+/// its last fifth when there is one.
+fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
+    // The byte offset of the character `count` characters into `text`, or its end.
+    let offset = |text: &str, count: usize| {
+        text.char_indices()
+            .nth(count)
+            .map_or(text.len(), |(i, _)| i)
+    };
     let mut out = Vec::new();
-    let mut start = 0;
-    while start < body.len() {
-        let mut end = (start + room).min(body.len());
-        if end < body.len() {
-            let floor = start + room * 4 / 5;
-            if let Some(nl) = (floor..end).rev().find(|&i| body[i] == '\n') {
-                end = nl + 1;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let mut end = offset(rest, room);
+        if end < rest.len() {
+            let floor = offset(rest, room * 4 / 5);
+            if let Some(line_end) = rest[floor..end].rfind('\n') {
+                end = floor + line_end + 1;
             }
         }
-        out.push(body[start..end].iter().collect());
-        start = end;
+        let (part, after) = rest.split_at(end);
+        out.push(part);
+        rest = after;
     }
     out
 }

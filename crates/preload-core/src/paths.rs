@@ -48,8 +48,10 @@ pub fn normalize(path: &str, home: &Path) -> String {
 
 /// [`normalize`], with the physical paths of directories taken from (and added to) `dirs`.
 pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
-    let expanded = expand_tilde(path, home);
-    let cleaned = lexical_clean(&expanded);
+    let cleaned = lexical_clean(&expand_tilde(path, home));
+    if let Some(known) = dirs.known_file(&cleaned) {
+        return known;
+    }
     if cleaned.is_file() {
         if let (Some(dir), Some(name)) = (cleaned.parent(), cleaned.file_name()) {
             let dir = if dir.as_os_str().is_empty() {
@@ -58,7 +60,9 @@ pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
                 dir
             };
             if let Some(physical) = dirs.of(dir) {
-                return physical.join(name).to_string_lossy().into_owned();
+                let normalized = physical.join(name).to_string_lossy().into_owned();
+                dirs.remember_file(cleaned, &normalized);
+                return normalized;
             }
         }
     }
@@ -66,15 +70,27 @@ pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
 }
 
 /// The physical paths of directories, each resolved once per hook call however many paths in
-/// it are normalised: resolving walks every component with a `readlink`. A hook process lives
-/// for one call, so a directory's physical path does not change under it; a directory that
-/// cannot be resolved is asked again next time. Clones share what they know.
+/// it are normalised, and the normalised form of each file found, so a file a call looks at
+/// from several places is checked once. A hook process lives for one call, so a directory's
+/// physical path does not change under it; a directory that cannot be resolved, and a path that
+/// is no file, are asked again next time. Clones share what they know.
 #[derive(Debug, Clone, Default)]
 pub struct PhysicalDirs {
     known: Arc<Mutex<HashMap<PathBuf, PathBuf>>>,
+    files: Arc<Mutex<HashMap<PathBuf, String>>>,
 }
 
 impl PhysicalDirs {
+    fn known_file(&self, cleaned: &Path) -> Option<String> {
+        self.files.lock().ok()?.get(cleaned).cloned()
+    }
+
+    fn remember_file(&self, cleaned: PathBuf, normalized: &str) {
+        if let Ok(mut files) = self.files.lock() {
+            files.insert(cleaned, normalized.to_owned());
+        }
+    }
+
     /// The physical path of `dir`, `None` when it cannot be resolved.
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
         if let Some(physical) = self.known.lock().ok()?.get(dir) {
@@ -279,6 +295,22 @@ mod tests {
             Some(home.join("other").canonicalize().unwrap().join("Y.md"))
         );
         assert_eq!(dirs.of_file(&home.join("other/none.md")), None);
+        // A file found is remembered for the call; a path that is no file is looked at again.
+        std::fs::remove_file(real.join("X.md")).unwrap();
+        assert_eq!(normalize_with("~/link/X.md", home, &shared), x);
+        assert_eq!(
+            normalize_with("~/other/Z.md", home, &dirs),
+            home.join("other/Z.md").to_string_lossy()
+        );
+        std::fs::write(home.join("other/Z.md"), "z").unwrap();
+        assert_eq!(
+            normalize_with("~/other/Z.md", home, &dirs),
+            home.join("other")
+                .canonicalize()
+                .unwrap()
+                .join("Z.md")
+                .to_string_lossy()
+        );
         // A directory that cannot be resolved is not remembered as such.
         assert_eq!(dirs.of(&home.join("later")), None);
         std::fs::create_dir_all(home.join("later")).unwrap();
