@@ -165,11 +165,15 @@ pub fn labelled_parts(
 /// `body` cut into pieces of at most `room` characters, each cut after the last line end in
 /// its last fifth when there is one.
 fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
-    // The byte offset of the character `count` characters into `text`, or its end.
-    let offset = |text: &str, count: usize| {
-        text.char_indices()
+    // The byte offset of the character `count` characters into `text`, or its end; found
+    // without walking the characters when the bytes before it are all ASCII.
+    let offset = |text: &str, count: usize| match text.as_bytes().get(..count) {
+        None => text.len(),
+        Some(head) if head.is_ascii() => count,
+        Some(_) => text
+            .char_indices()
             .nth(count)
-            .map_or(text.len(), |(i, _)| i)
+            .map_or(text.len(), |(i, _)| i),
     };
     let mut out = Vec::new();
     let mut rest = body;

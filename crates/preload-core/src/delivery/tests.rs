@@ -114,3 +114,25 @@ fn event_log_appends_json_lines() {
     assert_eq!(lines[0]["toolCall"], 3);
     assert_eq!(lines[1]["dedupResult"], "skip-path");
 }
+
+proptest::proptest! {
+    /// Parts are cut where cutting the text as a list of characters cuts it: `room` characters
+    /// at most, after the last line end in a part's last fifth when there is one.
+    #[test]
+    fn parts_are_cut_by_characters(body in "(a|é|😀|\n){0,300}", room in 1usize..90) {
+        let chars: Vec<char> = body.chars().collect();
+        let mut expected = Vec::new();
+        let mut start = 0;
+        while start < chars.len() {
+            let mut end = (start + room).min(chars.len());
+            if end < chars.len() {
+                if let Some(nl) = (start + room * 4 / 5..end).rev().find(|&i| chars[i] == '\n') {
+                    end = nl + 1;
+                }
+            }
+            expected.push(chars[start..end].iter().collect::<String>());
+            start = end;
+        }
+        proptest::prop_assert_eq!(split_at_lines(&body, room), expected);
+    }
+}
