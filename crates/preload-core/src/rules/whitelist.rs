@@ -16,8 +16,8 @@ pub fn primary_field(tool: &str) -> Option<&'static str> {
 
 /// The engine's `[[ value == glob ]]` (bash pattern matching, no extglob): `*` matches any run of
 /// characters, `/` included; `?` one character; `[...]` one character of a bracket expression
-/// (members, ranges `a-z`, negation with `!` or `^`, a leading `]` is a member, `\\` escapes);
-/// `\\` makes the next character literal. As in bash, a `[` with no closing `]` is a literal `[`,
+/// (members, ranges `a-z`, negation with `!` or `^`, a leading `]` is a member, `\` escapes);
+/// `\` makes the next character literal. As in bash, a `[` with no closing `]` is a literal `[`,
 /// a range whose end is below its start matches nothing, and braces are plain characters.
 ///
 /// Matched directly on the characters, with no compilation: whitelists are checked on the
@@ -69,7 +69,7 @@ enum Bracket {
     Closed { matched: bool, end: usize },
     /// No closing `]`: the `[` is a literal.
     Unclosed,
-    /// Cut off after a `\\` or a range's `-`: matches nothing.
+    /// Cut off after a `\` or a range's `-`: matches nothing.
     Broken,
 }
 
@@ -83,7 +83,7 @@ fn bracket(pattern: &[char], start: usize, c: char) -> Bracket {
     if negated {
         i += 1;
     }
-    // A member's character at `i` and the position after it, after a `\\` when there is one.
+    // A member's character at `i` and the position after it, after a `\` when there is one.
     let literal = |i: usize| match at(i)? {
         '\\' => Some((at(i + 1)?, i + 2)),
         c => Some((c, i + 1)),
