@@ -18,8 +18,8 @@ BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 ## only them, not the build scripts and proc-macros). On Linux with glibc they are linked
 ## statically (static-pie) when the C library's static archive is installed (`libc.a`, in
 ## libc6-dev or glibc-static): each hook is a fresh process on every tool call, and loading
-## libc and libgcc_s cost about a quarter of a typical call (docs/performance.md). Without
-## `libc.a` they are linked dynamically, as `cargo build --release` does.
+## libc and libgcc_s costs each call about 0.3 ms (docs/performance.md). Without `libc.a`
+## they are linked dynamically, as `cargo build --release` does.
 STATIC_LIBC := $(if $(findstring -linux-gnu,$(HOST_TARGET)),$(filter /%,$(wildcard $(shell cc -print-file-name=libc.a 2>/dev/null))))
 RELEASE_RUSTFLAGS := $(strip $(RUSTFLAGS) $(if $(STATIC_LIBC),-C target-feature=+crt-static))
 RELEASE_DIR := $(BUILD_DIR)/$(HOST_TARGET)/release
