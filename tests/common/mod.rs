@@ -26,9 +26,13 @@ mod example;
 pub use example::copy_tree;
 pub use example::repo;
 
-/// A binary's path (built by cargo for the integration tests).
+/// A binary's path: in `PRELOAD_TEST_BIN_DIR` when it is set (to run the suites against the
+/// binaries users install, `make release`'s), else the one cargo built for the tests.
 pub fn bin(name: &str) -> PathBuf {
-    assert_cmd::cargo::cargo_bin(name)
+    match std::env::var_os("PRELOAD_TEST_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir).join(name),
+        None => assert_cmd::cargo::cargo_bin(name),
+    }
 }
 
 /// The harness's switch between the two wirings: `PRELOAD_WIRING=dispatch` plays every event
