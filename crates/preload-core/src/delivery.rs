@@ -366,17 +366,26 @@ pub enum FileBody {
 
 /// Read a regular file for delivery, at most `max_bytes` (never blocks on a FIFO or device).
 pub fn read_for_delivery(path: &std::path::Path, max_bytes: u64) -> FileBody {
-    match crate::file::read_regular(path, max_bytes) {
-        Ok(bytes) => {
+    read_for_delivery_meta(path, max_bytes).0
+}
+
+/// [`read_for_delivery`], with the metadata of the file read when it was read.
+pub fn read_for_delivery_meta(
+    path: &std::path::Path,
+    max_bytes: u64,
+) -> (FileBody, Option<std::fs::Metadata>) {
+    match crate::file::read_regular_meta(path, max_bytes) {
+        Ok((bytes, meta)) => {
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            if text.trim().is_empty() {
+            let body = if text.trim().is_empty() {
                 FileBody::Empty
             } else {
                 FileBody::Text(text)
-            }
+            };
+            (body, Some(meta))
         }
-        Err(crate::file::ReadError::TooLarge { size, .. }) => FileBody::TooLarge(size),
-        Err(crate::file::ReadError::Unavailable { .. }) => FileBody::Unavailable,
+        Err(crate::file::ReadError::TooLarge { size, .. }) => (FileBody::TooLarge(size), None),
+        Err(crate::file::ReadError::Unavailable { .. }) => (FileBody::Unavailable, None),
     }
 }
 

@@ -103,6 +103,15 @@ impl OpError {
 /// or device planted where a file was expected is refused without blocking, and a file swapped
 /// after a check is never the one read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    read_regular_meta(path, max_bytes).map(|(bytes, _)| bytes)
+}
+
+/// [`read_regular`], with the metadata of the file read, taken from the open descriptor before
+/// the read: a change made while reading leaves the metadata older than the bytes, never newer.
+pub fn read_regular_meta(
+    path: &Path,
+    max_bytes: u64,
+) -> Result<(Vec<u8>, fs::Metadata), ReadError> {
     let unavailable = || ReadError::Unavailable {
         path: path.to_path_buf(),
     };
@@ -124,7 +133,7 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     if bytes.len() as u64 > max_bytes {
         return Err(too_large(bytes.len() as u64));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// The last `max_bytes` (at most) of the regular file at `path`, with the file's size; the same

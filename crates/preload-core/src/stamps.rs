@@ -29,13 +29,7 @@ pub struct Meta {
 impl Meta {
     /// The metadata of the file at `path` (symlinks followed); `None` when it is not there.
     pub fn of(path: &Path) -> Option<Self> {
-        let m = std::fs::metadata(path).ok()?;
-        Some(Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        })
+        std::fs::metadata(path).ok().as_ref().map(Self::from)
     }
 
     fn encode(meta: Option<Self>) -> String {
@@ -43,6 +37,17 @@ impl Meta {
             || "-".to_owned(),
             |m| format!("{}:{}:{}:{}", m.dev, m.ino, m.size, m.mtime_ns),
         )
+    }
+}
+
+impl From<&std::fs::Metadata> for Meta {
+    fn from(m: &std::fs::Metadata) -> Self {
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        }
     }
 }
 
@@ -68,11 +73,13 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// The stamp of the plain file at `path` whose text `text` was sent.
-    pub fn of_file(path: &str, text: &str) -> Self {
+    /// The stamp of the plain file at `path` whose text `text` was sent, read with the metadata
+    /// `read` (from the descriptor it was read through: no second look at the path, which could
+    /// meet a newer file than the text).
+    pub fn of_file(path: &str, text: &str, read: &std::fs::Metadata) -> Self {
         Self {
             hash: hash(text),
-            sources: vec![(path.to_owned(), Meta::encode(Meta::of(Path::new(path))))],
+            sources: vec![(path.to_owned(), Meta::encode(Some(Meta::from(read))))],
             chars: None,
         }
     }
@@ -200,12 +207,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_stamp_holds_the_file_that_was_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("A.md");
+        std::fs::write(&path, "one").unwrap();
+        let (body, read) = crate::delivery::read_for_delivery_meta(&path, 1024);
+        let crate::delivery::FileBody::Text(text) = body else {
+            panic!("read: {body:?}");
+        };
+        // Replaced after the read, before the stamp is made: the stamp is of what was read.
+        std::fs::write(tmp.path().join("new"), "two!").unwrap();
+        std::fs::rename(tmp.path().join("new"), &path).unwrap();
+        let stamp = Stamp::of_file(&path.to_string_lossy(), &text, &read.unwrap());
+        assert_eq!(stamp.hash, hash("one"));
+        assert!(!stamp.unmoved(), "the file at the path is not the one read");
+    }
+
+    #[test]
     fn a_file_stamp_round_trips_as_one_string_and_sees_a_change() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("A.md");
         std::fs::write(&path, "one").unwrap();
         let key = path.to_string_lossy().into_owned();
-        let stamp = Stamp::of_file(&key, "one");
+        let stamp = Stamp::of_file(&key, "one", &std::fs::metadata(&path).unwrap());
         let mut state = State::default();
         set(&mut state, &key, &stamp);
         let stored = &state.get(fields::PRELOADED_STAMPS).unwrap()[key.as_str()];

@@ -49,9 +49,11 @@ pub(super) fn read(ctx: &Context, path: &str, max_bytes: u64) -> Source {
     if let Some(lines) = ctx.packs().tail_lines(file) {
         return tail(file, lines, max_bytes);
     }
-    let body = delivery::read_for_delivery(file, max_bytes);
-    let stamp = match &body {
-        FileBody::Text(text) if !in_a_session(ctx, file) => Some(Stamp::of_file(path, text)),
+    let (body, read) = delivery::read_for_delivery_meta(file, max_bytes);
+    let stamp = match (&body, read) {
+        (FileBody::Text(text), Some(read)) if !in_a_session(ctx, file) => {
+            Some(Stamp::of_file(path, text, &read))
+        }
         _ => None,
     };
     Source {
