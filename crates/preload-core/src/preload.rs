@@ -188,6 +188,7 @@ pub fn resolver(ctx: &Context) -> Resolver {
         project_root: Some(ctx.project_root.clone()),
         claude_dir: ctx.paths.claude.clone(),
         engine_directives: ctx.paths.engine_directives.clone(),
+        seen: ctx.physical_dirs.clone(),
     }
 }
 

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::paths::PhysicalDirs;
+
 /// The three kinds of reference and their folders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -128,6 +130,8 @@ pub struct Resolver {
     pub claude_dir: PathBuf,
     /// `~/.claude/engine/.directives`, the fallback.
     pub engine_directives: PathBuf,
+    /// The call's look at the disk: each candidate is probed once however many files name it.
+    pub seen: PhysicalDirs,
 }
 
 impl Resolver {
@@ -149,7 +153,7 @@ impl Resolver {
         let mut current = Some(dir);
         while let Some(d) = current {
             let candidate = d.join(".directives").join(folder).join(&file);
-            if candidate.is_file() {
+            if self.seen.probe_file(&candidate) {
                 return Some(candidate);
             }
             if cap.is_none_or(|c| d == c) {
@@ -158,7 +162,7 @@ impl Resolver {
             current = d.parent();
         }
         let fallback = self.engine_directives.join(folder).join(&file);
-        fallback.is_file().then_some(fallback)
+        self.seen.probe_file(&fallback).then_some(fallback)
     }
 
     /// The resolved references of `content` (the file at `path`), SKILL.md's CMD references

@@ -54,6 +54,7 @@ fn walk_up_prefers_the_nearest_directives() {
         project_root: Some(root.clone()),
         claude_dir: home_claude.clone(),
         engine_directives: engine.clone(),
+        seen: crate::paths::PhysicalDirs::default(),
     };
     let a = Reference {
         kind: Kind::Cmd,
@@ -97,6 +98,7 @@ fn skill_files_contribute_no_command_references() {
         project_root: None,
         claude_dir: tmp.path().join("c"),
         engine_directives: engine.clone(),
+        seen: crate::paths::PhysicalDirs::default(),
     };
     let text = "§CMD_A and §FMT_B";
     assert_eq!(
