@@ -90,6 +90,15 @@ fn loaded(dir: &Path) {
     .unwrap();
 }
 
+/// Lets the wall clock pass a second before `session.sh` writes a session directory's state
+/// afresh again. Its `startedAt` has whole seconds, so a state created anew in the second the
+/// directory's last one was created carries the same counting epoch and cannot be told from a
+/// stale write-back: the counts made on the old one would stand (docs/state-format.md). An
+/// agent's activations are tool calls seconds apart; this scenario's are milliseconds apart.
+fn a_second_later() {
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+}
+
 /// A session the engine's `session.sh` activates is the one the next call uses, past each cache
 /// of the lookup: the remembered "no session" answer (a new session directory; then an existing
 /// one, where only the PID cache the engine rewrote in place changed), the PID cache (the session
@@ -139,6 +148,7 @@ fn real_engine_activations_reach_every_session_cache() {
     call_counts_in(&sb, "old", "fresh", "an existing session directory");
     // Back to `fresh`, found once without the PID cache (a cleaned /tmp): the index learns that
     // the PID is in `fresh`.
+    a_second_later();
     session_sh(
         &sb,
         &engine,
@@ -157,6 +167,7 @@ fn real_engine_activations_reach_every_session_cache() {
     // The engine moves the PID to `old` (the index, which it does not know of, still names
     // `fresh`), and the PID cache goes again: the index's answer is checked against `fresh`'s
     // state and not trusted.
+    a_second_later();
     session_sh(
         &sb,
         &engine,
