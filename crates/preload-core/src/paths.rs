@@ -49,24 +49,30 @@ pub fn normalize(path: &str, home: &Path) -> String {
 /// [`normalize`], with the physical paths of directories taken from (and added to) `dirs`.
 pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
     let cleaned = lexical_clean(&expand_tilde(path, home));
-    if let Some(known) = dirs.known_file(&cleaned) {
+    if let Some(known) = dirs.files.get(&cleaned) {
         return known;
     }
     if cleaned.is_file() {
-        if let (Some(dir), Some(name)) = (cleaned.parent(), cleaned.file_name()) {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
+        if let Some((dir, name)) = dir_and_name(&cleaned) {
             if let Some(physical) = dirs.of(dir) {
                 let normalized = physical.join(name).to_string_lossy().into_owned();
-                dirs.remember_file(cleaned, &normalized);
+                dirs.files.keep(cleaned, normalized.clone());
                 return normalized;
             }
         }
     }
     cleaned.to_string_lossy().into_owned()
+}
+
+/// A file's directory (`.` for a bare name) and its name.
+fn dir_and_name(path: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+    let dir = path.parent()?;
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    Some((dir, path.file_name()?))
 }
 
 /// The physical paths of directories, each resolved once per hook call however many paths in
@@ -76,9 +82,31 @@ pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
 /// is no file, are asked again next time. Clones share what they know.
 #[derive(Debug, Clone, Default)]
 pub struct PhysicalDirs {
-    known: Arc<Mutex<HashMap<PathBuf, PathBuf>>>,
-    files: Arc<Mutex<HashMap<PathBuf, String>>>,
-    probes: Arc<Mutex<HashMap<PathBuf, bool>>>,
+    dirs: Memo<PathBuf>,
+    files: Memo<String>,
+    probes: Memo<bool>,
+}
+
+/// Answers by path, kept for the call and shared by clones.
+#[derive(Debug, Clone)]
+struct Memo<V>(Arc<Mutex<HashMap<PathBuf, V>>>);
+
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<V: Clone> Memo<V> {
+    fn get(&self, path: &Path) -> Option<V> {
+        self.0.lock().ok()?.get(path).cloned()
+    }
+
+    fn keep(&self, path: PathBuf, value: V) {
+        if let Ok(mut known) = self.0.lock() {
+            known.insert(path, value);
+        }
+    }
 }
 
 impl PhysicalDirs {
@@ -86,35 +114,21 @@ impl PhysicalDirs {
     /// places a reference may resolve to, which many files of one call share and which a hook
     /// never creates, so the answer is remembered either way.
     pub fn probe_file(&self, path: &Path) -> bool {
-        if let Some(&known) = self.probes.lock().ok().as_ref().and_then(|p| p.get(path)) {
+        if let Some(known) = self.probes.get(path) {
             return known;
         }
         let is_file = path.is_file();
-        if let Ok(mut probes) = self.probes.lock() {
-            probes.insert(path.to_path_buf(), is_file);
-        }
+        self.probes.keep(path.to_path_buf(), is_file);
         is_file
-    }
-
-    fn known_file(&self, cleaned: &Path) -> Option<String> {
-        self.files.lock().ok()?.get(cleaned).cloned()
-    }
-
-    fn remember_file(&self, cleaned: PathBuf, normalized: &str) {
-        if let Ok(mut files) = self.files.lock() {
-            files.insert(cleaned, normalized.to_owned());
-        }
     }
 
     /// The physical path of `dir`, `None` when it cannot be resolved.
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
-        if let Some(physical) = self.known.lock().ok()?.get(dir) {
-            return Some(physical.clone());
+        if let Some(physical) = self.dirs.get(dir) {
+            return Some(physical);
         }
         let physical = self.resolve(dir)?;
-        if let Ok(mut known) = self.known.lock() {
-            known.insert(dir.to_path_buf(), physical.clone());
-        }
+        self.dirs.keep(dir.to_path_buf(), physical.clone());
         Some(physical)
     }
 
@@ -143,15 +157,8 @@ impl PhysicalDirs {
     /// its name in its directory's physical path.
     pub fn of_file(&self, path: &Path) -> Option<PathBuf> {
         let meta = std::fs::symlink_metadata(path).ok()?;
-        match (path.parent(), path.file_name()) {
-            (Some(dir), Some(name)) if !meta.file_type().is_symlink() => {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                Some(self.of(dir)?.join(name))
-            }
+        match dir_and_name(path) {
+            Some((dir, name)) if !meta.file_type().is_symlink() => Some(self.of(dir)?.join(name)),
             _ => std::fs::canonicalize(path).ok(),
         }
     }
