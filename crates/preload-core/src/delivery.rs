@@ -376,7 +376,7 @@ pub fn read_for_delivery_meta(
 ) -> (FileBody, Option<std::fs::Metadata>) {
     match crate::file::read_regular_meta(path, max_bytes) {
         Ok((bytes, meta)) => {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let text = crate::file::lossy_text(bytes);
             let body = if text.trim().is_empty() {
                 FileBody::Empty
             } else {

@@ -157,9 +157,15 @@ pub fn read_tail(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, u64), ReadErro
 
 /// [`read_regular`] as UTF-8 text (lossy), `None` on any failure.
 pub fn read_text(path: &Path, max_bytes: u64) -> Option<String> {
-    read_regular(path, max_bytes)
-        .ok()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    read_regular(path, max_bytes).ok().map(lossy_text)
+}
+
+/// `bytes` as text, invalid UTF-8 replaced by U+FFFD. Valid text (nearly always) is checked by
+/// the standard library's word-at-a-time validation and kept without a copy; only invalid text
+/// takes the byte-by-byte lossy decoding.
+pub fn lossy_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned())
 }
 
 static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);

@@ -79,7 +79,7 @@ pub struct Loaded {
 /// The configuration file at `path`: `None` when there is none.
 pub fn read_file(path: &Path) -> Option<Result<ConfigFile, PacksError>> {
     match crate::file::read_regular(path, MAX_CONFIG_BYTES) {
-        Ok(bytes) => Some(parse(path, &String::from_utf8_lossy(&bytes))),
+        Ok(bytes) => Some(parse(path, &crate::file::lossy_text(bytes))),
         Err(crate::file::ReadError::Unavailable { .. }) if !path.exists() => None,
         Err(e) => Some(Err(PacksError::Unreadable {
             path: path.to_path_buf(),

@@ -37,22 +37,12 @@ pub fn labelled_parts(
 /// `body` cut into pieces of at most `room` characters, each cut after the last line end in
 /// its last fifth when there is one.
 pub(super) fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
-    // The byte offset of the character `count` characters into `text`, or its end; found
-    // without walking the characters when the bytes before it are all ASCII.
-    let offset = |text: &str, count: usize| match text.as_bytes().get(..count) {
-        None => text.len(),
-        Some(head) if head.is_ascii() => count,
-        Some(_) => text
-            .char_indices()
-            .nth(count)
-            .map_or(text.len(), |(i, _)| i),
-    };
     let mut out = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
-        let mut end = offset(rest, room);
+        let floor = char_offset(rest, room * 4 / 5);
+        let mut end = floor + char_offset(&rest[floor..], room - room * 4 / 5);
         if end < rest.len() {
-            let floor = offset(rest, room * 4 / 5);
             if let Some(line_end) = rest[floor..end].rfind('\n') {
                 end = floor + line_end + 1;
             }
@@ -62,4 +52,41 @@ pub(super) fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
         rest = after;
     }
     out
+}
+
+/// The byte offset of the character `count` characters into `text`, or `text.len()` when it
+/// has no more. Counts character starts (bytes that are not UTF-8 continuations) eight bytes at
+/// a time, and walks bytes only in the last eight.
+fn char_offset(text: &str, count: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut seen = 0;
+    let mut at = 0;
+    for word in bytes.chunks_exact(8) {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // A continuation byte is `10xxxxxx`: its top bit set and the one below it clear. One
+        // bit per such byte, summed by a multiplication (no `popcnt` in baseline x86-64).
+        let flags = (word & !(word << 1) & 0x8080_8080_8080_8080) >> 7;
+        let continuations = (flags.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize;
+        let starts = 8 - continuations;
+        if seen + starts > count {
+            break;
+        }
+        seen += starts;
+        at += 8;
+    }
+    // Character `count` starts in the eight bytes at `at`, in the bytes after them, or nowhere.
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
+        if !is_continuation(b) {
+            if seen == count {
+                return i;
+            }
+            seen += 1;
+        }
+    }
+    bytes.len()
+}
+
+/// A UTF-8 continuation byte (`10xxxxxx`).
+fn is_continuation(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
 }

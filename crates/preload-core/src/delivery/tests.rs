@@ -119,7 +119,7 @@ proptest::proptest! {
     /// Parts are cut where cutting the text as a list of characters cuts it: `room` characters
     /// at most, after the last line end in a part's last fifth when there is one.
     #[test]
-    fn parts_are_cut_by_characters(body in "(a|é|😀|\n){0,300}", room in 1usize..90) {
+    fn parts_are_cut_by_characters(body in "(a|é|😀|\n){0,600}", room in 1usize..200) {
         let chars: Vec<char> = body.chars().collect();
         let mut expected = Vec::new();
         let mut start = 0;

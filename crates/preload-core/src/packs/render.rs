@@ -73,7 +73,7 @@ pub fn index_of<'t>(text: &'t str, markers: &[String; 2]) -> Option<&'t str> {
 fn read(path: &Path, max_bytes: u64) -> Content {
     match crate::file::read_regular(path, max_bytes) {
         Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let text = crate::file::lossy_text(bytes);
             if text.trim().is_empty() {
                 Content::Empty
             } else {

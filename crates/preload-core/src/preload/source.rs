@@ -74,7 +74,8 @@ fn tail(file: &Path, lines: usize, max_bytes: u64) -> Source {
     let Ok((bytes, size)) = crate::file::read_tail(file, max_bytes) else {
         return Source::unavailable();
     };
-    let text = String::from_utf8_lossy(&bytes);
+    let whole = bytes.len() as u64 == size;
+    let text = crate::file::lossy_text(bytes);
     let text = delivery::trim_trailing_newlines(&text);
     if text.trim().is_empty() {
         return Source {
@@ -83,7 +84,6 @@ fn tail(file: &Path, lines: usize, max_bytes: u64) -> Source {
             stamp: None,
         };
     }
-    let whole = bytes.len() as u64 == size;
     // A tail read from the middle of the file starts inside a line: that line is not counted.
     let all: Vec<&str> = text.lines().skip(usize::from(!whole)).collect();
     let (kept, labels) = if whole && all.len() <= lines {
