@@ -552,7 +552,7 @@ fn a_session_start_cache_from_before_the_clock_was_set_back_is_made_again() {
     let caches: Vec<PathBuf> = fs::read_dir(sb.root().join(format!("claude-preload-{uid}")))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.extension().is_some_and(|e| e == "slots"))
         .collect();
     assert_eq!(caches.len(), 1, "{caches:?}");
     set_time(&caches[0], SystemTime::now() + Duration::from_secs(3_600));

@@ -1887,11 +1887,15 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     );
     fs::remove_file(&cache_dir).unwrap();
     fs::create_dir_all(&cache_dir).unwrap();
-    symlink(&victim, cache_dir.join("sid-2_startup.json")).unwrap();
+    // The cache file's name: the conversation, the source, and the client process (this one).
+    let client = std::process::id();
+    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let cache_file = |sid: &str| cache_dir.join(format!("{sid}_startup_{client}-{started}.slots"));
+    symlink(&victim, cache_file("sid-2")).unwrap();
     let run = start("sid-2", "0/2");
     assert!(run.context().contains("[Preloaded: "), "{run:?}");
     assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
-    make_fifo(&cache_dir.join("sid-3_startup.json"));
+    make_fifo(&cache_file("sid-3"));
     let first = start("sid-3", "0/2");
     let second = start("sid-3", "1/2");
     assert!(

@@ -163,7 +163,7 @@ fn an_orphaned_generation_lock_is_reclaimed() {
     // The key names the client process running the registrations: this test process.
     let client = std::process::id();
     let started = preload_core::process::start_time(client).unwrap_or(0);
-    let lock = dir.join(format!("sess-1_startup_{client}-{started}.json.lock"));
+    let lock = dir.join(format!("sess-1_startup_{client}-{started}.slots.lock"));
     fs::create_dir_all(&lock).unwrap();
     fs::write(lock.join("pid"), "4000000").unwrap();
     let cache = dir.to_string_lossy().into_owned();
@@ -203,7 +203,7 @@ fn the_default_cache_directory_is_private() {
     let client = std::process::id();
     let started = preload_core::process::start_time(client).unwrap_or(0);
     assert!(
-        dir.join(format!("sess-1_startup_{client}-{started}.json"))
+        dir.join(format!("sess-1_startup_{client}-{started}.slots"))
             .is_file()
     );
 }

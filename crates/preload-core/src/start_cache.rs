@@ -5,14 +5,21 @@
 //! The cache directory is a real directory of the current user's, mode 0700 (a symbolic link
 //! or another user's directory is refused); cache files are read without following links and
 //! only while fresh, and written by atomic rename, so a planted file is never written through.
+//!
+//! A cache file holds the blocks as they are, each after its length, so a registration decodes
+//! only its own slot (the text is up to a few hundred KB, read by every registration):
+//!
+//! ```text
+//! preload-start-cache 1
+//! <n: the registrations it was cut for>
+//! per slot: <blocks in the slot> LF, then per block: <bytes> LF <the block's bytes> LF
+//! ```
 
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use serde_json::{Value, json};
 
 use crate::clock;
 use crate::delivery::{self, Packer};
@@ -32,6 +39,10 @@ pub const FRESH: Duration = Duration::from_secs(10);
 const TEMP_LEFTOVER: Duration = Duration::from_secs(60);
 /// The most registrations one text is cut for.
 pub const MAX_CHUNKS: usize = 1_000;
+/// The first line of a cache file.
+const MAGIC: &str = "preload-start-cache 1";
+/// The extension of cache files.
+const EXTENSION: &str = "slots";
 
 /// The blocks of each slot, in slot order.
 pub type Slots = Vec<Vec<String>>;
@@ -138,8 +149,8 @@ pub struct StartCache {
 /// What a look-up found.
 #[derive(Debug)]
 pub enum Lookup {
-    /// The text, cut for the registrations asked for.
-    Found(Slots),
+    /// The slot asked for: its blocks, cut for the registrations asked for.
+    Found(Vec<String>),
     /// No usable cache: this registration generates the text and hands it to the writer,
     /// which holds the cache's lock until then.
     Missing(Writer),
@@ -160,7 +171,7 @@ impl StartCache {
             path: dir.clone(),
             source,
         })?;
-        let path = dir.join(format!("{}.json", cache_key(input)));
+        let path = dir.join(format!("{}.{EXTENSION}", cache_key(input)));
         Ok(Self { dir, path })
     }
 
@@ -169,18 +180,18 @@ impl StartCache {
         &self.path
     }
 
-    /// The text cut for `total` slots of `budget` characters: from the cache when it is
-    /// fresh, else, under the cache's lock (waited for at most three quarters of the time left
-    /// before `deadline`), from a cache another registration wrote meanwhile; else a
-    /// [`Writer`], after stale caches and leftovers were swept.
+    /// Slot `chunk.index` of the text cut for `chunk.total` slots of `budget` characters: from
+    /// the cache when it is fresh, else, under the cache's lock (waited for at most three
+    /// quarters of the time left before `deadline`), from a cache another registration wrote
+    /// meanwhile; else a [`Writer`], after stale caches and leftovers were swept.
     pub fn lookup(
         &self,
-        total: usize,
+        chunk: Chunk,
         budget: usize,
         deadline: Instant,
     ) -> Result<Lookup, StartCacheError> {
-        if let Some((n, slots)) = read(&self.path) {
-            return Ok(Lookup::Found(reslice(n, slots, total, budget)));
+        if let Some(blocks) = read(&self.path, chunk, budget) {
+            return Ok(Lookup::Found(blocks));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         let lock = StateLock::acquire_unlatched(&self.path, Instant::now() + left * 3 / 4)
@@ -188,9 +199,9 @@ impl StartCache {
                 path: self.path.clone(),
                 source,
             })?;
-        if let Some((n, slots)) = read(&self.path) {
+        if let Some(blocks) = read(&self.path, chunk, budget) {
             lock.release();
-            return Ok(Lookup::Found(reslice(n, slots, total, budget)));
+            return Ok(Lookup::Found(blocks));
         }
         sweep(&self.dir);
         Ok(Lookup::Missing(Writer {
@@ -203,15 +214,94 @@ impl StartCache {
 impl Writer {
     /// Write the text generated for `total` slots, and release the lock.
     pub fn write(self, total: usize, slots: &Slots) -> Result<(), StartCacheError> {
-        let doc = json!({"n": total, "slots": slots});
-        let written = file::write_cache(&self.path, doc.to_string().as_bytes());
+        let written = file::write_cache(&self.path, &encode(total, slots));
         self.lock.release();
         Ok(written?)
     }
 }
 
-/// Read a cache file without following symlinks; `None` when absent, stale, foreign or bad.
-fn read(path: &Path) -> Option<(usize, Slots)> {
+/// The bytes of a cache file (the module's documentation has the layout).
+fn encode(total: usize, slots: &Slots) -> Vec<u8> {
+    let size: usize = slots.iter().flatten().map(|b| b.len() + 12).sum();
+    let mut out = Vec::with_capacity(size + 64);
+    out.extend_from_slice(format!("{MAGIC}\n{total}\n").as_bytes());
+    for slot in slots {
+        out.extend_from_slice(format!("{}\n", slot.len()).as_bytes());
+        for block in slot {
+            out.extend_from_slice(format!("{}\n", block.len()).as_bytes());
+            out.extend_from_slice(block.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A cache file's contents, read front to back.
+struct Decoder<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Decoder<'a> {
+    /// The next line, without its line end.
+    fn line(&mut self) -> Option<&'a [u8]> {
+        let end = self.rest.iter().position(|&b| b == b'\n')?;
+        let (line, rest) = self.rest.split_at(end);
+        self.rest = rest.get(1..)?;
+        Some(line)
+    }
+
+    /// The next line as a count.
+    fn count(&mut self) -> Option<usize> {
+        std::str::from_utf8(self.line()?).ok()?.parse().ok()
+    }
+
+    /// The next block's bytes, unchecked.
+    fn block(&mut self) -> Option<&'a [u8]> {
+        let len = self.count()?;
+        let block = self.rest.get(..len)?;
+        if self.rest.get(len) != Some(&b'\n') {
+            return None;
+        }
+        self.rest = self.rest.get(len + 1..)?;
+        Some(block)
+    }
+
+    /// The next slot's blocks, unchecked.
+    fn slot(&mut self) -> Option<Vec<&'a [u8]>> {
+        let blocks = self.count()?;
+        (0..blocks).map(|_| self.block()).collect()
+    }
+}
+
+/// The blocks of slot `chunk.index` in a cache file's `bytes`, cut again for `chunk.total` when
+/// it was cut for another number; `None` when the file is not a whole cache file. Only the
+/// blocks returned are checked as UTF-8.
+fn decode(bytes: &[u8], chunk: Chunk, budget: usize) -> Option<Vec<String>> {
+    let text = |block: &[u8]| std::str::from_utf8(block).ok().map(str::to_owned);
+    let mut decoder = Decoder { rest: bytes };
+    if decoder.line()? != MAGIC.as_bytes() {
+        return None;
+    }
+    let n = decoder.count()?;
+    let slots: Vec<Vec<&[u8]>> = (0..n).map(|_| decoder.slot()).collect::<Option<_>>()?;
+    if !decoder.rest.is_empty() {
+        return None;
+    }
+    if n == chunk.total {
+        return slots.get(chunk.index)?.iter().map(|b| text(b)).collect();
+    }
+    let all: Slots = slots
+        .iter()
+        .map(|slot| slot.iter().map(|b| text(b)).collect::<Option<_>>())
+        .collect::<Option<_>>()?;
+    reslice(n, all, chunk.total, budget)
+        .into_iter()
+        .nth(chunk.index)
+}
+
+/// Slot `chunk.index` from the cache file at `path`, read without following symlinks; `None`
+/// when absent, stale, foreign or bad.
+fn read(path: &Path, chunk: Chunk, budget: usize) -> Option<Vec<String>> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
@@ -225,27 +315,11 @@ fn read(path: &Path) -> Option<(usize, Slots)> {
     if age > FRESH {
         return None;
     }
-    let mut text = String::new();
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(state::MAX_STATE_BYTES)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    let n = usize::try_from(value.get("n")?.as_u64()?).ok()?;
-    let slots = value
-        .get("slots")?
-        .as_array()?
-        .iter()
-        .map(|slot| {
-            slot.as_array()
-                .map(|b| {
-                    b.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect();
-    Some((n, slots))
+    decode(&bytes, chunk, budget)
 }
 
 /// Remove caches older than the freshness window and leftover temporary files.
@@ -259,7 +333,11 @@ fn sweep(dir: &Path) {
         };
         let name = entry.file_name().to_string_lossy().into_owned();
         let age = meta.modified().ok().map(clock::age).unwrap_or_default();
-        let old_cache = Path::new(&name).extension().is_some_and(|e| e == "json") && age > FRESH;
+        // `.json`: caches of earlier builds, which kept the text as JSON.
+        let old_cache = Path::new(&name)
+            .extension()
+            .is_some_and(|e| e == EXTENSION || e == "json")
+            && age > FRESH;
         let old_temp = name.contains(".tmp.") && age > TEMP_LEFTOVER;
         if meta.is_file() && (old_cache || old_temp) {
             let _ = fs::remove_file(entry.path());

@@ -83,37 +83,41 @@ pub fn handle_chunk(
 ) -> Result<HookOutput, HookError> {
     let Some(chunk) = chunk else {
         let slots = generate(input, ctx, 1)?;
-        return Ok(output_of(slots.first()));
+        return Ok(output_of(slots.first().map_or(&[], Vec::as_slice)));
     };
-    let slots = cached_slots(input, ctx, chunk.total)?;
-    Ok(output_of(slots.get(chunk.index)))
+    let blocks = cached_slot(input, ctx, chunk)?;
+    Ok(output_of(&blocks))
 }
 
-fn output_of(blocks: Option<&Vec<String>>) -> HookOutput {
-    match blocks {
-        Some(blocks) if !blocks.is_empty() => HookOutput::Context(delivery::join_blocks(blocks)),
-        _ => HookOutput::Silent,
+fn output_of(blocks: &[String]) -> HookOutput {
+    if blocks.is_empty() {
+        HookOutput::Silent
+    } else {
+        HookOutput::Context(delivery::join_blocks(blocks))
     }
 }
 
-/// The slices for `total` registrations: from the cache, or generated once under its lock.
-fn cached_slots(input: &HookInput, ctx: &Context, total: usize) -> Result<Slots, HookError> {
+/// The blocks of this registration's slot: from the cache, or generated once under its lock.
+fn cached_slot(input: &HookInput, ctx: &Context, chunk: Chunk) -> Result<Vec<String>, HookError> {
     let cache = StartCache::open(&ctx.env, input).map_err(cache_failure)?;
     match cache
-        .lookup(total, ctx.budget, ctx.deadline)
+        .lookup(chunk, ctx.budget, ctx.deadline)
         .map_err(cache_failure)?
     {
-        Lookup::Found(slots) => Ok(slots),
+        Lookup::Found(blocks) => Ok(blocks),
         Lookup::Missing(writer) => {
-            let slots = generate(input, ctx, total)?;
+            let mut slots = generate(input, ctx, chunk.total)?;
             // The text is recorded as delivered by now: it goes out even when the cache cannot
             // be written (a full disk), and the other registrations make it again.
-            if let Err(err) = writer.write(total, &slots) {
+            if let Err(err) = writer.write(chunk.total, &slots) {
                 if ctx.debug() {
                     runner_note(ctx, &err.to_string());
                 }
             }
-            Ok(slots)
+            Ok(slots
+                .get_mut(chunk.index)
+                .map(std::mem::take)
+                .unwrap_or_default())
         }
     }
 }

@@ -62,18 +62,70 @@ fn one_registration_writes_and_the_others_read() {
     let cache = StartCache::open(&env, &input).unwrap();
     assert!(cache.path().starts_with(&dir));
     let deadline = Instant::now() + Duration::from_secs(5);
-    let slots = vec![vec!["a".to_owned()], vec!["b".to_owned()]];
-    match cache.lookup(2, 100, deadline).unwrap() {
+    let slots = vec![
+        vec!["a\n".to_owned()],
+        vec!["b".to_owned(), "é 😀".to_owned()],
+    ];
+    let chunk = |index, total| Chunk { index, total };
+    match cache.lookup(chunk(0, 2), 100, deadline).unwrap() {
         Lookup::Missing(writer) => writer.write(2, &slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
-    match cache.lookup(2, 100, deadline).unwrap() {
-        Lookup::Found(found) => assert_eq!(found, slots),
+    for (index, slot) in slots.iter().enumerate() {
+        match cache.lookup(chunk(index, 2), 100, deadline).unwrap() {
+            Lookup::Found(found) => assert_eq!(&found, slot),
+            Lookup::Missing(_) => panic!("the cache was written"),
+        }
+    }
+    // Registrations of another number cut the same blocks again.
+    match cache.lookup(chunk(0, 1), 100, deadline).unwrap() {
+        Lookup::Found(found) => assert_eq!(found, ["a\n", "b", "é 😀"]),
         Lookup::Missing(_) => panic!("the cache was written"),
     }
-    match cache.lookup(1, 100, deadline).unwrap() {
-        Lookup::Found(found) => assert_eq!(found, vec![vec!["a".to_owned(), "b".to_owned()]]),
-        Lookup::Missing(_) => panic!("the cache was written"),
+}
+
+/// A slot asked of `encode(n, slots)` for `n` registrations.
+fn slot_of(bytes: &[u8], index: usize, total: usize) -> Option<Vec<String>> {
+    decode(bytes, Chunk { index, total }, 10_000)
+}
+
+#[test]
+fn a_cache_file_that_is_not_whole_is_not_used() {
+    let slots = vec![vec!["one\n".to_owned(), "two".to_owned()], vec![]];
+    let bytes = encode(2, &slots);
+    assert_eq!(slot_of(&bytes, 0, 2), Some(slots[0].clone()));
+    assert_eq!(slot_of(&bytes, 1, 2), Some(Vec::new()));
+    // Cut anywhere, grown, of another format, or with a block that is not UTF-8: not used.
+    for end in 0..bytes.len() {
+        assert_eq!(slot_of(&bytes[..end], 0, 2), None, "cut at {end}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(b'x');
+    assert_eq!(slot_of(&longer, 0, 2), None);
+    let other = String::from_utf8(bytes.clone())
+        .unwrap()
+        .replace("cache 1", "cache 2");
+    assert_eq!(slot_of(other.as_bytes(), 0, 2), None);
+    let mut invalid = bytes;
+    let at = invalid.windows(3).position(|w| w == b"two").unwrap();
+    invalid[at] = 0xff;
+    assert_eq!(slot_of(&invalid, 0, 2), None);
+}
+
+proptest::proptest! {
+    /// Every slot comes back as it was written, whatever the blocks hold.
+    #[test]
+    fn cache_files_keep_every_block(
+        slots in proptest::collection::vec(
+            proptest::collection::vec("(a|é|😀|\n|[0-9]){0,40}", 0..4),
+            1..5,
+        )
+    ) {
+        let bytes = encode(slots.len(), &slots);
+        for (index, slot) in slots.iter().enumerate() {
+            let found = slot_of(&bytes, index, slots.len());
+            proptest::prop_assert_eq!(found.as_ref(), Some(slot));
+        }
     }
 }
 
@@ -102,7 +154,8 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let slots = vec![vec!["a".to_owned()]];
     let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
     let cache = StartCache::open(&env, &compact).unwrap();
-    match cache.lookup(1, 100, deadline).unwrap() {
+    let only = Chunk { index: 0, total: 1 };
+    match cache.lookup(only, 100, deadline).unwrap() {
         Lookup::Missing(writer) => writer.write(1, &slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
@@ -114,7 +167,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         let other = StartCache::open(&env, &HookInput::from_value(other)).unwrap();
         assert_ne!(other.path(), cache.path());
         assert!(matches!(
-            other.lookup(1, 100, deadline).unwrap(),
+            other.lookup(only, 100, deadline).unwrap(),
             Lookup::Missing(_)
         ));
     }
@@ -124,7 +177,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         .set_modified(std::time::SystemTime::now() - FRESH - Duration::from_secs(1))
         .unwrap();
     assert!(matches!(
-        cache.lookup(1, 100, deadline).unwrap(),
+        cache.lookup(only, 100, deadline).unwrap(),
         Lookup::Missing(_)
     ));
 }
