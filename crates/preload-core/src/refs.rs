@@ -105,18 +105,37 @@ fn scan_line(line: &str, out: &mut Vec<Reference>) {
 }
 
 /// All references of a text, in order of first appearance, without duplicates.
+///
+/// A reference counts on a line outside fenced blocks (a line whose text starts with three
+/// backticks opens or closes one, and counts nothing itself). Only the lines that hold a `§` or
+/// start a fence are looked at: the text is searched for the next of either, not walked line by
+/// line.
 pub fn scan(text: &str) -> Vec<Reference> {
     let mut out = Vec::new();
     let mut in_fence = false;
-    for line in text.lines() {
+    let mut at = 0;
+    // The next `§` at or after `at`, found once and kept until it is passed.
+    let mut sigil = text.find('§');
+    loop {
+        if sigil.is_some_and(|s| s < at) {
+            sigil = text[at..].find('§').map(|i| at + i);
+        }
+        // Backticks are looked for only up to the next `§`.
+        let fence = text[at..sigil.unwrap_or(text.len())]
+            .find("```")
+            .map(|i| at + i);
+        let Some(hit) = fence.or(sigil) else {
+            break;
+        };
+        let start = text[..hit].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[hit..].find('\n').map_or(text.len(), |i| hit + i);
+        at = end;
+        let line = &text[start..end];
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
-            continue;
+        } else if !in_fence && line.contains('§') {
+            scan_line(&strip_backticks(line), &mut out);
         }
-        if in_fence || !line.contains('§') {
-            continue;
-        }
-        scan_line(&strip_backticks(line), &mut out);
     }
     out
 }

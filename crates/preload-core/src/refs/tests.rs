@@ -128,3 +128,28 @@ proptest::proptest! {
         proptest::prop_assert!(scan(&text).is_empty());
     }
 }
+
+/// The scanner's definition, line by line: fence lines toggle, other lines outside fences have
+/// their backtick spans removed and are scanned.
+fn scan_by_lines(text: &str) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            scan_line(&strip_backticks(line), &mut out);
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    /// Searching for the next `§` or fence finds what walking every line finds.
+    #[test]
+    fn the_scan_finds_what_a_walk_over_every_line_finds(
+        text in "(§CMD_A|§FMT_B1|§INV_C_x|§|```|`|\n|\r\n| |\u{2003}|x|é){0,80}"
+    ) {
+        proptest::prop_assert_eq!(scan(&text), scan_by_lines(&text));
+    }
+}
