@@ -44,10 +44,15 @@ pub struct Identity {
     pub aliased: bool,
 }
 
-/// The identity of an existing file.
+/// The identity of an existing file: one `lstat`, and a `stat` only for a symbolic link.
 pub fn identity(path: &Path) -> Option<Identity> {
-    let meta = std::fs::metadata(path).ok()?;
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let own = std::fs::symlink_metadata(path).ok()?;
+    let is_link = own.file_type().is_symlink();
+    let meta = if is_link {
+        std::fs::metadata(path).ok()?
+    } else {
+        own
+    };
     Some(Identity {
         id: (meta.dev(), meta.ino()),
         aliased: is_link || meta.nlink() > 1,

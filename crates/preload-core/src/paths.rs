@@ -52,7 +52,8 @@ pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
     if let Some(known) = dirs.files.get(&cleaned) {
         return known;
     }
-    if cleaned.is_file() {
+    // A file this call already found (a reference's candidate) is not looked at again.
+    if dirs.probes.get(&cleaned) == Some(true) || cleaned.is_file() {
         if let Some((dir, name)) = dir_and_name(&cleaned) {
             if let Some(physical) = dirs.of(dir) {
                 let normalized = physical.join(name).to_string_lossy().into_owned();
