@@ -369,24 +369,26 @@ pub fn read_for_delivery(path: &std::path::Path, max_bytes: u64) -> FileBody {
     read_for_delivery_meta(path, max_bytes).0
 }
 
-/// [`read_for_delivery`], with the metadata of the file read when it was read.
+/// [`read_for_delivery`], with the metadata of the file as it was opened for the read (`None`
+/// when it could not be opened).
 pub fn read_for_delivery_meta(
     path: &std::path::Path,
     max_bytes: u64,
 ) -> (FileBody, Option<std::fs::Metadata>) {
-    match crate::file::read_regular_meta(path, max_bytes) {
-        Ok((bytes, meta)) => {
+    let (meta, bytes) = crate::file::read_regular_with(path, max_bytes);
+    let body = match bytes {
+        Ok(bytes) => {
             let text = crate::file::lossy_text(bytes);
-            let body = if text.trim().is_empty() {
+            if text.trim().is_empty() {
                 FileBody::Empty
             } else {
                 FileBody::Text(text)
-            };
-            (body, Some(meta))
+            }
         }
-        Err(crate::file::ReadError::TooLarge { size, .. }) => (FileBody::TooLarge(size), None),
-        Err(crate::file::ReadError::Unavailable { .. }) => (FileBody::Unavailable, None),
-    }
+        Err(crate::file::ReadError::TooLarge { size, .. }) => FileBody::TooLarge(size),
+        Err(crate::file::ReadError::Unavailable { .. }) => FileBody::Unavailable,
+    };
+    (body, meta)
 }
 
 /// The block that stands for a file too large to deliver by content.

@@ -112,6 +112,36 @@ pub fn read_regular_meta(
     path: &Path,
     max_bytes: u64,
 ) -> Result<(Vec<u8>, fs::Metadata), ReadError> {
+    let (meta, bytes) = read_regular_with(path, max_bytes);
+    let bytes = bytes?;
+    meta.map(|meta| (bytes, meta))
+        .ok_or_else(|| ReadError::Unavailable {
+            path: path.to_path_buf(),
+        })
+}
+
+/// [`read_regular`], with the metadata of the file whenever it was opened, a file too large to
+/// read included (`None` only when it could not be opened as a regular file).
+pub fn read_regular_with(
+    path: &Path,
+    max_bytes: u64,
+) -> (Option<fs::Metadata>, Result<Vec<u8>, ReadError>) {
+    match open_regular(path) {
+        Ok((file, meta)) => {
+            let bytes = read_opened(path, file, &meta, max_bytes);
+            (Some(meta), bytes)
+        }
+        Err(err) => (None, Err(err)),
+    }
+}
+
+/// The bytes of `file`, opened at `path` with metadata `meta`, at most `max_bytes`.
+fn read_opened(
+    path: &Path,
+    file: fs::File,
+    meta: &fs::Metadata,
+    max_bytes: u64,
+) -> Result<Vec<u8>, ReadError> {
     let unavailable = || ReadError::Unavailable {
         path: path.to_path_buf(),
     };
@@ -120,7 +150,6 @@ pub fn read_regular_meta(
         size,
         max: max_bytes,
     };
-    let (file, meta) = open_regular(path)?;
     if meta.len() > max_bytes {
         return Err(too_large(meta.len()));
     }
@@ -133,7 +162,7 @@ pub fn read_regular_meta(
     if bytes.len() as u64 > max_bytes {
         return Err(too_large(bytes.len() as u64));
     }
-    Ok((bytes, meta))
+    Ok(bytes)
 }
 
 /// The last `max_bytes` (at most) of the regular file at `path`, with the file's size; the same

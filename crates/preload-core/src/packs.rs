@@ -12,6 +12,8 @@ mod render;
 
 use std::path::{Path, PathBuf};
 
+use crate::stamps::Meta;
+
 pub use config::{
     ConfigFile, DEFAULT_INDEX_MARKERS, DEFAULT_LOG_GLOB, DEFAULT_TAIL_LINES, LogRule, Pack,
     PackFile, PacksError, Strategy, Trigger, parse,
@@ -34,6 +36,8 @@ pub struct LoadedPack {
     pub pack: Pack,
     /// The configuration file it comes from.
     pub file: PathBuf,
+    /// That file's metadata when it was read (for the pack's stamp).
+    pub file_meta: Option<Meta>,
     /// The key its delivery is recorded under: `<config file>#<name>`.
     pub key: String,
 }
@@ -78,14 +82,22 @@ pub struct Loaded {
 
 /// The configuration file at `path`: `None` when there is none.
 pub fn read_file(path: &Path) -> Option<Result<ConfigFile, PacksError>> {
-    match crate::file::read_regular(path, MAX_CONFIG_BYTES) {
-        Ok(bytes) => Some(parse(path, &crate::file::lossy_text(bytes))),
-        Err(crate::file::ReadError::Unavailable { .. }) if !path.exists() => None,
-        Err(e) => Some(Err(PacksError::Unreadable {
+    read_file_meta(path).map(|(config, _)| config)
+}
+
+/// [`read_file`], with the metadata of the file as it was opened for the read.
+fn read_file_meta(path: &Path) -> Option<(Result<ConfigFile, PacksError>, Option<Meta>)> {
+    let (meta, bytes) = crate::file::read_regular_with(path, MAX_CONFIG_BYTES);
+    let meta = meta.as_ref().map(Meta::from);
+    let config = match bytes {
+        Ok(bytes) => parse(path, &crate::file::lossy_text(bytes)),
+        Err(crate::file::ReadError::Unavailable { .. }) if !path.exists() => return None,
+        Err(e) => Err(PacksError::Unreadable {
             path: path.to_path_buf(),
             reason: e.to_string(),
-        })),
-    }
+        }),
+    };
+    Some((config, meta))
 }
 
 /// The configuration files of a project, global first.
@@ -108,13 +120,13 @@ pub fn load(project_root: &Path, claude_dir: &Path, home: &Path) -> Loaded {
         home: home.to_path_buf(),
     };
     for file in config_files(project_root, claude_dir) {
-        let config = match read_file(&file) {
+        let (config, file_meta) = match read_file_meta(&file) {
             None => continue,
-            Some(Err(e)) => {
+            Some((Err(e), _)) => {
                 loaded.errors.push(e);
                 continue;
             }
-            Some(Ok(config)) => config,
+            Some((Ok(config), meta)) => (config, meta),
         };
         let base = crate::paths::normalize(&file.to_string_lossy(), home);
         for pack in config.packs {
@@ -122,6 +134,7 @@ pub fn load(project_root: &Path, claude_dir: &Path, home: &Path) -> Loaded {
             let entry = LoadedPack {
                 pack,
                 file: file.clone(),
+                file_meta,
                 key,
             };
             match loaded

@@ -6,7 +6,7 @@
 //! object with the hash, the characters sent and one such metadata string per source file.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -84,16 +84,14 @@ impl Stamp {
         }
     }
 
-    /// The stamp of a text made from `sources` (a pack).
-    pub fn of_sources<P: AsRef<Path>>(sources: &[P], text: &str) -> Self {
+    /// The stamp of a text made from `sources` (a pack), each with its metadata from when it
+    /// was read for the text (`None`: not there).
+    pub fn of_sources(sources: &[(PathBuf, Option<Meta>)], text: &str) -> Self {
         Self {
             hash: hash(text),
             sources: sources
                 .iter()
-                .map(|p| {
-                    let p = p.as_ref();
-                    (p.to_string_lossy().into_owned(), Meta::encode(Meta::of(p)))
-                })
+                .map(|(p, meta)| (p.to_string_lossy().into_owned(), Meta::encode(*meta)))
                 .collect(),
             chars: Some(crate::delivery::chars(text)),
         }
@@ -254,7 +252,8 @@ mod tests {
         let a = tmp.path().join("a.md");
         std::fs::write(&a, "a").unwrap();
         let missing = tmp.path().join("later.md");
-        let stamp = Stamp::of_sources(&[&a, &missing], "the text");
+        let sources = [(a.clone(), Meta::of(&a)), (missing.clone(), None)];
+        let stamp = Stamp::of_sources(&sources, "the text");
         let mut state = State::default();
         set(&mut state, "/p/.claude/context-packs.json#x", &stamp);
         assert_eq!(

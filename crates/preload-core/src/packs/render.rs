@@ -3,10 +3,11 @@
 //! over its budget, the lowest-priority files are reduced (verbatim, index, mention) first.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{Loaded, LoadedPack, Strategy};
-use crate::delivery;
+use crate::delivery::{self, FileBody};
+use crate::stamps::Meta;
 
 /// The rule under the header and above the footer.
 fn rule() -> String {
@@ -33,17 +34,9 @@ pub struct Rendered {
     pub tokens: usize,
     /// Files reduced to stay within the budget.
     pub reductions: Vec<Reduction>,
-    /// Every file the text was made from (the configuration file first).
-    pub sources: Vec<PathBuf>,
-}
-
-/// What one file held when it was read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Content {
-    Missing,
-    TooLarge(u64),
-    Empty,
-    Text(String),
+    /// Every file the text was made from (the configuration file first), each with its
+    /// metadata from when it was read (`None`: it was not there).
+    pub sources: Vec<(PathBuf, Option<Meta>)>,
 }
 
 /// One file of the pack with its effective strategy.
@@ -54,7 +47,7 @@ struct Entry {
     strategy: Strategy,
     priority: i64,
     note: Option<String>,
-    content: Content,
+    content: FileBody,
 }
 
 /// Estimated tokens of `text`: characters / 4, rounded up.
@@ -70,34 +63,20 @@ pub fn index_of<'t>(text: &'t str, markers: &[String; 2]) -> Option<&'t str> {
     Some(text[start..end].trim())
 }
 
-fn read(path: &Path, max_bytes: u64) -> Content {
-    match crate::file::read_regular(path, max_bytes) {
-        Ok(bytes) => {
-            let text = crate::file::lossy_text(bytes);
-            if text.trim().is_empty() {
-                Content::Empty
-            } else {
-                Content::Text(text)
-            }
-        }
-        Err(crate::file::ReadError::TooLarge { size, .. }) => Content::TooLarge(size),
-        Err(crate::file::ReadError::Unavailable { .. }) => Content::Missing,
-    }
-}
-
 /// Render `pack` of `loaded`, reading each file at most `max_bytes`.
 pub fn render(loaded: &Loaded, pack: &LoadedPack, max_bytes: u64) -> Rendered {
-    let mut sources = vec![pack.file.clone()];
+    let mut sources = vec![(pack.file.clone(), pack.file_meta)];
     let mut entries: Vec<Entry> = Vec::new();
     for file in &pack.pack.files {
         if file.strategy == Strategy::Skip {
             continue;
         }
         let absolute = loaded.resolve(&file.path.0);
-        sources.push(absolute.clone());
+        let (content, meta) = delivery::read_for_delivery_meta(&absolute, max_bytes);
+        sources.push((absolute.clone(), meta.as_ref().map(Meta::from)));
         entries.push(Entry {
             shown: file.path.0.clone(),
-            content: read(&absolute, max_bytes),
+            content,
             absolute,
             strategy: file.strategy,
             priority: file.priority,
@@ -113,7 +92,7 @@ pub fn render(loaded: &Loaded, pack: &LoadedPack, max_bytes: u64) -> Rendered {
             let Some(i) = (0..entries.len())
                 .filter(|i| {
                     entries[*i].strategy.degraded().is_some()
-                        && matches!(entries[*i].content, Content::Text(_))
+                        && matches!(entries[*i].content, FileBody::Text(_))
                 })
                 .min_by_key(|i| (entries[*i].priority, std::cmp::Reverse(*i)))
             else {
@@ -202,7 +181,7 @@ fn body_of(
     if !mentions.is_empty() {
         out.push_str("Not loaded (read them when they matter):\n");
         for entry in mentions {
-            let missing = if entry.content == Content::Missing {
+            let missing = if entry.content == FileBody::Unavailable {
                 " (missing)"
             } else {
                 ""
@@ -224,22 +203,22 @@ fn body_of(
 fn section(loaded: &Loaded, entry: &Entry, max_bytes: u64) -> (String, bool) {
     let name = &entry.shown;
     match &entry.content {
-        Content::Missing => (
+        FileBody::Unavailable => (
             format!(
                 "--- {name} (missing: no file at {}) ---\n",
                 entry.absolute.display()
             ),
             false,
         ),
-        Content::TooLarge(size) => (
+        FileBody::TooLarge(size) => (
             format!(
                 "--- {name} (not inlined: {size} bytes, over the {max_bytes}-byte limit; read \
                  it when you need it) ---\n"
             ),
             false,
         ),
-        Content::Empty => (format!("--- {name} ---\n(empty)\n"), true),
-        Content::Text(text) => {
+        FileBody::Empty => (format!("--- {name} ---\n(empty)\n"), true),
+        FileBody::Text(text) => {
             let text = delivery::trim_trailing_newlines(text);
             if entry.strategy == Strategy::Index {
                 match index_of(text, &loaded.markers) {

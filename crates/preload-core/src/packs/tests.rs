@@ -403,6 +403,24 @@ fn an_index_without_entries_says_so_and_paths_resolve_from_the_project() {
     assert_eq!(r.sources.len(), 3, "the configuration and both files");
 }
 
+/// A pack's stamp holds its files as they were read for the text: one replaced before the
+/// stamp is made is a change, not the text's source.
+#[test]
+fn a_pack_stamp_holds_the_files_that_were_read() {
+    let p = Project::new();
+    p.config(r#"{"packs": [{"name": "r", "on": "SessionStart", "files": [{"path": "R.md"}]}]}"#);
+    p.file("R.md", "one");
+    let r = render_only(&p);
+    assert!(r.text.contains("--- R.md ---\none"), "{}", r.text);
+    let replaced = r.sources[1].0.clone();
+    let new = replaced.with_file_name("R.md.new");
+    fs::write(&new, "two").unwrap();
+    fs::rename(&new, &replaced).unwrap();
+    let stamp = crate::stamps::Stamp::of_sources(&r.sources, &r.text);
+    assert!(!stamp.unmoved(), "the file at the path is not the one read");
+    assert!(r.sources.iter().all(|(_, meta)| meta.is_some()));
+}
+
 proptest::proptest! {
     /// `**/NAME` matched by name answers as the compiled glob does.
     #[test]
