@@ -79,10 +79,15 @@ impl FileIds {
     }
 }
 
-/// True when the last component of `path` is `name` (cheaper than splitting the path).
+/// True when the last component of `path` is `name` (cheaper than splitting the path): the
+/// byte before it and its first byte are compared before the rest, so the entries of other
+/// names (nearly all, in a long list) cost two byte comparisons.
 fn has_name(path: &str, name: &str) -> bool {
-    path.strip_suffix(name)
-        .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+    let (path, name) = (path.as_bytes(), name.as_bytes());
+    let Some(head) = path.len().checked_sub(name.len()) else {
+        return false;
+    };
+    (head == 0 || path[head - 1] == b'/') && path.get(head) == name.first() && path[head..] == *name
 }
 
 fn base_name(path: &str) -> &str {
@@ -123,14 +128,19 @@ impl InContext {
     /// Whether `normalized` is already in context in `state`, and how; identities come from
     /// `ids`.
     pub fn check(&mut self, state: &State, normalized: &str, ids: &FileIds) -> Option<Hit> {
-        if self.entries(state).any(|p| p == normalized) {
-            return Some(Hit::Path);
+        // One pass: the same path is among the entries of the same name, which are also the
+        // ones a plain file can be under another directory.
+        let name = base_name(normalized);
+        let mut same_name = Vec::new();
+        for entry in self.entries(state).filter(|p| has_name(p, name)) {
+            if entry == normalized {
+                return Some(Hit::Path);
+            }
+            same_name.push(entry);
         }
         let candidate = ids.get(normalized)?;
-        let name = base_name(normalized);
-        if self
-            .entries(state)
-            .filter(|p| has_name(p, name))
+        if same_name
+            .into_iter()
             .filter_map(|p| ids.get(p))
             .any(|other| other.id == candidate.id)
         {
@@ -227,5 +237,16 @@ mod tests {
         let s = state_with(&[std::path::Path::new("/nope/a.md")]);
         let mut set = InContext::new("preloadedFiles");
         assert_eq!(set.check(&s, "/nope/b.md", &FileIds::default()), None);
+    }
+
+    proptest::proptest! {
+        /// The name comparison answers as "`path` ends with `/name`, or is `name`".
+        #[test]
+        fn names_compare_as_path_suffixes(path in "[/ab.é]{0,8}", name in "[/ab.é]{0,4}") {
+            let expected = path
+                .strip_suffix(name.as_str())
+                .is_some_and(|head| head.is_empty() || head.ends_with('/'));
+            proptest::prop_assert_eq!(has_name(&path, &name), expected);
+        }
     }
 }
