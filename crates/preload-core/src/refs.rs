@@ -55,8 +55,12 @@ impl Reference {
     }
 }
 
-/// Remove inline backtick spans (paired backticks) from a line.
-fn strip_backticks(line: &str) -> String {
+/// Remove inline backtick spans (paired backticks) from a line; a line without a backtick is
+/// kept as it is.
+fn strip_backticks(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('`') {
+        return std::borrow::Cow::Borrowed(line);
+    }
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(open) = rest.find('`') {
@@ -70,7 +74,7 @@ fn strip_backticks(line: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Extract the references of one already-stripped line, in order.
@@ -94,13 +98,14 @@ fn scan_line(line: &str, out: &mut Vec<Reference>) {
         if name.is_empty() {
             continue;
         }
-        let reference = Reference {
+        // A name seen before (most, in a long skill) is not copied again.
+        if out.iter().any(|r| r.kind == kind && r.name == name) {
+            continue;
+        }
+        out.push(Reference {
             kind,
             name: name.to_owned(),
-        };
-        if !out.contains(&reference) {
-            out.push(reference);
-        }
+        });
     }
 }
 
@@ -131,7 +136,7 @@ pub fn scan(text: &str) -> Vec<Reference> {
         let line = &text[start..end];
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
-        } else if !in_fence && line.contains('§') {
+        } else if !in_fence && (fence.is_none() || line.contains('§')) {
             scan_line(&strip_backticks(line), &mut out);
         }
     }
