@@ -43,6 +43,11 @@ pub const MAX_CHUNKS: usize = 1_000;
 const MAGIC: &str = "preload-start-cache 1";
 /// The extension of cache files.
 const EXTENSION: &str = "slots";
+/// How often a registration waiting for the text looks for the cache file. The lock itself is
+/// tried at the lock protocol's pace ([`crate::lock::RETRY_EVERY`]); the file, one `open`, is
+/// looked for in between, so the other registrations print within a moment of its writing
+/// instead of at the next try of the lock.
+const CACHE_POLL: Duration = Duration::from_millis(1);
 
 /// The blocks of each slot, in slot order.
 pub type Slots = Vec<Vec<String>>;
@@ -182,8 +187,9 @@ impl StartCache {
 
     /// Slot `chunk.index` of the text cut for `chunk.total` slots of `budget` characters: from
     /// the cache when it is fresh, else, under the cache's lock (waited for at most three
-    /// quarters of the time left before `deadline`), from a cache another registration wrote
-    /// meanwhile; else a [`Writer`], after stale caches and leftovers were swept.
+    /// quarters of the time left before `deadline`, the cache looked for while waiting), from a
+    /// cache another registration wrote meanwhile; else a [`Writer`], after stale caches and
+    /// leftovers were swept.
     pub fn lookup(
         &self,
         chunk: Chunk,
@@ -193,12 +199,43 @@ impl StartCache {
         if let Some(blocks) = read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let lock = StateLock::acquire_unlatched(&self.path, Instant::now() + left * 3 / 4)
-            .map_err(|source| StartCacheError::Lock {
-                path: self.path.clone(),
-                source,
-            })?;
+        let started = Instant::now();
+        let give_up = started + deadline.saturating_duration_since(started) * 3 / 4;
+        let mut next_try = started;
+        let lock = loop {
+            let now = Instant::now();
+            if now >= next_try || now >= give_up {
+                // One try (an abandoned lock is reclaimed in it).
+                match StateLock::acquire_unlatched(&self.path, now) {
+                    Ok(lock) => break lock,
+                    Err(LockError::Timeout { .. }) if now < give_up => {
+                        next_try = now + crate::lock::RETRY_EVERY;
+                    }
+                    Err(LockError::Timeout { path, holder, .. }) => {
+                        let waited_ms = now.duration_since(started).as_millis();
+                        return Err(StartCacheError::Lock {
+                            path: self.path.clone(),
+                            source: LockError::Timeout {
+                                path,
+                                waited_ms,
+                                holder,
+                            },
+                        });
+                    }
+                    Err(source) => {
+                        return Err(StartCacheError::Lock {
+                            path: self.path.clone(),
+                            source,
+                        });
+                    }
+                }
+            }
+            let until = next_try.min(give_up);
+            std::thread::sleep(CACHE_POLL.min(until.saturating_duration_since(Instant::now())));
+            if let Some(blocks) = read(&self.path, chunk, budget) {
+                return Ok(Lookup::Found(blocks));
+            }
+        };
         if let Some(blocks) = read(&self.path, chunk, budget) {
             lock.release();
             return Ok(Lookup::Found(blocks));
