@@ -156,11 +156,16 @@ fn number_of(value: &Value) -> Option<f64> {
 
 impl Rule {
     /// Read one rule; `None` for an unknown trigger type or a rule that is not an object.
-    /// Missing fields take defaults: mode `inline`, urgency `allow`, priority 999.
-    pub fn from_value(value: &Value, index: usize) -> Option<Self> {
+    /// Missing fields take defaults: mode `inline`, urgency `allow`, priority 999. The payload
+    /// is moved out of `value`, not copied (a hook reads `guards.json` on every call).
+    pub fn from_value(mut value: Value, index: usize) -> Option<Self> {
+        let payload = match value.as_object_mut()?.remove("payload") {
+            Some(Value::Object(payload)) => payload,
+            _ => Map::new(),
+        };
         let obj = value.as_object()?;
         let trigger = obj.get("trigger")?;
-        let condition = trigger.get("condition").cloned().unwrap_or(Value::Null);
+        let condition = trigger.get("condition").unwrap_or(&Value::Null);
         let cond = |key: &str| condition.get(key);
         let trigger = match trigger.get("type")?.as_str()? {
             "contextThreshold" => {
@@ -199,11 +204,7 @@ impl Rule {
                 .and_then(Value::as_str)
                 .map_or_else(|| format!("rule-{index}"), str::to_owned),
             trigger,
-            payload: obj
-                .get("payload")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+            payload,
             mode: Mode::parse(obj.get("mode").and_then(Value::as_str)),
             urgency: Urgency::parse(obj.get("urgency").and_then(Value::as_str)),
             priority: obj.get("priority").and_then(number_of).unwrap_or(999.0),
@@ -236,16 +237,16 @@ pub fn parse(text: &str) -> Result<Vec<Rule>, RulesError> {
     }
     let value: Value =
         serde_json::from_str(text).map_err(|e| RulesError::NotJson(e.to_string()))?;
-    let items = match &value {
+    let items = match value {
         Value::Array(items) => items,
-        Value::Object(obj) => obj
-            .get("rules")
-            .and_then(Value::as_array)
-            .ok_or(RulesError::NotRules)?,
+        Value::Object(mut obj) => match obj.remove("rules") {
+            Some(Value::Array(items)) => items,
+            _ => return Err(RulesError::NotRules),
+        },
         _ => return Err(RulesError::NotRules),
     };
     Ok(items
-        .iter()
+        .into_iter()
         .enumerate()
         .filter_map(|(i, v)| Rule::from_value(v, i))
         .collect())

@@ -14,7 +14,7 @@ fn state(v: Value) -> State {
 }
 
 fn rule(v: &Value) -> Rule {
-    Rule::from_value(v, 0).unwrap()
+    Rule::from_value(v.clone(), 0).unwrap()
 }
 
 fn facts<'a>(s: &'a State, key: Option<&'a str>, tool: Option<&'a str>) -> Facts<'a> {
