@@ -26,7 +26,7 @@ use crate::delivery::{self, Packer};
 use crate::env::{self, Env};
 use crate::file::{self, WriteError};
 use crate::input::HookInput;
-use crate::lock::{LockError, StateLock};
+use crate::lock::{LockError, StateLock, Waited};
 use crate::markers::{self, MarkerDir, MarkerError};
 use crate::process;
 use crate::state;
@@ -199,42 +199,20 @@ impl StartCache {
         if let Some(blocks) = read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
-        let started = Instant::now();
-        let give_up = started + deadline.saturating_duration_since(started) * 3 / 4;
-        let mut next_try = started;
-        let lock = loop {
-            let now = Instant::now();
-            if now >= next_try || now >= give_up {
-                // One try (an abandoned lock is reclaimed in it).
-                match StateLock::acquire_unlatched(&self.path, now) {
-                    Ok(lock) => break lock,
-                    Err(LockError::Timeout { .. }) if now < give_up => {
-                        next_try = now + crate::lock::RETRY_EVERY;
-                    }
-                    Err(LockError::Timeout { path, holder, .. }) => {
-                        let waited_ms = now.duration_since(started).as_millis();
-                        return Err(StartCacheError::Lock {
-                            path: self.path.clone(),
-                            source: LockError::Timeout {
-                                path,
-                                waited_ms,
-                                holder,
-                            },
-                        });
-                    }
-                    Err(source) => {
-                        return Err(StartCacheError::Lock {
-                            path: self.path.clone(),
-                            source,
-                        });
-                    }
-                }
-            }
-            let until = next_try.min(give_up);
-            std::thread::sleep(CACHE_POLL.min(until.saturating_duration_since(Instant::now())));
-            if let Some(blocks) = read(&self.path, chunk, budget) {
-                return Ok(Lookup::Found(blocks));
-            }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let waited = StateLock::acquire_unlatched_or(
+            &self.path,
+            Instant::now() + left * 3 / 4,
+            CACHE_POLL,
+            || read(&self.path, chunk, budget),
+        )
+        .map_err(|source| StartCacheError::Lock {
+            path: self.path.clone(),
+            source,
+        })?;
+        let lock = match waited {
+            Waited::Locked(lock) => lock,
+            Waited::Found(blocks) => return Ok(Lookup::Found(blocks)),
         };
         if let Some(blocks) = read(&self.path, chunk, budget) {
             lock.release();
