@@ -103,25 +103,13 @@ impl OpError {
 /// or device planted where a file was expected is refused without blocking, and a file swapped
 /// after a check is never the one read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
-    read_regular_meta(path, max_bytes).map(|(bytes, _)| bytes)
-}
-
-/// [`read_regular`], with the metadata of the file read, taken from the open descriptor before
-/// the read: a change made while reading leaves the metadata older than the bytes, never newer.
-pub fn read_regular_meta(
-    path: &Path,
-    max_bytes: u64,
-) -> Result<(Vec<u8>, fs::Metadata), ReadError> {
-    let (meta, bytes) = read_regular_with(path, max_bytes);
-    let bytes = bytes?;
-    meta.map(|meta| (bytes, meta))
-        .ok_or_else(|| ReadError::Unavailable {
-            path: path.to_path_buf(),
-        })
+    read_regular_with(path, max_bytes).1
 }
 
 /// [`read_regular`], with the metadata of the file whenever it was opened, a file too large to
-/// read included (`None` only when it could not be opened as a regular file).
+/// read included (`None` only when it could not be opened as a regular file). The metadata is
+/// taken from the open descriptor before the read: a change made while reading leaves it older
+/// than the bytes, never newer.
 pub fn read_regular_with(
     path: &Path,
     max_bytes: u64,
