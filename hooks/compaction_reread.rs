@@ -1,6 +1,5 @@
 //! `PreCompact`, `SessionStart` (`compact`), `PreToolUse`, `Stop` and `PostToolUse` (`Skill`),
 //! one subcommand each: re-reads a handler's, worker's or loop's state files after compaction.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    preload_core::hooks::compaction_reread::main()
-}
+preload_core::hook_entry!(preload_core::hooks::compaction_reread::main);

@@ -1,6 +1,5 @@
 //! `PreToolUse` (`AskUserQuestion`), test sessions only: answers the agent's questions by
 //! strategy while `E2E_AUTO_ANSWER` is set; otherwise exits at once without reading stdin.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    preload_core::hooks::e2e_auto_answer::main()
-}
+preload_core::hook_entry!(preload_core::hooks::e2e_auto_answer::main);

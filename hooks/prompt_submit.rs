@@ -1,5 +1,4 @@
 //! UserPromptSubmit: records a skill expansion's SKILL.md as in context; the session gate.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    preload_core::hooks::prompt_submit::main()
-}
+preload_core::hook_entry!(preload_core::hooks::prompt_submit::main);

@@ -1,6 +1,5 @@
 //! SessionEnd (every reason): the ended context window's compaction marker and, when the Claude
 //! process ends, the owner's seed go; sessions stay.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    preload_core::hooks::session_end::main()
-}
+preload_core::hook_entry!(preload_core::hooks::session_end::main);

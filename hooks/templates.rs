@@ -1,5 +1,4 @@
 //! PostToolUse (`Skill`, `Bash`): delivers a starting skill's phase commands and templates.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    preload_core::hooks::templates::main()
-}
+preload_core::hook_entry!(preload_core::hooks::templates::main);

@@ -1,7 +1,7 @@
 //! Faults of the machine under the hooks: a process killed at each step of a write, a full disk,
-//! a read-only sessions directory, and a clock set back or forward. Each test checks that the
-//! hook fails open, leaves no file half-written, and that the next call delivers exactly what
-//! was left. Figures are printed with `--nocapture` and quoted in `docs/reliability.md`.
+//! a read-only sessions directory, a clock set back or forward, and a client that closed the
+//! pipe before the answer. Each test checks that the hook fails open, leaves no file
+//! half-written, and that the next call delivers exactly what was left. Figures are printed with `--nocapture` and quoted in `docs/reliability.md`.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -664,5 +664,49 @@ fn time_stamps_in_the_past_or_future_change_no_decision() {
         );
         let after = read_json(&state);
         assert_eq!(after["startedAt"], stamp, "{stamp}: foreign fields kept");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client gave up
+// ---------------------------------------------------------------------------------------------
+
+/// Claude Code closed its end of the hook's stdout before the answer (it gave up on the call):
+/// every hook still ends normally, with status 0, instead of being killed by `SIGPIPE`.
+#[test]
+fn a_closed_stdout_ends_every_hook_normally() {
+    let sb = Sandbox::new();
+    busy_session(&sb);
+    for (name, args, input) in [
+        (
+            "preload-overflow",
+            &[][..],
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        ),
+        ("preload-injections", &[][..], post_tool_use()),
+        (
+            "preload-session-start",
+            &["--chunk", "0/2"][..],
+            json!({"hook_event_name": "SessionStart", "source": "startup"}),
+        ),
+        (
+            "preload-dispatch",
+            &["PreToolUse"][..],
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "/etc/hosts"}}),
+        ),
+    ] {
+        let (mut cmd, stdin) = sandboxed(&sb, &bin(name), &input);
+        let mut child = cmd.args(args).spawn().unwrap();
+        // Closed before the hook has its input, so before it can answer.
+        drop(child.stdout.take());
+        let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), &stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name} {args:?} ended with {:?} (stderr {})",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -15,7 +15,7 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
-//!    [`rng`], [`choice`], [`watchdog`].
+//!    [`rng`], [`choice`], [`watchdog`], [`start`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -65,6 +65,7 @@ pub mod markers;
 pub mod paths;
 pub mod process;
 pub mod rng;
+pub mod start;
 pub mod tmux;
 pub mod watchdog;
 

@@ -10,8 +10,8 @@ use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
-// The only module of the workspace with `unsafe` (FFI to libproc); the workspace denies it
-// everywhere else. Each block carries its SAFETY comment.
+// FFI to libproc: one of the three modules allowed `unsafe` (with `watchdog` and `start`); the
+// workspace denies it everywhere else. Each block carries its SAFETY comment.
 #[cfg(target_os = "macos")]
 #[allow(unsafe_code)]
 mod macos;

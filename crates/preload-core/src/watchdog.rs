@@ -9,8 +9,9 @@
 //! never two. Writes refused after the deadline (`state::commit_before`) keep a late handler from
 //! committing what the fail-open answer did not deliver.
 //!
-//! This module and `process` (macOS's libproc) are the only ones allowed `unsafe`: installing
-//! a signal handler and calling `setitimer`, `write` and `_exit` through the C library.
+//! This module, `start` and `process` (macOS's libproc) are the only ones allowed `unsafe`:
+//! installing a signal handler and calling `setitimer`, `write` and `_exit` through the C
+//! library.
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

@@ -6,8 +6,9 @@
 //! back to `PROC_PIDT_SHORTBSDINFO`, which every user may ask for and which carries the name and
 //! the parent but no start time. The owner Claude process is always of the same user.
 //!
-//! This is the one module of the workspace allowed `unsafe` (declared with
-//! `#[allow(unsafe_code)]` in `process.rs`); every block says why it is sound.
+//! One of the three modules of the workspace allowed `unsafe` (declared with
+//! `#[allow(unsafe_code)]` in `process.rs`), with `watchdog` and `start`; every block says why
+//! it is sound.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
