@@ -110,14 +110,17 @@ pub fn is_excluded(dir: &Path, top: &Path) -> bool {
 }
 
 /// The directive files of one directory, in [`DIRECTIVE_NAMES`] order: `.directives/<NAME>`
-/// when it is a file, else `<NAME>`.
+/// when it is a file, else `<NAME>`. Most directories have no `.directives/`: one look at it
+/// spares a look for each name inside.
 pub fn directive_files(dir: &Path) -> Vec<PathBuf> {
+    let directives = dir.join(".directives");
+    let has_directives = directives.is_dir();
     DIRECTIVE_NAMES
         .iter()
         .filter_map(|name| {
-            let preferred = dir.join(".directives").join(name);
+            let preferred = directives.join(name);
             let flat = dir.join(name);
-            if preferred.is_file() {
+            if has_directives && preferred.is_file() {
                 Some(preferred)
             } else if flat.is_file() {
                 Some(flat)
