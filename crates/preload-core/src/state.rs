@@ -14,6 +14,7 @@ use crate::file::WriteError;
 use crate::lock::LockError;
 
 mod peek;
+mod pretty;
 mod store;
 pub use peek::{peek_member, peek_pid};
 pub use store::{
@@ -123,7 +124,7 @@ impl State {
 
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
-        let mut text = serde_json::to_string_pretty(&self.0).unwrap_or_else(|_| "{}".to_owned());
+        let mut text = pretty::to_string_map(&self.0);
         text.push('\n');
         text
     }

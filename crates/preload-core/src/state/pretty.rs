@@ -1,0 +1,205 @@
+//! The state's text: the bytes `serde_json::to_string_pretty` writes (2-space indentation), from
+//! a writer that copies the plain runs of a string eight bytes at a time.
+//!
+//! Every writing call renders its whole state; on a large one (346 KB, most of it file paths)
+//! `serde_json`'s byte-by-byte escaping was a fifth of the call's instructions. A property test
+//! holds this writer to `serde_json`'s output.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+/// `map` as `serde_json::to_string_pretty` writes it.
+pub fn to_string_map(map: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    write_object(&mut out, map, 0);
+    out
+}
+
+fn newline(out: &mut String, depth: usize) {
+    out.push('\n');
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+fn write_value(out: &mut String, value: &Value, depth: usize) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        // `Number`'s text is the one its serialisation writes (itoa, ryu).
+        Value::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, depth + 1);
+                write_value(out, item, depth + 1);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map, depth),
+    }
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, depth + 1);
+        write_str(out, key);
+        out.push_str(": ");
+        write_value(out, item, depth + 1);
+    }
+    newline(out, depth);
+    out.push('}');
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// True when one of the eight bytes of `word` is a control character, `"` or `\` (the bytes
+/// JSON escapes). May answer true for a word that has none after one that does; never false
+/// for one that has one.
+fn needs_escape(word: u64) -> bool {
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote =
+        (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES) & !(word ^ (ONES * u64::from(b'"')));
+    let backslash =
+        (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES) & !(word ^ (ONES * u64::from(b'\\')));
+    (below_space | quote | backslash) & HIGHS != 0
+}
+
+/// True for a byte JSON escapes.
+fn is_escaped(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// `s` as a JSON string, escaped as `serde_json` escapes it: the runs between escapes are
+/// found eight bytes at a time and copied whole.
+fn write_str(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    let mut i = 0;
+    loop {
+        while let Some(word) = bytes[i..].first_chunk::<8>() {
+            if needs_escape(u64::from_le_bytes(*word)) {
+                break;
+            }
+            i += 8;
+        }
+        // At most the rest of a word that holds an escape, or the last few bytes.
+        while i < bytes.len() && !is_escaped(bytes[i]) {
+            i += 1;
+        }
+        let Some(&byte) = bytes.get(i) else {
+            break;
+        };
+        out.push_str(&s[start..i]);
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 0xf)]));
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::to_string_map;
+
+    fn to_string(value: &Value) -> String {
+        let mut map = Map::new();
+        map.insert("v".into(), value.clone());
+        to_string_map(&map)
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            // Every kind of character, control characters and escapes dense among them.
+            proptest::collection::vec(
+                prop_oneof![
+                    3 => proptest::char::range('\0', '\u{7f}'),
+                    1 => any::<char>(),
+                    1 => Just('"'),
+                    1 => Just('\\'),
+                ],
+                0..40
+            )
+            .prop_map(|chars| Value::String(chars.into_iter().collect())),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::vec((".{0,12}", inner), 0..8)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect::<Map<_, _>>())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn writes_what_serde_json_writes(value in value()) {
+            let expected = serde_json::to_string_pretty(&json!({"v": value})).unwrap_or_default();
+            prop_assert_eq!(to_string(&value), expected);
+        }
+    }
+
+    #[test]
+    fn escapes_at_every_offset_of_a_word() {
+        for offset in 0..17 {
+            for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', '\u{7f}', '§'] {
+                let s = format!("{}{special}{}", "a".repeat(offset), "b".repeat(9));
+                let value = json!([s]);
+                assert_eq!(
+                    to_string(&value),
+                    serde_json::to_string_pretty(&json!({"v": value})).unwrap_or_default(),
+                    "{s:?}"
+                );
+            }
+        }
+    }
+}
