@@ -238,7 +238,7 @@ fn activate_state(
     {
         state::deep_merge(&mut s.0, params);
     }
-    if let Some(def) = Skill::load(&ctx.paths, &skill) {
+    if let Some(def) = ctx.skills.load(&ctx.paths, &skill) {
         for (key, value) in static_fields(&def) {
             s.set(&key, value);
         }

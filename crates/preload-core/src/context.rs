@@ -13,6 +13,7 @@ use crate::input::HookInput;
 use crate::lock;
 use crate::packs;
 use crate::paths::{self, EnginePaths, PhysicalDirs};
+use crate::skill::Skills;
 
 /// Default largest file delivered by content.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 256 * 1024;
@@ -107,6 +108,8 @@ pub struct Context {
     /// Physical paths of directories resolved during this call, shared by every
     /// normalisation.
     pub physical_dirs: PhysicalDirs,
+    /// Skills loaded during this call, shared by every step that asks for one.
+    pub skills: Skills,
     config: OnceLock<Config>,
     packs: OnceLock<packs::Loaded>,
 }
@@ -155,6 +158,7 @@ impl Context {
             env,
             file_ids: FileIds::default(),
             physical_dirs: PhysicalDirs::default(),
+            skills: Skills::default(),
             config: OnceLock::new(),
             packs: OnceLock::new(),
         }

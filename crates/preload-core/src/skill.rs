@@ -1,7 +1,9 @@
 //! SKILL.md: its JSON block, phase lookup by label, and the one phase-command resolver every
 //! hook uses (`resolve_phase_cmds`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value};
 
@@ -16,28 +18,50 @@ pub const TEMPLATE_FIELDS: [&str; 3] = [
     fields::PLAN_TEMPLATE,
 ];
 
-/// Every fenced `json` block of a Markdown text that parses, in order.
+/// Every fenced `json` block of a Markdown text that parses, in order: from a line that is
+/// `` ```json `` (trailing white space allowed) to the next line that is `` ``` ``; a block left
+/// open is not one. The opening fence is searched for, so a long SKILL.md is not walked line by
+/// line.
 pub fn json_blocks(text: &str) -> Vec<Value> {
+    const OPEN: &str = "```json";
     let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        match current.as_mut() {
-            None if line.trim_end() == "```json" => current = Some(String::new()),
-            None => {}
-            Some(_) if line.trim_end() == "```" => {
-                if let Some(body) = current.take() {
-                    if let Ok(value) = serde_json::from_str::<Value>(&body) {
-                        out.push(value);
-                    }
-                }
-            }
-            Some(body) => {
-                body.push_str(line);
-                body.push('\n');
-            }
+    let mut from = 0;
+    while let Some(found) = text[from..].find(OPEN) {
+        let at = from + found;
+        let (line, mut next) = line_at(text, at);
+        from = next;
+        if (at > 0 && text.as_bytes()[at - 1] != b'\n') || line.trim_end() != OPEN {
+            continue;
         }
+        let mut body = String::new();
+        while next < text.len() {
+            let (line, after) = line_at(text, next);
+            next = after;
+            if line.trim_end() == "```" {
+                if let Ok(value) = serde_json::from_str::<Value>(&body) {
+                    out.push(value);
+                }
+                break;
+            }
+            body.push_str(line);
+            body.push('\n');
+        }
+        from = next;
     }
     out
+}
+
+/// The line that starts at byte `at` of `text`, without its `\n` or `\r\n` (as `str::lines`
+/// gives it), and where the next line starts.
+fn line_at(text: &str, at: usize) -> (&str, usize) {
+    let rest = &text[at..];
+    match rest.find('\n') {
+        Some(end) => {
+            let line = &rest[..end];
+            (line.strip_suffix('\r').unwrap_or(line), at + end + 1)
+        }
+        None => (rest, text.len()),
+    }
 }
 
 /// The skill's definition: the first JSON object block with `phases`, else the first object.
@@ -88,7 +112,25 @@ impl Skill {
             file,
         })
     }
+}
 
+/// The skills one call loaded, each SKILL.md read and parsed once however many steps of the
+/// call ask for it (a long one costs half a million instructions to parse); shared by clones.
+#[derive(Debug, Clone, Default)]
+pub struct Skills(Arc<Mutex<HashMap<String, Option<Arc<Skill>>>>>);
+
+impl Skills {
+    /// [`Skill::load`], read at the first ask of this call.
+    pub fn load(&self, paths: &EnginePaths, name: &str) -> Option<Arc<Skill>> {
+        let mut loaded = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded
+            .entry(name.to_owned())
+            .or_insert_with(|| Skill::load(paths, name).map(Arc::new))
+            .clone()
+    }
+}
+
+impl Skill {
     /// The `phases` array (empty when absent).
     pub fn phases(&self) -> &[Value] {
         self.definition
@@ -278,19 +320,20 @@ fn has_template_field(fields: &Map<String, Value>) -> bool {
 /// state's template fields when present (else the skill's). Empty without a usable skill.
 pub fn session_phase_cmds(
     paths: &EnginePaths,
+    skills: &Skills,
     state: &Map<String, Value>,
     label: &str,
 ) -> Vec<PathBuf> {
     let Some(name) = state.get(fields::SKILL).and_then(Value::as_str) else {
         return Vec::new();
     };
-    let skill = Skill::load(paths, name);
+    let skill = skills.load(paths, name);
     let state_phases = state
         .get(fields::PHASES)
         .and_then(Value::as_array)
         .filter(|p| !p.is_empty());
     let phases = state_phases.map_or_else(
-        || skill.as_ref().map_or(&[][..], Skill::phases),
+        || skill.as_deref().map_or(&[][..], Skill::phases),
         Vec::as_slice,
     );
     let empty = Map::new();

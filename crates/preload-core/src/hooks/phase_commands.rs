@@ -69,10 +69,11 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let source = format!("phase-cmds({phase})");
     let mut packer = Packer::new(ctx.budget);
     let batch = ledger::update(ctx, &target, |s| {
-        let phase_files: Vec<Request> = skill::session_phase_cmds(&ctx.paths, &s.0, &label)
-            .into_iter()
-            .map(|p| Request::new(p.to_string_lossy(), source.clone()))
-            .collect();
+        let phase_files: Vec<Request> =
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &s.0, &label)
+                .into_iter()
+                .map(|p| Request::new(p.to_string_lossy(), source.clone()))
+                .collect();
         let moment = Moment::Phase {
             label: &label,
             name: skill::name_of(phase),

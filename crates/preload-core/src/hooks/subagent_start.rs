@@ -107,9 +107,10 @@ fn requests(ctx: &Context, s: &State, agent: &str, kind: &str) -> Vec<Request> {
 fn log_template(ctx: &Context, s: &State) -> Option<PathBuf> {
     let name = s.str(fields::SKILL).filter(|n| skill::is_valid_name(n))?;
     let dir = ctx.paths.skills.join(name);
-    let definition = skill::Skill::load(&ctx.paths, name).map(|k| k.definition);
     let rel = s.str(fields::LOG_TEMPLATE).map(str::to_owned).or_else(|| {
-        definition?
+        ctx.skills
+            .load(&ctx.paths, name)?
+            .definition
             .get(fields::LOG_TEMPLATE)
             .and_then(Value::as_str)
             .map(str::to_owned)

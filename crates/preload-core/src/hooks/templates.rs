@@ -111,20 +111,22 @@ impl Wanted {
         let source = format!("templates({name})");
         // The state's phases and templates when it is this skill's session, else the skill's.
         let phase_files = if s.str(fields::SKILL) == Some(name.as_str()) {
-            skill::session_phase_cmds(&ctx.paths, &s.0, &label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &s.0, &label)
         } else {
             let mut only = serde_json::Map::new();
             only.insert(
                 fields::SKILL.into(),
                 serde_json::Value::String(name.clone()),
             );
-            skill::session_phase_cmds(&ctx.paths, &only, &label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &only, &label)
         };
         let phase_name = match trigger {
             Trigger::Activation => {
                 skill::name_of(s.str(fields::CURRENT_PHASE).unwrap_or("")).to_owned()
             }
-            Trigger::Skill(_) => skill::Skill::load(&ctx.paths, &name)
+            Trigger::Skill(_) => ctx
+                .skills
+                .load(&ctx.paths, &name)
                 .map(|k| skill::phase_name(k.phases(), &label).to_owned())
                 .unwrap_or_default(),
         };

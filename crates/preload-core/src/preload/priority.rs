@@ -51,10 +51,11 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
     }
     let standards = crate::session::core_seeds(ctx);
     let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or(""));
-    let phase_files: Vec<String> = skill::session_phase_cmds(&ctx.paths, &state.0, &label)
-        .iter()
-        .map(|p| ctx.normalize(&p.to_string_lossy()))
-        .collect();
+    let phase_files: Vec<String> =
+        skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, &label)
+            .iter()
+            .map(|p| ctx.normalize(&p.to_string_lossy()))
+            .collect();
     let directives: Vec<String> = match state.get(fields::TOUCHED_DIRS) {
         Some(Value::Object(map)) => map
             .values()

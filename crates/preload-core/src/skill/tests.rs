@@ -109,13 +109,15 @@ fn session_phases_win_over_the_skill_file() {
     std::fs::write(paths.skill_file("implement"), SKILL).unwrap();
     let state =
         json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]});
-    let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+    let got = session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0");
     assert_eq!(got, vec![cmds.join("CMD_FROM_STATE.md")]);
     let state = json!({"skill": "implement"});
-    let got = session_phase_cmds(&paths, state.as_object().unwrap(), "0");
+    let got = session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0");
     assert_eq!(got, vec![cmds.join("CMD_REPORT_INTENT.md")]);
     let state = json!({"skill": "../etc"});
-    assert!(session_phase_cmds(&paths, state.as_object().unwrap(), "0").is_empty());
+    assert!(
+        session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0").is_empty()
+    );
 }
 
 #[test]
@@ -163,4 +165,58 @@ fn a_mode_brings_its_file_and_custom_brings_every_mode() {
         "the named modes first, a missing file left out"
     );
     assert!(mode_files(modes, "default", dir).is_empty());
+}
+
+/// `json_blocks` as a walk over every line: the definition the search is held to.
+fn json_blocks_by_lines(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match current.as_mut() {
+            None if line.trim_end() == "```json" => current = Some(String::new()),
+            None => {}
+            Some(_) if line.trim_end() == "```" => {
+                if let Some(body) = current.take() {
+                    if let Ok(value) = serde_json::from_str::<Value>(&body) {
+                        out.push(value);
+                    }
+                }
+            }
+            Some(body) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #[test]
+    fn json_blocks_finds_what_a_walk_over_every_line_finds(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("```json".to_owned()),
+                proptest::strategy::Just("```json \r".to_owned()),
+                proptest::strategy::Just(" ```json".to_owned()),
+                proptest::strategy::Just("```jsonx".to_owned()),
+                proptest::strategy::Just("```".to_owned()),
+                proptest::strategy::Just("```\t".to_owned()),
+                proptest::strategy::Just("{\"phases\": [1]}".to_owned()),
+                proptest::strategy::Just("[1,".to_owned()),
+                proptest::strategy::Just("2]".to_owned()),
+                proptest::strategy::Just("text ```json".to_owned()),
+                "[a-z {}\\[\\]\":,0-9`\r]{0,12}",
+            ],
+            0..24,
+        ),
+        crlf in proptest::bool::ANY,
+        last_newline in proptest::bool::ANY,
+    ) {
+        let mut text = lines.join(if crlf { "\r\n" } else { "\n" });
+        if last_newline {
+            text.push('\n');
+        }
+        proptest::prop_assert_eq!(json_blocks(&text), json_blocks_by_lines(&text));
+    }
 }

@@ -225,7 +225,7 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
     }
     let phase = state.str(fields::CURRENT_PHASE).unwrap_or("0");
     let label = skill::label_of(phase);
-    for path in skill::session_phase_cmds(&ctx.paths, &state.0, &label) {
+    for path in skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, &label) {
         out.push(Request::new(
             path.to_string_lossy(),
             format!("phase-cmds({label})"),
@@ -258,8 +258,10 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
     if !ctx.paths.skill_file(name).is_file() {
         return Vec::new();
     }
-    let definition = skill::Skill::load(&ctx.paths, name)
-        .map(|s| s.definition)
+    let definition = ctx
+        .skills
+        .load(&ctx.paths, name)
+        .map(|s| s.definition.clone())
         .unwrap_or_default();
     let artifact_of = |field: &str| {
         let template = state
