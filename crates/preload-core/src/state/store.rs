@@ -178,6 +178,7 @@ pub fn update_read<T>(
                 save_text_locked(path, &rendered, &lock)?;
             }
             lock.release();
+            crate::start::release((state, rendered, text));
             return Ok(out);
         }
     }
@@ -188,5 +189,6 @@ pub fn update_read<T>(
         save_locked(path, &state, &lock)?;
     }
     lock.release();
+    crate::start::release((state, before, text));
     Ok(out)
 }
