@@ -2,6 +2,7 @@
 //! root, the sessions directory, the engine's install layout and the owner PID.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -88,9 +89,11 @@ pub struct PhysicalDirs {
     probes: Memo<bool>,
 }
 
-/// Answers by path, kept for the call and shared by clones.
+/// Answers by path, kept for the call and shared by clones. Keyed by the path's bytes: hashing
+/// a `Path` walks its components, several times the cost of its bytes, and two spellings of one
+/// path only cost a second look.
 #[derive(Debug, Clone)]
-struct Memo<V>(Arc<Mutex<HashMap<PathBuf, V>>>);
+struct Memo<V>(Arc<Mutex<HashMap<OsString, V>>>);
 
 impl<V> Default for Memo<V> {
     fn default() -> Self {
@@ -100,12 +103,12 @@ impl<V> Default for Memo<V> {
 
 impl<V: Clone> Memo<V> {
     fn get(&self, path: &Path) -> Option<V> {
-        self.0.lock().ok()?.get(path).cloned()
+        self.0.lock().ok()?.get(path.as_os_str()).cloned()
     }
 
     fn keep(&self, path: PathBuf, value: V) {
         if let Ok(mut known) = self.0.lock() {
-            known.insert(path, value);
+            known.insert(path.into_os_string(), value);
         }
     }
 }
