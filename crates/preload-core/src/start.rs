@@ -71,3 +71,24 @@ pub fn release<T>(value: T) {
         std::mem::forget(value);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its drops.
+    struct Counted<'a>(&'a AtomicUsize);
+
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn outside_a_hook_process_release_frees() {
+        let drops = AtomicUsize::new(0);
+        super::release((Counted(&drops), vec![Counted(&drops)]));
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    }
+}
