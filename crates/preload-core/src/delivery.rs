@@ -46,7 +46,23 @@ pub fn shorten(text: &str, limit: usize) -> String {
 
 /// One delivered file: header, newline, content without trailing newlines, newline.
 pub fn block(path: &str, content: &str) -> String {
-    format!("[Preloaded: {path}]\n{}\n", trim_trailing_newlines(content))
+    assemble(&[
+        "[Preloaded: ",
+        path,
+        "]\n",
+        trim_trailing_newlines(content),
+        "\n",
+    ])
+}
+
+/// `pieces` joined, in a string allocated once at its length (`format!` grows its string as it
+/// writes, copying a file's text several times).
+pub fn assemble(pieces: &[&str]) -> String {
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        out.push_str(piece);
+    }
+    out
 }
 
 /// Notes a block header may carry after the path, in parentheses: a file sent again because it
@@ -214,9 +230,9 @@ impl Packer {
     }
 
     /// The blocks of each slot, one entry per slot (unused slots are empty).
-    pub fn slot_blocks(&self) -> Vec<Vec<String>> {
-        let mut out = self.closed.clone();
-        out.push(self.blocks.clone());
+    pub fn into_slot_blocks(self) -> Vec<Vec<String>> {
+        let mut out = self.closed;
+        out.push(self.blocks);
         out.extend(self.later.iter().map(|_| Vec::new()));
         out
     }

@@ -372,7 +372,7 @@ pub fn reslice(n: usize, slots: Slots, total: usize, budget: usize) -> Slots {
             left += 1;
         }
     }
-    let mut out = packer.slot_blocks();
+    let mut out = packer.into_slot_blocks();
     if left > 0 {
         if let Some(last) = out.last_mut() {
             // Make room for the pointer in the last slot.

@@ -1,6 +1,6 @@
 //! Cutting a long text into labelled parts that each fit an output.
 
-use super::{chars, trim_trailing_newlines};
+use super::{assemble, chars, trim_trailing_newlines};
 
 /// Cut `content` into parts of at most `limit` characters, each `header(i, n)` on its own line,
 /// the piece, and a newline; cut at a line end where one falls in the last fifth of a part.
@@ -22,11 +22,12 @@ pub fn labelled_parts(
                 .into_iter()
                 .enumerate()
                 .map(|(i, part)| {
-                    format!(
-                        "{}\n{}\n",
-                        header(i + 1, total),
-                        trim_trailing_newlines(part)
-                    )
+                    assemble(&[
+                        &header(i + 1, total),
+                        "\n",
+                        trim_trailing_newlines(part),
+                        "\n",
+                    ])
                 })
                 .collect();
         }

@@ -54,11 +54,11 @@ fn slots_keep_block_order_and_their_own_budgets() {
     assert!(!p.try_add("d".repeat(260)), "larger than the last slot");
     assert!(p.try_add("e".repeat(250)));
     assert!(!p.try_add("f"), "every slot is full");
-    let slots = p.slot_blocks();
+    let slots = p.into_slot_blocks();
     assert_eq!(slots.len(), 3);
     assert_eq!(slots[1].len(), 2);
     assert_eq!(slots[2], vec!["e".repeat(250)]);
-    assert_eq!(Packer::slots(&[300, 300]).slot_blocks().len(), 2);
+    assert_eq!(Packer::slots(&[300, 300]).into_slot_blocks().len(), 2);
 }
 
 #[test]

@@ -223,7 +223,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         }
     }
 
-    let mut out = packer.slot_blocks();
+    let mut out = packer.into_slot_blocks();
     if fill.overflow > 0 {
         let pointer = format!(
             "[preload overflow: {} more item(s) did not fit the SessionStart output; they are \

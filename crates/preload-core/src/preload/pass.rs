@@ -186,8 +186,9 @@ impl<'a> Pass<'a> {
         if let Some(global) = &shadow {
             self.batch.note(Event::OverrideDetect, path, global, "new");
         }
-        self.batch.blocks.extend(parts[first..next].iter().cloned());
-        if next < parts.len() {
+        let total = parts.len();
+        self.batch.blocks.extend(parts.drain(first..next));
+        if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
             state.push_unique(&self.queue_key, path);
             return Outcome::Partial;
