@@ -73,6 +73,61 @@ fn a_delivered_file_edited_on_disk_goes_out_once_more_marked_updated() {
     assert_eq!(requeued, 1);
 }
 
+/// FNV-1a, 64 bits, in hex: the content hash of the stamps earlier releases wrote.
+fn fnv1a(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[test]
+fn a_stamp_written_by_an_earlier_release_still_tells_a_touched_file_from_an_edited_one() {
+    let sb = Sandbox::new();
+    in_phase_one(&sb);
+    let file = sb.engine_path("commands/CMD_INTERROGATE.md");
+    let text = fs::read_to_string(&file).unwrap();
+    // The stamp as an earlier release wrote it: the same metadata, the text's FNV-1a.
+    let mut state = sb.state("work");
+    let stamp = state["preloadedStamps"][file.as_str()]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (meta, current) = stamp.rsplit_once(':').unwrap();
+    assert_ne!(
+        current,
+        fnv1a(&text),
+        "stamps are written with another hash now"
+    );
+    state["preloadedStamps"][file.as_str()] = json!(format!("{meta}:{}", fnv1a(&text)));
+    sb.session("work", &state);
+
+    // Written again with the same content: nothing, and the stamp is renewed in today's kind.
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(&file, &text).unwrap();
+    assert!(!ls(&sb).contains("CMD_INTERROGATE.md"));
+    assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 1);
+    let renewed = sb.state("work")["preloadedStamps"][file.as_str()]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!renewed.ends_with(&fnv1a(&text)), "{renewed}");
+
+    // Edited with the old stamp in place: once more, marked as an update.
+    let mut state = sb.state("work");
+    state["preloadedStamps"][file.as_str()] = json!(format!("{meta}:{}", fnv1a(&text)));
+    sb.session("work", &state);
+    fs::write(&file, format!("{text}\nA rule added during the session.\n")).unwrap();
+    let got = ls(&sb);
+    assert!(
+        got.contains(&format!("[Preloaded: {file} (updated)]\n")),
+        "{got}"
+    );
+    assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 2);
+}
+
 #[test]
 fn a_pack_goes_out_again_when_one_of_its_files_changes() {
     let sb = Sandbox::new();

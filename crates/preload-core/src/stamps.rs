@@ -51,14 +51,67 @@ impl From<&std::fs::Metadata> for Meta {
     }
 }
 
-/// The content hash of a text sent: FNV-1a, 64 bits, in hex (stable across releases).
+/// The content hash of a text sent: `w` and 16 hex digits of [`words_hash`].
+///
+/// Stamps written before it hold 16 hex digits of FNV-1a, which takes a multiplication per byte
+/// (a tenth of SessionStart's instructions); they are compared in their own kind
+/// ([`Stamp::matches`]) and replaced as they are refreshed, so none looks changed.
 pub fn hash(text: &str) -> String {
+    format!("{WORDS_TAG}{:016x}", words_hash(text.as_bytes()))
+}
+
+/// The first character of a [`hash`]; an FNV-1a hash is hex digits only.
+const WORDS_TAG: char = 'w';
+
+/// `text`'s hash in the kind `stored` is: FNV-1a for 16 hex digits, else [`hash`].
+fn hash_like(stored: &str, text: &str) -> String {
+    if stored.len() == 16 && stored.bytes().all(|b| b.is_ascii_hexdigit()) {
+        fnv1a(text)
+    } else {
+        hash(text)
+    }
+}
+
+/// FNV-1a, 64 bits, in hex: the hash of the stamps of earlier releases.
+fn fnv1a(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.as_bytes() {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+/// A 64-bit hash of `bytes`, sixteen at a time in two lanes, each word folded in by a 128-bit
+/// multiplication (the mixing of wyhash): for telling a changed file, not against an adversary.
+pub fn words_hash(bytes: &[u8]) -> u64 {
+    const K0: u64 = 0xa076_1d64_78bd_642f;
+    const K1: u64 = 0xe703_7ed1_a0b4_28db;
+    fn fold(a: u64, b: u64) -> u64 {
+        let m = u128::from(a) * u128::from(b);
+        #[allow(clippy::cast_possible_truncation)]
+        let (lo, hi) = (m as u64, (m >> 64) as u64);
+        lo ^ hi
+    }
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let mut a = K0 ^ bytes.len() as u64;
+    let mut b = K1;
+    let mut chunks = bytes.chunks_exact(16);
+    for chunk in &mut chunks {
+        let x = <[u8; 8]>::try_from(&chunk[..8]).unwrap_or_default();
+        let y = <[u8; 8]>::try_from(&chunk[8..]).unwrap_or_default();
+        a = fold(a ^ u64::from_le_bytes(x), K1);
+        b = fold(b ^ u64::from_le_bytes(y), K0);
+    }
+    let rest = chunks.remainder();
+    let (x, y) = rest.split_at(rest.len().min(8));
+    a = fold(a ^ word(x), K1);
+    b = fold(b ^ word(y), K0);
+    fold(a ^ K0, b ^ K1)
 }
 
 /// What a delivered file or pack was when it went out.
@@ -94,6 +147,16 @@ impl Stamp {
                 .map(|(p, meta)| (p.to_string_lossy().into_owned(), Meta::encode(*meta)))
                 .collect(),
             chars: Some(crate::delivery::chars(text)),
+        }
+    }
+
+    /// True when `now`, the stamp of `text` as it is now, is of the text this stamp was made
+    /// of: compared in this stamp's kind of hash (an earlier release's FNV-1a is hashed again).
+    pub fn matches(&self, now: &Stamp, text: &str) -> bool {
+        if self.hash.starts_with(WORDS_TAG) == now.hash.starts_with(WORDS_TAG) {
+            self.hash == now.hash
+        } else {
+            hash_like(&self.hash, text) == self.hash
         }
     }
 
@@ -268,8 +331,47 @@ mod tests {
     }
 
     #[test]
-    fn the_hash_is_fnv1a() {
-        assert_eq!(hash(""), "cbf29ce484222325");
-        assert_eq!(hash("a"), "af63dc4c8601ec8c");
+    fn the_old_hash_is_fnv1a() {
+        assert_eq!(fnv1a(""), "cbf29ce484222325");
+        assert_eq!(fnv1a("a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn a_stamp_of_an_earlier_release_matches_the_same_text_only() {
+        let text = "# Standards\n\nline two\n";
+        let now = Stamp {
+            hash: hash(text),
+            sources: Vec::new(),
+            chars: None,
+        };
+        let old = Stamp {
+            hash: fnv1a(text),
+            ..now.clone()
+        };
+        assert!(now.hash.starts_with(WORDS_TAG) && now.hash.len() == 17);
+        assert!(old.matches(&now, text));
+        assert!(now.matches(&now.clone(), text));
+        let changed = "# Standards\n\nline 2\n";
+        let then = Stamp {
+            hash: hash(changed),
+            ..now.clone()
+        };
+        assert!(!old.matches(&then, changed));
+        assert!(!now.matches(&then, changed));
+    }
+
+    #[test]
+    fn the_words_hash_sees_every_byte_and_the_length() {
+        let base: Vec<u8> = (0..100u8).collect();
+        let mut seen = std::collections::HashSet::new();
+        for len in 0..=base.len() {
+            assert!(seen.insert(words_hash(&base[..len])), "length {len}");
+        }
+        for i in 0..base.len() {
+            let mut flipped = base.clone();
+            flipped[i] ^= 1;
+            assert!(seen.insert(words_hash(&flipped)), "byte {i}");
+        }
+        assert_ne!(words_hash(b"a\0"), words_hash(b"a"));
     }
 }

@@ -8,7 +8,7 @@
 use super::Batch;
 use super::source;
 use crate::context::Context;
-use crate::delivery::Event;
+use crate::delivery::{Event, FileBody};
 use crate::fields;
 use crate::stamps;
 use crate::state::State;
@@ -41,16 +41,19 @@ pub fn requeue_changed(ctx: &Context, state: &mut State) -> Batch {
         if stamp.unmoved() {
             continue;
         }
-        match source::read(ctx, &key, ctx.max_file_bytes()).stamp {
-            Some(now) if now.hash == stamp.hash => stamps::set(state, &key, &now),
-            Some(_) => {
+        let found = source::read(ctx, &key, ctx.max_file_bytes());
+        match (found.stamp, &found.body) {
+            (Some(now), FileBody::Text(text)) if stamp.matches(&now, text) => {
+                stamps::set(state, &key, &now);
+            }
+            (Some(_), _) => {
                 // The old stamp stays: the delivery compares against it to say `updated`.
                 state.remove_item(fields::PRELOADED_FILES, &key);
                 state.push_unique(fields::PENDING_PRELOADS, &key);
                 batch.note(Event::QueuePending, &key, CHANGED_SOURCE, "updated");
             }
             // Gone, or no longer followed: nothing to send.
-            None => stamps::remove(state, &key),
+            (None, _) => stamps::remove(state, &key),
         }
     }
     batch

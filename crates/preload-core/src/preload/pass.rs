@@ -116,8 +116,10 @@ impl<'a> Pass<'a> {
     fn labels_of(&self, state: &State, path: &str, found: &Source) -> Vec<String> {
         let mut labels = found.labels.clone();
         if self.stamps {
-            if let (Some(before), Some(now)) = (stamps::get(state, path), &found.stamp) {
-                if before.hash != now.hash {
+            if let (Some(before), Some(now), FileBody::Text(text)) =
+                (stamps::get(state, path), &found.stamp, &found.body)
+            {
+                if !before.matches(now, text) {
                     labels.insert(0, delivery::LABEL_UPDATED.to_owned());
                 }
             }
