@@ -205,9 +205,10 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// function; these are the ways its writers differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOptions {
-    /// Sync the data to the disk (`fdatasync`) before the rename: after a power cut the file is
-    /// its old or its new version, never empty or torn. Off for caches, which their readers
-    /// check and rebuild (a crash of the process alone never tears a file either way).
+    /// Sync the data to the disk (`fdatasync`; plain `fsync` on macOS, where `F_FULLFSYNC`
+    /// takes milliseconds) before the rename: after a crash the file is its old or its new
+    /// version, never empty or torn. Off for caches, which their readers check and rebuild (a
+    /// crash of the process alone never tears a file either way).
     pub sync: bool,
     /// Permission bits of the new file, before the umask.
     pub mode: u32,
@@ -267,6 +268,24 @@ pub fn write_atomic_if(
     write_atomic_with(path, bytes, WriteOptions::DURABLE, still_ok)
 }
 
+/// Put the data of `file` on the disk before the rename that publishes it: `fdatasync`.
+///
+/// On macOS the standard library's `sync_data` asks the drive to empty its own cache too
+/// (`F_FULLFSYNC`), which takes milliseconds, on every counted tool call. Plain `fsync` hands the
+/// data to the drive before the rename, as `SQLite` does by default there: a crash of the system
+/// leaves the old or the new file; a power cut that the drive's cache does not survive is the
+/// one case it leaves to the drive.
+fn sync_data(file: &fs::File) -> io::Result<()> {
+    #[cfg(target_vendor = "apple")]
+    {
+        nix::unistd::fsync(file).map_err(io::Error::from)
+    }
+    #[cfg(not(target_vendor = "apple"))]
+    {
+        file.sync_data()
+    }
+}
+
 /// The one atomic write: `bytes` go to a temporary created exclusively (`O_EXCL|O_NOFOLLOW`,
 /// so a planted entry is never followed or reused) in the directory of `path`, are synced when
 /// `options.sync`, and are published by a rename over `path` (or, without `options.replace`, by
@@ -286,7 +305,7 @@ pub fn write_atomic_with(
     let result = (|| {
         file.write_all(bytes)?;
         if options.sync {
-            file.sync_data()?;
+            sync_data(&file)?;
         }
         drop(file);
         if !still_ok() {

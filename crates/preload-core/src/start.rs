@@ -3,10 +3,10 @@
 //! Before a Rust `fn main` runs, the standard library polls the three standard descriptors,
 //! ignores `SIGPIPE`, maps an alternate signal stack and asks glibc for the main thread's stack
 //! (which reads `/proc/self/maps`): about 0.05 ms of a process that lives 1 to 2 ms, on every
-//! tool call. A hook binary declares `#![no_main]` and [`hook_entry!`]: its C `main` ignores
-//! `SIGPIPE` (a client that closed the pipe gets no answer, and the hook still ends normally;
-//! child processes start with the default action, as the standard library gives them), runs the
-//! hook, flushes stdout and returns the exit status. Arguments and environment are read as
+//! tool call. A hook binary declares `#![no_main]` and [`hook_entry!`](crate::hook_entry): its
+//! C `main` ignores `SIGPIPE` (a client that closed the pipe gets no answer, and the hook still
+//! ends normally; child processes start with the default action, as the standard library gives
+//! them), runs the hook, flushes stdout and returns the exit status. Arguments and environment are read as
 //! usual (`std::env` takes them from the C runtime). A panic that escapes the hook ends the
 //! process with status 101, as a panicking `fn main` does. Since the process ends with its
 //! call, [`release`] leaves large plain data to the exit instead of freeing it piece by piece.
