@@ -90,21 +90,122 @@ fn has_name(path: &str, name: &str) -> bool {
     (head == 0 || path[head - 1] == b'/') && path.get(head) == name.first() && path[head..] == *name
 }
 
+/// The last component of `path` (all of it without a `/`): looked for from the end, where it is.
 fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
+    match path.as_bytes().iter().rposition(|&b| b == b'/') {
+        Some(slash) => &path[slash + 1..],
+        None => path,
+    }
 }
 
 /// The files already in context: the entries of a state's string array (`preloadedFiles`, or a
 /// sub-agent's), read where they are, with the inode index built only when an aliased candidate
 /// needs it.
 ///
-/// Checks scan the array instead of indexing it: a call checks a handful of candidates against
-/// up to thousands of entries, and building an index would cost more than the scans.
+/// The first checks scan the array. A pass that checks many candidates against a long array (a
+/// discovery on a session with thousands of files checks a hundred) then finds the entries of a
+/// name through [`Names`], which follows the array as the pass appends to it ([`Self::add`]).
+/// An array of another length than those appends make, or whose last indexed entry moved, is
+/// indexed again, and every entry the index points to is read and compared before it counts.
 #[derive(Debug)]
 pub struct InContext {
     key: String,
     /// Every entry's inode, built the first time an aliased candidate needs it.
     inodes: Option<HashSet<(u64, u64)>>,
+    /// Checks made, before the names are indexed.
+    checks: usize,
+    names: Option<Names>,
+}
+
+/// Checks that scan before [`Names`] is built.
+const SCANS_BEFORE_INDEX: usize = 8;
+/// Arrays shorter than this are always scanned.
+const INDEXED_FROM: usize = 256;
+
+/// The positions of an array's entries by the hash of their names.
+#[derive(Debug)]
+struct Names {
+    /// `(hash of the name, position)` of the entries indexed at first, sorted.
+    sorted: Vec<(u64, usize)>,
+    /// The same for the entries appended since.
+    tail: Vec<(u64, usize)>,
+    /// Entries indexed.
+    len: usize,
+    /// The last entry indexed, as it was.
+    last: Option<String>,
+    /// The array's length after the appends the pass made since ([`InContext::add`]).
+    expected: usize,
+}
+
+fn last_of(items: &[Value]) -> Option<String> {
+    items.last()?.as_str().map(str::to_owned)
+}
+
+/// A name's key in [`Names`]: its length and its first and last eight bytes, mixed. Names that
+/// share one are told apart by comparing the entries.
+fn name_hash(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        for (slot, byte) in w.iter_mut().zip(bytes.iter().skip(at)) {
+            *slot = *byte;
+        }
+        u64::from_le_bytes(w)
+    };
+    let head = word(0);
+    let tail = word(bytes.len().saturating_sub(8));
+    let mixed = u128::from(head ^ (bytes.len() as u64)) * u128::from(tail ^ 0x9e37_79b9_7f4a_7c15);
+    #[allow(clippy::cast_possible_truncation)]
+    let folded = (mixed as u64) ^ ((mixed >> 64) as u64);
+    folded
+}
+
+fn indexed(items: &[Value], from: usize) -> impl Iterator<Item = (u64, usize)> + '_ {
+    items
+        .iter()
+        .enumerate()
+        .skip(from)
+        .filter_map(|(i, v)| Some((name_hash(base_name(v.as_str()?)), i)))
+}
+
+impl Names {
+    fn of(items: &[Value]) -> Self {
+        let mut sorted = Vec::with_capacity(items.len());
+        sorted.extend(indexed(items, 0));
+        sorted.sort_unstable_by_key(|(hash, _)| *hash);
+        Self {
+            sorted,
+            tail: Vec::new(),
+            len: items.len(),
+            last: last_of(items),
+            expected: items.len(),
+        }
+    }
+
+    /// Follow `items`: index what was appended; index again when an entry indexed went.
+    fn follow(&mut self, items: &[Value]) {
+        let unmoved = items.len() == self.expected
+            && items.len() >= self.len
+            && self.len.checked_sub(1).and_then(|i| items.get(i)?.as_str()) == self.last.as_deref();
+        if !unmoved {
+            *self = Self::of(items);
+        } else if items.len() > self.len {
+            self.tail.extend(indexed(items, self.len));
+            self.len = items.len();
+            self.last = last_of(items);
+        }
+    }
+
+    /// Positions whose entries may be named `name`.
+    fn positions(&self, name: &str) -> impl Iterator<Item = usize> + '_ {
+        let hash = name_hash(name);
+        let start = self.sorted.partition_point(|(h, _)| *h < hash);
+        self.sorted[start..]
+            .iter()
+            .take_while(move |(h, _)| *h == hash)
+            .chain(self.tail.iter().filter(move |(h, _)| *h == hash))
+            .map(|(_, i)| *i)
+    }
 }
 
 impl InContext {
@@ -113,6 +214,35 @@ impl InContext {
         Self {
             key: key.to_owned(),
             inodes: None,
+            checks: 0,
+            names: None,
+        }
+    }
+
+    /// The entries named `name` (by their last component), in any order.
+    fn named<'s>(&mut self, state: &'s State, name: &str) -> Vec<&'s str> {
+        let items = state
+            .get(&self.key)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        self.checks += 1;
+        if self.names.is_none() && self.checks > SCANS_BEFORE_INDEX && items.len() >= INDEXED_FROM {
+            self.names = Some(Names::of(items));
+        }
+        match self.names.as_mut() {
+            Some(names) => {
+                names.follow(items);
+                names
+                    .positions(name)
+                    .filter_map(|i| items.get(i)?.as_str())
+                    .filter(|p| has_name(p, name))
+                    .collect()
+            }
+            None => items
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|p| has_name(p, name))
+                .collect(),
         }
     }
 
@@ -131,12 +261,9 @@ impl InContext {
         // One pass: the same path is among the entries of the same name, which are also the
         // ones a plain file can be under another directory.
         let name = base_name(normalized);
-        let mut same_name = Vec::new();
-        for entry in self.entries(state).filter(|p| has_name(p, name)) {
-            if entry == normalized {
-                return Some(Hit::Path);
-            }
-            same_name.push(entry);
+        let same_name = self.named(state, name);
+        if same_name.contains(&normalized) {
+            return Some(Hit::Path);
         }
         let candidate = ids.get(normalized)?;
         if same_name
@@ -165,6 +292,9 @@ impl InContext {
 
     /// Note a file just added to the state's array.
     pub fn add(&mut self, normalized: &str, ids: &FileIds) {
+        if let Some(names) = self.names.as_mut() {
+            names.expected += 1;
+        }
         if let (Some(inodes), Some(found)) = (self.inodes.as_mut(), ids.get(normalized)) {
             inodes.insert(found.id);
         }
@@ -247,6 +377,42 @@ mod tests {
                 .strip_suffix(name.as_str())
                 .is_some_and(|head| head.is_empty() || head.ends_with('/'));
             proptest::prop_assert_eq!(has_name(&path, &name), expected);
+        }
+    }
+
+    proptest::proptest! {
+        /// A pass's checks, through the name index once it is built, answer what a scan of the
+        /// array at that moment answers, while entries are appended and removed.
+        #[test]
+        fn checks_through_the_name_index_answer_what_a_scan_answers(
+            ops in proptest::collection::vec((0u8..3, 0usize..48), 1..120),
+        ) {
+            let paths: Vec<String> = (0..48)
+                .map(|i| format!("/p/d{}/N{}.md", i % 6, i % 8))
+                .collect();
+            let mut state = State::default();
+            let filler: Vec<String> = (0..INDEXED_FROM)
+                .map(|i| format!("/p/fill/F{i}.md"))
+                .collect();
+            state.set("preloadedFiles", json!(filler));
+            let ids = FileIds::default();
+            let mut pass = InContext::new("preloadedFiles");
+            for (op, i) in ops {
+                let path = &paths[i];
+                match op {
+                    0 => {
+                        state.push_unique("preloadedFiles", path);
+                        pass.add(path, &ids);
+                    }
+                    1 => {
+                        state.remove_item("preloadedFiles", path);
+                    }
+                    _ => {
+                        let scanned = InContext::new("preloadedFiles").check(&state, path, &ids);
+                        proptest::prop_assert_eq!(pass.check(&state, path, &ids), scanned);
+                    }
+                }
+            }
         }
     }
 }
