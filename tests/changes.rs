@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::time::Duration;
 
+use preload_core::stamps::fnv1a;
 use serde_json::json;
 
 use crate::common::{Sandbox, strings};
@@ -71,16 +72,6 @@ fn a_delivered_file_edited_on_disk_goes_out_once_more_marked_updated() {
         .filter(|e| e["source"] == "changed-on-disk")
         .count();
     assert_eq!(requeued, 1);
-}
-
-/// FNV-1a, 64 bits, in hex: the content hash of the stamps earlier releases wrote.
-fn fnv1a(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 #[test]

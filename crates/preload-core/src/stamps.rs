@@ -73,7 +73,7 @@ fn hash_like(stored: &str, text: &str) -> String {
 }
 
 /// FNV-1a, 64 bits, in hex: the hash of the stamps of earlier releases.
-fn fnv1a(text: &str) -> String {
+pub fn fnv1a(text: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.as_bytes() {
         h ^= u64::from(*b);
