@@ -4,9 +4,11 @@
 //! ignores `SIGPIPE`, maps an alternate signal stack and asks glibc for the main thread's stack
 //! (which reads `/proc/self/maps`): about 0.05 ms of a process that lives 1 to 2 ms, on every
 //! tool call. A hook binary declares `#![no_main]` and [`hook_entry!`](crate::hook_entry): its
-//! C `main` ignores `SIGPIPE` (a client that closed the pipe gets no answer, and the hook still
-//! ends normally; child processes start with the default action, as the standard library gives
-//! them), runs the hook, flushes stdout and returns the exit status. Arguments and environment are read as
+//! C `main` does the part that matters to a hook (a closed standard descriptor gets
+//! `/dev/null`, three `fcntl`s instead of a `poll`; `SIGPIPE` is ignored, so a client that
+//! closed the pipe gets no answer and the hook still ends normally, and child processes start
+//! with the default action, as the standard library gives them), runs the hook, flushes stdout
+//! and returns the exit status. Arguments and environment are read as
 //! usual (`std::env` takes them from the C runtime). A panic that escapes the hook ends the
 //! process with status 101, as a panicking `fn main` does. Since the process ends with its
 //! call, [`release`] leaves large plain data to the exit instead of freeing it piece by piece.
@@ -52,6 +54,7 @@ pub fn run(hook: fn() -> ExitCode) -> c_int {
     // SAFETY: ignoring a signal installs no handler, so nothing runs in a signal context; no
     // other thread exists yet to race on the disposition.
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+    open_closed_standard_descriptors();
     ONE_CALL.store(true, Ordering::Relaxed);
     let status = match std::panic::catch_unwind(hook) {
         Ok(code) if code == ExitCode::SUCCESS => 0,
@@ -60,6 +63,26 @@ pub fn run(hook: fn() -> ExitCode) -> c_int {
     };
     let _ = std::io::stdout().flush();
     status
+}
+
+/// Give a closed stdin, stdout or stderr `/dev/null`, as the standard library's start-up does:
+/// otherwise the first file the hook opens would take its number, and the answer (or the
+/// watchdog's) would be written into that file.
+fn open_closed_standard_descriptors() {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl, open};
+    use nix::sys::stat::Mode;
+    use std::os::fd::{BorrowedFd, IntoRawFd};
+    for fd in 0..=2 {
+        // SAFETY: the descriptor is only asked for its flags, never used or closed through this
+        // borrow.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        if fcntl(borrowed, FcntlArg::F_GETFD) == Err(nix::errno::Errno::EBADF) {
+            // The lowest free number is this one: the ones below it are open.
+            if let Ok(null) = open("/dev/null", OFlag::O_RDWR, Mode::empty()) {
+                let _ = null.into_raw_fd();
+            }
+        }
+    }
 }
 
 /// Free `value`, or, in a hook process (which ends with its call), leave its memory to the
