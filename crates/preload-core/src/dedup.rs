@@ -6,13 +6,13 @@
 //! with the entries of the same name; a file with several links, or reached through a symlink,
 //! is compared with every entry.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::memo::Memo;
 use crate::state::State;
 
 /// How a candidate matched something already in context.
@@ -63,19 +63,12 @@ pub fn identity(path: &Path) -> Option<Identity> {
 ///
 /// A hook process lives for one call, so a file's identity does not change under it.
 #[derive(Debug, Default)]
-pub struct FileIds {
-    known: Mutex<HashMap<String, Option<Identity>>>,
-}
+pub struct FileIds(Memo<String, Option<Identity>>);
 
 impl FileIds {
     /// The identity of `path`, from the memo when known.
     pub fn get(&self, path: &str) -> Option<Identity> {
-        let Ok(mut known) = self.known.lock() else {
-            return identity(Path::new(path));
-        };
-        *known
-            .entry(path.to_owned())
-            .or_insert_with(|| identity(Path::new(path)))
+        self.0.get_or_keep(path, || identity(Path::new(path)))
     }
 }
 

@@ -15,7 +15,7 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
-//!    [`rng`], [`choice`], [`watchdog`], [`start`].
+//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -62,6 +62,7 @@ pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod markers;
+pub mod memo;
 pub mod paths;
 pub mod process;
 pub mod rng;

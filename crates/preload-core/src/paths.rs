@@ -1,12 +1,11 @@
 //! Path rules shared by every hook: `~` expansion, the engine's normalisation, the project
 //! root, the sessions directory, the engine's install layout and the owner PID.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use crate::env::{self, Env};
+use crate::memo::Memo;
 use crate::process;
 
 /// Replace a leading `~` or `~/` with `home`.
@@ -50,15 +49,16 @@ pub fn normalize(path: &str, home: &Path) -> String {
 /// [`normalize`], with the physical paths of directories taken from (and added to) `dirs`.
 pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
     let cleaned = lexical_clean(&expand_tilde(path, home));
-    if let Some(known) = dirs.files.get(&cleaned) {
+    if let Some(known) = dirs.files.get(cleaned.as_os_str()) {
         return known;
     }
     // A file this call already found (a reference's candidate) is not looked at again.
-    if dirs.probes.get(&cleaned) == Some(true) || cleaned.is_file() {
+    if dirs.probes.get(cleaned.as_os_str()) == Some(true) || cleaned.is_file() {
         if let Some((dir, name)) = dir_and_name(&cleaned) {
             if let Some(physical) = dirs.of(dir) {
                 let normalized = physical.join(name).to_string_lossy().into_owned();
-                dirs.files.keep(cleaned, normalized.clone());
+                dirs.files
+                    .keep(cleaned.into_os_string(), normalized.clone());
                 return normalized;
             }
         }
@@ -82,35 +82,14 @@ fn dir_and_name(path: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
 /// from several places is checked once. A hook process lives for one call, so a directory's
 /// physical path does not change under it; a directory that cannot be resolved, and a path that
 /// is no file, are asked again next time. Clones share what they know.
+///
+/// Keyed by the path's bytes: hashing a `Path` walks its components, several times the cost of
+/// its bytes, and two spellings of one path only cost a second look.
 #[derive(Debug, Clone, Default)]
 pub struct PhysicalDirs {
-    dirs: Memo<PathBuf>,
-    files: Memo<String>,
-    probes: Memo<bool>,
-}
-
-/// Answers by path, kept for the call and shared by clones. Keyed by the path's bytes: hashing
-/// a `Path` walks its components, several times the cost of its bytes, and two spellings of one
-/// path only cost a second look.
-#[derive(Debug, Clone)]
-struct Memo<V>(Arc<Mutex<HashMap<OsString, V>>>);
-
-impl<V> Default for Memo<V> {
-    fn default() -> Self {
-        Self(Arc::default())
-    }
-}
-
-impl<V: Clone> Memo<V> {
-    fn get(&self, path: &Path) -> Option<V> {
-        self.0.lock().ok()?.get(path.as_os_str()).cloned()
-    }
-
-    fn keep(&self, path: PathBuf, value: V) {
-        if let Ok(mut known) = self.0.lock() {
-            known.insert(path.into_os_string(), value);
-        }
-    }
+    dirs: Memo<OsString, PathBuf>,
+    files: Memo<OsString, String>,
+    probes: Memo<OsString, bool>,
 }
 
 impl PhysicalDirs {
@@ -118,21 +97,16 @@ impl PhysicalDirs {
     /// places a reference may resolve to, which many files of one call share and which a hook
     /// never creates, so the answer is remembered either way.
     pub fn probe_file(&self, path: &Path) -> bool {
-        if let Some(known) = self.probes.get(path) {
-            return known;
-        }
-        let is_file = path.is_file();
-        self.probes.keep(path.to_path_buf(), is_file);
-        is_file
+        self.probes.get_or_keep(path.as_os_str(), || path.is_file())
     }
 
     /// The physical path of `dir`, `None` when it cannot be resolved.
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
-        if let Some(physical) = self.dirs.get(dir) {
+        if let Some(physical) = self.dirs.get(dir.as_os_str()) {
             return Some(physical);
         }
         let physical = self.resolve(dir)?;
-        self.dirs.keep(dir.to_path_buf(), physical.clone());
+        self.dirs.keep(dir.as_os_str().to_owned(), physical.clone());
         Some(physical)
     }
 

@@ -1,13 +1,13 @@
 //! SKILL.md: its JSON block, phase lookup by label, and the one phase-command resolver every
 //! hook uses (`resolve_phase_cmds`).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::fields;
+use crate::memo::Memo;
 use crate::paths::EnginePaths;
 use crate::refs::{self, Kind};
 
@@ -115,18 +115,15 @@ impl Skill {
 }
 
 /// The skills one call loaded, each SKILL.md read and parsed once however many steps of the
-/// call ask for it (a long one costs half a million instructions to parse); shared by clones.
-#[derive(Debug, Clone, Default)]
-pub struct Skills(Arc<Mutex<HashMap<String, Option<Arc<Skill>>>>>);
+/// call ask for it (a long one costs half a million instructions to parse).
+#[derive(Debug, Default)]
+pub struct Skills(Memo<String, Option<Arc<Skill>>>);
 
 impl Skills {
     /// [`Skill::load`], read at the first ask of this call.
     pub fn load(&self, paths: &EnginePaths, name: &str) -> Option<Arc<Skill>> {
-        let mut loaded = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        loaded
-            .entry(name.to_owned())
-            .or_insert_with(|| Skill::load(paths, name).map(Arc::new))
-            .clone()
+        self.0
+            .get_or_keep(name, || Skill::load(paths, name).map(Arc::new))
     }
 }
 
