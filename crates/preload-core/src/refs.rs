@@ -145,7 +145,7 @@ pub fn scan(text: &str) -> Vec<Reference> {
 
 /// Where three backticks start in `text`: found by looking for one (a byte search much
 /// faster than a substring search, and backticks are rare in prose).
-fn find_fence(text: &str) -> Option<usize> {
+pub(crate) fn find_fence(text: &str) -> Option<usize> {
     let mut from = 0;
     while let Some(i) = text[from..].find('`') {
         let at = from + i;

@@ -20,13 +20,13 @@ pub const TEMPLATE_FIELDS: [&str; 3] = [
 
 /// Every fenced `json` block of a Markdown text that parses, in order: from a line that is
 /// `` ```json `` (trailing white space allowed) to the next line that is `` ``` ``; a block left
-/// open is not one. The opening fence is searched for, so a long SKILL.md is not walked line by
-/// line.
+/// open is not one. Fences are searched for (`refs::find_fence`), so a long SKILL.md is not
+/// walked line by line.
 pub fn json_blocks(text: &str) -> Vec<Value> {
     const OPEN: &str = "```json";
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(found) = text[from..].find(OPEN) {
+    while let Some(found) = refs::find_fence(&text[from..]) {
         let at = from + found;
         let (line, mut next) = line_at(text, at);
         from = next;
