@@ -135,23 +135,9 @@ fn last_of(items: &[Value]) -> Option<String> {
     items.last()?.as_str().map(str::to_owned)
 }
 
-/// A name's key in [`Names`]: its length and its first and last eight bytes, mixed. Names that
-/// share one are told apart by comparing the entries.
+/// A name's key in [`Names`]. Names that share one are told apart by comparing the entries.
 fn name_hash(name: &str) -> u64 {
-    let bytes = name.as_bytes();
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        for (slot, byte) in w.iter_mut().zip(bytes.iter().skip(at)) {
-            *slot = *byte;
-        }
-        u64::from_le_bytes(w)
-    };
-    let head = word(0);
-    let tail = word(bytes.len().saturating_sub(8));
-    let mixed = u128::from(head ^ (bytes.len() as u64)) * u128::from(tail ^ 0x9e37_79b9_7f4a_7c15);
-    #[allow(clippy::cast_possible_truncation)]
-    let folded = (mixed as u64) ^ ((mixed >> 64) as u64);
-    folded
+    crate::stamps::words_hash(name.as_bytes())
 }
 
 fn indexed(items: &[Value], from: usize) -> impl Iterator<Item = (u64, usize)> + '_ {

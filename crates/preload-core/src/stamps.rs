@@ -93,9 +93,13 @@ pub fn words_hash(bytes: &[u8]) -> u64 {
         let (lo, hi) = (m as u64, (m >> 64) as u64);
         lo ^ hi
     }
+    // The last bytes, zero-padded: copied one by one (a copy of a length not known until now
+    // is a `memcpy` call, the most of a short name's hash).
     let word = |b: &[u8]| {
         let mut w = [0u8; 8];
-        w[..b.len()].copy_from_slice(b);
+        for (slot, byte) in w.iter_mut().zip(b) {
+            *slot = *byte;
+        }
         u64::from_le_bytes(w)
     };
     let mut a = K0 ^ bytes.len() as u64;
