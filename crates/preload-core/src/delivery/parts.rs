@@ -76,8 +76,8 @@ fn char_offset(text: &str, count: usize) -> usize {
         at += 8;
     }
     // Character `count` starts in the eight bytes at `at`, in the bytes after them, or nowhere.
-    for (i, &b) in bytes.iter().enumerate().skip(at) {
-        if !is_continuation(b) {
+    for i in at..bytes.len() {
+        if text.is_char_boundary(i) {
             if seen == count {
                 return i;
             }
@@ -85,9 +85,4 @@ fn char_offset(text: &str, count: usize) -> usize {
         }
     }
     bytes.len()
-}
-
-/// A UTF-8 continuation byte (`10xxxxxx`).
-fn is_continuation(byte: u8) -> bool {
-    byte & 0xC0 == 0x80
 }
