@@ -258,15 +258,13 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
     if !ctx.paths.skill_file(name).is_file() {
         return Vec::new();
     }
-    let definition = ctx
-        .skills
-        .load(&ctx.paths, name)
-        .map(|s| s.definition.clone())
-        .unwrap_or_default();
+    let skill = ctx.skills.load(&ctx.paths, name);
     let artifact_of = |field: &str| {
-        let template = state
-            .str(field)
-            .or_else(|| definition.get(field).and_then(Value::as_str))?;
+        let template = state.str(field).or_else(|| {
+            skill
+                .as_ref()
+                .and_then(|s| s.definition.get(field)?.as_str())
+        })?;
         artifacts::document_in(dir, template)
     };
     let mut out = Vec::new();
