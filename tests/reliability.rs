@@ -1927,9 +1927,14 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
         .collect();
     left.sort();
     // The seed, and its carry (the conversation it serves, which the engine's activate drops).
+    // (And the released lock the directory keeps for its next one.)
     assert_eq!(
         left,
-        vec![format!("{}.carry.json", sb.pid), format!("{}.json", sb.pid)],
+        vec![
+            preload_core::lock::SPARE.to_owned(),
+            format!("{}.carry.json", sb.pid),
+            format!("{}.json", sb.pid)
+        ],
         "only the live owner's seed and carry stay"
     );
     assert!(litter(&state_dir).is_empty(), "{:?}", litter(&state_dir));

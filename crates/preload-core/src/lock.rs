@@ -7,7 +7,9 @@
 //! creates or removes lock directories.
 //!
 //! Our own locks appear with their `pid` file already inside (built under a temporary name and
-//! renamed into place without replacing), so a holder killed at any instant is reclaimed by the
+//! renamed into place without replacing), and a released one becomes the directory's spare
+//! ([`SPARE`]), from which the next lock there is built instead of creating a directory and a
+//! file and freeing both again. A holder killed at any instant is reclaimed by the
 //! PID check at once, never by the 10 s age rule, by us and by the engine's `lib.sh` alike: the
 //! directory holds `pid` and nothing else, so the engine's `rm -f pid; rmdir` succeeds before
 //! it ever reaches its age check (whose BSD-only `stat -f` aborts the engine's writer on Linux).
@@ -16,14 +18,14 @@
 //! `pid` and the directory the lock may have changed hands. A holder of ours therefore checks,
 //! right before it commits, that the lock still names it ([`StateLock::still_held`]); a lock
 //! taken from under it aborts the write instead of racing the new holder. Release and reclaim
-//! rename a lock away before deleting it, and release deletes only a lock that still names
-//! this process. A release sweeps the temporaries that killed writers left next to the file
+//! rename a lock away (to the spare, or to a temporary name before deleting it), and release
+//! touches only a lock that still names this process. A release sweeps the temporaries that killed writers left next to the file
 //! ([`file::remove_orphans`]) only when there is some: when its acquisition took an abandoned
 //! lock over (a writer killed while it held the lock), or when the directory holds a directory
 //! (a lock killed while staged or half-removed).
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,7 +34,10 @@ use crate::file;
 use crate::process;
 
 mod latch;
+mod stage;
 pub use latch::Latch;
+pub use stage::SPARE;
+use stage::{Parked, Stage, is_unsupported, rename_no_replace};
 
 /// A lock directory older than this is taken to be left by a crashed holder.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -205,20 +210,15 @@ impl StateLock {
         if !self.released {
             self.released = true;
             // A lock reclaimed from us (held past STALE_AFTER) now belongs to someone else.
-            if read_holder(&self.dir) == Some(std::process::id()) {
-                // Renamed away first, so the lock is never seen without its pid file.
-                let grave = file::temp_path(&self.dir);
-                if fs::rename(&self.dir, &grave).is_ok() {
-                    let _ = file::remove_lock_dir(&grave);
-                } else {
-                    let _ = file::remove_lock_dir(&self.dir);
-                }
-            }
+            let parked = (read_holder(&self.dir) == Some(std::process::id()))
+                .then(|| stage::park(&self.dir));
             // What killed writers left here goes with the release of a lock whose acquisition
             // met it: a writer killed with the lock held (its temporary) left that lock, and a
-            // lock killed while staged or half-removed is a directory the link count shows.
+            // lock killed while staged or half-removed is a directory the link count shows
+            // (beside the spare, when there is one).
+            let spare = matches!(parked, Some(Parked::Spare | Parked::Deleted));
             if let Some(parent) = self.dir.parent() {
-                if self.met_debris || holds_directories(parent) {
+                if self.met_debris || holds_directories(parent, spare) {
                     file::remove_orphans(parent);
                 }
             }
@@ -232,132 +232,14 @@ impl Drop for StateLock {
     }
 }
 
-/// True when `dir` holds a directory (its link count is past the 2 of a directory without
-/// any), or when its file system does not count them.
-fn holds_directories(dir: &Path) -> bool {
+/// True when `dir` holds a directory other than its spare (its link count is past the 2 of a
+/// directory without any, plus one for a `spare` known to be there), or when its file system
+/// does not count them.
+fn holds_directories(dir: &Path, spare: bool) -> bool {
     use std::os::unix::fs::MetadataExt;
-    fs::symlink_metadata(dir).map_or(true, |meta| meta.nlink() != 2)
-}
-
-/// How a lock directory comes into being.
-///
-/// Where the kernel has `renameat2(RENAME_NOREPLACE)`, the directory is built under a temporary
-/// name with the `pid` file already inside and renamed into place, so a lock of ours is never
-/// seen without its holder: a holder killed at any instant leaves a lock that the next waiter
-/// reclaims at once by the PID check. Elsewhere it is the engine's `mkdir`, then the PID.
-struct Stage {
-    staged: Option<PathBuf>,
-    unsupported: bool,
-}
-
-impl Stage {
-    fn new() -> Self {
-        Self {
-            staged: None,
-            unsupported: !cfg!(all(target_os = "linux", target_env = "gnu")),
-        }
-    }
-
-    /// One attempt: true when the lock is ours now, false when someone holds it.
-    fn take(&mut self, dir: &Path) -> io::Result<bool> {
-        if !self.unsupported {
-            match self.take_staged(dir) {
-                Ok(taken) => return Ok(taken),
-                Err(err) if is_unsupported(&err) => {
-                    self.discard();
-                    self.unsupported = true;
-                }
-                Err(err) => {
-                    self.discard();
-                    return Err(err);
-                }
-            }
-        }
-        take_direct(dir)
-    }
-
-    fn take_staged(&mut self, dir: &Path) -> io::Result<bool> {
-        let staged = if let Some(path) = &self.staged {
-            path.clone()
-        } else {
-            let path = file::temp_path(dir);
-            fs::create_dir(&path)?;
-            self.staged = Some(path.clone());
-            write_pid_file(&path)?;
-            path
-        };
-        match rename_no_replace(&staged, dir) {
-            Ok(()) => {
-                self.staged = None;
-                Ok(true)
-            }
-            Err(err)
-                if matches!(
-                    err.kind(),
-                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(err),
-        }
-    }
-
-    fn discard(&mut self) {
-        if let Some(path) = self.staged.take() {
-            let _ = file::remove_lock_dir(&path);
-        }
-    }
-}
-
-impl Drop for Stage {
-    fn drop(&mut self) {
-        self.discard();
-    }
-}
-
-fn is_unsupported(err: &io::Error) -> bool {
-    matches!(
-        err.raw_os_error(),
-        Some(code) if code == nix::libc::EINVAL || code == nix::libc::ENOSYS
-            || code == nix::libc::EOPNOTSUPP
-    )
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE).map_err(io::Error::from)
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn rename_no_replace(_from: &Path, _to: &Path) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(nix::libc::ENOSYS))
-}
-
-/// The engine's way: `mkdir`, then the PID.
-fn take_direct(dir: &Path) -> io::Result<bool> {
-    match fs::create_dir(dir) {
-        Ok(()) => {
-            // A missing pid file only delays reclaim to the age rule; the lock is still held.
-            let _ = write_pid_file(dir);
-            Ok(true)
-        }
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(err) => Err(err),
-    }
-}
-
-/// Write this process's PID to the lock's `pid` file (see [`file::LOCK_FILES_WRITTEN`]).
-fn write_pid_file(dir: &Path) -> io::Result<()> {
-    for name in file::LOCK_FILES_WRITTEN {
-        let mut out = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(dir.join(name))?;
-        out.write_all(format!("{}\n", std::process::id()).as_bytes())?;
-    }
-    Ok(())
+    fs::symlink_metadata(dir).map_or(true, |meta| {
+        meta.nlink() < 2 || meta.nlink() > 2 + u64::from(spare)
+    })
 }
 
 /// The holder's PID: from `pid`, else from `owner` (a bash waiter may have removed `pid`).

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use preload_core::discovery::EXCLUDED_DIRS;
 use preload_core::file::OpError;
+use preload_core::lock;
 use preload_core::packs;
 
 use super::SandboxError;
@@ -64,8 +65,8 @@ impl Copier<'_> {
         Ok(true)
     }
 
-    /// Copy the tree `from` to `to` whole (regular files and directories; links and lock
-    /// directories are left out).
+    /// Copy the tree `from` to `to` whole (regular files and directories; links, lock
+    /// directories and their spares are left out).
     pub fn tree(&mut self, from: &Path, to: &Path) -> Result<(), SandboxError> {
         fs::create_dir_all(to).map_err(OpError::at("create", to))?;
         for entry in fs::read_dir(from).map_err(OpError::at("read", from))? {
@@ -73,7 +74,9 @@ impl Copier<'_> {
             let path = entry.path();
             let kind = entry.file_type().map_err(OpError::at("read", &path))?;
             let target = to.join(entry.file_name());
-            if kind.is_dir() && !entry.file_name().to_string_lossy().ends_with(".lock") {
+            let name = entry.file_name();
+            let is_lock = name.to_string_lossy().ends_with(".lock") || name == lock::SPARE;
+            if kind.is_dir() && !is_lock {
                 self.tree(&path, &target)?;
             } else if kind.is_file() {
                 self.file(&path, &target)?;

@@ -123,11 +123,17 @@ fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
     let lock = StateLock::acquire(&file, soon(500)).unwrap();
     lock.release();
     assert!(!litter.exists(), "the dead writer's temporary is swept");
-    let left: Vec<_> = fs::read_dir(tmp.path())
+    let mut left: Vec<_> = fs::read_dir(tmp.path())
         .unwrap()
-        .map(|e| e.unwrap().file_name())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(left, vec![std::ffi::OsString::from(".state.json")]);
+    left.sort();
+    let expected: &[&str] = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        &[SPARE, ".state.json"]
+    } else {
+        &[".state.json"]
+    };
+    assert_eq!(left, expected);
 }
 
 #[test]
@@ -250,4 +256,74 @@ fn a_racy_reclaim_of_a_live_lock_is_noticed_before_the_write() {
     assert!(!lock.still_held());
     lock.release();
     assert!(dir.join("pid").exists(), "the new holder's lock stays");
+}
+
+// Where locks are renamed into place (`renameat2`), a released one is kept as the spare.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn a_released_lock_is_the_next_ones_spare() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    StateLock::acquire(&file, soon(100)).unwrap().release();
+    let spare = tmp.path().join(SPARE);
+    assert!(!lock_dir_for(&file).exists(), "released");
+    assert_eq!(read_holder(&spare), Some(std::process::id()));
+    // Its last holder had a longer PID: the new one is written over it, and cut to its length.
+    fs::write(spare.join("pid"), "123456789012\n").unwrap();
+    let inode = fs::metadata(spare.join("pid")).unwrap().ino();
+    let lock = StateLock::acquire(&file, soon(100)).unwrap();
+    assert!(!spare.exists(), "the spare became the lock");
+    let pid = lock.path().join("pid");
+    assert_eq!(
+        fs::read_to_string(&pid).unwrap(),
+        format!("{}\n", std::process::id())
+    );
+    assert_eq!(fs::metadata(&pid).unwrap().ino(), inode, "the same file");
+    assert!(lock.still_held());
+    lock.release();
+    assert!(spare.is_dir() && !lock_dir_for(&file).exists());
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn one_spare_per_directory_and_a_second_release_deletes_its_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = StateLock::acquire(&tmp.path().join("a.json"), soon(100)).unwrap();
+    let b = StateLock::acquire(&tmp.path().join("b.json"), soon(100)).unwrap();
+    a.release();
+    b.release();
+    let names: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, [SPARE], "one spare, no lock, no temporary");
+    assert_eq!(
+        fs::read_dir(tmp.path().join(SPARE))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>(),
+        ["pid"],
+        "a spare holds what a lock holds"
+    );
+}
+
+#[test]
+fn a_spare_name_taken_by_something_else_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let foreign = tmp.path().join(SPARE);
+    fs::write(&foreign, "not a lock").unwrap();
+    for _ in 0..2 {
+        let lock = StateLock::acquire(&file, soon(100)).unwrap();
+        assert_eq!(read_holder(lock.path()), Some(std::process::id()));
+        lock.release();
+        assert!(!lock_dir_for(&file).exists());
+    }
+    assert_eq!(fs::read_to_string(&foreign).unwrap(), "not a lock");
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        1,
+        "nothing else left"
+    );
 }
