@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use preload_core::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin, read_json, strings};
+use crate::common::{Answer, Sandbox, bin, litter, read_json, strings};
 
 const STASHED: &str = "STASHED-ONCE";
 
@@ -63,18 +63,6 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out.sort();
     out
-}
-
-/// Names in `dir` that are locks, staged or half-removed locks, or temporaries.
-fn litter(dir: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".lock") || n.contains(".tmp."))
-        .collect()
 }
 
 fn answer(out: &Output) -> Answer {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use preload_core::env;
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin, read_json};
+use crate::common::{Sandbox, bin, litter, read_json};
 
 /// Every hook binary with the arguments it is registered with.
 const HOOKS: &[(&str, &[&str])] = &[
@@ -190,19 +190,6 @@ fn finish(child: &mut Child, stdin: Vec<u8>, started: Instant) -> Run {
 
 fn run_json(sb: &Sandbox, name: &str, args: &[&str], input: &Value) -> Run {
     run_raw(sb, name, args, input.to_string().as_bytes(), &[])
-}
-
-/// Every entry of `dir` whose name marks it as a lock or a temporary.
-fn litter(dir: &Path) -> Vec<String> {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.contains(".lock") || n.contains(".tmp."))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn post_tool_use(sb: &Sandbox) -> Value {

@@ -422,6 +422,10 @@ fn run_cases(
         .collect();
     let mut rows = Vec::new();
     let mut counter = 0;
+    // The counters file each case's second warm-up call left, put back before every measured
+    // call: the counts are the same each time, and a counted call replaces the file as it does
+    // in a running conversation.
+    let mut counters = Vec::new();
     // Warm-up call with HOOK_DEBUG set: what the hook answers and why it failed open, if it did.
     for (case, bin) in &live {
         sb.restore(&case.state)?;
@@ -434,6 +438,7 @@ fn run_cases(
         sb.restore(&case.state)?;
         let (_, out) = call_for(sb, case, bin, counter).run_timed()?;
         counter += 1;
+        counters.push(std::fs::read(preload_core::counters::file_of(&sb.state_file)).ok());
         rows.push(Row {
             label: case.label.clone(),
             bin: case.bin,
@@ -451,7 +456,7 @@ fn run_cases(
     // Interleaved: each hook call right after a no-op call on the same input.
     for _ in 0..iters {
         for (i, (case, bin)) in live.iter().enumerate() {
-            sb.restore(&case.state)?;
+            sb.restore_with(&case.state, counters[i].as_deref())?;
             let call = call_for(sb, case, bin, counter);
             counter += 1;
             let (t, _) = call.run_timed_with(noop)?;

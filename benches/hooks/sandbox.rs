@@ -497,17 +497,31 @@ impl Sandbox {
     /// SessionStart left for the owner (the tool call after a SessionStart adopts it, once per
     /// session; left in place, every call after a SessionStart case would measure that).
     pub fn restore(&self, state: &Value) -> io::Result<()> {
+        self.restore_with(state, None)
+    }
+
+    /// [`Sandbox::restore`], with the counters file put back to `counters` when given (what
+    /// the case's first call left: a running conversation has one, and a counted call replaces
+    /// it) instead of removed.
+    pub fn restore_with(&self, state: &Value, counters: Option<&[u8]>) -> io::Result<()> {
         let lock = self.state_file.with_extension("json.lock");
         if lock.exists() {
             let _ = fs::remove_dir_all(&lock);
         }
         let seed = preload_core::session::seed_path(&self.sessions, std::process::id());
+        let counters_file = preload_core::counters::file_of(&self.state_file);
         for kept in [
-            preload_core::counters::file_of(&self.state_file),
+            counters_file.clone(),
             preload_core::counters::journal_of(&self.state_file),
             preload_core::ledger::carry_path(&seed),
             seed,
         ] {
+            if kept == counters_file {
+                if let Some(text) = counters {
+                    fs::write(&kept, text)?;
+                    continue;
+                }
+            }
             match fs::remove_file(&kept) {
                 Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
                 _ => {}

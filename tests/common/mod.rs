@@ -545,3 +545,18 @@ pub fn assert_shown_recorded(text: &str, state: &Value) {
         }
     }
 }
+
+/// Names in `dir` that are locks, staged or half-removed locks, or temporaries: what a killed or
+/// racing writer could leave (not the counters' previous version, which the next count
+/// overwrites and exchanges with the file, nor a directory's spare lock, which is no lock).
+pub fn litter(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".lock") || n.contains(".tmp."))
+        .filter(|n| !n.ends_with(preload_core::file::HELD_TEMP_SUFFIX))
+        .collect()
+}

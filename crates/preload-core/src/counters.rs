@@ -34,6 +34,7 @@ use crate::fields;
 use crate::file;
 use crate::journal;
 use crate::lock::Latch;
+use crate::stamps;
 use crate::state::{self, State, StateError};
 
 mod delta;
@@ -173,9 +174,7 @@ impl Counters {
     /// when the state's are older ones of the same epoch, else the state's own (numbered on
     /// from the file's).
     pub fn read(state_file: &Path, state: &State) -> Self {
-        let kept = file::read_text(&file_of(state_file), MAX_BYTES)
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-            .and_then(|v| Self::from_file(&v));
+        let kept = read_checked(&file_of(state_file)).and_then(|v| Self::from_file(&v));
         let mut own = Self::from_state(state);
         match kept {
             Some(kept) if kept.epoch == own.epoch && own.seq < kept.seq => kept,
@@ -364,15 +363,14 @@ pub fn update(
     if counters != before {
         counters.seq = before.seq + 1;
         let path = file_of(state_file);
-        let mut text =
-            serde_json::to_string_pretty(&counters.to_file()).map_err(|err| StateError::Io {
-                action: "encode",
-                path: path.clone(),
-                source: std::io::Error::other(err),
-            })?;
-        text.push('\n');
+        let text = checked_text(&counters.to_file()).map_err(|err| StateError::Io {
+            action: "encode",
+            path: path.clone(),
+            source: std::io::Error::other(err),
+        })?;
         // Under the latch, the temporary's name is fixed: a writer killed here leaves one the
-        // next writer removes, and no lock that would make a sweep of the directory find it.
+        // next writer takes, and no lock that would make a sweep of the directory find it. It
+        // is written in place and exchanged with the file, hence the check of every read.
         let options = file::WriteOptions {
             held_temp: latch.is_held(),
             ..file::WriteOptions::CACHE
@@ -385,6 +383,49 @@ pub fn update(
     }
     drop(latch);
     Ok(counters)
+}
+
+/// How a counters file begins: its first member, `check`, is the hash of the text after it.
+const CHECK_HEAD: &str = "{\n  \"check\": \"";
+/// Reads of a counters file that came out torn before it is taken to be unreadable.
+const READS: usize = 3;
+
+/// The text of a counters file: pretty JSON led by `check`, the hash ([`stamps::words_hash`])
+/// of the text after that member. The file is replaced by exchanging it with the previous
+/// version, which the next write overwrites in place ([`file::WriteOptions::held_temp`]): a
+/// reader that opened the file before an exchange and reads it during that write can read two
+/// versions at once, and the hash tells such a read from a whole one.
+fn checked_text(body: &Value) -> serde_json::Result<String> {
+    let pretty = serde_json::to_string_pretty(body)?;
+    let rest = format!("{}\n", pretty.strip_prefix('{').unwrap_or(&pretty));
+    let hash = stamps::words_hash(rest.as_bytes());
+    Ok(format!("{CHECK_HEAD}{hash:016x}\",{rest}"))
+}
+
+/// True when `text` is a whole counters file: its `check` is its hash, or it has none (written
+/// by an earlier release, which replaced the file by a rename and never in place).
+fn is_whole(text: &str) -> bool {
+    let Some(after) = text.strip_prefix(CHECK_HEAD) else {
+        return true;
+    };
+    let Some((hex, rest)) = after.split_at_checked(16) else {
+        return false;
+    };
+    rest.strip_prefix("\",").is_some_and(|rest| {
+        u64::from_str_radix(hex, 16).is_ok_and(|hash| hash == stamps::words_hash(rest.as_bytes()))
+    })
+}
+
+/// The counters file at `path`, read again when a read came out torn ([`is_whole`]); `None`
+/// when it is missing, unreadable, not JSON, or torn [`READS`] times in a row.
+fn read_checked(path: &Path) -> Option<Value> {
+    for _ in 0..READS {
+        let text = file::read_text(path, MAX_BYTES)?;
+        if is_whole(&text) {
+            return serde_json::from_str(&text).ok();
+        }
+    }
+    None
 }
 
 #[cfg(test)]

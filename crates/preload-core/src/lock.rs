@@ -37,7 +37,7 @@ mod latch;
 mod stage;
 pub use latch::Latch;
 pub use stage::SPARE;
-use stage::{Parked, Stage, is_unsupported, rename_no_replace};
+use stage::{Parked, Stage, rename_no_replace};
 
 /// A lock directory older than this is taken to be left by a crashed holder.
 pub const STALE_AFTER: Duration = Duration::from_secs(10);
@@ -290,7 +290,7 @@ fn remove_abandoned(dir: &Path, expected: Option<u32>) {
         // When the name was taken again meanwhile, the grave stays and is swept once this
         // process is gone (it carries our PID).
         let _ = rename_no_replace(&grave, dir).or_else(|err| {
-            if is_unsupported(&err) {
+            if file::is_unsupported(&err) {
                 fs::rename(&grave, dir)
             } else {
                 Err(err)

@@ -192,3 +192,37 @@ fn a_mirror_says_whether_it_changed_the_state() {
     assert!(c.mirror(&mut stale));
     assert_eq!(stale, mirrored);
 }
+
+#[test]
+fn a_counters_file_read_torn_is_not_taken_for_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let far = Instant::now() + std::time::Duration::from_secs(2);
+    let s = state(r#"{"pid": 5}"#);
+    for _ in 0..3 {
+        update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
+    }
+    let path = file_of(&file);
+    let whole = fs_text(&path);
+    assert!(whole.starts_with(CHECK_HEAD), "{whole}");
+    assert_eq!(Counters::read(&file, &s).get("main.jsonl"), 3);
+    // Two versions read at once: still JSON, with another count.
+    let torn = whole.replacen("\"main.jsonl\": 3", "\"main.jsonl\": 2", 1);
+    assert_ne!(torn, whole);
+    std::fs::write(&path, &torn).unwrap();
+    assert!(serde_json::from_str::<Value>(&torn).is_ok());
+    assert_eq!(
+        Counters::read(&file, &s).get("main.jsonl"),
+        0,
+        "the state's own (none) stand"
+    );
+    // A file of an earlier release has no check, and is read as it is.
+    let legacy = format!("{{{}", &whole[CHECK_HEAD.len() + 18..]);
+    assert!(serde_json::from_str::<Value>(&legacy).is_ok() && !legacy.contains("check"));
+    std::fs::write(&path, &legacy).unwrap();
+    assert_eq!(Counters::read(&file, &s).get("main.jsonl"), 3);
+}
+
+fn fs_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}

@@ -169,5 +169,40 @@ fn a_held_temporary_left_by_a_killed_writer_is_the_next_writers() {
     assert!(write_atomic_with(&path, b"two", held, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"two");
     assert_eq!(fs::read(&victim).unwrap(), b"keep", "never written through");
-    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2);
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        // Exchanged: the previous version is the next write's temporary.
+        assert_eq!(fs::read(&leftover).unwrap(), b"one");
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 3);
+    } else {
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2);
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn a_held_write_swaps_the_file_with_its_previous_version() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("counters.json");
+    let held = WriteOptions {
+        held_temp: true,
+        ..WriteOptions::CACHE
+    };
+    let inode = |p: &Path| fs::metadata(p).unwrap().ino();
+    assert!(write_atomic_with(&path, b"first, long", held, || true).unwrap());
+    let first = inode(&path);
+    assert!(write_atomic_with(&path, b"second", held, || true).unwrap());
+    let second = inode(&path);
+    assert_ne!(first, second);
+    // The third goes over the first's file in place, cut to its length.
+    assert!(write_atomic_with(&path, b"third", held, || true).unwrap());
+    assert_eq!(fs::read(&path).unwrap(), b"third");
+    assert_eq!(inode(&path), first, "no file created");
+    let previous = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
+    assert_eq!(fs::read(&previous).unwrap(), b"second");
+    // A write refused before it is published leaves the file as it was.
+    assert!(!write_atomic_with(&path, b"fourth", held, || false).unwrap());
+    assert_eq!(fs::read(&path).unwrap(), b"third");
+    assert!(write_atomic_with(&path, b"fifth", held, || true).unwrap());
+    assert_eq!(fs::read(&path).unwrap(), b"fifth");
 }

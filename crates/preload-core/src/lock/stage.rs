@@ -84,7 +84,7 @@ impl Stage {
         if !self.unsupported {
             match self.take_staged(dir) {
                 Ok(taken) => return Ok(taken),
-                Err(err) if is_unsupported(&err) => {
+                Err(err) if file::is_unsupported(&err) => {
                     self.discard();
                     self.unsupported = true;
                 }
@@ -158,23 +158,9 @@ fn claim_spare(dir: &Path, to: &Path) -> bool {
     })
 }
 
-pub fn is_unsupported(err: &io::Error) -> bool {
-    matches!(
-        err.raw_os_error(),
-        Some(code) if code == nix::libc::EINVAL || code == nix::libc::ENOSYS
-            || code == nix::libc::EOPNOTSUPP
-    )
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// `renameat2(RENAME_NOREPLACE)`, where there is one ([`file::rename_with`]).
 pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE).map_err(io::Error::from)
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub fn rename_no_replace(_from: &Path, _to: &Path) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(nix::libc::ENOSYS))
+    file::rename_with(from, to, file::Rename::NoReplace)
 }
 
 /// The engine's way: `mkdir`, then the PID.
