@@ -314,7 +314,9 @@ fn has_template_field(fields: &Map<String, Value>) -> bool {
 
 /// `resolve_phase_cmds` for a session or seed state: the skill is the state's `skill`, the
 /// phases are the state's `phases` when present (else the skill's SKILL.md), the templates the
-/// state's template fields when present (else the skill's). Empty without a usable skill.
+/// state's template fields when present (else the skill's). Empty without a usable skill. The
+/// SKILL.md is loaded only for what the state lacks: a state the engine activated holds its
+/// phases and templates.
 pub fn session_phase_cmds(
     paths: &EnginePaths,
     skills: &Skills,
@@ -324,35 +326,36 @@ pub fn session_phase_cmds(
     let Some(name) = state.get(fields::SKILL).and_then(Value::as_str) else {
         return Vec::new();
     };
-    let skill = skills.load(paths, name);
-    let state_phases = state
+    if !is_valid_name(name) {
+        return Vec::new();
+    }
+    let loaded = std::cell::OnceCell::new();
+    let skill = || loaded.get_or_init(|| skills.load(paths, name)).as_deref();
+    let phases = match state
         .get(fields::PHASES)
         .and_then(Value::as_array)
-        .filter(|p| !p.is_empty());
-    let phases = state_phases.map_or_else(
-        || skill.as_deref().map_or(&[][..], Skill::phases),
-        Vec::as_slice,
-    );
+        .filter(|p| !p.is_empty())
+    {
+        Some(phases) => phases.as_slice(),
+        None => skill().map_or(&[][..], Skill::phases),
+    };
     let empty = Map::new();
     let fields = if has_template_field(state) {
         state
     } else {
-        skill.as_ref().map_or(&empty, |s| &s.definition)
+        skill().map_or(&empty, |s| &s.definition)
     };
-    let skill_dir = skill
-        .as_ref()
-        .map_or_else(|| paths.skills.join(name), |s| s.dir.clone());
-    if skill.is_none() && !is_valid_name(name) {
-        return Vec::new();
-    }
+    let skill_dir = paths.skills.join(name);
     let mut out = resolve_phase_cmds(paths, phases, label, fields, &skill_dir);
-    let modes = state
-        .get(fields::MODES)
-        .or_else(|| skill.as_ref().and_then(|s| s.definition.get(fields::MODES)));
-    if let (Some(Value::Object(modes)), Some(chosen)) = (modes, chosen_mode(state)) {
-        for file in mode_files(modes, chosen, &skill_dir) {
-            if !out.contains(&file) {
-                out.push(file);
+    if let Some(chosen) = chosen_mode(state) {
+        let modes = state
+            .get(fields::MODES)
+            .or_else(|| skill().and_then(|s| s.definition.get(fields::MODES)));
+        if let Some(Value::Object(modes)) = modes {
+            for file in mode_files(modes, chosen, &skill_dir) {
+                if !out.contains(&file) {
+                    out.push(file);
+                }
             }
         }
     }
