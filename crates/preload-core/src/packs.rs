@@ -168,7 +168,9 @@ pub fn resolve_path(project_root: &Path, home: &Path, path: &str) -> PathBuf {
 /// True when `path` is a pack key (`…/context-packs.json#<name>`).
 pub fn is_key(path: &str) -> bool {
     path.rsplit_once('#').is_some_and(|(file, name)| {
-        file.ends_with(&format!("/{KEY_FILE_NAME}")) && crate::paths::is_safe_name(name)
+        file.strip_suffix(KEY_FILE_NAME)
+            .is_some_and(|dir| dir.ends_with('/'))
+            && crate::paths::is_safe_name(name)
     })
 }
 

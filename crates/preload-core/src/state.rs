@@ -168,9 +168,10 @@ impl State {
         strings_of(self.0.get(key))
     }
 
-    /// Set a field, keeping its position when it exists.
+    /// Set a field, keeping its position when it exists (the value it replaces is left to a
+    /// hook process's exit, [`crate::start::release`]).
     pub fn set(&mut self, key: &str, value: Value) {
-        self.0.insert(key.to_owned(), value);
+        crate::start::release(self.0.insert(key.to_owned(), value));
     }
 
     /// Remove a field.

@@ -19,7 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use self::contents::{Fill, Plan};
 use crate::dehydrated;
@@ -262,9 +262,13 @@ fn fill_session(
             let kept = ledger::take_last_call_deliveries(s);
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
-                .strings(fields::PRELOADED_FILES)
+                .get(fields::PRELOADED_FILES)
+                .and_then(Value::as_array)
                 .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
                 .filter(|p| packs::is_key(p))
+                .map(str::to_owned)
                 .collect();
             reset(s);
             if plan.source == "compact" {

@@ -301,6 +301,11 @@ fn the_projects_pack_wins_by_name() {
     assert_eq!(name_of_key(&loaded.packs[1].key), Some("g"));
     assert!(!is_key("/p/docs/A.md"));
     assert!(!is_key("/p/notes.md#x"));
+    // The file's name is `context-packs.json` itself, and the pack's a safe name.
+    assert!(is_key("/p/.claude/context-packs.json#x"));
+    assert!(!is_key("/p/.claude/my-context-packs.json#x"));
+    assert!(!is_key("context-packs.json#x"));
+    assert!(!is_key("/p/.claude/context-packs.json#../x"));
 }
 
 #[test]
