@@ -115,14 +115,19 @@ pub struct InContext {
 const SCANS_BEFORE_INDEX: usize = 8;
 /// Arrays shorter than this are always scanned.
 const INDEXED_FROM: usize = 256;
+/// Arrays longer than this are scanned too: [`Names`] keeps positions in 32 bits (no state file
+/// of at most 16 MiB comes near).
+const INDEXED_UP_TO: usize = (u32::MAX / 2) as usize;
 
-/// The positions of an array's entries by the hash of their names.
+/// The positions of an array's entries by the hash of their names: an open-addressing table
+/// (linear probing) of `(high half of the hash, position + 1)`, `0` marking a free slot, at most
+/// three quarters full. The hashes are used as they are (they are hashes already), so building
+/// it is a few instructions an entry (sorting the pairs was hundreds), and a slot is 8 bytes.
 #[derive(Debug)]
 struct Names {
-    /// `(hash of the name, position)` of the entries indexed at first, sorted.
-    sorted: Vec<(u64, usize)>,
-    /// The same for the entries appended since.
-    tail: Vec<(u64, usize)>,
+    slots: Vec<(u32, u32)>,
+    /// Slots in use.
+    used: usize,
     /// Entries indexed.
     len: usize,
     /// The last entry indexed, as it was.
@@ -150,16 +155,47 @@ fn indexed(items: &[Value], from: usize) -> impl Iterator<Item = (u64, usize)> +
 
 impl Names {
     fn of(items: &[Value]) -> Self {
-        let mut sorted = Vec::with_capacity(items.len());
-        sorted.extend(indexed(items, 0));
-        sorted.sort_unstable_by_key(|(hash, _)| *hash);
-        Self {
-            sorted,
-            tail: Vec::new(),
+        let mut names = Self {
+            slots: vec![(0, 0); (items.len() * 4 / 3 + 1).next_power_of_two().max(16)],
+            used: 0,
             len: items.len(),
             last: last_of(items),
             expected: items.len(),
+        };
+        for (hash, i) in indexed(items, 0) {
+            names.insert(hash, i);
         }
+        names
+    }
+
+    /// The part of `hash` a slot keeps: its high half, which also picks the first slot to look
+    /// at (the table has at most 2^32 slots).
+    fn key(hash: u64) -> u32 {
+        (hash >> 32) as u32
+    }
+
+    /// Index the entry at `position` (below [`INDEXED_UP_TO`]).
+    fn insert(&mut self, hash: u64, position: usize) {
+        let stored = u32::try_from(position + 1).unwrap_or(u32::MAX);
+        if (self.used + 1) * 4 > self.slots.len() * 3 {
+            let grown = vec![(0, 0); self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            for slot in old.into_iter().filter(|(_, p)| *p != 0) {
+                self.place(slot);
+            }
+        }
+        self.place((Self::key(hash), stored));
+        self.used += 1;
+    }
+
+    /// Put `(key, stored)` in the first free slot from its key's.
+    fn place(&mut self, slot: (u32, u32)) {
+        let mask = self.slots.len() - 1;
+        let mut at = slot.0 as usize & mask;
+        while self.slots[at].1 != 0 {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = slot;
     }
 
     /// Follow `items`: index what was appended; index again when an entry indexed went.
@@ -170,7 +206,10 @@ impl Names {
         if !unmoved {
             *self = Self::of(items);
         } else if items.len() > self.len {
-            self.tail.extend(indexed(items, self.len));
+            let appended: Vec<(u64, usize)> = indexed(items, self.len).collect();
+            for (hash, i) in appended {
+                self.insert(hash, i);
+            }
             self.len = items.len();
             self.last = last_of(items);
         }
@@ -178,13 +217,21 @@ impl Names {
 
     /// Positions whose entries may be named `name`.
     fn positions(&self, name: &str) -> impl Iterator<Item = usize> + '_ {
-        let hash = name_hash(name);
-        let start = self.sorted.partition_point(|(h, _)| *h < hash);
-        self.sorted[start..]
-            .iter()
-            .take_while(move |(h, _)| *h == hash)
-            .chain(self.tail.iter().filter(move |(h, _)| *h == hash))
-            .map(|(_, i)| *i)
+        let key = Self::key(name_hash(name));
+        let mask = self.slots.len() - 1;
+        let mut at = key as usize & mask;
+        std::iter::from_fn(move || {
+            loop {
+                let (k, stored) = self.slots[at];
+                if stored == 0 {
+                    return None;
+                }
+                at = (at + 1) & mask;
+                if k == key {
+                    return Some(stored as usize - 1);
+                }
+            }
+        })
     }
 }
 
@@ -206,7 +253,12 @@ impl InContext {
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice);
         self.checks += 1;
-        if self.names.is_none() && self.checks > SCANS_BEFORE_INDEX && items.len() >= INDEXED_FROM {
+        if items.len() > INDEXED_UP_TO {
+            self.names = None;
+        } else if self.names.is_none()
+            && self.checks > SCANS_BEFORE_INDEX
+            && items.len() >= INDEXED_FROM
+        {
             self.names = Some(Names::of(items));
         }
         match self.names.as_mut() {
