@@ -168,10 +168,11 @@ impl State {
         strings_of(self.0.get(key))
     }
 
-    /// Set a field, keeping its position when it exists (the value it replaces is left to a
-    /// hook process's exit, [`crate::start::release`]).
+    /// Set a field, keeping its position when it exists. The value it replaces is freed: its
+    /// memory serves the call's next allocations (left to the process's exit instead, a
+    /// SessionStart that empties the large state's `preloadedFiles` took 97 more page faults).
     pub fn set(&mut self, key: &str, value: Value) {
-        crate::start::release(self.0.insert(key.to_owned(), value));
+        self.0.insert(key.to_owned(), value);
     }
 
     /// Remove a field.
