@@ -19,10 +19,11 @@
 //! right before it commits, that the lock still names it ([`StateLock::still_held`]); a lock
 //! taken from under it aborts the write instead of racing the new holder. Release and reclaim
 //! rename a lock away (to the spare, or to a temporary name before deleting it), and release
-//! touches only a lock that still names this process. A release sweeps the temporaries that killed writers left next to the file
-//! ([`file::remove_orphans`]) only when there is some: when its acquisition took an abandoned
-//! lock over (a writer killed while it held the lock), or when the directory holds a directory
-//! (a lock killed while staged or half-removed).
+//! touches only a lock that still names this process. A release sweeps the temporaries that
+//! killed writers left next to the file ([`file::remove_orphans`]) only when there is some:
+//! when its acquisition took an abandoned lock over (a writer killed while it held the lock),
+//! or when the directory holds a directory other than the spare (a lock killed while staged or
+//! half-removed).
 
 use std::fs;
 use std::io;
