@@ -258,11 +258,13 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
     if !ctx.paths.skill_file(name).is_file() {
         return Vec::new();
     }
-    let skill = ctx.skills.load(&ctx.paths, name);
+    // SKILL.md is loaded only for a template the state does not name (an activated one does).
+    let skill = std::cell::OnceCell::new();
     let artifact_of = |field: &str| {
         let template = state.str(field).or_else(|| {
             skill
-                .as_ref()
+                .get_or_init(|| ctx.skills.load(&ctx.paths, name))
+                .as_deref()
                 .and_then(|s| s.definition.get(field)?.as_str())
         })?;
         artifacts::document_in(dir, template)
