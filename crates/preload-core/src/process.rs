@@ -145,24 +145,37 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh"];
 
 /// The nearest ancestor of this process that is not a shell, else the parent PID.
 pub fn nearest_non_shell_ancestor() -> u32 {
+    nearest_non_shell_ancestor_started().0
+}
+
+/// [`nearest_non_shell_ancestor`] and its [`start_time`], from the one look at it.
+pub fn nearest_non_shell_ancestor_started() -> (u32, Option<u64>) {
     let parent = std::os::unix::process::parent_id();
     let mut pid = parent;
     for _ in 0..16 {
         match facts(pid) {
             Some(facts) if SHELLS.contains(&facts.name.as_str()) => match facts.parent {
                 Some(up) if up > 1 => pid = up,
-                _ => return parent,
+                _ => return (parent, start_time(parent)),
             },
-            Some(_) => return pid,
-            None => return parent,
+            Some(facts) => return (pid, facts.started),
+            None => return (parent, start_time(parent)),
         }
     }
-    parent
+    (parent, start_time(parent))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ancestor_and_its_start_time_come_from_one_look() {
+        let (pid, started) = nearest_non_shell_ancestor_started();
+        assert_eq!(pid, nearest_non_shell_ancestor());
+        assert_eq!(started, start_time(pid));
+        assert!(started.is_some());
+    }
 
     #[test]
     fn own_process_is_alive_and_has_a_start_time() {

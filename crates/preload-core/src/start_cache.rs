@@ -126,8 +126,8 @@ pub fn cache_dir(env: &Env) -> PathBuf {
 /// registrations (with its start time), so one run's text is never served to another: a
 /// `--resume` of the same conversation is a new client process.
 pub fn cache_key(input: &HookInput) -> String {
-    let client = process::nearest_non_shell_ancestor();
-    let started = process::start_time(client).unwrap_or(0);
+    let (client, started) = process::nearest_non_shell_ancestor_started();
+    let started = started.unwrap_or(0);
     let raw = format!(
         "{}_{}_{client}-{started}",
         input.session_id().unwrap_or("nosession"),

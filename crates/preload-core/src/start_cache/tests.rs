@@ -33,7 +33,8 @@ fn cache_keys_are_safe_file_names() {
     );
     // The client process is part of the key: a run in another process never shares it.
     let client = process::nearest_non_shell_ancestor();
-    assert!(key.contains(&format!("_{client}-")), "{key}");
+    let started = process::start_time(client).unwrap_or(0);
+    assert!(key.ends_with(&format!("_{client}-{started}")), "{key}");
 }
 
 #[test]
