@@ -327,3 +327,21 @@ fn a_spare_name_taken_by_something_else_is_left_alone() {
         "nothing else left"
     );
 }
+
+#[test]
+fn a_lock_file_names_its_holder_with_or_without_a_line_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("pid");
+    for (text, pid) in [
+        ("4242\n", Some(4242)),
+        ("4242", Some(4242)),
+        (" 4242 \n\n", Some(4242)),
+        ("", None),
+        ("pid\n", None),
+        (&"9".repeat(40), None),
+    ] {
+        fs::write(&path, text).unwrap();
+        assert_eq!(read_pid(&path), pid, "{text:?}");
+    }
+    assert_eq!(read_pid(&tmp.path().join("missing")), None);
+}
