@@ -510,18 +510,15 @@ impl Sandbox {
         }
         let seed = preload_core::session::seed_path(&self.sessions, std::process::id());
         let counters_file = preload_core::counters::file_of(&self.state_file);
-        for kept in [
-            counters_file.clone(),
+        if let Some(text) = counters {
+            fs::write(&counters_file, text)?;
+        }
+        let gone = counters.is_none().then_some(counters_file);
+        for kept in gone.into_iter().chain([
             preload_core::counters::journal_of(&self.state_file),
             preload_core::ledger::carry_path(&seed),
             seed,
-        ] {
-            if kept == counters_file {
-                if let Some(text) = counters {
-                    fs::write(&kept, text)?;
-                    continue;
-                }
-            }
+        ]) {
             match fs::remove_file(&kept) {
                 Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
                 _ => {}

@@ -206,8 +206,7 @@ impl Names {
         if !unmoved {
             *self = Self::of(items);
         } else if items.len() > self.len {
-            let appended: Vec<(u64, usize)> = indexed(items, self.len).collect();
-            for (hash, i) in appended {
+            for (hash, i) in indexed(items, self.len) {
                 self.insert(hash, i);
             }
             self.len = items.len();

@@ -125,14 +125,14 @@ impl Stage {
         let path = file::temp_path(dir);
         if claim_spare(dir, &path) {
             self.staged = Some(path.clone());
-            if rewrite_pid_file(&path).is_ok() {
+            if write_pid_file(&path, true).is_ok() {
                 return Ok(path);
             }
             self.discard();
         }
         fs::create_dir(&path)?;
         self.staged = Some(path.clone());
-        write_pid_file(&path)?;
+        write_pid_file(&path, false)?;
         Ok(path)
     }
 
@@ -168,7 +168,7 @@ fn take_direct(dir: &Path) -> io::Result<bool> {
     match fs::create_dir(dir) {
         Ok(()) => {
             // A missing pid file only delays reclaim to the age rule; the lock is still held.
-            let _ = write_pid_file(dir);
+            let _ = write_pid_file(dir, false);
             Ok(true)
         }
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -176,35 +176,25 @@ fn take_direct(dir: &Path) -> io::Result<bool> {
     }
 }
 
-fn pid_line() -> String {
-    format!("{}\n", std::process::id())
-}
-
-/// Write this process's PID to a new lock's `pid` file (see [`file::LOCK_FILES_WRITTEN`]).
-fn write_pid_file(dir: &Path) -> io::Result<()> {
+/// Write this process's PID to the lock's `pid` file (see [`file::LOCK_FILES_WRITTEN`]): a new
+/// file, or, in a claimed spare (`reuse`), over its last holder's, in place and then cut to its
+/// length, so the file keeps its inode and its block (truncating it first would free the block
+/// and take a new one); a link planted in its place is not followed.
+fn write_pid_file(dir: &Path, reuse: bool) -> io::Result<()> {
+    let line = format!("{}\n", std::process::id());
     for name in file::LOCK_FILES_WRITTEN {
-        let mut out = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(dir.join(name))?;
-        out.write_all(pid_line().as_bytes())?;
-    }
-    Ok(())
-}
-
-/// Write this process's PID over a claimed spare's: in place, then cut to its length, so the
-/// file keeps its inode and its block (truncating it first would free the block and take a
-/// new one). A link planted in its place is not followed.
-fn rewrite_pid_file(dir: &Path) -> io::Result<()> {
-    let line = pid_line();
-    for name in file::LOCK_FILES_WRITTEN {
-        let mut out = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(dir.join(name))?;
+        let mut options = fs::OpenOptions::new();
+        options.write(true);
+        if reuse {
+            options.create(true).custom_flags(nix::libc::O_NOFOLLOW);
+        } else {
+            options.create_new(true);
+        }
+        let mut out = options.open(dir.join(name))?;
         out.write_all(line.as_bytes())?;
-        out.set_len(line.len() as u64)?;
+        if reuse {
+            out.set_len(line.len() as u64)?;
+        }
     }
     Ok(())
 }
