@@ -1,9 +1,11 @@
 //! A dehydrated session's hand-over ([`fields::DEHYDRATED_CONTEXT`]): finding the one to
 //! restore, its recovery section, and the required files it names, resolved on disk.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Ordering;
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -37,17 +39,20 @@ pub struct Recovery {
 /// remembered with their file's identity, size and times
 /// (`sessions/.preload-index/undehydrated`), and are not read again until one of those changes
 /// (the context is written by a rewrite that changes at least the size; a state reached through
-/// a link is always read).
+/// a link is always read). A session costs one `fstatat` and a table lookup.
 pub fn find(ctx: &Context) -> Option<Recovery> {
     for root in ctx.sessions_dirs() {
         let Ok(listed) = fs::File::open(&root) else {
             continue;
         };
-        let mut plain = Plain::open(&root);
-        let found = session::session_dirs(&root)
+        let plain_file = root.join(session::INDEX_DIR).join(PLAIN_FILE);
+        let known = file::read_text(&plain_file, state::MAX_STATE_BYTES).unwrap_or_default();
+        let mut plain = Plain::new(&known);
+        let mut relative = Vec::new();
+        let found = session::session_names(&root)
             .into_iter()
-            .find_map(|dir| look(ctx, &listed, &dir, &mut plain));
-        plain.save(found.is_none());
+            .find_map(|name| look(ctx, &root, &listed, &name, &mut relative, &mut plain));
+        plain.save(&plain_file, found.is_none());
         if found.is_some() {
             return found;
         }
@@ -55,18 +60,33 @@ pub fn find(ctx: &Context) -> Option<Recovery> {
     None
 }
 
-/// The recovery in the session `dir` (in the sessions directory open as `root`), noting in
-/// `plain` a state that holds none.
-fn look(ctx: &Context, root: &fs::File, dir: &Path, plain: &mut Plain) -> Option<Recovery> {
-    let path = dir.join(STATE_FILE);
-    let name = dir.file_name()?.to_string_lossy().into_owned();
-    let print = file_print(root, &name);
-    if plain.knows(&name, print.as_deref()) {
-        return None;
+/// The recovery in session `name` of the sessions directory `root` (open as `listed`), noting
+/// in `plain` a state that holds none. `relative` is scratch space for the state's path.
+fn look(
+    ctx: &Context,
+    root: &Path,
+    listed: &fs::File,
+    name: &OsStr,
+    relative: &mut Vec<u8>,
+    plain: &mut Plain<'_>,
+) -> Option<Recovery> {
+    relative.clear();
+    relative.extend_from_slice(name.as_bytes());
+    relative.push(b'/');
+    relative.extend_from_slice(STATE_FILE.as_bytes());
+    let print = Print::of(listed, relative);
+    let key = name.to_str();
+    if let Some(key) = key {
+        if plain.knows(key, print) {
+            return None;
+        }
     }
+    let path = root.join(name).join(STATE_FILE);
     let text = file::read_text(&path, state::MAX_STATE_BYTES)?;
     if !text.contains(fields::DEHYDRATED_CONTEXT) {
-        plain.note(name, print);
+        if let (Some(key), Some(print)) = (key, print) {
+            plain.note(key, print);
+        }
         return None;
     }
     let state = State::parse(&text).ok()?;
@@ -79,7 +99,7 @@ fn look(ctx: &Context, root: &fs::File, dir: &Path, plain: &mut Plain) -> Option
         }
     }
     Some(Recovery {
-        session: name,
+        session: name.to_string_lossy().into_owned(),
         skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
         phase: state
             .str(fields::CURRENT_PHASE)
@@ -90,100 +110,154 @@ fn look(ctx: &Context, root: &fs::File, dir: &Path, plain: &mut Plain) -> Option
     })
 }
 
-/// Identity, size and times of the state of session `name` in the sessions directory open as
-/// `root`, when it is a regular file (`None` for a link or no file). Looked up from the open
-/// directory: the walk to it is not repeated for each session.
-fn file_print(root: &fs::File, name: &str) -> Option<String> {
-    use nix::fcntl::AtFlags;
-    use nix::sys::stat::{SFlag, fstatat};
-    let st = fstatat(
-        root,
-        format!("{name}/{STATE_FILE}").as_str(),
-        AtFlags::AT_SYMLINK_NOFOLLOW,
-    )
-    .ok()?;
-    (SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG).then(|| {
-        format!(
-            "{}:{}:{}:{}.{}:{}.{}",
-            st.st_dev,
-            st.st_ino,
-            st.st_size,
-            st.st_mtime,
-            st.st_mtime_nsec,
-            st.st_ctime,
-            st.st_ctime_nsec
-        )
-    })
+/// Identity, size and times of a state file: written as
+/// `<dev>:<ino>:<size>:<mtime>.<ns>:<ctime>.<ns>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Print {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    times: [i64; 4],
+}
+
+impl Print {
+    /// The print of `relative` (a path under the directory open as `dir`) when it is a regular
+    /// file (`None` for a link or no file). Looked up from the open directory: the walk to it
+    /// is not repeated for each session.
+    fn of(dir: &fs::File, relative: &[u8]) -> Option<Self> {
+        use nix::fcntl::AtFlags;
+        use nix::sys::stat::{SFlag, fstatat};
+        let st = fstatat(dir, relative, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        (SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG).then_some(Self {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            times: [st.st_mtime, st.st_mtime_nsec, st.st_ctime, st.st_ctime_nsec],
+        })
+    }
+
+    /// What [`Print`]'s `Display` wrote (every list line is parsed on a scan: by hand, a
+    /// fifth of the instructions of splitting and `str::parse`).
+    fn parse(text: &str) -> Option<Self> {
+        // Seven numbers, each a sign and a magnitude, parted by ':' or '.'.
+        let mut numbers = [(false, 0_u64); 7];
+        let mut bytes = text.bytes();
+        for (i, (negative, magnitude)) in numbers.iter_mut().enumerate() {
+            let mut digits = 0;
+            loop {
+                match bytes.next() {
+                    Some(b'-') if digits == 0 && !*negative => *negative = true,
+                    Some(digit @ b'0'..=b'9') => {
+                        *magnitude = magnitude
+                            .checked_mul(10)?
+                            .checked_add(u64::from(digit - b'0'))?;
+                        digits += 1;
+                    }
+                    Some(b':' | b'.') if i < 6 && digits > 0 => break,
+                    None if i == 6 && digits > 0 => break,
+                    _ => return None,
+                }
+            }
+        }
+        let unsigned = |(negative, magnitude): (bool, u64)| (!negative).then_some(magnitude);
+        let signed = |(negative, magnitude): (bool, u64)| {
+            i64::try_from(magnitude)
+                .ok()
+                .map(|m| if negative { -m } else { m })
+        };
+        let [dev, ino, size, ms, mn, cs, cn] = numbers;
+        Some(Self {
+            dev: unsigned(dev)?,
+            ino: unsigned(ino)?,
+            size: signed(size)?,
+            times: [signed(ms)?, signed(mn)?, signed(cs)?, signed(cn)?],
+        })
+    }
+}
+
+impl std::fmt::Display for Print {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            dev,
+            ino,
+            size,
+            times: [ms, mn, cs, cn],
+        } = self;
+        write!(f, "{dev}:{ino}:{size}:{ms}.{mn}:{cs}.{cn}")
+    }
 }
 
 /// The states of one sessions directory known to hold no dehydrated context, each with its
-/// file's [`file_print`] when it was read: `<sessions>/.preload-index/undehydrated`, a line
-/// `<session directory>\t<print>` each. A cache: unreadable or missing means empty, and it is
-/// written (atomically, not synced) only when it changed.
-struct Plain {
-    path: PathBuf,
-    entries: HashMap<String, String>,
-    visited: HashSet<String>,
-    changed: bool,
+/// file's [`Print`] when it was read: `<sessions>/.preload-index/undehydrated`, a line
+/// `<session directory>\t<print>` each, in name order. A cache: unreadable or missing means
+/// empty, and it is written (atomically, not synced) only when it changed.
+///
+/// The sessions are scanned in name order too: the list is read alongside, one line ahead at
+/// most, and written again as the scan goes (a line out of order is dropped, and its state
+/// read).
+struct Plain<'a> {
+    /// The list as it was.
+    text: &'a str,
+    /// Its lines the scan has not reached.
+    rest: &'a str,
+    /// The list as the scan leaves it, up to where it is.
+    out: String,
 }
 
 /// The file [`Plain`] keeps, in the session index's directory.
 const PLAIN_FILE: &str = "undehydrated";
 
-impl Plain {
-    fn open(root: &Path) -> Self {
-        let path = root.join(session::INDEX_DIR).join(PLAIN_FILE);
-        let entries = file::read_text(&path, state::MAX_STATE_BYTES)
-            .map(|text| {
-                text.lines()
-                    .filter_map(|line| line.split_once('\t'))
-                    .map(|(name, print)| (name.to_owned(), print.to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+impl<'a> Plain<'a> {
+    fn new(text: &'a str) -> Self {
         Self {
-            path,
-            entries,
-            visited: HashSet::new(),
-            changed: false,
+            text,
+            rest: text,
+            out: String::with_capacity(text.len()),
         }
     }
 
     /// Whether the state of session `name`, now `print`, was read as it is and held nothing.
-    fn knows(&mut self, name: &str, print: Option<&str>) -> bool {
-        self.visited.insert(name.to_owned());
-        let known = print.is_some() && self.entries.get(name).map(String::as_str) == print;
-        if !known && self.entries.remove(name).is_some() {
-            self.changed = true;
+    /// Lines of names before `name` are dropped: their sessions are gone.
+    fn knows(&mut self, name: &str, print: Option<Print>) -> bool {
+        while !self.rest.is_empty() {
+            let (line, rest) = self.rest.split_once('\n').unwrap_or((self.rest, ""));
+            let Some((listed, listed_print)) = line.split_once('\t') else {
+                self.rest = rest;
+                continue;
+            };
+            match listed.cmp(name) {
+                Ordering::Less => self.rest = rest,
+                Ordering::Greater => return false,
+                Ordering::Equal => {
+                    self.rest = rest;
+                    let same = print.is_some() && Print::parse(listed_print) == print;
+                    if same {
+                        self.out.push_str(line);
+                        self.out.push('\n');
+                    }
+                    return same;
+                }
+            }
         }
-        known
+        false
     }
 
     /// The state of session `name`, read as `print`, holds nothing.
-    fn note(&mut self, name: String, print: Option<String>) {
-        if let Some(print) = print.filter(|_| !name.contains(['\t', '\n'])) {
-            self.entries.insert(name, print);
-            self.changed = true;
+    fn note(&mut self, name: &str, print: Print) {
+        if !name.contains(['\t', '\n']) {
+            let _ = writeln!(self.out, "{name}\t{print}");
         }
     }
 
-    /// Keep what the scan learnt; after a `complete` one, forget the sessions it did not see.
-    fn save(mut self, complete: bool) {
-        if complete {
-            let before = self.entries.len();
-            self.entries.retain(|name, _| self.visited.contains(name));
-            self.changed |= self.entries.len() != before;
+    /// Keep what the scan learnt in `path`: after a `complete` scan, the lines it did not
+    /// reach are of sessions that are gone; otherwise they stand.
+    fn save(mut self, path: &Path, complete: bool) {
+        if !complete {
+            self.out.push_str(self.rest);
         }
-        if !self.changed || !self.path.parent().is_some_and(Path::is_dir) {
-            return;
+        if self.out != self.text && path.parent().is_some_and(Path::is_dir) {
+            let _ = file::write_cache(path, self.out.as_bytes());
         }
-        let mut names: Vec<(&String, &String)> = self.entries.iter().collect();
-        names.sort();
-        let mut text = String::new();
-        for (name, print) in names {
-            let _ = writeln!(text, "{name}\t{print}");
-        }
-        let _ = file::write_cache(&self.path, text.as_bytes());
     }
 }
 

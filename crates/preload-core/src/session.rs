@@ -19,7 +19,7 @@ mod index;
 mod scan;
 pub use index::{DIR as INDEX_DIR, Key};
 use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
-pub use scan::{cache_file, session_dirs};
+pub use scan::{cache_file, session_dirs, session_names};
 
 /// Directory of seed files inside a sessions directory.
 pub const SEEDS_DIR: &str = ".seeds";

@@ -66,14 +66,36 @@ fn the_states_without_a_context_are_remembered_and_a_new_context_is_still_found(
     let p = Project::new();
     p.state("2026_01_01_A", &json!({"pid": 4_000_002, "skill": "do"}));
     p.state("2026_01_02_B", &json!({"pid": 4_000_003, "skill": "do"}));
+    p.state("2026_01_03_C", &json!({"pid": 4_000_004, "skill": "do"}));
     assert!(find(&p.ctx()).is_none());
-    assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_02_B"]);
+    assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_02_B", "2026_01_03_C"]);
     // The engine writes a hand-over into B: the changed file is read again and restored.
     p.state("2026_01_02_B", &dehydrated(4_000_003));
     let found = find(&p.ctx()).expect("the hand-over written after the first scan");
     assert_eq!(found.session, "2026_01_02_B");
     // Found before the end, the scan keeps what it knew of the rest.
-    assert_eq!(p.plain(), ["2026_01_01_A"]);
+    assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_03_C"]);
+}
+
+#[test]
+fn a_list_out_of_name_order_costs_reads_but_never_hides_a_context() {
+    let p = Project::new();
+    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
+    p.state("2026_01_02_B", &json!({"pid": 4_000_003}));
+    assert!(find(&p.ctx()).is_none());
+    let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
+    let text = fs::read_to_string(&list).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    fs::write(&list, format!("{}\n{}\n", lines[1], lines[0])).unwrap();
+    p.state("2026_01_01_A", &dehydrated(4_000_002));
+    assert_eq!(
+        find(&p.ctx()).map(|r| r.session),
+        Some("2026_01_01_A".into())
+    );
+    // A scan that finds none puts the list back in order.
+    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
+    assert!(find(&p.ctx()).is_none());
+    assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_02_B"]);
 }
 
 #[test]
@@ -81,7 +103,8 @@ fn a_remembered_state_is_not_read_again_while_its_file_is_unchanged() {
     let p = Project::new();
     let path = p.state("2026_01_01_A", &dehydrated(4_000_002));
     // The list says the file, as it is now, holds nothing: the scan believes it without reading.
-    let print = file_print(&fs::File::open(&p.sessions).unwrap(), "2026_01_01_A").unwrap();
+    let listed = fs::File::open(&p.sessions).unwrap();
+    let print = Print::of(&listed, b"2026_01_01_A/.state.json").unwrap();
     let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
     fs::write(&list, format!("2026_01_01_A\t{print}\n")).unwrap();
     assert!(find(&p.ctx()).is_none(), "an unchanged file is not read");
@@ -135,4 +158,34 @@ fn gone_sessions_and_a_damaged_list_are_forgotten() {
         find(&p.ctx()).map(|r| r.session),
         Some("2026_01_01_A".into())
     );
+}
+
+#[test]
+fn a_print_reads_back_what_it_writes_and_nothing_else() {
+    let print = Print {
+        dev: 2049,
+        ino: u64::MAX,
+        size: 346_112,
+        times: [-1, 999_999_999, 1_767_225_600, 0],
+    };
+    let text = print.to_string();
+    assert_eq!(
+        text,
+        "2049:18446744073709551615:346112:-1.999999999:1767225600.0"
+    );
+    assert_eq!(Print::parse(&text), Some(print));
+    for damaged in [
+        "",
+        "2049:1:2:3.4:5",
+        "2049:1:2:3.4:5.6:7",
+        "2049:-1:2:3.4:5.6",
+        "a:1:2:3.4:5.6",
+        "2049:1:2:3.4:5.6:",
+        "2049::2:3.4:5.6",
+        "2049:1:--2:3.4:5.6",
+        "2049:1:2-:3.4:5.6",
+        "2049:18446744073709551616:2:3.4:5.6",
+    ] {
+        assert_eq!(Print::parse(damaged), None, "{damaged:?}");
+    }
 }

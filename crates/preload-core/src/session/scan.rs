@@ -2,6 +2,7 @@
 //! the index names, or on a scan of every state (which rebuilds the index), and the fingerprint
 //! that lets a negative answer stand.
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -35,18 +36,26 @@ pub(super) fn fingerprint(ctx: &Context, roots: &[PathBuf], cache: &Path) -> u64
 /// The session directories under a sessions directory, in name order (`.seeds`, the index and
 /// other dot-names excluded).
 pub fn session_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+    session_names(root)
+        .into_iter()
+        .map(|name| root.join(name))
+        .collect()
+}
+
+/// The names of [`session_dirs`], in byte order.
+pub fn session_names(root: &Path) -> Vec<OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut names: Vec<OsString> = fs::read_dir(root)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .map(|e| e.path())
+                .map(|e| e.file_name())
+                .filter(|name| name.as_bytes().first() != Some(&b'.'))
                 .collect()
         })
         .unwrap_or_default();
-    // One parent: the order of the names is the order of the paths, and far cheaper to find.
-    dirs.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
-    dirs
+    names.sort_unstable();
+    names
 }
 
 /// `${CLAUDE_SESSION_CACHE_DIR:-/tmp}/claude-session-cache-<pid>`.
