@@ -77,6 +77,10 @@ fn dir_and_name(path: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
     Some((dir, path.file_name()?))
 }
 
+/// The symbolic links one directory's resolution follows before it counts as a loop (Linux's
+/// own limit, `ELOOP`).
+const MAX_LINKS: u32 = 40;
+
 /// The physical paths of directories, each resolved once per hook call however many paths in
 /// it are normalised, and the normalised form of each file found, so a file a call looks at
 /// from several places is checked once. A hook process lives for one call, so a directory's
@@ -102,30 +106,41 @@ impl PhysicalDirs {
 
     /// The physical path of `dir`, `None` when it cannot be resolved.
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
+        let mut links = MAX_LINKS;
+        self.of_following(dir, &mut links)
+    }
+
+    /// [`PhysicalDirs::of`], following at most `links` more symbolic links.
+    fn of_following(&self, dir: &Path, links: &mut u32) -> Option<PathBuf> {
         if let Some(physical) = self.dirs.get(dir.as_os_str()) {
             return Some(physical);
         }
-        let physical = self.resolve(dir)?;
+        let physical = self.resolve(dir, links)?;
         self.dirs.keep(dir.as_os_str().to_owned(), physical.clone());
         Some(physical)
     }
 
     /// `dir` resolved from its parent's physical path (known, or resolved the same way): one
-    /// `lstat` of its last component, which is resolved whole only when it is a symbolic link.
-    /// The root, a relative path and a path ending in `..` are resolved whole.
-    fn resolve(&self, dir: &Path) -> Option<PathBuf> {
+    /// `lstat` of its last component; when that is a symbolic link, one `readlink` and its
+    /// target resolved the same way from the link's directory (glibc's `realpath` would read
+    /// every component of the path again, the target's too). The root, a relative path and a
+    /// path ending in `..` are resolved whole.
+    fn resolve(&self, dir: &Path, links: &mut u32) -> Option<PathBuf> {
         match (dir.parent(), dir.file_name()) {
             (Some(parent), Some(name)) if dir.is_absolute() => {
-                let candidate = self.of(parent)?.join(name);
-                if std::fs::symlink_metadata(&candidate)
+                let parent = self.of_following(parent, links)?;
+                let candidate = parent.join(name);
+                if !std::fs::symlink_metadata(&candidate)
                     .ok()?
                     .file_type()
                     .is_symlink()
                 {
-                    std::fs::canonicalize(&candidate).ok()
-                } else {
-                    Some(candidate)
+                    return Some(candidate);
                 }
+                *links = links.checked_sub(1)?;
+                let target = std::fs::read_link(&candidate).ok()?;
+                // An absolute target replaces the directory it is joined to.
+                self.of_following(&parent.join(target), links)
             }
             _ => std::fs::canonicalize(dir).ok(),
         }

@@ -41,11 +41,27 @@ struct Facts {
     started: Option<u64>,
 }
 
-/// The facts of `pid` from `/proc/<pid>/stat`.
+/// The facts of `pid` from `/proc/<pid>/stat`: read into room for a whole line (a few hundred
+/// bytes), so one `read` takes it and a second meets the end. (`fs::read_to_string` asks for
+/// the size, which `/proc` reports as 0, then reads 32 bytes and doubles: 8 calls, not 2.)
 #[cfg(not(target_os = "macos"))]
 fn facts(pid: u32) -> Option<Facts> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    use std::io::{ErrorKind, Read as _};
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut bytes = vec![0; 1024];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match file.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(err) if err.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    parse_stat(std::str::from_utf8(&bytes[..len]).ok()?)
 }
 
 /// The facts of `pid` from libproc.

@@ -93,6 +93,10 @@ fn a_directory_resolves_from_its_parent_as_realpath_does() {
     link(&root.join("x").to_string_lossy(), "a/b/c/to_x").unwrap(); // absolute target
     link("../..", "a/b/c/up").unwrap(); // up the tree
     link("to_b", "chain").unwrap(); // a link to a link
+    link("loop_b", "loop_a").unwrap(); // a loop
+    link("loop_a", "loop_b").unwrap();
+    link("nowhere", "dangling").unwrap();
+    link(".", "a/b/here").unwrap(); // itself
     let dirs = PhysicalDirs::default();
     for rel in [
         "a/b/c",
@@ -107,6 +111,10 @@ fn a_directory_resolves_from_its_parent_as_realpath_does() {
         "a/./b/c/",
         "missing",
         "to_b/missing",
+        "loop_a",
+        "loop_a/c",
+        "dangling",
+        "a/b/here/here/here/c",
     ] {
         let dir = root.join(rel);
         assert_eq!(dirs.of(&dir), std::fs::canonicalize(&dir).ok(), "{rel}");
