@@ -188,14 +188,20 @@ impl StartCache {
     /// Slot `chunk.index` of the text cut for `chunk.total` slots of `budget` characters: from
     /// the cache when it is fresh, else, under the cache's lock (waited for at most three
     /// quarters of the time left before `deadline`, the cache looked for while waiting), from a
-    /// cache another registration wrote meanwhile; else a [`Writer`], after stale caches and
-    /// leftovers were swept.
+    /// cache another registration wrote meanwhile; else a [`Writer`].
+    ///
+    /// The last registration first sweeps stale caches and leftovers from the directory (only
+    /// files past their freshness, so it needs no lock): it does so while the first one
+    /// generates the text, off the path the event waits on. A registration alone does it too.
     pub fn lookup(
         &self,
         chunk: Chunk,
         budget: usize,
         deadline: Instant,
     ) -> Result<Lookup, StartCacheError> {
+        if chunk.index + 1 == chunk.total {
+            sweep(&self.dir);
+        }
         if let Some(blocks) = read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
@@ -218,7 +224,6 @@ impl StartCache {
             lock.release();
             return Ok(Lookup::Found(blocks));
         }
-        sweep(&self.dir);
         Ok(Lookup::Missing(Writer {
             path: self.path.clone(),
             lock,

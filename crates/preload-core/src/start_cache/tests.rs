@@ -182,3 +182,64 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         Lookup::Missing(_)
     ));
 }
+
+#[test]
+fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
+    let cache = StartCache::open(&env, &input).unwrap();
+    let aged = |name: &str, age: Duration| {
+        let path = dir.join(name);
+        fs::write(&path, "x").unwrap();
+        let file = fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(std::time::SystemTime::now() - age)
+            .unwrap();
+        path
+    };
+    let second = Duration::from_secs(1);
+    let stale = aged("old_startup_1-2.slots", FRESH + second);
+    let fresh = aged("new_startup_1-2.slots", FRESH.saturating_sub(second));
+    let old_temp = aged("new_startup_1-2.slots.tmp.9.0", TEMP_LEFTOVER + second);
+    let young_temp = aged("new_startup_1-2.slots.tmp.9.1", FRESH + second);
+    let other = aged("notes.txt", TEMP_LEFTOVER + second);
+    let present = || [&stale, &fresh, &old_temp, &young_temp, &other].map(|p| p.exists());
+    // The first of three generates without sweeping; the middle one reads.
+    let Lookup::Missing(writer) = cache
+        .lookup(Chunk { index: 0, total: 3 }, 100, deadline)
+        .unwrap()
+    else {
+        panic!("nothing was cached yet")
+    };
+    assert_eq!(present(), [true; 5]);
+    writer.write(3, &vec![vec!["a".to_owned()]; 3]).unwrap();
+    assert!(matches!(
+        cache
+            .lookup(Chunk { index: 1, total: 3 }, 100, deadline)
+            .unwrap(),
+        Lookup::Found(_)
+    ));
+    assert_eq!(present(), [true; 5]);
+    // The last sweeps, and still finds the text just written.
+    assert!(matches!(
+        cache
+            .lookup(Chunk { index: 2, total: 3 }, 100, deadline)
+            .unwrap(),
+        Lookup::Found(_)
+    ));
+    assert_eq!(present(), [false, true, false, true, true]);
+    assert!(cache.path().exists());
+    // Alone, the one registration sweeps.
+    let stale = aged("old_startup_1-2.slots", FRESH + second);
+    let again =
+        StartCache::open(&env, &HookInput::from_value(json!({"session_id": "s2"}))).unwrap();
+    assert!(matches!(
+        again
+            .lookup(Chunk { index: 0, total: 1 }, 100, deadline)
+            .unwrap(),
+        Lookup::Missing(_)
+    ));
+    assert!(!stale.exists());
+}
