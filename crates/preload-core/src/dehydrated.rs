@@ -114,7 +114,8 @@ fn look(
 /// `<dev>:<ino>:<size>:<mtime>.<ns>:<ctime>.<ns>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Print {
-    dev: u64,
+    /// `dev_t` is unsigned on Linux and signed on macOS.
+    dev: i128,
     ino: u64,
     size: i64,
     times: [i64; 4],
@@ -129,7 +130,7 @@ impl Print {
         use nix::sys::stat::{SFlag, fstatat};
         let st = fstatat(dir, relative, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
         (SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG).then_some(Self {
-            dev: st.st_dev,
+            dev: i128::from(st.st_dev),
             ino: st.st_ino,
             size: st.st_size,
             times: [st.st_mtime, st.st_mtime_nsec, st.st_ctime, st.st_ctime_nsec],
@@ -165,9 +166,13 @@ impl Print {
                 .ok()
                 .map(|m| if negative { -m } else { m })
         };
+        let wide = |(negative, magnitude): (bool, u64)| {
+            let magnitude = i128::from(magnitude);
+            if negative { -magnitude } else { magnitude }
+        };
         let [dev, ino, size, ms, mn, cs, cn] = numbers;
         Some(Self {
-            dev: unsigned(dev)?,
+            dev: wide(dev),
             ino: unsigned(ino)?,
             size: signed(size)?,
             times: [signed(ms)?, signed(mn)?, signed(cs)?, signed(cn)?],
