@@ -251,7 +251,9 @@ fn fill_session(
     let path = dir.join(STATE_FILE);
     let dir = dir.to_path_buf();
     let mut carried: Vec<String> = Vec::new();
-    let result = state::update(&path, ctx.lock_deadline(), |s| {
+    // A new context window (or a resumed one with this process as its owner): the state is
+    // written whatever the change, without a copy taken to tell.
+    let result = state::rewrite(&path, ctx.lock_deadline(), |s| {
         // Which skills the client process holds, to put back after its next compaction.
         ledger::skills_held_at_start(s, plan.source);
         if goes_on {

@@ -169,6 +169,38 @@ pub fn update_read<T>(
     known: impl FnOnce() -> Option<(State, T)>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
+    locked_change(path, deadline, read, known, change, Tell::ByCopy)
+}
+
+/// [`update`] for a change that rewrites the state (SessionStart's re-seed of a new context
+/// window): the file is written without a copy taken to tell whether anything changed (on a
+/// large state, a deep copy of every entry).
+pub fn rewrite<T>(
+    path: &Path,
+    deadline: Instant,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    locked_change(path, deadline, None, || None, change, Tell::Always)
+}
+
+/// Whether a locked change writes the state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tell {
+    /// Only when it differs from a copy taken before the change.
+    ByCopy,
+    /// Always.
+    Always,
+}
+
+/// The one locked read-modify-write ([`update_read`], [`rewrite`]).
+fn locked_change<T>(
+    path: &Path,
+    deadline: Instant,
+    read: Option<&str>,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+    tell: Tell,
+) -> Result<T, StateError> {
     let lock = StateLock::acquire(path, deadline)?;
     let text = load_text(path)?;
     if read == Some(text.as_str()) {
@@ -183,9 +215,9 @@ pub fn update_read<T>(
         }
     }
     let mut state = parse_read(path, &text)?;
-    let before = state.clone();
+    let before = (tell == Tell::ByCopy).then(|| state.clone());
     let out = change(&mut state);
-    if state != before {
+    if before.as_ref().is_none_or(|before| *before != state) {
         save_locked(path, &state, &lock)?;
     }
     lock.release();

@@ -118,6 +118,35 @@ fn corrupt_files_are_never_written() {
 }
 
 #[test]
+fn a_rewrite_writes_whatever_the_change_and_refuses_what_update_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.json");
+    fs::write(&path, "{\"a\":1}").unwrap();
+    let out = rewrite(&path, soon(), |s| s.get("a").cloned()).unwrap();
+    assert_eq!(out, Some(Value::from(1)));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "{\n  \"a\": 1\n}\n",
+        "written in this product's layout though nothing changed"
+    );
+    rewrite(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n"
+    );
+    fs::write(&path, "{\"a\":").unwrap();
+    assert!(rewrite(&path, soon(), |s| s.set("c", Value::Null)).is_err());
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "{\"a\":",
+        "a corrupt state is left"
+    );
+    let missing = tmp.path().join("none.json");
+    assert!(rewrite(&missing, soon(), |_| ()).is_err());
+    assert!(!missing.exists());
+}
+
+#[test]
 fn unchanged_state_is_not_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.json");
