@@ -39,7 +39,7 @@ pub struct Recovery {
 /// remembered with their file's identity, size and times
 /// (`sessions/.preload-index/undehydrated`), and are not read again until one of those changes
 /// (the context is written by a rewrite that changes at least the size; a state reached through
-/// a link is always read). A session costs one `fstatat` and a table lookup.
+/// a link is always read). A session costs one `fstatat` and a comparison with its line.
 pub fn find(ctx: &Context) -> Option<Recovery> {
     for root in ctx.sessions_dirs() {
         let Ok(listed) = fs::File::open(&root) else {

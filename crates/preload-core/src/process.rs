@@ -43,7 +43,8 @@ struct Facts {
 
 /// The facts of `pid` from `/proc/<pid>/stat`: read into room for a whole line (a few hundred
 /// bytes), so one `read` takes it and a second meets the end. (`fs::read_to_string` asks for
-/// the size, which `/proc` reports as 0, then reads 32 bytes and doubles: 8 calls, not 2.)
+/// the size with `statx`, which `/proc` reports as 0, then reads 32 bytes and doubles: six
+/// `read`s.)
 #[cfg(not(target_os = "macos"))]
 fn facts(pid: u32) -> Option<Facts> {
     use std::io::{ErrorKind, Read as _};
