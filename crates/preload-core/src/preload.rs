@@ -256,6 +256,7 @@ pub fn apply_for(
     audience: Audience<'_>,
 ) -> Batch {
     let mut pass = Pass::new(ctx, audience);
+    pass.in_context.expect(requests.len());
     for request in requests {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {
@@ -288,6 +289,7 @@ pub fn record_for(
     audience: Audience<'_>,
 ) -> Batch {
     let mut pass = Pass::new(ctx, audience);
+    pass.in_context.expect(requests.len());
     for request in requests {
         let path = ctx.normalize(&request.path);
         let outcome = if let Some(hit) = pass.in_context.check(state, &path, &ctx.file_ids) {

@@ -93,11 +93,19 @@ pub fn words_hash(bytes: &[u8]) -> u64 {
         let (lo, hi) = (m as u64, (m >> 64) as u64);
         lo ^ hi
     }
-    // The last bytes, zero-padded: copied one by one (a copy of a length not known until now
-    // is a `memcpy` call, the most of a short name's hash).
-    let word = |b: &[u8]| {
+    // The `n` (at most 8) bytes that end at `end`, zero-padded: the eight bytes ending there
+    // loaded at once and shifted, where there are eight; else copied one by one (a copy of a
+    // length not known until now is a `memcpy` call, the most of a short name's hash).
+    let word = |end: usize, n: usize| {
+        if n == 0 {
+            return 0;
+        }
+        if let Some(last) = end.checked_sub(8).and_then(|start| bytes.get(start..end)) {
+            let last = <[u8; 8]>::try_from(last).unwrap_or_default();
+            return u64::from_le_bytes(last) >> (8 * (8 - n));
+        }
         let mut w = [0u8; 8];
-        for (slot, byte) in w.iter_mut().zip(b) {
+        for (slot, byte) in w.iter_mut().zip(&bytes[end - n..end]) {
             *slot = *byte;
         }
         u64::from_le_bytes(w)
@@ -111,10 +119,10 @@ pub fn words_hash(bytes: &[u8]) -> u64 {
         a = fold(a ^ u64::from_le_bytes(x), K1);
         b = fold(b ^ u64::from_le_bytes(y), K0);
     }
-    let rest = chunks.remainder();
-    let (x, y) = rest.split_at(rest.len().min(8));
-    a = fold(a ^ word(x), K1);
-    b = fold(b ^ word(y), K0);
+    let rest = chunks.remainder().len();
+    let (x, y) = (rest.min(8), rest.saturating_sub(8));
+    a = fold(a ^ word(bytes.len() - rest + x, x), K1);
+    b = fold(b ^ word(bytes.len(), y), K0);
     fold(a ^ K0, b ^ K1)
 }
 
@@ -362,6 +370,49 @@ mod tests {
         };
         assert!(!old.matches(&then, changed));
         assert!(!now.matches(&then, changed));
+    }
+
+    #[test]
+    #[allow(clippy::cast_possible_truncation)]
+    fn the_words_hash_of_every_length_is_the_one_stamps_were_written_with() {
+        // The hash as earlier builds computed it (its last bytes copied one by one): stamps in
+        // states on disk hold it.
+        fn as_written(bytes: &[u8]) -> u64 {
+            const K0: u64 = 0xa076_1d64_78bd_642f;
+            const K1: u64 = 0xe703_7ed1_a0b4_28db;
+            let fold = |a: u64, b: u64| {
+                let m = u128::from(a) * u128::from(b);
+                (m as u64) ^ ((m >> 64) as u64)
+            };
+            let word = |b: &[u8]| {
+                let mut w = [0u8; 8];
+                w[..b.len()].copy_from_slice(b);
+                u64::from_le_bytes(w)
+            };
+            let (mut a, mut b) = (K0 ^ bytes.len() as u64, K1);
+            let mut chunks = bytes.chunks_exact(16);
+            for chunk in &mut chunks {
+                a = fold(a ^ word(&chunk[..8]), K1);
+                b = fold(b ^ word(&chunk[8..]), K0);
+            }
+            let rest = chunks.remainder();
+            let (x, y) = rest.split_at(rest.len().min(8));
+            a = fold(a ^ word(x), K1);
+            b = fold(b ^ word(y), K0);
+            fold(a ^ K0, b ^ K1)
+        }
+        let text: Vec<u8> = (0..80u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        for len in 0..=text.len() {
+            for start in [0, 1, 7] {
+                let bytes = &text[start.min(len)..len];
+                assert_eq!(
+                    words_hash(bytes),
+                    as_written(bytes),
+                    "{} bytes",
+                    bytes.len()
+                );
+            }
+        }
     }
 
     #[test]
