@@ -250,23 +250,10 @@ fn read_holder(dir: &Path) -> Option<u32> {
         .find_map(|name| read_pid(&dir.join(name)))
 }
 
-/// The PID in a lock's file: one line, read in one `read` when it ends with its line end (a
-/// holder writes it with one `write`), else to the end; more than a PID's worth is not one.
-/// Checked before every commit, so it skips the `statx` and the second `read` of a whole-file
-/// read.
+/// The PID in a lock's file: one line (a holder writes it with one `write`); more than a PID's
+/// worth is not one. Checked before every commit, so it is read with [`process::read_line`].
 fn read_pid(path: &Path) -> Option<u32> {
-    use std::io::Read;
-    let mut file = fs::File::open(path).ok()?;
-    let mut buf = [0u8; 32];
-    let mut len = 0;
-    while len < buf.len() {
-        let n = file.read(&mut buf[len..]).ok()?;
-        len += n;
-        if n == 0 || buf[..len].ends_with(b"\n") {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[..len]).ok()?.trim().parse().ok()
+    process::read_line(path, 32)?.trim().parse().ok()
 }
 
 fn age(dir: &Path) -> Option<Duration> {

@@ -41,28 +41,39 @@ struct Facts {
     started: Option<u64>,
 }
 
-/// The facts of `pid` from `/proc/<pid>/stat`: read into room for a whole line (a few hundred
-/// bytes), so one `read` takes it and a second meets the end. (`fs::read_to_string` asks for
-/// the size with `statx`, which `/proc` reports as 0, then reads 32 bytes and doubles: six
-/// `read`s.)
+/// The facts of `pid` from `/proc/<pid>/stat`, one line of a few hundred bytes.
 #[cfg(not(target_os = "macos"))]
 fn facts(pid: u32) -> Option<Facts> {
+    parse_stat(&read_line(
+        std::path::Path::new(&format!("/proc/{pid}/stat")),
+        4096,
+    )?)
+}
+
+/// The line of a one-line file that states a process's facts (`/proc/<pid>/stat`, a lock's
+/// `pid`), at most `max` bytes of it: read until it ends with its line end or the file ends,
+/// so one `read` usually takes it, with no `statx` and no read that meets the end
+/// (`fs::read_to_string` makes both, and on `/proc`, which reports a size of 0, reads 32 bytes
+/// and doubles: a `statx` and six `read`s). `None` when the file cannot be opened or read, or
+/// is not UTF-8.
+pub fn read_line(path: &std::path::Path, max: usize) -> Option<String> {
     use std::io::{ErrorKind, Read as _};
-    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
-    let mut bytes = vec![0; 1024];
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; max];
     let mut len = 0;
-    loop {
-        if len == bytes.len() {
-            bytes.resize(len * 2, 0);
-        }
-        match file.read(&mut bytes[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(err) if err.kind() == ErrorKind::Interrupted => {}
+    while len < buf.len() {
+        let n = match file.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(err) if err.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return None,
+        };
+        len += n;
+        if n == 0 || buf[..len].ends_with(b"\n") {
+            break;
         }
     }
-    parse_stat(std::str::from_utf8(&bytes[..len]).ok()?)
+    buf.truncate(len);
+    String::from_utf8(buf).ok()
 }
 
 /// The facts of `pid` from libproc.
