@@ -15,21 +15,30 @@ HOST_TARGET := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 
 ## The release binaries, built for this machine's target (`--target`, so the flags below reach
-## only them, not the build scripts and proc-macros). On Linux with glibc they are linked
-## statically when the C library's static archive is installed (`libc.a`, in libc6-dev or
-## glibc-static): each hook is a fresh process on every tool call, and loading libc and
-## libgcc_s costs each call about 0.3 ms (docs/performance.md). They are position-dependent
-## executables, so nothing is relocated at start (about 0.1 ms and 27 page faults a process);
-## PIE=1 links them position-independent (static-pie) instead, with the executable's image at a
-## random address. Without `libc.a` they are linked dynamically, as `cargo build --release` does.
-STATIC_LIBC := $(if $(findstring -linux-gnu,$(HOST_TARGET)),$(filter /%,$(wildcard $(shell cc -print-file-name=libc.a 2>/dev/null))))
+## only them, not the build scripts and proc-macros), linked statically on Linux: each hook is a
+## fresh process on every tool call (docs/performance.md, "Start-up").
+## * With the musl target's standard library installed (`rustup target add x86_64-unknown-linux-musl`,
+##   or this machine's architecture), they are built for musl (RELEASE_TARGET): its start does
+##   not ask the CPU for its caches, as glibc's does with about 35 `cpuid` instructions, each a
+##   trip to the hypervisor in a virtual machine (0.3 to 0.4 ms a process). GLIBC=1 keeps glibc.
+## * Else, on Linux with glibc, they are linked statically when the C library's static archive
+##   is installed (`libc.a`, in libc6-dev or glibc-static): loading libc and libgcc_s costs each
+##   call about 0.3 ms. Without `libc.a` they are linked dynamically, as `cargo build --release`
+##   does.
+## Both are position-dependent executables, so nothing is relocated at start (about 0.1 ms and
+## 27 page faults a process); PIE=1 links them position-independent (static-pie) instead, with
+## the executable's image at a random address.
+MUSL_TARGET := $(if $(GLIBC),,$(subst -linux-gnu,-linux-musl,$(filter %-linux-gnu,$(HOST_TARGET))))
+HAS_MUSL := $(if $(MUSL_TARGET),$(wildcard $(shell rustc --print target-libdir --target $(MUSL_TARGET) 2>/dev/null)/libstd-*))
+RELEASE_TARGET := $(if $(HAS_MUSL),$(MUSL_TARGET),$(HOST_TARGET))
+STATIC_LIBC := $(if $(HAS_MUSL),musl,$(if $(findstring -linux-gnu,$(HOST_TARGET)),$(filter /%,$(wildcard $(shell cc -print-file-name=libc.a 2>/dev/null)))))
 STATIC_FLAGS := -C target-feature=+crt-static $(if $(PIE),,-C relocation-model=static)
 RELEASE_RUSTFLAGS := $(strip $(RUSTFLAGS) $(if $(STATIC_LIBC),$(STATIC_FLAGS)))
-RELEASE_DIR := $(BUILD_DIR)/$(HOST_TARGET)/release
+RELEASE_DIR := $(BUILD_DIR)/$(RELEASE_TARGET)/release
 RELEASE_CARGO := RUSTFLAGS="$(RELEASE_RUSTFLAGS)" $(CARGO)
 
 release:
-	$(RELEASE_CARGO) build --release --locked --target $(HOST_TARGET)
+	$(RELEASE_CARGO) build --release --locked --target $(RELEASE_TARGET)
 
 ## Where the end-to-end scenarios record whether they ran, for the summary line of `make test`.
 E2E_STATUS ?= $(CURDIR)/target/e2e-status
@@ -64,7 +73,7 @@ test:
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and
 ## prints the report (in a temporary HOME; nothing outside it is touched).
 demo: release
-	$(RELEASE_CARGO) run --release --locked --quiet --target $(HOST_TARGET) --example demo
+	$(RELEASE_CARGO) run --release --locked --quiet --target $(RELEASE_TARGET) --example demo
 
 ## Times every hook against the process-spawn floor; see docs/performance.md.
 bench: release
@@ -104,7 +113,8 @@ fmt:
 MACOS_TARGET ?= aarch64-apple-darwin
 
 ## Formatting (the workspace and the fuzz targets), clippy with warnings as errors (for this
-## machine, then for macOS: the platform code and everything else as it compiles there), and a
+## machine, then for macOS: the platform code and everything else as it compiles there; and the
+## library and binaries for musl, when `make release` builds for it), and a
 ## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is built
 ## but never run).
 lint:
@@ -113,6 +123,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml
 	$(CARGO) clippy --workspace --all-targets --locked --target $(MACOS_TARGET) -- -D warnings
+	$(if $(HAS_MUSL),$(CARGO) clippy --workspace --lib --bins --locked --target $(MUSL_TARGET) -- -D warnings)
 
 ## The API docs, with warnings as errors.
 doc:
@@ -129,8 +140,9 @@ parity: release
 clean:
 	$(CARGO) clean
 
-## The targets `make dist` packages: this machine's, and macOS on Apple silicon.
-DIST_TARGETS ?= $(HOST_TARGET) $(MACOS_TARGET)
+## The targets `make dist` packages: this machine's (its musl target where `make release` uses it),
+## and macOS on Apple silicon.
+DIST_TARGETS ?= $(RELEASE_TARGET) $(MACOS_TARGET)
 DIST_DIR ?= $(CURDIR)/target/dist
 ## The binaries (every [[bin]] of Cargo.toml).
 DIST_BINARIES := $(shell sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p;}' Cargo.toml)
@@ -153,7 +165,7 @@ dist:
 	else tarflags=""; fi; \
 	for target in $(DIST_TARGETS); do \
 		build=build; \
-		if [ "$$target" != "$(HOST_TARGET)" ]; then \
+		if [ "$$target" != "$(RELEASE_TARGET)" ]; then \
 			libdir="$$(rustc --print target-libdir --target "$$target" 2>/dev/null || true)"; \
 			if [ -z "$$libdir" ] || ! ls "$$libdir"/libstd-* >/dev/null 2>&1; then \
 				skipped="$$skipped $$target (no standard library: rustup target add $$target)"; continue; \
@@ -169,14 +181,14 @@ dist:
 			fi; \
 		fi; \
 		echo "dist: building $$target ($(CARGO) $$build)"; \
-		flags="$$RUSTFLAGS"; [ "$$target" != "$(HOST_TARGET)" ] || flags="$(RELEASE_RUSTFLAGS)"; \
+		flags="$$RUSTFLAGS"; [ "$$target" != "$(RELEASE_TARGET)" ] || flags="$(RELEASE_RUSTFLAGS)"; \
 		MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" RUSTFLAGS="$$flags" \
 			$(CARGO) $$build --release --locked --bins --target "$$target"; \
 		name="preload-hooks-$(VERSION)-$$target"; stage="$(DIST_DIR)/$$name"; \
 		rm -rf "$$stage"; mkdir -p "$$stage/bin" "$$stage/docs" "$$stage/hooks"; \
 		for bin in $(DIST_BINARIES); do \
 			cp "$(BUILD_DIR)/$$target/release/$$bin" "$$stage/bin/"; \
-			if [ "$$target" = "$(HOST_TARGET)" ]; then \
+			if [ "$$target" = "$(RELEASE_TARGET)" ]; then \
 				"$$stage/bin/$$bin" --version </dev/null | grep -qx "$$bin $(VERSION)"; \
 			fi; \
 		done; \

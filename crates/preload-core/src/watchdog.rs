@@ -82,7 +82,9 @@ pub fn disarm() {
 /// One-shot `ITIMER_REAL` after `after` (zero stops it; anything shorter than a microsecond
 /// fires after one).
 // `suseconds_t` is 64 bits on Linux and 32 on macOS: the conversion is fallible on one of them.
-#[allow(clippy::unnecessary_fallible_conversions)]
+// The libc crate marks musl's `time_t` and `suseconds_t` deprecated (they are to become 64-bit
+// there); the conversions below saturate whatever their width.
+#[allow(clippy::unnecessary_fallible_conversions, deprecated)]
 fn set_timer(after: Duration) -> Result<(), WatchdogError> {
     let micros = if after.is_zero() {
         0

@@ -181,21 +181,45 @@ pub enum Rename {
     Exchange,
 }
 
-/// `renameat2` with [`Rename::NoReplace`] or [`Rename::Exchange`]; where the C library has no
-/// `renameat2` (all but Linux with glibc here) it fails with `ENOSYS`, and a file system
-/// without the flag fails with `EINVAL` ([`is_unsupported`]).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// Whether [`rename_with`] can rename atomically here: `renameat2` is a Linux system call.
+pub const HAS_RENAMEAT2: bool = cfg!(target_os = "linux");
+
+/// `renameat2` with [`Rename::NoReplace`] or [`Rename::Exchange`], made as the system call
+/// itself: glibc has a wrapper for it, musl has none. Elsewhere ([`HAS_RENAMEAT2`]) it fails
+/// with `ENOSYS`, and a file system without the flag fails with `EINVAL` ([`is_unsupported`]).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 pub fn rename_with(from: &Path, to: &Path, how: Rename) -> io::Result<()> {
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    use nix::libc;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |path: &Path| CString::new(path.as_os_str().as_bytes()).map_err(io::Error::from);
+    let (from, to) = (c_path(from)?, c_path(to)?);
     let flags = match how {
-        Rename::NoReplace => RenameFlags::RENAME_NOREPLACE,
-        Rename::Exchange => RenameFlags::RENAME_EXCHANGE,
+        Rename::NoReplace => libc::RENAME_NOREPLACE,
+        Rename::Exchange => libc::RENAME_EXCHANGE,
     };
-    renameat2(AT_FDCWD, from, AT_FDCWD, to, flags).map_err(io::Error::from)
+    // SAFETY: both names are NUL-terminated strings that outlive the call, which only reads
+    // them; the other arguments are plain integers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// See the Linux version.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(target_os = "linux"))]
 pub fn rename_with(_from: &Path, _to: &Path, _how: Rename) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(nix::libc::ENOSYS))
 }
@@ -213,7 +237,7 @@ pub fn is_unsupported(err: &io::Error) -> bool {
 /// temporary where it can be exchanged and is a regular file, else a fresh one created
 /// exclusively (a name left by an earlier process with the same PID is skipped).
 fn create_temp(path: &Path, options: &WriteOptions) -> io::Result<(PathBuf, fs::File, bool)> {
-    if options.held_temp && cfg!(all(target_os = "linux", target_env = "gnu")) {
+    if options.held_temp && HAS_RENAMEAT2 {
         let held = held_path(path);
         if let Ok(file) = fs::OpenOptions::new()
             .write(true)

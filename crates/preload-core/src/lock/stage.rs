@@ -75,7 +75,7 @@ impl Stage {
     pub fn new() -> Self {
         Self {
             staged: None,
-            unsupported: !cfg!(all(target_os = "linux", target_env = "gnu")),
+            unsupported: !file::HAS_RENAMEAT2,
         }
     }
 

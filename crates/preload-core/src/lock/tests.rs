@@ -128,7 +128,7 @@ fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     left.sort();
-    let expected: &[&str] = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+    let expected: &[&str] = if crate::file::HAS_RENAMEAT2 {
         &[SPARE, ".state.json"]
     } else {
         &[".state.json"]
@@ -200,7 +200,7 @@ fn a_lock_appears_with_its_holder_inside() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let pidless = watcher.join().unwrap();
-    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+    if crate::file::HAS_RENAMEAT2 {
         assert_eq!(pidless, 0, "a lock was seen without its pid file");
     }
 }
@@ -259,7 +259,7 @@ fn a_racy_reclaim_of_a_live_lock_is_noticed_before_the_write() {
 }
 
 // Where locks are renamed into place (`renameat2`), a released one is kept as the spare.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(target_os = "linux")]
 #[test]
 fn a_released_lock_is_the_next_ones_spare() {
     use std::os::unix::fs::MetadataExt;
@@ -285,7 +285,7 @@ fn a_released_lock_is_the_next_ones_spare() {
     assert!(spare.is_dir() && !lock_dir_for(&file).exists());
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(target_os = "linux")]
 #[test]
 fn one_spare_per_directory_and_a_second_release_deletes_its_lock() {
     let tmp = tempfile::tempdir().unwrap();
