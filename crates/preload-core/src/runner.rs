@@ -265,7 +265,7 @@ pub fn main<H>(spec: &HookSpec, handler: H) -> ExitCode
 where
     H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
 {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = crate::start::args();
     if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, &args) {
         return ExitCode::SUCCESS;
     }

@@ -23,9 +23,10 @@
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::c_int;
+use std::ffi::{CStr, c_char, c_int};
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{SigHandler, Signal, signal};
@@ -36,6 +37,20 @@ const PANICKED: c_int = 101;
 /// Set by [`run`]: this process ends when its one hook call does.
 static ONE_CALL: AtomicBool = AtomicBool::new(false);
 
+/// The arguments after the program's name, as [`run`] was given them.
+static ARGS: OnceLock<Vec<String>> = OnceLock::new();
+
+/// The process's arguments after the program's name (lossy UTF-8). A hook binary's are those
+/// its C `main` was given: musl, unlike glibc, does not hand them to the standard library
+/// before `main`, so `std::env::args` is empty in a musl build without the standard library's
+/// start-up. Elsewhere (a test calling a hook in-process), `std::env::args`.
+pub fn args() -> Vec<String> {
+    match ARGS.get() {
+        Some(args) => args.clone(),
+        None => std::env::args().skip(1).collect(),
+    }
+}
+
 /// Define the C `main` of a hook binary (whose root declares `#![no_main]`) that runs `$run`,
 /// a `fn() -> std::process::ExitCode`, through [`run`].
 #[macro_export]
@@ -45,17 +60,34 @@ macro_rules! hook_entry {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         extern "C" fn main(
-            _argc: ::std::ffi::c_int,
-            _argv: *const *const ::std::ffi::c_char,
+            argc: ::std::ffi::c_int,
+            argv: *const *const ::std::ffi::c_char,
         ) -> ::std::ffi::c_int {
-            $crate::start::run($run)
+            // SAFETY: the C runtime passes `main` its own argument vector: `argc` valid
+            // NUL-terminated strings that live as long as the process.
+            unsafe { $crate::start::run($run, argc, argv) }
         }
     };
 }
 
 /// Run `hook` as the whole process and return its exit status: 0 for
 /// [`ExitCode::SUCCESS`], 1 for any other code (the hooks use no other), 101 after a panic.
-pub fn run(hook: fn() -> ExitCode) -> c_int {
+///
+/// # Safety
+///
+/// `argv` holds `argc` valid NUL-terminated strings that outlive the process: the arguments
+/// the C runtime passes `main`.
+pub unsafe fn run(hook: fn() -> ExitCode, argc: c_int, argv: *const *const c_char) -> c_int {
+    let count = usize::try_from(argc).unwrap_or(0);
+    let args = (1..count)
+        .map(|i| {
+            // SAFETY: `i < argc`, and each of the first `argc` entries is a valid string
+            // (this function's contract).
+            let arg = unsafe { CStr::from_ptr(*argv.add(i)) };
+            String::from_utf8_lossy(arg.to_bytes()).into_owned()
+        })
+        .collect();
+    let _ = ARGS.set(args);
     // SAFETY: ignoring a signal installs no handler, so nothing runs in a signal context; no
     // other thread exists yet to race on the disposition.
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };

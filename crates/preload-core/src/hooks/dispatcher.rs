@@ -161,7 +161,7 @@ pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Pol
 /// Entry point of the binary: `routes` is the wiring table.
 #[allow(clippy::print_stderr)]
 pub fn main(routes: &[Route]) -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = crate::start::args();
     if runner::answer_meta_flag("preload-dispatch", HELP, &args) {
         return ExitCode::SUCCESS;
     }
