@@ -75,19 +75,19 @@ macro_rules! hook_entry {
 ///
 /// # Safety
 ///
-/// `argv` holds `argc` valid NUL-terminated strings that outlive the process: the arguments
-/// the C runtime passes `main`.
-pub unsafe fn run(hook: fn() -> ExitCode, argc: c_int, argv: *const *const c_char) -> c_int {
-    let count = usize::try_from(argc).unwrap_or(0);
-    let args = (1..count)
+/// `vector` holds `count` valid NUL-terminated strings that outlive the process: the
+/// arguments the C runtime passes `main`.
+pub unsafe fn run(hook: fn() -> ExitCode, count: c_int, vector: *const *const c_char) -> c_int {
+    let count = usize::try_from(count).unwrap_or(0);
+    let given = (1..count)
         .map(|i| {
-            // SAFETY: `i < argc`, and each of the first `argc` entries is a valid string
+            // SAFETY: `i < count`, and each of the first `count` entries is a valid string
             // (this function's contract).
-            let arg = unsafe { CStr::from_ptr(*argv.add(i)) };
+            let arg = unsafe { CStr::from_ptr(*vector.add(i)) };
             String::from_utf8_lossy(arg.to_bytes()).into_owned()
         })
         .collect();
-    let _ = ARGS.set(args);
+    let _ = ARGS.set(given);
     // SAFETY: ignoring a signal installs no handler, so nothing runs in a signal context; no
     // other thread exists yet to race on the disposition.
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
