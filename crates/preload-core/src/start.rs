@@ -43,7 +43,7 @@ static ARGS: OnceLock<Vec<String>> = OnceLock::new();
 /// The process's arguments after the program's name (lossy UTF-8). A hook binary's are those
 /// its C `main` was given: musl, unlike glibc, does not hand them to the standard library
 /// before `main`, so `std::env::args` is empty in a musl build without the standard library's
-/// start-up. Elsewhere (a test calling a hook in-process), `std::env::args`.
+/// start-up. A caller that did not start through [`run`] gets `std::env::args`.
 pub fn args() -> Vec<String> {
     match ARGS.get() {
         Some(args) => args.clone(),
