@@ -83,21 +83,36 @@ fn update_seed<T>(
     let before = view.clone();
     let out = change(&mut view);
     if view != before {
-        write_seed(&lock, path, &view)?;
+        write_seed(&lock, path, &view, Some(&seed), carry.as_ref())?;
     }
     lock.release();
     Ok(out)
 }
 
-/// Write a seed view: the carry first (what the engine drops), then the seed itself.
-pub fn write_seed(lock: &StateLock, path: &Path, view: &State) -> Result<(), StateError> {
+/// Write a seed view: the carry first (what the engine drops), then the seed itself. `old_seed`
+/// and `old_carry` are the files as read under `lock` (`None`: absent or unread): a file that
+/// would hold what it holds is not written again (each write is a durable one, `fdatasync`
+/// included, and a re-seed often changes only the carry's conversation).
+pub fn write_seed(
+    lock: &StateLock,
+    path: &Path,
+    view: &State,
+    old_seed: Option<&State>,
+    old_carry: Option<&State>,
+) -> Result<(), StateError> {
     let (seed, carry) = split(view);
     let carry_file = carry_path(path);
     match carry {
-        Some(carry) => state::save_locked(&carry_file, &carry, lock)?,
+        Some(carry) if old_carry != Some(&carry) => {
+            state::save_locked(&carry_file, &carry, lock)?;
+        }
+        Some(_) => {}
         None => {
             let _ = fs::remove_file(&carry_file);
         }
+    }
+    if old_seed == Some(&seed) {
+        return Ok(());
     }
     state::save_locked(path, &seed, lock)
 }

@@ -379,12 +379,19 @@ fn write_seed(ctx: &Context, path: &Path, seed: &State) -> bool {
     let Ok(lock) = StateLock::acquire(path, ctx.lock_deadline()) else {
         return false;
     };
-    let corrupt = matches!(state::load(path), Err(StateError::Corrupt { .. }))
-        || matches!(
-            state::load(&ledger::carry_path(path)),
-            Err(StateError::Corrupt { .. })
-        );
-    let saved = !corrupt && ledger::write_seed(&lock, path, seed).is_ok();
+    let old_seed = state::load(path);
+    let old_carry = state::load(&ledger::carry_path(path));
+    let corrupt = |old: &Result<State, StateError>| matches!(old, Err(StateError::Corrupt { .. }));
+    let saved = !corrupt(&old_seed)
+        && !corrupt(&old_carry)
+        && ledger::write_seed(
+            &lock,
+            path,
+            seed,
+            old_seed.as_ref().ok(),
+            old_carry.as_ref().ok(),
+        )
+        .is_ok();
     lock.release();
     saved
 }

@@ -87,3 +87,40 @@ fn another_conversation_lets_the_old_window_go() {
     assert_eq!(s.get(fields::STASH), Some(&json!([])));
     assert_eq!(s.strings(fields::PRELOADED_FILES), ["/kept"]);
 }
+
+#[test]
+fn a_seed_file_that_would_not_change_is_not_written_again() {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let seed_file = dir.path().join("5.json");
+    let carry_file = carry_path(&seed_file);
+    let inode = |path: &Path| fs::metadata(path).unwrap().ino();
+    let lock = StateLock::acquire(&seed_file, Instant::now() + Duration::from_secs(2)).unwrap();
+    let first = state(json!({
+        "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "sessionId": "one"
+    }));
+    write_seed(&lock, &seed_file, &first, None, None).unwrap();
+    let (seed_ino, carry_ino) = (inode(&seed_file), inode(&carry_file));
+
+    // A new conversation: only the carry's sessionId differs.
+    let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
+    let mut second = first.clone();
+    second.set("sessionId", json!("two"));
+    write_seed(&lock, &seed_file, &second, old_seed.as_ref(), old_carry.as_ref()).unwrap();
+    assert_eq!(inode(&seed_file), seed_ino, "the unchanged seed was rewritten");
+    assert_ne!(inode(&carry_file), carry_ino, "the changed carry was not written");
+    assert_eq!(read_seed(&seed_file).unwrap(), second);
+
+    // A changed seed is written.
+    let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
+    let carry_ino = inode(&carry_file);
+    let mut third = second.clone();
+    third.set(fields::PRELOADED_FILES, json!(["/a", "/b"]));
+    write_seed(&lock, &seed_file, &third, old_seed.as_ref(), old_carry.as_ref()).unwrap();
+    assert_ne!(inode(&seed_file), seed_ino, "the changed seed was not written");
+    assert_eq!(inode(&carry_file), carry_ino, "the unchanged carry was rewritten");
+    assert_eq!(read_seed(&seed_file).unwrap(), third);
+    lock.release();
+}
