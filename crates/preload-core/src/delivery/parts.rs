@@ -44,7 +44,7 @@ pub(super) fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
         let floor = char_offset(rest, room * 4 / 5);
         let mut end = floor + char_offset(&rest[floor..], room - room * 4 / 5);
         if end < rest.len() {
-            if let Some(line_end) = rest[floor..end].rfind('\n') {
+            if let Some(line_end) = memchr::memrchr(b'\n', &rest.as_bytes()[floor..end]) {
                 end = floor + line_end + 1;
             }
         }
@@ -56,26 +56,27 @@ pub(super) fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
 }
 
 /// The byte offset of the character `count` characters into `text`, or `text.len()` when it
-/// has no more. Counts character starts (bytes that are not UTF-8 continuations) eight bytes at
-/// a time, and walks bytes only in the last eight.
+/// has no more. Counts character starts (bytes that are not UTF-8 continuations, `10xxxxxx`)
+/// 64 bytes at a time, in a loop the compiler turns into vector compares and adds, and walks
+/// bytes only in the last 64.
 fn char_offset(text: &str, count: usize) -> usize {
+    const BLOCK: usize = 64;
     let bytes = text.as_bytes();
     let mut seen = 0;
     let mut at = 0;
-    for word in bytes.chunks_exact(8) {
-        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        // A continuation byte is `10xxxxxx`: its top bit set and the one below it clear. One
-        // bit per such byte, summed by a multiplication (no `popcnt` in baseline x86-64).
-        let flags = (word & !(word << 1) & 0x8080_8080_8080_8080) >> 7;
-        let continuations = (flags.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize;
-        let starts = 8 - continuations;
+    for block in bytes.chunks_exact(BLOCK) {
+        let mut starts = 0_u8;
+        for &byte in block {
+            starts += u8::from(byte & 0xC0 != 0x80);
+        }
+        let starts = usize::from(starts);
         if seen + starts > count {
             break;
         }
         seen += starts;
-        at += 8;
+        at += BLOCK;
     }
-    // Character `count` starts in the eight bytes at `at`, in the bytes after them, or nowhere.
+    // Character `count` starts in the block at `at`, in the bytes after it, or nowhere.
     for i in at..bytes.len() {
         if text.is_char_boundary(i) {
             if seen == count {

@@ -108,9 +108,24 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
     let mut second = first.clone();
     second.set("sessionId", json!("two"));
-    write_seed(&lock, &seed_file, &second, old_seed.as_ref(), old_carry.as_ref()).unwrap();
-    assert_eq!(inode(&seed_file), seed_ino, "the unchanged seed was rewritten");
-    assert_ne!(inode(&carry_file), carry_ino, "the changed carry was not written");
+    write_seed(
+        &lock,
+        &seed_file,
+        &second,
+        old_seed.as_ref(),
+        old_carry.as_ref(),
+    )
+    .unwrap();
+    assert_eq!(
+        inode(&seed_file),
+        seed_ino,
+        "the unchanged seed was rewritten"
+    );
+    assert_ne!(
+        inode(&carry_file),
+        carry_ino,
+        "the changed carry was not written"
+    );
     assert_eq!(read_seed(&seed_file).unwrap(), second);
 
     // A changed seed is written.
@@ -118,9 +133,24 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     let carry_ino = inode(&carry_file);
     let mut third = second.clone();
     third.set(fields::PRELOADED_FILES, json!(["/a", "/b"]));
-    write_seed(&lock, &seed_file, &third, old_seed.as_ref(), old_carry.as_ref()).unwrap();
-    assert_ne!(inode(&seed_file), seed_ino, "the changed seed was not written");
-    assert_eq!(inode(&carry_file), carry_ino, "the unchanged carry was rewritten");
+    write_seed(
+        &lock,
+        &seed_file,
+        &third,
+        old_seed.as_ref(),
+        old_carry.as_ref(),
+    )
+    .unwrap();
+    assert_ne!(
+        inode(&seed_file),
+        seed_ino,
+        "the changed seed was not written"
+    );
+    assert_eq!(
+        inode(&carry_file),
+        carry_ino,
+        "the unchanged carry was rewritten"
+    );
     assert_eq!(read_seed(&seed_file).unwrap(), third);
     lock.release();
 }

@@ -148,7 +148,7 @@ proptest::proptest! {
     /// Searching for the next `§` or fence finds what walking every line finds.
     #[test]
     fn the_scan_finds_what_a_walk_over_every_line_finds(
-        text in "(§CMD_A|§FMT_B1|§INV_C_x|§|```|`|\n|\r\n| |\u{2003}|x|é){0,80}"
+        text in "(§CMD_A|§FMT_B1|§INV_C_x|§|```|`|\n|\r\n| |\u{2003}|x|é|ç|¨){0,80}"
     ) {
         proptest::prop_assert_eq!(scan(&text), scan_by_lines(&text));
     }
