@@ -2,6 +2,7 @@
 //! root, the sessions directory, the engine's install layout and the owner PID.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::env::{self, Env};
@@ -21,6 +22,36 @@ pub fn expand_tilde(path: &str, home: &Path) -> PathBuf {
 
 /// Remove `.` and `..` components lexically (no file system access).
 pub fn lexical_clean(path: &Path) -> PathBuf {
+    if is_clean(path) {
+        return path.to_path_buf();
+    }
+    clean_components(path)
+}
+
+/// [`lexical_clean`] of an owned path: one already clean (most paths a hook sees) is given back
+/// as it is, without walking its components.
+fn into_clean(path: PathBuf) -> PathBuf {
+    if is_clean(&path) {
+        path
+    } else {
+        clean_components(&path)
+    }
+}
+
+/// True when cleaning would give `path` back unchanged: no empty, `.` or `..` component after
+/// the root, and no separator at the end. One pass over the bytes, where a walk of the
+/// components builds the path again piece by piece (a few thousand instructions a path).
+fn is_clean(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    let body = bytes.strip_prefix(b"/").unwrap_or(bytes);
+    body.is_empty()
+        || body
+            .split(|&b| b == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b"..")
+}
+
+/// The components of `path` without `.`, and each `..` taking the one before it away.
+fn clean_components(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
@@ -48,7 +79,7 @@ pub fn normalize(path: &str, home: &Path) -> String {
 
 /// [`normalize`], with the physical paths of directories taken from (and added to) `dirs`.
 pub fn normalize_with(path: &str, home: &Path, dirs: &PhysicalDirs) -> String {
-    let cleaned = lexical_clean(&expand_tilde(path, home));
+    let cleaned = into_clean(expand_tilde(path, home));
     if let Some(known) = dirs.files.get(cleaned.as_os_str()) {
         return known;
     }

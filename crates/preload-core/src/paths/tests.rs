@@ -190,3 +190,15 @@ fn safe_names_reject_traversal() {
     assert!(!is_safe_name(""));
     assert!(!is_safe_name("a/b"));
 }
+
+proptest::proptest! {
+    /// A path judged clean is one the walk over its components gives back unchanged.
+    #[test]
+    fn a_path_judged_clean_is_what_cleaning_gives(
+        path in "/?((a|bc|\\.|\\.\\.|\\.a|a\\.\\.|)(/|//)){0,6}(a|\\.|\\.\\.|)"
+    ) {
+        let path = Path::new(&path);
+        proptest::prop_assert_eq!(lexical_clean(path), clean_components(path));
+        proptest::prop_assert_eq!(into_clean(path.to_path_buf()), clean_components(path));
+    }
+}
