@@ -155,21 +155,84 @@ fn too_few_slots_point_at_the_rest_which_stays_queued() {
     );
 }
 
+/// The lock file the registrations of this test process's `sess-1` event take in `dir`.
+fn generation_lock(dir: &std::path::Path, source: &str) -> std::path::PathBuf {
+    let client = std::process::id();
+    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let key = format!("sess-1_{source}_{client}-{started}");
+    let stripe =
+        preload_core::stamps::words_hash(key.as_bytes()) % preload_core::start_cache::LOCK_STRIPES;
+    dir.join(format!(".lock-{stripe:02}"))
+}
+
 #[test]
-fn an_orphaned_generation_lock_is_reclaimed() {
+fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
+    use nix::fcntl::{Flock, FlockArg};
     let sb = Sandbox::new();
     let dir = sb.root().join("cache");
     fs::create_dir_all(&dir).unwrap();
-    // The key names the client process running the registrations: this test process.
+    let cache = dir.to_string_lossy().into_owned();
+    let lock = generation_lock(&dir, "startup");
+    let held = Flock::lock(
+        fs::File::create(&lock).unwrap(),
+        FlockArg::LockExclusiveNonblock,
+    )
+    .unwrap();
+    let env = [
+        ("PRELOAD_CACHE_DIR", cache.as_str()),
+        ("PRELOAD_BUDGET_MS", "400"),
+    ];
+    let started = std::time::Instant::now();
+    let slices = run_chunks(&sb, 1, "startup", &env);
+    assert!(
+        slices[0].is_empty(),
+        "generated under another holder's lock"
+    );
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(250),
+        "the lock was not waited for"
+    );
+    drop(held);
+    let slices = run_chunks(&sb, 1, "startup", &env);
+    assert!(slices[0].contains("MANDATORY PRELOAD"));
+}
+
+#[test]
+fn lock_directories_of_earlier_builds_are_swept() {
+    let sb = Sandbox::new();
+    let dir = sb.root().join("cache");
+    fs::create_dir_all(&dir).unwrap();
     let client = std::process::id();
     let started = preload_core::process::start_time(client).unwrap_or(0);
-    let lock = dir.join(format!("sess-1_startup_{client}-{started}.slots.lock"));
-    fs::create_dir_all(&lock).unwrap();
-    fs::write(lock.join("pid"), "4000000").unwrap();
+    let old = dir.join(format!("sess-0_startup_{client}-{started}.slots.lock"));
+    let spare = dir.join(preload_core::lock::SPARE);
+    let recent = dir.join("sess-9_startup_1-1.slots.lock");
+    for lock in [&old, &spare, &recent] {
+        fs::create_dir_all(lock).unwrap();
+        fs::write(lock.join("pid"), "4000000").unwrap();
+    }
+    let an_hour_ago = nix::sys::time::TimeVal::new(
+        i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        )
+        .unwrap()
+            - 3600,
+        0,
+    );
+    for lock in [&old, &spare] {
+        nix::sys::stat::utimes(lock.as_path(), &an_hour_ago, &an_hour_ago).unwrap();
+    }
     let cache = dir.to_string_lossy().into_owned();
     let slices = run_chunks(&sb, 3, "startup", &[("PRELOAD_CACHE_DIR", &cache)]);
     assert!(slices[0].contains("MANDATORY PRELOAD"));
-    assert!(!lock.exists());
+    assert!(
+        !old.exists() && !spare.exists(),
+        "old lock directories left"
+    );
+    assert!(recent.join("pid").is_file(), "a recent one was removed");
 }
 
 #[test]

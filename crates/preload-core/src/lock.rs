@@ -95,62 +95,11 @@ pub fn lock_dir_for(file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// What a wait for a lock ended with: the lock, or what the waiter looked for meanwhile.
-#[derive(Debug)]
-pub enum Waited<T> {
-    /// The lock is held.
-    Locked(StateLock),
-    /// Found between two tries; the lock was not taken.
-    Found(T),
-}
-
 impl StateLock {
-    /// Take the lock of `file`, waiting until `deadline`.
+    /// Take the lock of `file`, waiting until `deadline`: try, reclaim an abandoned lock, and
+    /// sleep between tries.
     pub fn acquire(file: &Path, deadline: Instant) -> Result<Self, LockError> {
         let latch = Latch::take(file, deadline)?;
-        let pause = |wait: Duration| {
-            std::thread::sleep(wait);
-            None::<std::convert::Infallible>
-        };
-        match Self::acquire_with(file, deadline, latch, pause)? {
-            Waited::Locked(lock) => Ok(lock),
-            Waited::Found(never) => match never {},
-        }
-    }
-
-    /// [`StateLock::acquire`] without the directory latch, for a file only native writers
-    /// touch whose directory holds many unrelated locks (the SessionStart text cache). Between
-    /// two tries, which keep the protocol's pace, `look` is asked every `poll` for what the
-    /// lock is wanted for (another holder's result), and the wait ends when it finds it.
-    pub fn acquire_unlatched_or<T>(
-        file: &Path,
-        deadline: Instant,
-        poll: Duration,
-        mut look: impl FnMut() -> Option<T>,
-    ) -> Result<Waited<T>, LockError> {
-        let pause = |wait: Duration| {
-            let until = Instant::now() + wait;
-            loop {
-                std::thread::sleep(poll.min(until.saturating_duration_since(Instant::now())));
-                if let Some(found) = look() {
-                    return Some(found);
-                }
-                if Instant::now() >= until {
-                    return None;
-                }
-            }
-        };
-        Self::acquire_with(file, deadline, Latch::none(), pause)
-    }
-
-    /// The one wait: try, reclaim an abandoned lock, and `pause` between tries (which may end
-    /// the wait with what it found) until `deadline`.
-    fn acquire_with<T>(
-        file: &Path,
-        deadline: Instant,
-        latch: Latch,
-        mut pause: impl FnMut(Duration) -> Option<T>,
-    ) -> Result<Waited<T>, LockError> {
         let dir = lock_dir_for(file);
         let started = Instant::now();
         let mut stage = Stage::new();
@@ -158,12 +107,12 @@ impl StateLock {
         loop {
             match stage.take(&dir) {
                 Ok(true) => {
-                    return Ok(Waited::Locked(Self {
+                    return Ok(Self {
                         dir,
                         released: false,
                         met_debris,
                         _latch: latch,
-                    }));
+                    });
                 }
                 Ok(false) => {
                     if reclaim_if_abandoned(&dir) {
@@ -185,9 +134,7 @@ impl StateLock {
                     holder,
                 });
             }
-            if let Some(found) = pause(RETRY_EVERY.min(deadline - now)) {
-                return Ok(Waited::Found(found));
-            }
+            std::thread::sleep(RETRY_EVERY.min(deadline - now));
         }
     }
 

@@ -6,6 +6,11 @@
 //! or another user's directory is refused); cache files are read without following links and
 //! only while fresh, and written by atomic rename, so a planted file is never written through.
 //!
+//! One registration generates, under an `flock` on the one of [`LOCK_STRIPES`] lock files kept
+//! in the directory (`.lock-<nn>`) its key hashes to: the kernel drops it when its holder dies,
+//! and no lock is created, renamed or removed per event (bash never touches these files). Two
+//! unrelated events on one file wait for one generation at most.
+//!
 //! A cache file holds the blocks as they are, each after its length, so a registration decodes
 //! only its own slot (the text is up to a few hundred KB, read by every registration):
 //!
@@ -21,14 +26,18 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
 use crate::clock;
 use crate::delivery::{self, Packer};
 use crate::env::{self, Env};
 use crate::file::{self, WriteError};
 use crate::input::HookInput;
-use crate::lock::{LockError, StateLock, Waited};
+use crate::lock::LockError;
 use crate::markers::{self, MarkerDir, MarkerError};
 use crate::process;
+use crate::stamps;
 use crate::state;
 
 /// A cache older than this is generated again: the N registrations of one event start within
@@ -39,14 +48,14 @@ pub const FRESH: Duration = Duration::from_secs(10);
 const TEMP_LEFTOVER: Duration = Duration::from_secs(60);
 /// The most registrations one text is cut for.
 pub const MAX_CHUNKS: usize = 1_000;
+/// How many lock files the cache directory keeps ([`StartCache::lookup`]).
+pub const LOCK_STRIPES: u64 = 64;
 /// The first line of a cache file.
 const MAGIC: &str = "preload-start-cache 1";
 /// The extension of cache files.
 const EXTENSION: &str = "slots";
-/// How often a registration waiting for the text looks for the cache file. The lock itself is
-/// tried at the lock protocol's pace ([`crate::lock::RETRY_EVERY`]); the file, one `open`, is
-/// looked for in between, so the other registrations print within a moment of its writing
-/// instead of at the next try of the lock.
+/// How often a registration waiting for the text looks for the cache file and tries the lock
+/// again, so the other registrations print within a moment of its writing.
 const CACHE_POLL: Duration = Duration::from_millis(1);
 
 /// The blocks of each slot, in slot order.
@@ -149,6 +158,7 @@ pub fn cache_key(input: &HookInput) -> String {
 pub struct StartCache {
     dir: PathBuf,
     path: PathBuf,
+    lock: PathBuf,
 }
 
 /// What a look-up found.
@@ -161,11 +171,12 @@ pub enum Lookup {
     Missing(Writer),
 }
 
-/// The one registration that writes the text; the lock goes with it.
+/// The one registration that writes the text; the lock goes with it (released when it is
+/// dropped).
 #[derive(Debug)]
 pub struct Writer {
     path: PathBuf,
-    lock: StateLock,
+    _lock: Flock<fs::File>,
 }
 
 impl StartCache {
@@ -176,8 +187,11 @@ impl StartCache {
             path: dir.clone(),
             source,
         })?;
-        let path = dir.join(format!("{}.{EXTENSION}", cache_key(input)));
-        Ok(Self { dir, path })
+        let key = cache_key(input);
+        let stripe = stamps::words_hash(key.as_bytes()) % LOCK_STRIPES;
+        let lock = dir.join(format!(".lock-{stripe:02}"));
+        let path = dir.join(format!("{key}.{EXTENSION}"));
+        Ok(Self { dir, path, lock })
     }
 
     /// The cache file.
@@ -206,37 +220,68 @@ impl StartCache {
             return Ok(Lookup::Found(blocks));
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        let waited = StateLock::acquire_unlatched_or(
-            &self.path,
-            Instant::now() + left * 3 / 4,
-            CACHE_POLL,
-            || read(&self.path, chunk, budget),
-        )
-        .map_err(|source| StartCacheError::Lock {
+        let started = Instant::now();
+        let until = started + left * 3 / 4;
+        let lock_error = |source| StartCacheError::Lock {
             path: self.path.clone(),
             source,
-        })?;
-        let lock = match waited {
-            Waited::Locked(lock) => lock,
-            Waited::Found(blocks) => return Ok(Lookup::Found(blocks)),
+        };
+        let unusable = |source| {
+            lock_error(LockError::Create {
+                path: self.lock.clone(),
+                source,
+            })
+        };
+        let mut file = open_lock(&self.lock).map_err(unusable)?;
+        let lock = loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => break lock,
+                Err((back, Errno::EWOULDBLOCK | Errno::EINTR)) => file = back,
+                Err((_, errno)) => return Err(unusable(errno.into())),
+            }
+            if let Some(blocks) = read(&self.path, chunk, budget) {
+                return Ok(Lookup::Found(blocks));
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Err(lock_error(LockError::Timeout {
+                    path: self.lock.clone(),
+                    waited_ms: now.duration_since(started).as_millis(),
+                    holder: "another registration".into(),
+                }));
+            }
+            std::thread::sleep(CACHE_POLL.min(until - now));
         };
         if let Some(blocks) = read(&self.path, chunk, budget) {
-            lock.release();
             return Ok(Lookup::Found(blocks));
         }
         Ok(Lookup::Missing(Writer {
             path: self.path.clone(),
-            lock,
+            _lock: lock,
         }))
+    }
+}
+
+/// The lock file at `path`, opened (made private to the user when missing); never a link.
+fn open_lock(path: &Path) -> std::io::Result<fs::File> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .open(path)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::other("not a regular file"))
     }
 }
 
 impl Writer {
     /// Write the text generated for `total` slots, and release the lock.
     pub fn write(self, total: usize, slots: &Slots) -> Result<(), StartCacheError> {
-        let written = file::write_cache(&self.path, &encode(total, slots));
-        self.lock.release();
-        Ok(written?)
+        Ok(file::write_cache(&self.path, &encode(total, slots))?)
     }
 }
 
@@ -342,7 +387,8 @@ fn read(path: &Path, chunk: Chunk, budget: usize) -> Option<Vec<String>> {
     decode(&bytes, chunk, budget)
 }
 
-/// Remove caches older than the freshness window and leftover temporary files.
+/// Remove caches older than the freshness window, leftover temporary files, and (past that
+/// window) the lock directories of earlier builds (`<key>.slots.lock`, the spare: a `pid` each).
 fn sweep(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -361,6 +407,12 @@ fn sweep(dir: &Path) {
         let old_temp = name.contains(".tmp.") && age > TEMP_LEFTOVER;
         if meta.is_file() && (old_cache || old_temp) {
             let _ = fs::remove_file(entry.path());
+        }
+        let old_lock =
+            Path::new(&name).extension().is_some_and(|e| e == "lock") || name == crate::lock::SPARE;
+        if meta.is_dir() && old_lock && age > FRESH {
+            let _ = fs::remove_file(entry.path().join("pid"));
+            let _ = fs::remove_dir(entry.path());
         }
     }
 }

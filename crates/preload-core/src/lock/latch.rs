@@ -27,11 +27,6 @@ impl Latch {
         self.dir.is_some()
     }
 
-    /// No latch: for a caller that must not wait on other native writers.
-    pub(super) fn none() -> Self {
-        Self { dir: None }
-    }
-
     /// Take the latch of the directory holding `file`, waiting until `deadline` (for a file
     /// only native writers touch, the latch alone excludes them). A directory
     /// that cannot be opened gives no latch (the `mkdir` lock still excludes everyone).

@@ -10,7 +10,7 @@
 //! and a file and freeing both again is most of what taking and releasing a lock costs (140 us
 //! against 30 on an ext4 disk): a new inode is looked for among the free ones, a freed one is
 //! written back and its blocks released. The spare is one per directory, not per lock, so a
-//! directory of many locked files (seeds, the SessionStart text cache) keeps one; it holds the
+//! directory of many locked files (the seeds) keeps one; it holds the
 //! `pid` of its last holder and nothing else, is never a lock (the engine looks only at
 //! `<file>.lock`), and a waiter that finds none, or finds it taken by another waiter, makes a
 //! new directory as before. A release that finds a spare already there deletes its lock.
