@@ -266,7 +266,7 @@ where
     H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
 {
     let args = crate::start::args();
-    if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, &args) {
+    if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, args) {
         return ExitCode::SUCCESS;
     }
     run(spec.name, spec.event, handler)

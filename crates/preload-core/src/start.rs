@@ -44,11 +44,8 @@ static ARGS: OnceLock<Vec<String>> = OnceLock::new();
 /// its C `main` was given: musl, unlike glibc, does not hand them to the standard library
 /// before `main`, so `std::env::args` is empty in a musl build without the standard library's
 /// start-up. A caller that did not start through [`run`] gets `std::env::args`.
-pub fn args() -> Vec<String> {
-    match ARGS.get() {
-        Some(args) => args.clone(),
-        None => std::env::args().skip(1).collect(),
-    }
+pub fn args() -> &'static [String] {
+    ARGS.get_or_init(|| std::env::args().skip(1).collect())
 }
 
 /// Define the C `main` of a hook binary (whose root declares `#![no_main]`) that runs `$run`,

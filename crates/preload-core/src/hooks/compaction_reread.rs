@@ -57,7 +57,7 @@ Files: ${TMPDIR:-/tmp}/claude-preload-<uid>/{handler,loop,compaction}-<session_i
 /// Entry point of the binary: the subcommand names the event.
 pub fn main() -> ExitCode {
     let args = crate::start::args();
-    if runner::answer_meta_flag("preload-compaction-reread", HELP, &args) {
+    if runner::answer_meta_flag("preload-compaction-reread", HELP, args) {
         return ExitCode::SUCCESS;
     }
     if let Some((event, handler)) = args.first().and_then(|name| subcommand(name)) {

@@ -162,7 +162,7 @@ pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Pol
 #[allow(clippy::print_stderr)]
 pub fn main(routes: &[Route]) -> ExitCode {
     let args = crate::start::args();
-    if runner::answer_meta_flag("preload-dispatch", HELP, &args) {
+    if runner::answer_meta_flag("preload-dispatch", HELP, args) {
         return ExitCode::SUCCESS;
     }
     let event = args.first().and_then(|name| HookEvent::from_name(name));

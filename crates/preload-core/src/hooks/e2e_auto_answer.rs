@@ -50,7 +50,7 @@ Files: none.",
 /// Entry point of the binary: off (no `E2E_AUTO_ANSWER`) means no stdin read and no output.
 pub fn main() -> ExitCode {
     let args = crate::start::args();
-    if runner::answer_meta_flag("preload-e2e-auto-answer", SPEC.help, &args) {
+    if runner::answer_meta_flag("preload-e2e-auto-answer", SPEC.help, args) {
         return ExitCode::SUCCESS;
     }
     if !enabled(&Env::from_process()) {

@@ -63,7 +63,7 @@ Files: sessions/*/.state.json (the owner's; dehydratedContext of a restored one)
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let args = crate::start::args();
-    let chunk = start_cache::parse_chunk(&args);
+    let chunk = start_cache::parse_chunk(args);
     runner::main(&SPEC, move |input, ctx| match chunk {
         Ok(chunk) => handle_chunk(input, ctx, chunk),
         Err(_) => Ok(HookOutput::Silent),
