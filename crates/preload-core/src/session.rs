@@ -71,9 +71,7 @@ pub struct PreloadState {
 pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let pid = ctx.owner_pid;
     let cache = cache_file(ctx);
-    let cached = file::read_text(&cache, CACHE_MAX_BYTES)
-        .map(|t| PathBuf::from(t.trim()))
-        .filter(|d| !d.as_os_str().is_empty());
+    let cached = cached_session(ctx);
     if let Some(dir) = &cached {
         if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(pid) {
             return Some(dir.clone());
@@ -134,10 +132,7 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
 /// a session this owner holds (the common case), its state is read once, here, and returned
 /// with it; otherwise the state is `None` and the caller reads it.
 pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>)> {
-    let cached = file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
-        .map(|t| PathBuf::from(t.trim()))
-        .filter(|d| !d.as_os_str().is_empty());
-    if let Some(dir) = cached {
+    if let Some(dir) = cached_session(ctx) {
         if let Ok(read) = state::load_read(&dir.join(STATE_FILE)) {
             if read.state.pid(fields::PID) == Some(ctx.owner_pid) {
                 return Some((dir, Some(read)));
@@ -145,6 +140,14 @@ pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>
         }
     }
     find_session(ctx).map(|dir| (dir, None))
+}
+
+/// The session directory the owner's PID cache names (`session.sh find`'s first answer, not
+/// yet checked against its state).
+fn cached_session(ctx: &Context) -> Option<PathBuf> {
+    file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
+        .map(|t| PathBuf::from(t.trim()))
+        .filter(|d| !d.as_os_str().is_empty())
 }
 
 /// Write the owner's PID cache (`session.sh find`'s) and index entry: `dir` is its session.
