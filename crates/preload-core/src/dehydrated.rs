@@ -39,8 +39,11 @@ pub struct Recovery {
 /// remembered with their file's identity, size and times
 /// (`sessions/.preload-index/undehydrated`), and are not read again until one of those changes
 /// (the context is written by a rewrite that changes at least the size; a state reached through
-/// a link is always read). A session costs one `fstatat` and a comparison with its line.
+/// a link is always read). A session costs one `fstatat` and a comparison with its line. The
+/// owner's own session (the one its PID cache names) is read every time and never remembered:
+/// SessionStart rewrites its state, so remembering it would rewrite the list on every start.
 pub fn find(ctx: &Context) -> Option<Recovery> {
+    let owner_session = session::cached_session(ctx);
     for root in ctx.sessions_dirs() {
         let Ok(listed) = fs::File::open(&root) else {
             continue;
@@ -48,10 +51,15 @@ pub fn find(ctx: &Context) -> Option<Recovery> {
         let plain_file = root.join(session::INDEX_DIR).join(PLAIN_FILE);
         let known = file::read_text(&plain_file, state::MAX_STATE_BYTES).unwrap_or_default();
         let mut plain = Plain::new(&known);
+        let owner = owner_session
+            .as_deref()
+            .filter(|dir| dir.parent() == Some(root.as_path()))
+            .and_then(Path::file_name);
         let mut relative = Vec::new();
-        let found = session::session_names(&root)
-            .into_iter()
-            .find_map(|name| look(ctx, &root, &listed, &name, &mut relative, &mut plain));
+        let found = session::session_names(&root).into_iter().find_map(|name| {
+            let plain = (Some(name.as_os_str()) != owner).then_some(&mut plain);
+            look(ctx, &root, &listed, &name, &mut relative, plain)
+        });
         plain.save(&plain_file, found.is_none());
         if found.is_some() {
             return found;
@@ -61,22 +69,24 @@ pub fn find(ctx: &Context) -> Option<Recovery> {
 }
 
 /// The recovery in session `name` of the sessions directory `root` (open as `listed`), noting
-/// in `plain` a state that holds none. `relative` is scratch space for the state's path.
+/// in `plain`, when given, a state that holds none. `relative` is scratch space for the
+/// state's path.
 fn look(
     ctx: &Context,
     root: &Path,
     listed: &fs::File,
     name: &OsStr,
     relative: &mut Vec<u8>,
-    plain: &mut Plain<'_>,
+    mut plain: Option<&mut Plain<'_>>,
 ) -> Option<Recovery> {
-    relative.clear();
-    relative.extend_from_slice(name.as_bytes());
-    relative.push(b'/');
-    relative.extend_from_slice(STATE_FILE.as_bytes());
-    let print = Print::of(listed, relative);
     let key = name.to_str();
-    if let Some(key) = key {
+    let mut print = None;
+    if let (Some(plain), Some(key)) = (plain.as_deref_mut(), key) {
+        relative.clear();
+        relative.extend_from_slice(name.as_bytes());
+        relative.push(b'/');
+        relative.extend_from_slice(STATE_FILE.as_bytes());
+        print = Print::of(listed, relative);
         if plain.knows(key, print) {
             return None;
         }
@@ -84,7 +94,7 @@ fn look(
     let path = root.join(name).join(STATE_FILE);
     let text = file::read_text(&path, state::MAX_STATE_BYTES)?;
     if !text.contains(fields::DEHYDRATED_CONTEXT) {
-        if let (Some(key), Some(print)) = (key, print) {
+        if let (Some(plain), Some(key), Some(print)) = (plain, key, print) {
             plain.note(key, print);
         }
         return None;

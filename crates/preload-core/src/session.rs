@@ -144,7 +144,7 @@ pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>
 
 /// The session directory the owner's PID cache names (`session.sh find`'s first answer, not
 /// yet checked against its state).
-fn cached_session(ctx: &Context) -> Option<PathBuf> {
+pub fn cached_session(ctx: &Context) -> Option<PathBuf> {
     file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
         .map(|t| PathBuf::from(t.trim()))
         .filter(|d| !d.as_os_str().is_empty())

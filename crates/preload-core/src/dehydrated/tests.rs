@@ -34,6 +34,10 @@ impl Project {
         let env = Env::from_pairs([
             (env::HOME, self.home.to_string_lossy().into_owned()),
             (env::CLAUDE_SUPERVISOR_PID, "4000001".to_owned()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                self.home.to_string_lossy().into_owned(),
+            ),
         ]);
         let input = HookInput::from_value(json!({"cwd": self.root}));
         Context::new(env, "test", &input, Duration::from_secs(2))
@@ -75,6 +79,42 @@ fn the_states_without_a_context_are_remembered_and_a_new_context_is_still_found(
     assert_eq!(found.session, "2026_01_02_B");
     // Found before the end, the scan keeps what it knew of the rest.
     assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_03_C"]);
+}
+
+#[test]
+fn the_owners_own_session_is_read_every_time_and_never_remembered() {
+    use std::os::unix::fs::MetadataExt;
+    let p = Project::new();
+    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
+    let mine = p.state("2026_01_02_MINE", &json!({"pid": 4_000_001}));
+    p.state("2026_01_03_C", &json!({"pid": 4_000_004}));
+    let dir = mine.parent().unwrap();
+    fs::write(
+        session::cache_file(&p.ctx()),
+        format!("{}\n", dir.display()),
+    )
+    .unwrap();
+    assert!(find(&p.ctx()).is_none());
+    assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_03_C"]);
+    // SessionStart rewrites the owner's state on every start: the list stays as it is.
+    let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
+    let written = fs::metadata(&list).unwrap().ino();
+    p.state(
+        "2026_01_02_MINE",
+        &json!({"pid": 4_000_001, "skill": "implement"}),
+    );
+    assert!(find(&p.ctx()).is_none());
+    assert_eq!(
+        fs::metadata(&list).unwrap().ino(),
+        written,
+        "the list is not rewritten"
+    );
+    // A hand-over in the owner's session is found all the same.
+    p.state("2026_01_02_MINE", &dehydrated(4_000_001));
+    assert_eq!(
+        find(&p.ctx()).map(|r| r.session),
+        Some("2026_01_02_MINE".into())
+    );
 }
 
 #[test]
