@@ -317,6 +317,16 @@ fn mirrored_fields(state: &State) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Mirror into `state` (the session's state, read under its lock) the counters as they are
+/// now. The lock holds the session directory's latch, so no count is being made and the file
+/// has every count so far: a count made after the caller's own (whose mirror write found the
+/// lock busy) is mirrored too, and an older count never overwrites a newer one. The journal's
+/// records stay out (a state holding them would count them twice once they are folded).
+/// True when that changed the state.
+pub fn mirror_latest(state_file: &Path, state: &mut State) -> bool {
+    Counters::read(state_file, state).mirror(state)
+}
+
 /// The counters of the session whose state is `state_file` (read as `state`), with the
 /// journal's records not yet folded in.
 pub fn current(state_file: &Path, state: &State) -> Counters {

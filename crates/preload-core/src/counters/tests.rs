@@ -194,6 +194,53 @@ fn a_mirror_says_whether_it_changed_the_state() {
 }
 
 #[test]
+fn the_latest_counts_are_mirrored_never_an_older_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let far = Instant::now() + std::time::Duration::from_secs(2);
+    let s = state(r#"{"pid": 5, "currentPhase": "1: A"}"#);
+    // Two hooks count one after the other; the second's mirror write found the lock busy.
+    let first = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
+    let second = update(&file, &s, far, far, &count("main.jsonl", "Bash")).unwrap();
+    assert_eq!((first.get("main.jsonl"), second.get("main.jsonl")), (1, 2));
+    // The first then takes the lock: its own view would mirror one count.
+    let mut own_view = s.clone();
+    first.mirror(&mut own_view);
+    assert_eq!(
+        own_view.get("toolCallsByTranscript"),
+        Some(&json!({"main.jsonl": 1}))
+    );
+    let mut latest = s.clone();
+    assert!(mirror_latest(&file, &mut latest));
+    assert_eq!(
+        latest.get("toolCallsByTranscript"),
+        Some(&json!({"main.jsonl": 2}))
+    );
+    assert_eq!(latest.get("preloadCountersSeq"), Some(&json!(2)));
+    // A state already holding the newer mirror is not taken back to the older one.
+    let mut newer = s.clone();
+    second.mirror(&mut newer);
+    assert!(!mirror_latest(&file, &mut newer));
+    assert_eq!(newer, latest);
+    // Counts still in the journal are not mirrored: folded later, they would count twice.
+    let _held = hold_latch(&file);
+    let third = update(
+        &file,
+        &newer,
+        Instant::now(),
+        far,
+        &count("main.jsonl", "Read"),
+    )
+    .unwrap();
+    assert!(third.pending());
+    assert!(!mirror_latest(&file, &mut newer));
+    assert_eq!(
+        newer.get("toolCallsByTranscript"),
+        Some(&json!({"main.jsonl": 2}))
+    );
+}
+
+#[test]
 fn a_counters_file_read_torn_is_not_taken_for_counts() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join(".state.json");

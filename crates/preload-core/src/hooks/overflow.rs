@@ -323,15 +323,21 @@ fn session_call(
         Writes::Allowed,
     );
     let due = ledger::is_due(ctx, &record, &base);
+    // Under the lock: the counters as they are then, not this call's view of them.
     let mirror = |s: &mut State| {
-        if let Some(view) = &view {
-            view.mirror(s);
+        if view.is_some() {
+            counters::mirror_latest(path, s);
         }
     };
     if trial == base && !due {
         if mirrored {
-            // Only the counters' mirror for the engine's readers: never worth a wait.
-            let known = || Some((base, ()));
+            // Only the counters' mirror for the engine's readers: never worth a wait (a native
+            // holder of the lock took it after this count, and mirrors it).
+            let known = || {
+                let mut s = base;
+                mirror(&mut s);
+                Some((s, ()))
+            };
             let _ = state::update_read(path, Instant::now(), Some(&text), known, mirror);
         }
         return Ok(plan);
@@ -344,7 +350,12 @@ fn session_call(
         ledger::update(ctx, &record, change)
     } else {
         // While the file is what was read, the trial's decision stands.
-        ledger::update_read(ctx, &record, &text, || Some((trial, plan)), change)
+        let known = || {
+            let mut s = trial;
+            mirror(&mut s);
+            Some((s, plan))
+        };
+        ledger::update_read(ctx, &record, &text, known, change)
     };
     match locked {
         Ok(plan) => Ok(plan),
