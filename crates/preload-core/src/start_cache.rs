@@ -11,18 +11,19 @@
 //! and no lock is created, renamed or removed per event (bash never touches these files). Two
 //! unrelated events on one file wait for one generation at most.
 //!
-//! A cache file holds the blocks as they are, each after its length, so a registration decodes
-//! only its own slot (the text is up to a few hundred KB, read by every registration):
+//! A cache file leads with where each slot ends, then holds the blocks as they are, each after
+//! its length, so a registration reads and decodes only its own slot (the text is up to a few
+//! hundred KB, and every registration but one reads it):
 //!
 //! ```text
-//! preload-start-cache 1
+//! preload-start-cache 2
 //! <n: the registrations it was cut for>
-//! per slot: <blocks in the slot> LF, then per block: <bytes> LF <the block's bytes> LF
+//! <where each slot's bytes end in the body, n numbers parted by spaces>
+//! the body, per slot: <blocks in the slot> LF, then per block: <bytes> LF <the block's bytes> LF
 //! ```
 
 use std::fs;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,6 @@ use crate::lock::LockError;
 use crate::markers::{self, MarkerDir, MarkerError};
 use crate::process;
 use crate::stamps;
-use crate::state;
 
 /// A cache older than this is generated again: the N registrations of one event start within
 /// moments of each other, and a later event of the same conversation, source and client process
@@ -50,8 +50,6 @@ const TEMP_LEFTOVER: Duration = Duration::from_secs(60);
 pub const MAX_CHUNKS: usize = 1_000;
 /// How many lock files the cache directory keeps ([`StartCache::lookup`]).
 pub const LOCK_STRIPES: u64 = 64;
-/// The first line of a cache file.
-const MAGIC: &str = "preload-start-cache 1";
 /// The extension of cache files.
 const EXTENSION: &str = "slots";
 /// How often a registration waiting for the text looks for the cache file and tries the lock
@@ -216,7 +214,7 @@ impl StartCache {
         if chunk.index + 1 == chunk.total {
             sweep(&self.dir);
         }
-        if let Some(blocks) = read(&self.path, chunk, budget) {
+        if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -239,7 +237,7 @@ impl StartCache {
                 Err((back, Errno::EWOULDBLOCK | Errno::EINTR)) => file = back,
                 Err((_, errno)) => return Err(unusable(errno.into())),
             }
-            if let Some(blocks) = read(&self.path, chunk, budget) {
+            if let Some(blocks) = codec::read(&self.path, chunk, budget) {
                 return Ok(Lookup::Found(blocks));
             }
             let now = Instant::now();
@@ -252,7 +250,7 @@ impl StartCache {
             }
             std::thread::sleep(CACHE_POLL.min(until - now));
         };
-        if let Some(blocks) = read(&self.path, chunk, budget) {
+        if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
         Ok(Lookup::Missing(Writer {
@@ -279,112 +277,10 @@ fn open_lock(path: &Path) -> std::io::Result<fs::File> {
 }
 
 impl Writer {
-    /// Write the text generated for `total` slots, and release the lock.
-    pub fn write(self, total: usize, slots: &Slots) -> Result<(), StartCacheError> {
-        Ok(file::write_cache(&self.path, &encode(total, slots))?)
+    /// Write the text generated for the registrations, a slot each, and release the lock.
+    pub fn write(self, slots: &Slots) -> Result<(), StartCacheError> {
+        Ok(file::write_cache(&self.path, &codec::encode(slots))?)
     }
-}
-
-/// The bytes of a cache file (the module's documentation has the layout).
-fn encode(total: usize, slots: &Slots) -> Vec<u8> {
-    let size: usize = slots.iter().flatten().map(|b| b.len() + 12).sum();
-    let mut out = Vec::with_capacity(size + 64);
-    out.extend_from_slice(format!("{MAGIC}\n{total}\n").as_bytes());
-    for slot in slots {
-        out.extend_from_slice(format!("{}\n", slot.len()).as_bytes());
-        for block in slot {
-            out.extend_from_slice(format!("{}\n", block.len()).as_bytes());
-            out.extend_from_slice(block.as_bytes());
-            out.push(b'\n');
-        }
-    }
-    out
-}
-
-/// A cache file's contents, read front to back.
-struct Decoder<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Decoder<'a> {
-    /// The next line, without its line end.
-    fn line(&mut self) -> Option<&'a [u8]> {
-        let end = self.rest.iter().position(|&b| b == b'\n')?;
-        let (line, rest) = self.rest.split_at(end);
-        self.rest = rest.get(1..)?;
-        Some(line)
-    }
-
-    /// The next line as a count.
-    fn count(&mut self) -> Option<usize> {
-        std::str::from_utf8(self.line()?).ok()?.parse().ok()
-    }
-
-    /// The next block's bytes, unchecked.
-    fn block(&mut self) -> Option<&'a [u8]> {
-        let len = self.count()?;
-        let block = self.rest.get(..len)?;
-        if self.rest.get(len) != Some(&b'\n') {
-            return None;
-        }
-        self.rest = self.rest.get(len + 1..)?;
-        Some(block)
-    }
-
-    /// The next slot's blocks, unchecked.
-    fn slot(&mut self) -> Option<Vec<&'a [u8]>> {
-        let blocks = self.count()?;
-        (0..blocks).map(|_| self.block()).collect()
-    }
-}
-
-/// The blocks of slot `chunk.index` in a cache file's `bytes`, cut again for `chunk.total` when
-/// it was cut for another number; `None` when the file is not a whole cache file. Only the
-/// blocks returned are checked as UTF-8.
-fn decode(bytes: &[u8], chunk: Chunk, budget: usize) -> Option<Vec<String>> {
-    let text = |block: &[u8]| std::str::from_utf8(block).ok().map(str::to_owned);
-    let mut decoder = Decoder { rest: bytes };
-    if decoder.line()? != MAGIC.as_bytes() {
-        return None;
-    }
-    let n = decoder.count()?;
-    let slots: Vec<Vec<&[u8]>> = (0..n).map(|_| decoder.slot()).collect::<Option<_>>()?;
-    if !decoder.rest.is_empty() {
-        return None;
-    }
-    if n == chunk.total {
-        return slots.get(chunk.index)?.iter().map(|b| text(b)).collect();
-    }
-    let all: Slots = slots
-        .iter()
-        .map(|slot| slot.iter().map(|b| text(b)).collect::<Option<_>>())
-        .collect::<Option<_>>()?;
-    reslice(n, all, chunk.total, budget)
-        .into_iter()
-        .nth(chunk.index)
-}
-
-/// Slot `chunk.index` from the cache file at `path`, read without following symlinks; `None`
-/// when absent, stale, foreign or bad.
-fn read(path: &Path, chunk: Chunk, budget: usize) -> Option<Vec<String>> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
-        return None;
-    }
-    let age = clock::age(meta.modified().ok()?);
-    if age > FRESH {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(state::MAX_STATE_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    decode(&bytes, chunk, budget)
 }
 
 /// Remove caches older than the freshness window, leftover temporary files, and (past that
@@ -445,5 +341,6 @@ pub fn reslice(n: usize, slots: Slots, total: usize, budget: usize) -> Slots {
     out
 }
 
+mod codec;
 #[cfg(test)]
 mod tests;

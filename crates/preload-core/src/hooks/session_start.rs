@@ -109,7 +109,7 @@ fn cached_slot(input: &HookInput, ctx: &Context, chunk: Chunk) -> Result<Vec<Str
             let mut slots = generate(input, ctx, chunk.total)?;
             // The text is recorded as delivered by now: it goes out even when the cache cannot
             // be written (a full disk), and the other registrations make it again.
-            if let Err(err) = writer.write(chunk.total, &slots) {
+            if let Err(err) = writer.write(&slots) {
                 if ctx.debug() {
                     runner_note(ctx, &err.to_string());
                 }

@@ -1,5 +1,6 @@
 use serde_json::json;
 
+use super::codec::{decode, decode_with, encode};
 use super::*;
 
 #[test]
@@ -69,7 +70,7 @@ fn one_registration_writes_and_the_others_read() {
     ];
     let chunk = |index, total| Chunk { index, total };
     match cache.lookup(chunk(0, 2), 100, deadline).unwrap() {
-        Lookup::Missing(writer) => writer.write(2, &slots).unwrap(),
+        Lookup::Missing(writer) => writer.write(&slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
     for (index, slot) in slots.iter().enumerate() {
@@ -85,7 +86,7 @@ fn one_registration_writes_and_the_others_read() {
     }
 }
 
-/// A slot asked of `encode(n, slots)` for `n` registrations.
+/// A slot asked of `encode(slots)` for `total` registrations.
 fn slot_of(bytes: &[u8], index: usize, total: usize) -> Option<Vec<String>> {
     decode(bytes, Chunk { index, total }, 10_000)
 }
@@ -93,7 +94,7 @@ fn slot_of(bytes: &[u8], index: usize, total: usize) -> Option<Vec<String>> {
 #[test]
 fn a_cache_file_that_is_not_whole_is_not_used() {
     let slots = vec![vec!["one\n".to_owned(), "two".to_owned()], vec![]];
-    let bytes = encode(2, &slots);
+    let bytes = encode(&slots);
     assert_eq!(slot_of(&bytes, 0, 2), Some(slots[0].clone()));
     assert_eq!(slot_of(&bytes, 1, 2), Some(Vec::new()));
     // Cut anywhere, grown, of another format, or with a block that is not UTF-8: not used.
@@ -105,12 +106,59 @@ fn a_cache_file_that_is_not_whole_is_not_used() {
     assert_eq!(slot_of(&longer, 0, 2), None);
     let other = String::from_utf8(bytes.clone())
         .unwrap()
-        .replace("cache 1", "cache 2");
+        .replace("cache 2", "cache 1");
     assert_eq!(slot_of(other.as_bytes(), 0, 2), None);
     let mut invalid = bytes;
     let at = invalid.windows(3).position(|w| w == b"two").unwrap();
     invalid[at] = 0xff;
     assert_eq!(slot_of(&invalid, 0, 2), None);
+}
+
+#[test]
+fn a_registration_reads_the_index_and_its_own_slot_only() {
+    let block = |i: usize| format!("{i:04} {}\n", "x".repeat(3_000));
+    let slots: Slots = (0..8)
+        .map(|s| vec![block(2 * s), block(2 * s + 1)])
+        .collect();
+    let bytes = encode(&slots);
+    let chunk = |index| Chunk { index, total: 8 };
+    let read = std::cell::RefCell::new(Vec::new());
+    let range = |r: std::ops::Range<usize>| {
+        read.borrow_mut().push(r.clone());
+        bytes.get(r).map(<[u8]>::to_vec)
+    };
+    let index_len = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(2)
+        .unwrap()
+        .0
+        + 1;
+    // Whatever the first read holds after the index: part of the slot, all of it, the file.
+    for head in [index_len, index_len + 50, 4_000, 9_000, 30_000, bytes.len()] {
+        for (index, slot) in slots.iter().enumerate() {
+            read.borrow_mut().clear();
+            let found = decode_with(&bytes[..head], bytes.len(), range, chunk(index), 10_000);
+            assert_eq!(
+                found.as_ref(),
+                Some(slot),
+                "slot {index}, first read {head}"
+            );
+            let more: usize = read.borrow().iter().map(std::ops::Range::len).sum();
+            assert!(
+                more < 6_100,
+                "slot {index}, first read {head}: {more} more bytes read"
+            );
+        }
+    }
+    // A first read that cuts the index short reads the file, and finds the slot all the same.
+    let found = decode_with(&bytes[..40], bytes.len(), range, chunk(3), 10_000);
+    assert_eq!(found.as_ref(), Some(&slots[3]));
+    // Another number of registrations needs every slot, to cut them again.
+    let one = Chunk { index: 0, total: 1 };
+    let found = decode_with(&bytes[..index_len], bytes.len(), range, one, 100_000).unwrap();
+    assert_eq!(found, slots.concat());
 }
 
 proptest::proptest! {
@@ -122,7 +170,7 @@ proptest::proptest! {
             1..5,
         )
     ) {
-        let bytes = encode(slots.len(), &slots);
+        let bytes = encode(&slots);
         for (index, slot) in slots.iter().enumerate() {
             let found = slot_of(&bytes, index, slots.len());
             proptest::prop_assert_eq!(found.as_ref(), Some(slot));
@@ -157,7 +205,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let cache = StartCache::open(&env, &compact).unwrap();
     let only = Chunk { index: 0, total: 1 };
     match cache.lookup(only, 100, deadline).unwrap() {
-        Lookup::Missing(writer) => writer.write(1, &slots).unwrap(),
+        Lookup::Missing(writer) => writer.write(&slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
     // Another source or another conversation: another event, another cache.
@@ -214,7 +262,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
         panic!("nothing was cached yet")
     };
     assert_eq!(present(), [true; 5]);
-    writer.write(3, &vec![vec!["a".to_owned()]; 3]).unwrap();
+    writer.write(&vec![vec!["a".to_owned()]; 3]).unwrap();
     assert!(matches!(
         cache
             .lookup(Chunk { index: 1, total: 3 }, 100, deadline)
