@@ -15,7 +15,7 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
-//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`].
+//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`], [`bytes`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -52,6 +52,7 @@ pub mod state;
 
 // Layer 5: primitives.
 pub mod artifacts;
+pub mod bytes;
 pub mod choice;
 pub mod clock;
 pub mod delivery;

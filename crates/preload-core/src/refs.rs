@@ -114,7 +114,7 @@ fn scan_line(line: &str, out: &mut Vec<Reference>) {
 /// A reference counts on a line outside fenced blocks (a line whose text starts with three
 /// backticks opens or closes one, and counts nothing itself). Only the lines that hold a `§` or
 /// start a fence are looked at: the text is searched for the next of either, not walked line by
-/// line. The searches are vectorised byte searches (`memchr`): a start scans the standards, a
+/// line. The searches are vectorised byte searches ([`crate::bytes`]): a start scans the standards, a
 /// few hundred kilobytes, on every new context window.
 pub fn scan(text: &str) -> Vec<Reference> {
     let bytes = text.as_bytes();
@@ -132,8 +132,8 @@ pub fn scan(text: &str) -> Vec<Reference> {
         let Some(hit) = fence.or(sigil) else {
             break;
         };
-        let start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
-        let end = memchr::memchr(b'\n', &bytes[hit..]).map_or(text.len(), |i| hit + i);
+        let start = crate::bytes::rfind(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
+        let end = crate::bytes::find(b'\n', &bytes[hit..]).map_or(text.len(), |i| hit + i);
         at = end;
         let line = &text[start..end];
         if line.trim_start().starts_with("```") {
@@ -149,7 +149,7 @@ pub fn scan(text: &str) -> Vec<Reference> {
 /// (`0xC2`) checked.
 fn find_sigil(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    memchr::memchr_iter(0xA7, bytes)
+    crate::bytes::find_iter(0xA7, bytes)
         .find(|&i| i > 0 && bytes[i - 1] == 0xC2)
         .map(|i| i - 1)
 }
@@ -158,7 +158,7 @@ fn find_sigil(text: &str) -> Option<usize> {
 /// faster than a substring search).
 pub(crate) fn find_fence(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    memchr::memchr_iter(b'`', bytes).find(|&at| bytes[at..].starts_with(b"```"))
+    crate::bytes::find_iter(b'`', bytes).find(|&at| bytes[at..].starts_with(b"```"))
 }
 
 /// Where references resolve.

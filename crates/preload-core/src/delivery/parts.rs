@@ -44,7 +44,7 @@ pub(super) fn split_at_lines(body: &str, room: usize) -> Vec<&str> {
         let floor = char_offset(rest, room * 4 / 5);
         let mut end = floor + char_offset(&rest[floor..], room - room * 4 / 5);
         if end < rest.len() {
-            if let Some(line_end) = memchr::memrchr(b'\n', &rest.as_bytes()[floor..end]) {
+            if let Some(line_end) = crate::bytes::rfind(b'\n', &rest.as_bytes()[floor..end]) {
                 end = floor + line_end + 1;
             }
         }

@@ -51,7 +51,7 @@ struct Decoder<'a> {
 impl<'a> Decoder<'a> {
     /// The next line, without its line end.
     fn line(&mut self) -> Option<&'a [u8]> {
-        let end = memchr::memchr(b'\n', self.rest)?;
+        let end = crate::bytes::find(b'\n', self.rest)?;
         let (line, rest) = self.rest.split_at(end);
         self.rest = rest.get(1..)?;
         Some(line)

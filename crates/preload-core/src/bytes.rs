@@ -1,0 +1,73 @@
+//! Searches for one byte, with the vector instructions every CPU of the target has (SSE2 on
+//! x86-64, NEON on 64-bit Arm), chosen when the binary is built.
+//!
+//! The `memchr` crate's own functions choose AVX2 at run time: the first search of a process
+//! asks the CPU for its features with `cpuid`, and in a virtual machine each `cpuid` leaves for
+//! the hypervisor (about 8 us on the bench's VM; 0.1 ms for the first search, about a third of
+//! a SessionStart registration that reads its slice). A hook process is short, so that first
+//! search is most of what it would search.
+
+#[cfg(target_arch = "x86_64")]
+use memchr::arch::x86_64::sse2::memchr::One as Vector;
+
+#[cfg(target_arch = "aarch64")]
+use memchr::arch::aarch64::neon::memchr::One as Vector;
+
+use memchr::arch::all::memchr::One as Portable;
+
+/// A finder of one byte: the target's vectors, else the portable routine.
+enum Finder {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    Vector(Vector),
+    Portable(Portable),
+}
+
+impl Finder {
+    fn new(needle: u8) -> Self {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        if let Some(vector) = Vector::new(needle) {
+            return Self::Vector(vector);
+        }
+        Self::Portable(Portable::new(needle))
+    }
+
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Self::Vector(v) => v.find(haystack),
+            Self::Portable(p) => p.find(haystack),
+        }
+    }
+
+    fn rfind(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            Self::Vector(v) => v.rfind(haystack),
+            Self::Portable(p) => p.rfind(haystack),
+        }
+    }
+}
+
+/// The first `needle` in `haystack`.
+pub fn find(needle: u8, haystack: &[u8]) -> Option<usize> {
+    Finder::new(needle).find(haystack)
+}
+
+/// The last `needle` in `haystack`.
+pub fn rfind(needle: u8, haystack: &[u8]) -> Option<usize> {
+    Finder::new(needle).rfind(haystack)
+}
+
+/// Every `needle` in `haystack`, front to back.
+pub fn find_iter(needle: u8, haystack: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let finder = Finder::new(needle);
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let found = at + finder.find(haystack.get(at..)?)?;
+        at = found + 1;
+        Some(found)
+    })
+}
+
+#[cfg(test)]
+mod tests;
