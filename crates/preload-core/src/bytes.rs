@@ -3,9 +3,9 @@
 //!
 //! The `memchr` crate's own functions choose AVX2 at run time: the first search of a process
 //! asks the CPU for its features with `cpuid`, and in a virtual machine each `cpuid` leaves for
-//! the hypervisor (about 8 us on the bench's VM; 0.1 ms for the first search, about a third of
+//! the hypervisor (about 8 us each on the bench's VM: 0.1 ms for the first search, a quarter of
 //! a SessionStart registration that reads its slice). A hook process is short, so that first
-//! search is most of what it would search.
+//! search costs more than all the others.
 
 #[cfg(target_arch = "x86_64")]
 use memchr::arch::x86_64::sse2::memchr::One as Vector;

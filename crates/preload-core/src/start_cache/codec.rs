@@ -12,7 +12,7 @@ use crate::clock;
 use crate::state;
 
 /// The first line of a cache file.
-pub(super) const MAGIC: &str = "preload-start-cache 2";
+const MAGIC: &str = "preload-start-cache 2";
 /// What a reader reads at once from the start of the file: the index, and often its slot.
 const HEAD: usize = 16 * 1024;
 
