@@ -159,10 +159,7 @@ fn too_few_slots_point_at_the_rest_which_stays_queued() {
 fn generation_lock(dir: &std::path::Path, source: &str) -> std::path::PathBuf {
     let client = std::process::id();
     let started = preload_core::process::start_time(client).unwrap_or(0);
-    let key = format!("sess-1_{source}_{client}-{started}");
-    let stripe =
-        preload_core::stamps::words_hash(key.as_bytes()) % preload_core::start_cache::LOCK_STRIPES;
-    dir.join(format!(".lock-{stripe:02}"))
+    preload_core::start_cache::lock_file(dir, &format!("sess-1_{source}_{client}-{started}"))
 }
 
 #[test]

@@ -22,10 +22,7 @@ pub fn expand_tilde(path: &str, home: &Path) -> PathBuf {
 
 /// Remove `.` and `..` components lexically (no file system access).
 pub fn lexical_clean(path: &Path) -> PathBuf {
-    if is_clean(path) {
-        return path.to_path_buf();
-    }
-    clean_components(path)
+    into_clean(path.to_path_buf())
 }
 
 /// [`lexical_clean`] of an owned path: one already clean (most paths a hook sees) is given back

@@ -151,6 +151,13 @@ pub fn cache_key(input: &HookInput) -> String {
         .collect()
 }
 
+/// The lock file in the cache directory `dir` that the registrations of the event `key`
+/// (a [`cache_key`]) take: the one of [`LOCK_STRIPES`] its hash picks.
+pub fn lock_file(dir: &Path, key: &str) -> PathBuf {
+    let stripe = stamps::words_hash(key.as_bytes()) % LOCK_STRIPES;
+    dir.join(format!(".lock-{stripe:02}"))
+}
+
 /// The cache of one event's text.
 #[derive(Debug)]
 pub struct StartCache {
@@ -186,8 +193,7 @@ impl StartCache {
             source,
         })?;
         let key = cache_key(input);
-        let stripe = stamps::words_hash(key.as_bytes()) % LOCK_STRIPES;
-        let lock = dir.join(format!(".lock-{stripe:02}"));
+        let lock = lock_file(&dir, &key);
         let path = dir.join(format!("{key}.{EXTENSION}"));
         Ok(Self { dir, path, lock })
     }
