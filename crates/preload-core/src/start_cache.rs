@@ -40,6 +40,8 @@ use crate::markers::{self, MarkerDir, MarkerError};
 use crate::process;
 use crate::stamps;
 
+use self::wake::Wake;
+
 /// A cache older than this is generated again: the N registrations of one event start within
 /// moments of each other, and a later event of the same conversation, source and client process
 /// (a second compaction) must not reuse it.
@@ -52,9 +54,6 @@ pub const MAX_CHUNKS: usize = 1_000;
 pub const LOCK_STRIPES: u64 = 64;
 /// The extension of cache files.
 const EXTENSION: &str = "slots";
-/// How often a registration waiting for the text looks for the cache file and tries the lock
-/// again, so the other registrations print within a moment of its writing.
-const CACHE_POLL: Duration = Duration::from_millis(1);
 
 /// The blocks of each slot, in slot order.
 pub type Slots = Vec<Vec<String>>;
@@ -154,8 +153,17 @@ pub fn cache_key(input: &HookInput) -> String {
 /// The lock file in the cache directory `dir` that the registrations of the event `key`
 /// (a [`cache_key`]) take: the one of [`LOCK_STRIPES`] its hash picks.
 pub fn lock_file(dir: &Path, key: &str) -> PathBuf {
-    let stripe = stamps::words_hash(key.as_bytes()) % LOCK_STRIPES;
-    dir.join(format!(".lock-{stripe:02}"))
+    dir.join(format!(".lock-{:02}", stripe(key)))
+}
+
+/// The named pipe beside the lock file of the event `key`, through which the waiters are woken
+/// ([`wake`]).
+fn wake_file(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!(".wake-{:02}", stripe(key)))
+}
+
+fn stripe(key: &str) -> u64 {
+    stamps::words_hash(key.as_bytes()) % LOCK_STRIPES
 }
 
 /// The cache of one event's text.
@@ -164,6 +172,7 @@ pub struct StartCache {
     dir: PathBuf,
     path: PathBuf,
     lock: PathBuf,
+    wake: PathBuf,
 }
 
 /// What a look-up found.
@@ -176,12 +185,13 @@ pub enum Lookup {
     Missing(Writer),
 }
 
-/// The one registration that writes the text; the lock goes with it (released when it is
-/// dropped).
+/// The one registration that writes the text; the lock goes with it. Dropped, it lets go of
+/// the lock and wakes the registrations waiting for it, whether the text was written or not.
 #[derive(Debug)]
 pub struct Writer {
     path: PathBuf,
-    _lock: Flock<fs::File>,
+    lock: Option<Flock<fs::File>>,
+    wake: PathBuf,
 }
 
 impl StartCache {
@@ -194,8 +204,14 @@ impl StartCache {
         })?;
         let key = cache_key(input);
         let lock = lock_file(&dir, &key);
+        let wake = wake_file(&dir, &key);
         let path = dir.join(format!("{key}.{EXTENSION}"));
-        Ok(Self { dir, path, lock })
+        Ok(Self {
+            dir,
+            path,
+            lock,
+            wake,
+        })
     }
 
     /// The cache file.
@@ -237,12 +253,16 @@ impl StartCache {
             })
         };
         let mut file = open_lock(&self.lock).map_err(unusable)?;
+        let mut wake = None;
         let lock = loop {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => break lock,
                 Err((back, Errno::EWOULDBLOCK | Errno::EINTR)) => file = back,
                 Err((_, errno)) => return Err(unusable(errno.into())),
             }
+            // Watched before the cache is looked for: a cache written after the look wakes the
+            // wait below.
+            let wake = wake.get_or_insert_with(|| Wake::watch(&self.wake));
             if let Some(blocks) = codec::read(&self.path, chunk, budget) {
                 return Ok(Lookup::Found(blocks));
             }
@@ -254,14 +274,15 @@ impl StartCache {
                     holder: "another registration".into(),
                 }));
             }
-            std::thread::sleep(CACHE_POLL.min(until - now));
+            wake.wait(until - now);
         };
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
         Ok(Lookup::Missing(Writer {
             path: self.path.clone(),
-            _lock: lock,
+            lock: Some(lock),
+            wake: self.wake.clone(),
         }))
     }
 }
@@ -286,6 +307,13 @@ impl Writer {
     /// Write the text generated for the registrations, a slot each, and release the lock.
     pub fn write(self, slots: &Slots) -> Result<(), StartCacheError> {
         Ok(file::write_cache(&self.path, &codec::encode(slots))?)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        drop(self.lock.take());
+        wake::wake(&self.wake);
     }
 }
 
@@ -350,3 +378,4 @@ pub fn reslice(n: usize, slots: Slots, total: usize, budget: usize) -> Slots {
 mod codec;
 #[cfg(test)]
 mod tests;
+mod wake;

@@ -291,3 +291,42 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     ));
     assert!(!stale.exists());
 }
+
+#[test]
+fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env::from_pairs([(
+        env::PRELOAD_CACHE_DIR,
+        tmp.path().join("cache").to_string_lossy().into_owned(),
+    )]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for written in [true, false] {
+        let input = HookInput::from_value(json!({"session_id": format!("s-{written}")}));
+        let cache = StartCache::open(&env, &input).unwrap();
+        let Lookup::Missing(writer) = cache
+            .lookup(Chunk { index: 0, total: 2 }, 100, deadline)
+            .unwrap()
+        else {
+            panic!("nothing was cached yet")
+        };
+        let mut waiter = wake::Wake::watch(&cache.wake);
+        assert!(
+            !waiter.wait(Duration::from_millis(10)),
+            "woken while the text is made"
+        );
+        if written {
+            writer.write(&vec![vec!["a".to_owned()]; 2]).unwrap();
+        } else {
+            drop(writer);
+        }
+        assert!(
+            waiter.wait(Duration::from_secs(5)),
+            "not woken (written: {written})"
+        );
+        // Woken with the lock free: the waiter reads the text, or makes it when there is none.
+        let next = cache
+            .lookup(Chunk { index: 1, total: 2 }, 100, deadline)
+            .unwrap();
+        assert_eq!(matches!(next, Lookup::Found(_)), written);
+    }
+}
