@@ -195,6 +195,38 @@ fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
 }
 
 #[test]
+fn a_generator_that_dies_without_waking_the_others_is_taken_over() {
+    use nix::fcntl::{Flock, FlockArg};
+    let sb = Sandbox::new();
+    let dir = sb.root().join("cache");
+    fs::create_dir_all(&dir).unwrap();
+    let cache = dir.to_string_lossy().into_owned();
+    // This process plays a generator that dies: the kernel lets go of its lock, and nothing
+    // wakes the registrations sleeping on the pipe.
+    let held = Flock::lock(
+        fs::File::create(generation_lock(&dir, "startup")).unwrap(),
+        FlockArg::LockExclusiveNonblock,
+    )
+    .unwrap();
+    let dies = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        drop(held);
+    });
+    // Waiting out their time (three quarters of 2 s) would end in nothing printed.
+    let env = [
+        ("PRELOAD_CACHE_DIR", cache.as_str()),
+        ("PRELOAD_BUDGET_MS", "2000"),
+    ];
+    let slices = run_chunks(&sb, 3, "startup", &env);
+    dies.join().unwrap();
+    assert!(
+        slices[0].contains("MANDATORY PRELOAD"),
+        "the registrations did not take over: {slices:?}"
+    );
+    assert_block_boundaries(&slices);
+}
+
+#[test]
 fn lock_directories_of_earlier_builds_are_swept() {
     let sb = Sandbox::new();
     let dir = sb.root().join("cache");
