@@ -162,19 +162,24 @@ fn generation_lock(dir: &std::path::Path, source: &str) -> std::path::PathBuf {
     preload_core::start_cache::lock_file(dir, &format!("sess-1_{source}_{client}-{started}"))
 }
 
-#[test]
-fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
+/// The cache directory `cache/` of `sb`, with the lock of its `startup` event held by this
+/// process, as a registration generating the text holds it.
+fn held_generation_lock(sb: &Sandbox) -> (String, nix::fcntl::Flock<fs::File>) {
     use nix::fcntl::{Flock, FlockArg};
-    let sb = Sandbox::new();
     let dir = sb.root().join("cache");
     fs::create_dir_all(&dir).unwrap();
-    let cache = dir.to_string_lossy().into_owned();
-    let lock = generation_lock(&dir, "startup");
     let held = Flock::lock(
-        fs::File::create(&lock).unwrap(),
+        fs::File::create(generation_lock(&dir, "startup")).unwrap(),
         FlockArg::LockExclusiveNonblock,
     )
     .unwrap();
+    (dir.to_string_lossy().into_owned(), held)
+}
+
+#[test]
+fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
+    let sb = Sandbox::new();
+    let (cache, held) = held_generation_lock(&sb);
     let env = [
         ("PRELOAD_CACHE_DIR", cache.as_str()),
         ("PRELOAD_BUDGET_MS", "400"),
@@ -196,18 +201,10 @@ fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
 
 #[test]
 fn a_generator_that_dies_without_waking_the_others_is_taken_over() {
-    use nix::fcntl::{Flock, FlockArg};
     let sb = Sandbox::new();
-    let dir = sb.root().join("cache");
-    fs::create_dir_all(&dir).unwrap();
-    let cache = dir.to_string_lossy().into_owned();
     // This process plays a generator that dies: the kernel lets go of its lock, and nothing
     // wakes the registrations sleeping on the pipe.
-    let held = Flock::lock(
-        fs::File::create(generation_lock(&dir, "startup")).unwrap(),
-        FlockArg::LockExclusiveNonblock,
-    )
-    .unwrap();
+    let (cache, held) = held_generation_lock(&sb);
     let dies = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(150));
         drop(held);
