@@ -25,6 +25,10 @@ pub use write::{
     write_atomic, write_atomic_if, write_atomic_with, write_cache,
 };
 
+/// The open flags of a file that must not be a link and must not block the open (a FIFO):
+/// `O_NOFOLLOW | O_NONBLOCK`, for `OpenOptionsExt::custom_flags`.
+pub const NO_FOLLOW_NONBLOCK: i32 = nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK;
+
 /// A temporary older than this is orphaned whatever its PID (writes take milliseconds).
 pub const ORPHAN_AFTER: Duration = Duration::from_secs(60);
 

@@ -67,7 +67,7 @@ fn open(path: &Path, create: bool) -> io::Result<File> {
         .read(true)
         .append(true)
         .create(create)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .custom_flags(crate::file::NO_FOLLOW_NONBLOCK)
         .open(path)
 }
 

@@ -116,17 +116,13 @@ pub fn legacy_dir(env: &Env) -> PathBuf {
     )
 }
 
-fn no_follow_flags() -> i32 {
-    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
-}
-
 /// Read `path` only when it is a regular file with one link, owned by `uid`, at most
 /// [`MAX_MARKER_BYTES`]; never follows a symbolic link. `Ok(None)` when it is missing or not
 /// trusted; `Err` only when reading a trusted file failed.
 pub fn read_trusted(path: &Path, uid: u32) -> Result<Option<Vec<u8>>, MarkerError> {
     let file = match OpenOptions::new()
         .read(true)
-        .custom_flags(no_follow_flags())
+        .custom_flags(file::NO_FOLLOW_NONBLOCK)
         .open(path)
     {
         Ok(file) => file,

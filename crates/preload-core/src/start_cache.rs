@@ -294,7 +294,7 @@ fn open_lock(path: &Path) -> std::io::Result<fs::File> {
         .write(true)
         .create(true)
         .mode(0o600)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .custom_flags(file::NO_FOLLOW_NONBLOCK)
         .open(path)?;
     if file.metadata()?.is_file() {
         Ok(file)

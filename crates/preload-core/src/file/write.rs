@@ -241,7 +241,7 @@ fn create_temp(path: &Path, options: &WriteOptions) -> io::Result<(PathBuf, fs::
         let held = held_path(path);
         if let Ok(file) = fs::OpenOptions::new()
             .write(true)
-            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .custom_flags(super::NO_FOLLOW_NONBLOCK)
             .open(&held)
         {
             if file.metadata().is_ok_and(|meta| meta.is_file()) {

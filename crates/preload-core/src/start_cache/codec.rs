@@ -171,7 +171,7 @@ pub(super) fn decode(bytes: &[u8], chunk: Chunk, budget: usize) -> Option<Vec<St
 pub(super) fn read(path: &Path, chunk: Chunk, budget: usize) -> Option<Vec<String>> {
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
+        .custom_flags(crate::file::NO_FOLLOW_NONBLOCK)
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;

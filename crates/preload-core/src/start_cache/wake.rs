@@ -40,14 +40,44 @@ struct Pipe {
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
+impl Pipe {
+    /// The pipe at `path` opened for reading without waiting for a writer, made (private to
+    /// the user) when missing; `None` when it cannot be, or something else is there.
+    fn open(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(crate::file::NO_FOLLOW_NONBLOCK)
+                .open(path)
+        };
+        let reader = match open() {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+                match nix::unistd::mkfifo(path, mode) {
+                    Ok(()) | Err(nix::errno::Errno::EEXIST) => open().ok()?,
+                    Err(_) => return None,
+                }
+            }
+            other => other.ok()?,
+        };
+        let fifo = reader
+            .metadata()
+            .is_ok_and(|meta| meta.file_type().is_fifo());
+        fifo.then(|| Self {
+            path: path.to_path_buf(),
+            reader,
+        })
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
 impl Wake {
     /// Open the pipe at `path` for reading (made when missing); polling where that fails.
     pub fn watch(path: &Path) -> Self {
-        let pipe = open_reader(path).map(|reader| Pipe {
-            path: path.to_path_buf(),
-            reader,
-        });
-        Self { pipe }
+        Self {
+            pipe: Pipe::open(path),
+        }
     }
 
     /// Sleep until woken, [`RECHECK`] or `most` has passed (one polling step without the pipe);
@@ -55,7 +85,7 @@ impl Wake {
     pub fn wait(&mut self, most: Duration) -> bool {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         use std::os::fd::AsFd;
-        let Some(pipe) = &mut self.pipe else {
+        let Some(pipe) = &self.pipe else {
             std::thread::sleep(POLL.min(most));
             return false;
         };
@@ -66,10 +96,7 @@ impl Wake {
         let woken = poll(&mut fds, timeout).is_ok_and(|ready| ready > 0);
         if woken {
             // A hang-up stays reported until the pipe is opened again.
-            self.pipe = open_reader(&pipe.path).map(|reader| Pipe {
-                path: pipe.path.clone(),
-                reader,
-            });
+            self.pipe = Pipe::open(&pipe.path);
         }
         woken
     }
@@ -82,35 +109,8 @@ pub fn wake(path: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
     let _ = std::fs::OpenOptions::new()
         .write(true)
-        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
+        .custom_flags(crate::file::NO_FOLLOW_NONBLOCK)
         .open(path);
-}
-
-/// The pipe at `path` opened for reading without waiting for a writer, made (private to the
-/// user) when missing; `None` when it cannot be, or something else is there.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn open_reader(path: &Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let open = || {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
-            .open(path)
-    };
-    let reader = match open() {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
-            match nix::unistd::mkfifo(path, mode) {
-                Ok(()) | Err(nix::errno::Errno::EEXIST) => open().ok()?,
-                Err(_) => return None,
-            }
-        }
-        other => other.ok()?,
-    };
-    reader
-        .metadata()
-        .is_ok_and(|meta| meta.file_type().is_fifo())
-        .then_some(reader)
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
