@@ -28,5 +28,6 @@ mod received;
 mod scenario;
 mod scenarios;
 mod subagents;
+mod summary_line;
 mod support;
 mod world;

@@ -27,7 +27,8 @@ if [ "$total" -eq 0 ]; then
 elif [ "$ran" -eq "$total" ]; then
   echo "e2e: all $total end-to-end scenarios ran against the real Claude Code client"
 else
-  why="$(printf '%s' "$reasons" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)$/\2 (\1)/' | paste -sd ';' -)"
+  why="$(printf '%s' "$reasons" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)$/\2 (\1)/' \
+    | awk 'NR > 1 { printf "; " } { printf "%s", $0 }')"
   hint=""
   if [ "$client_missing" -eq 1 ]; then
     hint=" To run them: make e2e-setup (installs the pinned client into .e2e/), then make test"
