@@ -16,7 +16,7 @@ use crate::world::World;
 
 /// The client version the scenarios are written against (`make e2e-setup` installs exactly
 /// this).
-pub const CLIENT_VERSION: &str = "2.1.330";
+pub const CLIENT_VERSION: &str = "2.1.332";
 /// Names the client executable to use instead of the project-local install.
 pub const CLIENT_ENV: &str = "PRELOAD_E2E_CLAUDE";
 /// How long one client run may take before it is killed.

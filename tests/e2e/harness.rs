@@ -343,7 +343,7 @@ fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_t
     );
 }
 
-/// What the client (2.1.330) does with a skill it expanded when the conversation is compacted:
+/// What the client (2.1.330 and 2.1.332) does with a skill it expanded when the conversation is compacted:
 /// the process that loaded it puts it back after the summary; a process that resumed the
 /// conversation puts back only the skills an earlier compaction put back (the transcript
 /// records that re-injection), not one the first process merely expanded. The product relies on
