@@ -343,12 +343,12 @@ fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_t
     );
 }
 
-/// What the client (2.1.330 and 2.1.332) does with a skill it expanded when the conversation is compacted:
-/// the process that loaded it puts it back after the summary; a process that resumed the
-/// conversation puts back only the skills an earlier compaction put back (the transcript
-/// records that re-injection), not one the first process merely expanded. The product relies on
-/// this (SessionStart `compact` counts the client's reload only for the skills the compacting
-/// process holds).
+/// What the client (2.1.330 and 2.1.332) does with a skill it expanded when the conversation
+/// is compacted: the process that loaded it puts it back after the summary; a process that
+/// resumed the conversation puts back only the skills an earlier compaction put back (the
+/// transcript records that re-injection), not one the first process merely expanded. The
+/// product relies on this (SessionStart `compact` counts the client's reload only for the
+/// skills the compacting process holds).
 #[test]
 fn the_client_puts_a_skill_back_after_a_compaction_only_in_the_process_that_loaded_it() {
     let scenario = "harness_skill_reload_after_compaction";
