@@ -6,6 +6,9 @@ use std::process::Command;
 
 use crate::common::repo;
 
+/// The reason the opt-in real-engine scenarios give, which names no missing client.
+const ENGINE_NOT_SET: &str = "PRELOAD_E2E_ENGINE is not set";
+
 /// The line `summary.sh` prints for scenarios that left `records` (name, first line).
 fn summary(records: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -24,29 +27,27 @@ fn summary(records: &[(&str, &str)]) -> String {
 
 #[test]
 fn the_summary_counts_each_reason_once_and_parts_them_with_a_semicolon_and_a_space() {
-    let engine = "PRELOAD_E2E_ENGINE is not set";
     let client = "the Claude Code client is not installed";
     let line = summary(&[
         ("a", "ran"),
-        ("b", &format!("skipped: {engine}")),
+        ("b", &format!("skipped: {ENGINE_NOT_SET}")),
         ("c", &format!("skipped: {client}")),
         ("d", &format!("failed: {client}")),
     ]);
     assert_eq!(
         line,
         format!(
-            "e2e: 1 of 4 end-to-end scenarios ran; 3 did not: {engine} (1); {client} (2). To run \
-             them: make e2e-setup (installs the pinned client into .e2e/), then make test"
+            "e2e: 1 of 4 end-to-end scenarios ran; 3 did not: {ENGINE_NOT_SET} (1); {client} (2). \
+             To run them: make e2e-setup (installs the pinned client into .e2e/), then make test"
         )
     );
 }
 
 #[test]
 fn the_summary_names_the_setup_only_when_the_client_is_missing_and_says_when_all_ran() {
-    let engine = "PRELOAD_E2E_ENGINE is not set";
     assert_eq!(
-        summary(&[("a", "ran"), ("b", &format!("skipped: {engine}"))]),
-        format!("e2e: 1 of 2 end-to-end scenarios ran; 1 did not: {engine} (1).")
+        summary(&[("a", "ran"), ("b", &format!("skipped: {ENGINE_NOT_SET}"))]),
+        format!("e2e: 1 of 2 end-to-end scenarios ran; 1 did not: {ENGINE_NOT_SET} (1).")
     );
     assert_eq!(
         summary(&[("a", "ran"), ("b", "ran")]),

@@ -25,6 +25,12 @@ const POLL: Duration = Duration::from_millis(1);
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const RECHECK: Duration = Duration::from_millis(5);
 
+/// One polling step, or `most` when shorter: never woken.
+fn poll_step(most: Duration) -> bool {
+    std::thread::sleep(POLL.min(most));
+    false
+}
+
 /// A waiter's end of the pipe.
 #[derive(Debug)]
 pub struct Wake {
@@ -86,8 +92,7 @@ impl Wake {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         use std::os::fd::AsFd;
         let Some(pipe) = &self.pipe else {
-            std::thread::sleep(POLL.min(most));
-            return false;
+            return poll_step(most);
         };
         // Whole milliseconds, rounded up: a wait never spins on a zero timeout.
         let ms = most.min(RECHECK).as_micros().div_ceil(1000).max(1);
@@ -123,8 +128,7 @@ impl Wake {
     /// One polling step, or `most` when shorter; never woken.
     #[allow(clippy::unused_self)]
     pub fn wait(&mut self, most: Duration) -> bool {
-        std::thread::sleep(POLL.min(most));
-        false
+        poll_step(most)
     }
 }
 
