@@ -171,6 +171,40 @@ fn an_accepted_transition_records_its_proof_and_queues_the_phase_commands() {
     assert_eq!(s["phases"], before["phases"]);
 }
 
+/// A phase entry with a lowercase suffix (`§CMD_GENERATE_DEBRIEF_file`) names
+/// `CMD_GENERATE_DEBRIEF.md`, as the engine's `resolve_phase_cmds` reads it: `preload phase`
+/// queues it with the phase's other commands (it used to look for `CMD_GENERATE_DEBRIEF_file.md`
+/// and drop it, so a transition made outside a tool call, which no PostToolUse hook sees,
+/// never delivered it), and the next ordinary call delivers it once.
+#[test]
+fn a_suffixed_phase_command_is_queued_by_the_transition_and_delivered_next() {
+    let sb = Sandbox::new();
+    let skill = sb.home.join(".claude/skills/implement/SKILL.md");
+    let text = fs::read_to_string(&skill).unwrap();
+    let plain = r#""commands": ["§CMD_ASK_ROUND", "§CMD_LOG_INTERACTION"],"#;
+    assert!(text.contains(plain), "phase 1's commands in the example");
+    let suffixed = r#""commands": ["§CMD_ASK_ROUND", "§CMD_GENERATE_DEBRIEF_file"],"#;
+    fs::write(&skill, text.replace(plain, suffixed)).unwrap();
+    let (code, _, err) = run(&sb, &["activate", "sessions/t", "implement"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        SETUP_PROOF,
+    );
+    assert_eq!(code, 0, "{err}");
+    let debrief = sb.engine_path("commands/CMD_GENERATE_DEBRIEF.md");
+    assert!(
+        strings(&sb.state("t"), "pendingPreloads").contains(&debrief),
+        "queued by the transition: {:?}",
+        strings(&sb.state("t"), "pendingPreloads")
+    );
+    crate::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
+    crate::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
+    assert_eq!(sb.delivery_count("/commands/CMD_GENERATE_DEBRIEF.md"), 1);
+    assert!(strings(&sb.state("t"), "preloadedFiles").contains(&debrief));
+}
+
 #[test]
 fn key_value_proof_still_works_with_the_deprecation_notice() {
     let sb = implement();

@@ -137,9 +137,10 @@ fn transition(
         .unwrap_or_default();
     let definition = find(&phases, label_of(phase));
     let commands = ctx.paths.directives.join("commands");
-    let requests: Vec<Request> = ["steps", "commands"]
-        .iter()
-        .flat_map(|key| proof::command_files(&commands, definition.and_then(|d| d.get(*key))))
+    let requests: Vec<Request> = definition
+        .map(|d| proof::command_files(&commands, d))
+        .unwrap_or_default()
+        .into_iter()
         .map(|file| Request::new(file.to_string_lossy(), format!("session-phase({phase})")))
         .collect();
     let mut packer = Packer::new(ctx.budget);

@@ -13,6 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, proof_block};
+use preload_core::skill;
 use preload_core::state::deep_merge;
 
 /// The notice for proof given as `key: value` lines.
@@ -103,28 +104,15 @@ fn provided_keys(proof: &Value) -> String {
         .join(", ")
 }
 
-/// The command files named by a phase's `steps` or `commands` entries that exist in `dir`:
-/// each word with its `§CMD_` prefix taken off names `CMD_<word>.md`.
-pub fn command_files(dir: &Path, entries: Option<&Value>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for entry in entries
-        .and_then(Value::as_array)
+/// The command files of a phase that exist in `dir`: its `steps` then its `commands`, named as
+/// the hooks name them ([`skill::command_names`]: `§CMD_` entries, a lowercase suffix such as
+/// `_file` dropped).
+pub fn command_files(dir: &Path, phase: &Map<String, Value>) -> Vec<PathBuf> {
+    skill::command_names(phase)
         .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        for word in entry.split_whitespace() {
-            let name = word.strip_prefix("§CMD_").unwrap_or(word);
-            if name.contains('/') || name.is_empty() {
-                continue;
-            }
-            let file = dir.join(format!("CMD_{name}.md"));
-            if file.is_file() {
-                out.push(file);
-            }
-        }
-    }
-    out
+        .map(|name| dir.join(format!("CMD_{name}.md")))
+        .filter(|file| file.is_file())
+        .collect()
 }
 
 /// Every JSON value of a text, `None` when any part is not JSON.
@@ -190,10 +178,8 @@ impl ProofSchema {
     /// The schema of one phase: its `steps` then its `commands` command files, then `declared`.
     pub fn of_phase(cmd_dir: &Path, phase: &Map<String, Value>, declared: &[String]) -> Self {
         let mut schema = Self::default();
-        for key in ["steps", "commands"] {
-            for file in command_files(cmd_dir, phase.get(key)) {
-                schema.merge_file(&file);
-            }
+        for file in command_files(cmd_dir, phase) {
+            schema.merge_file(&file);
         }
         schema.add_declared(declared);
         schema
