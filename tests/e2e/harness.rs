@@ -343,75 +343,96 @@ fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_t
     );
 }
 
-/// What the client (2.1.330 and 2.1.332) does with a skill it expanded when the conversation
-/// is compacted: the process that loaded it puts it back after the summary; a process that
-/// resumed the conversation puts back only the skills an earlier compaction put back (the
-/// transcript records that re-injection), not one the first process merely expanded. The
-/// product relies on this (SessionStart `compact` counts the client's reload only for the
-/// skills the compacting process holds).
+/// How run 1 of [`skill_reloads`] brings the skill into the conversation.
+#[derive(Debug, Clone, Copy)]
+enum Invoked {
+    /// The user's `/implement …` prompt, which the client expands itself.
+    ByPrompt,
+    /// The model's `Skill` tool call.
+    ByTool,
+}
+
+/// Run 1 invokes `/implement` (`how`), with or without a compaction of its own, then
+/// `/compact --resume`, then `continue --resume`: how often the skill's expansion is in run 1's
+/// last context and in the final one (after the resumed compaction), and where the requests
+/// were saved.
+fn skill_reloads(
+    claude: &std::path::Path,
+    scenario: &str,
+    how: Invoked,
+    compact_first: bool,
+) -> (usize, usize, std::path::PathBuf) {
+    let mut world = World::new();
+    world.wire(&[]);
+    let (prompt, mut steps) = match how {
+        Invoked::ByPrompt => (
+            "/implement add a total to the estimate",
+            vec![crate::model::bash("echo zero")],
+        ),
+        Invoked::ByTool => (
+            "Add a total to the estimate.",
+            vec![tool("Skill", json!({"skill": "implement"}))],
+        ),
+    };
+    if compact_first {
+        steps.push(crate::model::heavy(crate::model::bash("echo one")));
+    }
+    steps.push(crate::model::bash("echo two"));
+    let server = ModelServer::start(Script::main(steps));
+    let first = client::run(claude, &world, &server, prompt, &client::Options::default());
+    first.assert_ok();
+    let after_first = server.requests().len();
+    let resume = client::Options {
+        resume: Some(
+            first
+                .session_id()
+                .expect("the client reports its session id"),
+        ),
+        ..client::Options::default()
+    };
+    server.set_script(Script::main(Vec::new()));
+    client::run(claude, &world, &server, "/compact", &resume).assert_ok();
+    server.set_script(Script::main(vec![crate::model::bash("echo three")]));
+    client::run(claude, &world, &server, "continue", &resume).assert_ok();
+    let requests = server.requests();
+    let name = format!(
+        "{scenario}_{how:?}_{}",
+        if compact_first { "twice" } else { "once" }
+    );
+    let saved = dump(&name, &requests, &world);
+    let count = |r: &Received| r.count_text(crate::received::EXPANSION);
+    let run1 = Received::last_of(&requests[..after_first], "main").expect("run 1");
+    let last = Received::last_of(&requests[after_first..], "main").expect("run 3");
+    assert!(
+        last.text_position("continued from a previous conversation")
+            .is_some(),
+        "run 3 holds the conversation /compact left ({})",
+        saved.display()
+    );
+    assert_eq!(
+        run1.text_position("continued from a previous conversation")
+            .is_some(),
+        compact_first,
+        "run 1 compacted only when asked ({})",
+        saved.display()
+    );
+    (count(&run1), count(&last), saved)
+}
+
+/// What the client (2.1.330 and 2.1.332) does with a skill when the conversation is compacted:
+/// the process that loaded it puts it back after the summary. A process that resumed the
+/// conversation puts back only the skills an earlier compaction put back (the transcript
+/// records that re-injection), not one the first process merely loaded, whether from the
+/// user's `/skill` prompt or from the model's `Skill` tool call. The product
+/// relies on this (`ledger::skills_held_at_start`: SessionStart `compact` counts the client's
+/// reload only for the skills the compacting process holds).
 #[test]
-fn the_client_puts_a_skill_back_after_a_compaction_only_in_the_process_that_loaded_it() {
+fn the_client_puts_a_skill_back_after_a_compaction_as_the_conversation_invoked_it() {
     let scenario = "harness_skill_reload_after_compaction";
     let Some(claude) = client_or_skip(scenario) else {
         return;
     };
-    // Run 1 with or without a compaction of its own, then `/compact --resume`, then `continue
-    // --resume`: how often the skill is in run 1's last context and in the final one.
-    let expansions = |compact_first: bool| -> (usize, usize, std::path::PathBuf) {
-        let mut world = World::new();
-        world.wire(&[]);
-        let mut steps = vec![crate::model::bash("echo zero")];
-        if compact_first {
-            steps.push(crate::model::heavy(crate::model::bash("echo one")));
-        }
-        steps.push(crate::model::bash("echo two"));
-        let server = ModelServer::start(Script::main(steps));
-        let first = client::run(
-            &claude,
-            &world,
-            &server,
-            "/implement add a total to the estimate",
-            &client::Options::default(),
-        );
-        first.assert_ok();
-        let after_first = server.requests().len();
-        let resume = client::Options {
-            resume: Some(
-                first
-                    .session_id()
-                    .expect("the client reports its session id"),
-            ),
-            ..client::Options::default()
-        };
-        server.set_script(Script::main(Vec::new()));
-        client::run(&claude, &world, &server, "/compact", &resume).assert_ok();
-        server.set_script(Script::main(vec![crate::model::bash("echo three")]));
-        client::run(&claude, &world, &server, "continue", &resume).assert_ok();
-        let requests = server.requests();
-        let name = format!(
-            "{scenario}_{}",
-            if compact_first { "twice" } else { "once" }
-        );
-        let saved = dump(&name, &requests, &world);
-        let count = |r: &Received| r.count_text(crate::received::EXPANSION);
-        let run1 = Received::last_of(&requests[..after_first], "main").expect("run 1");
-        let last = Received::last_of(&requests[after_first..], "main").expect("run 3");
-        assert!(
-            last.text_position("continued from a previous conversation")
-                .is_some(),
-            "run 3 holds the conversation /compact left ({})",
-            saved.display()
-        );
-        assert_eq!(
-            run1.text_position("continued from a previous conversation")
-                .is_some(),
-            compact_first,
-            "run 1 compacted only when asked ({})",
-            saved.display()
-        );
-        (count(&run1), count(&last), saved)
-    };
-    let (run1, last, saved) = expansions(false);
+    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByPrompt, false);
     assert_eq!(run1, 1, "the prompt's expansion ({})", saved.display());
     assert_eq!(
         last,
@@ -419,7 +440,7 @@ fn the_client_puts_a_skill_back_after_a_compaction_only_in_the_process_that_load
         "a resumed process does not put back a skill the first one only expanded ({})",
         saved.display()
     );
-    let (run1, last, saved) = expansions(true);
+    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByPrompt, true);
     assert_eq!(
         run1,
         1,
@@ -430,6 +451,14 @@ fn the_client_puts_a_skill_back_after_a_compaction_only_in_the_process_that_load
         last,
         1,
         "a resumed process recalls a skill an earlier compaction put back ({})",
+        saved.display()
+    );
+    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByTool, false);
+    assert_eq!(run1, 1, "the Skill call's expansion ({})", saved.display());
+    assert_eq!(
+        last,
+        0,
+        "a resumed process does not put back a skill the model loaded with the Skill tool ({})",
         saved.display()
     );
 }
