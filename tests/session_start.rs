@@ -374,3 +374,70 @@ fn resume_goes_on_with_the_conversations_context_window() {
         "{fresh:?}"
     );
 }
+
+/// A resume of a conversation the owner's session does not serve yet, whose current phase's
+/// command is longer than a slice, with every registration started through a wrapper of its
+/// own (`timeout`, as a supervisor or a user's wrapper starts hooks), so no two share a parent:
+/// the text is still generated once for the event (the cache belongs to the owner, not to each
+/// registration's parent), and every file the session records as in context is in a slice,
+/// whole, or in parts with the rest queued. Before, each registration generated its own text;
+/// the first one's made the session serve the conversation, so the others went on from a
+/// window that already held everything, printed nothing, and the long file and every block
+/// after it were recorded but never sent.
+#[test]
+fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
+    let mut sb = Sandbox::new();
+    let long: String = (0..3_000)
+        .map(|i| format!("Line {i} of the interrogation protocol.\n"))
+        .collect();
+    sb.directive(
+        "commands/CMD_INTERROGATE.md",
+        &format!("# CMD_INTERROGATE\n{long}"),
+    );
+    sb.active_session(
+        "work",
+        &json!({"currentPhase": "1: Interrogation", "sessionId": "the-first-conversation"}),
+    );
+    sb.conversation = "a-resumed-conversation".to_owned();
+    let input = json!({"hook_event_name": "SessionStart", "source": "resume",
+        "session_id": sb.conversation, "cwd": sb.project, "transcript_path": "/tmp/x/t.jsonl"});
+    let total = preload_cli::install::wiring::SESSION_START_CHUNKS;
+    let slices: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..total)
+            .map(|i| {
+                let (sb, input) = (&sb, input.to_string());
+                scope.spawn(move || {
+                    let out = sb
+                        .command_through(&["timeout", "30"], "preload-session-start")
+                        .args(["--chunk", &format!("{i}/{total}")])
+                        .write_stdin(input)
+                        .output()
+                        .unwrap();
+                    let answer = crate::common::Answer::from_output(&out);
+                    answer.assert_contract();
+                    answer.context()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let text = slices.join("\n");
+    let state = sb.state("work");
+    let interrogate = sb.engine_path("commands/CMD_INTERROGATE.md");
+    assert!(
+        text.contains(&format!("[Preloaded: {interrogate} (part 1/")),
+        "the long command starts in the text"
+    );
+    let whole: Vec<String> = crate::common::shown_parts(&text)
+        .into_iter()
+        .filter(|(_, part, total)| part == total)
+        .map(|(path, ..)| path)
+        .collect();
+    for file in strings(&state, "preloadedFiles") {
+        assert!(
+            whole.contains(&file),
+            "{file} is recorded as in context but no slice holds it whole"
+        );
+    }
+    crate::common::assert_shown_recorded(&text, &state);
+}

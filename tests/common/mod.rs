@@ -250,7 +250,21 @@ impl Sandbox {
 
     /// A command for binary `name` with a clean environment holding only the contract's vars.
     pub fn command(&self, name: &str) -> Command {
-        let mut cmd = Command::new(bin(name));
+        self.command_through(&[], name)
+    }
+
+    /// [`Sandbox::command`] started through `wrapper` (a program and its arguments, such as
+    /// `timeout 30`), which starts binary `name` as its own child: a hook whose parent is not
+    /// the client, as a user's wrapper or supervisor makes it.
+    pub fn command_through(&self, wrapper: &[&str], name: &str) -> Command {
+        let mut cmd = match wrapper.split_first() {
+            None => Command::new(bin(name)),
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(bin(name));
+                cmd
+            }
+        };
         cmd.env_clear()
             .env(env::HOME, &self.home)
             .env("PATH", std::env::var("PATH").unwrap_or_default())

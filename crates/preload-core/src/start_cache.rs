@@ -126,16 +126,19 @@ pub fn cache_dir(env: &Env) -> PathBuf {
         .map_or_else(|| markers::user_dir(env), PathBuf::from)
 }
 
-/// The cache key: `<session_id>_<source>` with characters outside `[A-Za-z0-9._-]` as `_`.
+/// The cache key: `<session_id>_<source>_<owner>-<started>` with characters outside
+/// `[A-Za-z0-9._-]` as `_`.
 ///
-/// The key names the conversation, the source and the client process that runs the N
-/// registrations (with its start time), so one run's text is never served to another: a
-/// `--resume` of the same conversation is a new client process.
-pub fn cache_key(input: &HookInput) -> String {
-    let (client, started) = process::nearest_non_shell_ancestor_started();
-    let started = started.unwrap_or(0);
+/// The key names the conversation, the source and the client process that owns the event
+/// (`owner`, the product's one answer to "which Claude process is this", [`crate::paths::owner_pid`],
+/// with its start time), so one run's text is never served to another: a `--resume` of the same
+/// conversation is a new client process. It never depends on how each registration was
+/// started: registrations spawned through different wrappers (`timeout`, a supervisor) share it,
+/// so the event's text is generated once and every slot of it goes out.
+pub fn cache_key(input: &HookInput, owner: u32) -> String {
+    let started = process::start_time(owner).unwrap_or(0);
     let raw = format!(
-        "{}_{}_{client}-{started}",
+        "{}_{}_{owner}-{started}",
         input.session_id().unwrap_or("nosession"),
         input.source().unwrap_or("startup")
     );
@@ -195,14 +198,15 @@ pub struct Writer {
 }
 
 impl StartCache {
-    /// The cache of `input`'s event, its directory made when missing.
-    pub fn open(env: &Env, input: &HookInput) -> Result<Self, StartCacheError> {
+    /// The cache of `input`'s event in the client process `owner`, its directory made when
+    /// missing.
+    pub fn open(env: &Env, input: &HookInput, owner: u32) -> Result<Self, StartCacheError> {
         let dir = cache_dir(env);
         MarkerDir::at(&dir, true).map_err(|source| StartCacheError::Directory {
             path: dir.clone(),
             source,
         })?;
-        let key = cache_key(input);
+        let key = cache_key(input, owner);
         let lock = lock_file(&dir, &key);
         let wake = wake_file(&dir, &key);
         let path = dir.join(format!("{key}.{EXTENSION}"));

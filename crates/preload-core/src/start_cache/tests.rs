@@ -3,6 +3,11 @@ use serde_json::json;
 use super::codec::{decode, decode_with, encode};
 use super::*;
 
+/// The client process the tests' events belong to: this process's parent (alive).
+fn owner() -> u32 {
+    std::os::unix::process::parent_id()
+}
+
 #[test]
 fn chunk_arguments() {
     let args = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
@@ -26,16 +31,16 @@ fn chunk_arguments() {
 #[test]
 fn cache_keys_are_safe_file_names() {
     let input = HookInput::from_value(json!({"session_id": "a/../b c", "source": "clear"}));
-    let key = cache_key(&input);
+    let key = cache_key(&input, owner());
     assert!(key.starts_with("a_.._b_c_clear_"), "{key}");
     assert!(
         key.chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
     );
     // The client process is part of the key: a run in another process never shares it.
-    let client = process::nearest_non_shell_ancestor();
-    let started = process::start_time(client).unwrap_or(0);
-    assert!(key.ends_with(&format!("_{client}-{started}")), "{key}");
+    let started = process::start_time(owner()).unwrap_or(0);
+    assert!(key.ends_with(&format!("_{}-{started}", owner())), "{key}");
+    assert_ne!(key, cache_key(&input, std::process::id()));
 }
 
 #[test]
@@ -61,7 +66,7 @@ fn one_registration_writes_and_the_others_read() {
     let dir = tmp.path().join("cache");
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartCache::open(&env, &input).unwrap();
+    let cache = StartCache::open(&env, &input, owner()).unwrap();
     assert!(cache.path().starts_with(&dir));
     let deadline = Instant::now() + Duration::from_secs(5);
     let slots = vec![
@@ -187,7 +192,7 @@ fn a_linked_cache_directory_is_refused_with_its_path() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, link.to_string_lossy().into_owned())]);
     let input = HookInput::from_value(json!({"session_id": "s1"}));
-    let err = StartCache::open(&env, &input).unwrap_err();
+    let err = StartCache::open(&env, &input, owner()).unwrap_err();
     assert!(
         err.to_string().contains(&link.display().to_string()),
         "{err}"
@@ -202,7 +207,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let deadline = Instant::now() + Duration::from_secs(5);
     let slots = vec![vec!["a".to_owned()]];
     let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
-    let cache = StartCache::open(&env, &compact).unwrap();
+    let cache = StartCache::open(&env, &compact, owner()).unwrap();
     let only = Chunk { index: 0, total: 1 };
     match cache.lookup(only, 100, deadline).unwrap() {
         Lookup::Missing(writer) => writer.write(&slots).unwrap(),
@@ -213,7 +218,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         json!({"session_id": "s1", "source": "resume"}),
         json!({"session_id": "s2", "source": "compact"}),
     ] {
-        let other = StartCache::open(&env, &HookInput::from_value(other)).unwrap();
+        let other = StartCache::open(&env, &HookInput::from_value(other), owner()).unwrap();
         assert_ne!(other.path(), cache.path());
         assert!(matches!(
             other.lookup(only, 100, deadline).unwrap(),
@@ -238,7 +243,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
     let deadline = Instant::now() + Duration::from_secs(5);
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartCache::open(&env, &input).unwrap();
+    let cache = StartCache::open(&env, &input, owner()).unwrap();
     let aged = |name: &str, age: Duration| {
         let path = dir.join(name);
         fs::write(&path, "x").unwrap();
@@ -281,8 +286,12 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     assert!(cache.path().exists());
     // Alone, the one registration sweeps.
     let stale = aged("old_startup_1-2.slots", FRESH + second);
-    let again =
-        StartCache::open(&env, &HookInput::from_value(json!({"session_id": "s2"}))).unwrap();
+    let again = StartCache::open(
+        &env,
+        &HookInput::from_value(json!({"session_id": "s2"})),
+        owner(),
+    )
+    .unwrap();
     assert!(matches!(
         again
             .lookup(Chunk { index: 0, total: 1 }, 100, deadline)
@@ -302,7 +311,7 @@ fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
     let deadline = Instant::now() + Duration::from_secs(5);
     for written in [true, false] {
         let input = HookInput::from_value(json!({"session_id": format!("s-{written}")}));
-        let cache = StartCache::open(&env, &input).unwrap();
+        let cache = StartCache::open(&env, &input, owner()).unwrap();
         let Lookup::Missing(writer) = cache
             .lookup(Chunk { index: 0, total: 2 }, 100, deadline)
             .unwrap()
