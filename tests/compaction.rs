@@ -513,6 +513,7 @@ fn concurrent_pretooluse_calls_block_exactly_once() {
                     .env(env::TMPDIR, sb.root())
                     .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
                     .env(env::PRELOAD_LEGACY_MARKER_DIR, legacy_dir(&sb))
+                    .envs(crate::common::LOADED_MACHINE_LIMITS)
                     .arg("pretooluse")
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())

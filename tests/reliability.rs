@@ -1793,8 +1793,19 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
     // What a clean sequence delivers.
     let follow_ups = |sb: &Sandbox| -> String {
         let mut out = String::new();
+        // The clean calls get the suites' budget (a loaded machine must not make them fail
+        // open); the killed ones below keep the default.
+        let run = |name: &str, input: &Value| {
+            run_raw(
+                sb,
+                name,
+                &[],
+                input.to_string().as_bytes(),
+                &crate::common::LOADED_MACHINE_LIMITS,
+            )
+        };
         for _ in 0..8 {
-            let pre = run_json(sb, "preload-overflow", &[], &read);
+            let pre = run("preload-overflow", &read);
             pre.assert_contract("follow-up overflow");
             out.push_str(&pre.context());
             out.push_str(
@@ -1802,7 +1813,7 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
                     .as_str()
                     .unwrap_or(""),
             );
-            let inj = run_json(sb, "preload-injections", &[], &post);
+            let inj = run("preload-injections", &post);
             inj.assert_contract("follow-up injections");
             out.push_str(&inj.context());
             let state = sb.state("killed");

@@ -22,6 +22,7 @@ fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec
                 .env("PRELOAD_TEST_LOG", &sb.log)
                 .env("CLAUDE_SESSION_CACHE_DIR", sb.root())
                 .env("TMPDIR", sb.root())
+                .envs(crate::common::LOADED_MACHINE_LIMITS)
                 .args(["--chunk", &format!("{i}/{n}")])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
