@@ -180,15 +180,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        let mut seed = match &resumed_seed {
-            Some((_, old)) => {
-                let mut seed = old.clone();
-                session::own_seed(&mut seed, ctx.owner_pid);
-                ledger::skills_held_at_start(&mut seed, &source);
-                seed
-            }
-            None => session::new_seed(ctx.owner_pid, &[]),
-        };
+        let mut seed = window_seed(ctx, &sessions, &source, resumed_seed.as_ref());
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
@@ -235,6 +227,34 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         }
     }
     Ok(out)
+}
+
+/// The seed of a new context window with no session: a resumed conversation's seed, owned by
+/// this process; after a compaction, the files of the call the client keeps; else empty.
+fn window_seed(
+    ctx: &Context,
+    sessions: &Path,
+    source: &str,
+    resumed_seed: Option<&(PathBuf, State)>,
+) -> State {
+    match resumed_seed {
+        Some((_, old)) => {
+            let mut seed = old.clone();
+            session::own_seed(&mut seed, ctx.owner_pid);
+            ledger::skills_held_at_start(&mut seed, source);
+            seed
+        }
+        // The client keeps the tool call a compaction happened after, with what the hooks
+        // added to it (as `fill_session` keeps them for a session): those files are in the
+        // new context window from its start.
+        None if source == "compact" => {
+            let kept = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid))
+                .map(|mut old| ledger::take_last_call_deliveries(&mut old))
+                .unwrap_or_default();
+            session::new_seed(ctx.owner_pid, &kept)
+        }
+        None => session::new_seed(ctx.owner_pid, &[]),
+    }
 }
 
 /// Re-seed (or, on resume, go on with) the session in `dir` and fill `packer`, in one locked
