@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity clean
+.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity soak clean
 
 all: build
 
@@ -68,6 +68,18 @@ test:
 		PRELOAD_WIRING=dispatch $(CARGO) test --locked --no-fail-fast --test tests --test e2e -- $(DISPATCH_SUITES:%=%::) $(DISPATCH_E2E) || status=$$?; \
 	fi; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
+	exit $$status
+
+## make soak [MINUTES=10]: the generated lifecycles (tests/lifecycles) against the model of the
+## Claude Code client, new seeds until the time is up: MINUTES in all, half of it with the hook
+## binaries and half with PRELOAD_WIRING=dispatch. Each run prints its seed; a failure prints the
+## seed, the shrunk sequence as Rust code for tests/lifecycles/regressions.rs and the invariant.
+MINUTES ?= 10
+soak:
+	@half=$$(( $(MINUTES) * 30 )); status=0; \
+	echo "soak: $(MINUTES) minutes, $$half s per wiring"; \
+	PRELOAD_SOAK_SECONDS=$$half $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
+	PRELOAD_WIRING=dispatch PRELOAD_SOAK_SECONDS=$$half $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
 	exit $$status
 
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and

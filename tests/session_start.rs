@@ -388,9 +388,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
 #[test]
 fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
     let mut sb = Sandbox::new();
-    let long: String = (0..3_000)
-        .map(|i| format!("Line {i} of the interrogation protocol.\n"))
-        .collect();
+    let long = "A line of the interrogation protocol.\n".repeat(3_000);
     sb.directive(
         "commands/CMD_INTERROGATE.md",
         &format!("# CMD_INTERROGATE\n{long}"),

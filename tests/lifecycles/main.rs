@@ -1,0 +1,31 @@
+//! Generated lifecycles against a model of the Claude Code client: random sequences of client
+//! events (start-ups, resumes, `/clear`, compactions, prompts, skills, activations, phase
+//! changes, tool calls alone and at once, files changed or grown on disk, sub-agents, two owners,
+//! killed hooks) played through the real binaries, with the product's promise checked after
+//! every step and failing sequences shrunk (proptest). See `run.rs` for the knobs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::missing_panics_doc,
+    clippy::print_stderr,
+    clippy::unused_self,
+    clippy::type_complexity,
+    clippy::needless_pass_by_value,
+    clippy::format_push_string
+)]
+
+#[allow(unused_imports)]
+#[path = "../common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../pipeline_steps.rs"]
+mod pipeline_steps;
+
+mod client;
+mod hooks;
+mod invariants;
+mod ops;
+mod regressions;
+mod run;
+mod world;

@@ -1,0 +1,190 @@
+//! The driver: generated cases through proptest's `TestRunner`, deterministic and seedable.
+//!
+//! * `PRELOAD_LIFECYCLE_CASES`: cases per run (default [`DEFAULT_CASES`]).
+//! * `PRELOAD_LIFECYCLE_SEED`: the RNG seed (default [`DEFAULT_SEED`]); a failure prints it.
+//! * `PRELOAD_SOAK_SECONDS`: soak: new seeded runs until the time is up (seeds from the clock).
+//! * `PRELOAD_LIFECYCLE_OPS`: the longest generated sequence (default 30).
+//!
+//! On failure: the seed, the shrunk sequence as Rust code for `regressions.rs`, and the
+//! violated invariant with the step list, the window, the state and the log tail.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
+
+use crate::ops::{self, Op};
+use crate::world::World;
+
+/// Cases of one ordinary run (64 passing cases took 25 s with debug binaries on two cores, so
+/// 150 take about a minute).
+pub const DEFAULT_CASES: u32 = 150;
+/// The seed of an ordinary run.
+pub const DEFAULT_SEED: u64 = 20_240_601;
+
+fn env_num(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Play `ops` (after a start-up of slot 0), checking after every step; the report of the first
+/// violation.
+pub fn play(ops: &[Op]) -> Result<(), String> {
+    play_ignoring(ops, &[])
+}
+
+/// [`play`] without reporting the invariants tagged `ignore` (a known finding, to pin another).
+pub fn play_ignoring(ops: &[Op], ignore: &[&str]) -> Result<(), String> {
+    let mut world = World::new();
+    world.ignore = ignore.iter().map(|t| (*t).to_owned()).collect();
+    let all: Vec<Op> = std::iter::once(Op::Startup(0))
+        .chain(ops.iter().cloned())
+        .collect();
+    for op in &all {
+        world.apply(op);
+        let problems = world.check();
+        if !problems.is_empty() {
+            return Err(report(&world, &problems));
+        }
+    }
+    Ok(())
+}
+
+/// A readable report: the problems, the steps, each window's entries, the records, the log tail.
+pub fn report(world: &World, problems: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "VIOLATED:");
+    for p in problems {
+        let _ = writeln!(out, "  {p}");
+    }
+    let _ = writeln!(out, "STEPS (wiring {:?}):", world.sb.wiring);
+    for (i, s) in world.steps.iter().enumerate() {
+        let _ = writeln!(out, "  {i:>3}. {s}");
+    }
+    for (slot, p) in world.procs.iter().enumerate() {
+        let Some(p) = p else { continue };
+        let _ = writeln!(
+            out,
+            "SLOT {slot}: pid {} conversation {} invoked {:?} held-at-resume {:?} reloaded {:?} rounds {}",
+            p.pid, p.conversation, p.invoked, p.held_at_resume, p.reloaded, p.window.rounds
+        );
+        for e in &p.window.entries {
+            let heads: Vec<String> = e
+                .text
+                .lines()
+                .filter(|l| l.starts_with("[Preloaded: "))
+                .map(str::to_owned)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  #{} {:?} {} ({} chars) {}",
+                e.exchange,
+                e.kind,
+                e.label,
+                e.text.len(),
+                heads.join(" ")
+            );
+        }
+        for (a, w) in &p.subs {
+            let _ = writeln!(
+                out,
+                "  sub-agent {a}: {} entries, {} receptions",
+                w.entries.len(),
+                w.receptions().len()
+            );
+        }
+        if let Some((at, state)) = world.record_of(p.pid) {
+            let _ = writeln!(
+                out,
+                "  record {at}: currentPhase {} preloadedFiles {} pendingPreloads {}",
+                state["currentPhase"], state["preloadedFiles"], state["pendingPreloads"]
+            );
+        }
+    }
+    let events = world.sb.events();
+    let _ = writeln!(out, "LOG TAIL:");
+    for e in events.iter().skip(events.len().saturating_sub(25)) {
+        let _ = writeln!(
+            out,
+            "  {} {} {} {}",
+            e["hook"], e["event"], e["file"], e["source"]
+        );
+    }
+    out
+}
+
+/// One proptest run of `cases` cases from `seed`; the failure, shrunk, as a report.
+pub fn run_seed(seed: u64, cases: u32) -> Result<(), String> {
+    let max_ops = usize::try_from(env_num("PRELOAD_LIFECYCLE_OPS").unwrap_or(30)).unwrap_or(30);
+    let config = Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_iters: 300,
+        max_shrink_time: 240_000,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&ops::lifecycle(max_ops), |ops| {
+        play(&ops).map_err(TestCaseError::fail)
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, ops)) => Err(format!(
+            "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed}), wiring {:?} ====\n\
+             shrunk sequence for regressions.rs:\n\n{}\n    crate::run::play(&ops).unwrap_or_else(|r| panic!(\"{{r}}\"));\n\n{}",
+            crate::common::Wiring::of_run(),
+            ops::as_rust(&ops),
+            reason.message()
+        )),
+        Err(TestError::Abort(reason)) => Err(format!("seed {seed}: aborted: {reason}")),
+    }
+}
+
+#[test]
+#[ignore = "the model still reports an `(updated)` re-delivery of a context pack whose source \
+            changed as a duplicate (docs/testing.md, open findings); run by `make soak` until \
+            the model knows packs' sources"]
+fn generated_lifecycles_keep_the_promise() {
+    if let Some(seconds) = env_num("PRELOAD_SOAK_SECONDS") {
+        soak(Duration::from_secs(seconds));
+        return;
+    }
+    let seed = env_num("PRELOAD_LIFECYCLE_SEED").unwrap_or(DEFAULT_SEED);
+    let cases = env_num("PRELOAD_LIFECYCLE_CASES")
+        .map_or(DEFAULT_CASES, |c| u32::try_from(c).unwrap_or(u32::MAX));
+    eprintln!(
+        "lifecycles: seed {seed}, {cases} cases, wiring {:?}",
+        crate::common::Wiring::of_run()
+    );
+    if let Err(report) = run_seed(seed, cases) {
+        panic!("{report}");
+    }
+}
+
+/// New seeds until `time` is up; every failure reported at the end.
+fn soak(time: Duration) {
+    let start = Instant::now();
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs());
+    let mut failures = Vec::new();
+    let mut runs = 0u64;
+    while start.elapsed() < time {
+        let seed = base.wrapping_mul(1_000).wrapping_add(runs);
+        eprintln!(
+            "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4), wiring {:?}",
+            crate::common::Wiring::of_run()
+        );
+        if let Err(report) = run_seed(seed, 4) {
+            eprintln!("{report}");
+            failures.push(report);
+        }
+        runs += 1;
+    }
+    eprintln!(
+        "soak: {runs} runs of 4 cases in {:?}, {} failed",
+        start.elapsed(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,933 @@
+//! The simulated world: the sandbox, up to two client processes with their windows, the
+//! conversations they left behind, and what each op does to them.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::client::{self, Entry, Kind, Process, Transcript, Window};
+use crate::common::{Answer, Sandbox};
+use crate::hooks;
+use crate::invariants::{self, Due};
+use crate::ops::{Big, Op, Sk, Tool};
+use crate::pipeline_steps::{cli_output, phase_command, proof_stdin};
+
+/// Files a tool call may target (relative to the project).
+pub const TARGETS: [&str; 6] = [
+    "packages/estimate/src/parser.ts",
+    "packages/estimate/src/total.ts",
+    "packages/estimate/tests/parser.test.ts",
+    "packages/ledger/src/book.ts",
+    "docs/CONVENTIONS.md",
+    "packages/ledger/notes/deep/log.md",
+];
+
+/// The world of one generated case.
+pub struct World {
+    /// The sandbox.
+    pub sb: Sandbox,
+    /// The client processes of slots 0 and 1.
+    pub procs: [Option<Process>; 2],
+    /// Conversations left behind (the latest transcript of each).
+    pub ended: Vec<Transcript>,
+    /// What each step did.
+    pub steps: Vec<String>,
+    /// Problems found while running this step (answers out of contract, over the cap).
+    pub problems: Vec<String>,
+    /// Files due in a window, with their deadline.
+    pub due: Vec<Due>,
+    /// Times each file (canonical path) changed on disk.
+    pub edits: BTreeMap<String, usize>,
+    /// Delivery-log lines already judged.
+    pub log_seen: usize,
+    /// State and seed files given the foreign field.
+    pub planted: Vec<PathBuf>,
+    /// A hook was killed in this case (a lock may be left for the next writer to reclaim).
+    pub killed: bool,
+    /// The slot the current step acted on.
+    pub acting: Option<usize>,
+    /// Invariant tags not reported (besides `PRELOAD_LIFECYCLE_IGNORE`).
+    pub ignore: Vec<String>,
+    counter: usize,
+    originals: BTreeMap<String, String>,
+}
+
+fn key(slot: u8) -> usize {
+    usize::from(slot) % 2
+}
+
+/// The canonical form of a path or pack key (for comparing spellings).
+pub fn canon(path: &str) -> String {
+    let (file, tail) = match path.split_once('#') {
+        Some((f, t)) => (f, format!("#{t}")),
+        None => (path, String::new()),
+    };
+    fs::canonicalize(file).map_or_else(
+        |_| path.to_owned(),
+        |p| format!("{}{tail}", p.to_string_lossy()),
+    )
+}
+
+impl World {
+    /// A sandbox with the example, a second package with directives, and a suffixed command
+    /// in `/implement`'s phase 4.
+    pub fn new() -> Self {
+        let sb = Sandbox::new();
+        sb.project_file(
+            "packages/ledger/.directives/INVARIANTS.md",
+            "# Ledger invariants\n\nEvery entry balances.\n",
+        );
+        sb.project_file(
+            "packages/ledger/.directives/AGENTS.md",
+            "# Ledger agents\n\nKeep the book append-only.\n",
+        );
+        sb.project_file("packages/ledger/src/book.ts", "export const book = [];\n");
+        sb.project_file("packages/ledger/notes/deep/log.md", "# Notes\n");
+        let skill = sb.home.join(".claude/skills/implement/SKILL.md");
+        let text = fs::read_to_string(&skill).unwrap().replace(
+            "\"commands\": [\"§CMD_WALK_THROUGH_RESULTS\"]",
+            "\"commands\": [\"§CMD_WALK_THROUGH_RESULTS\", \"§CMD_GENERATE_DEBRIEF_file\"]",
+        );
+        fs::write(&skill, text).unwrap();
+        Self {
+            sb,
+            procs: [None, None],
+            ended: Vec::new(),
+            steps: Vec::new(),
+            problems: Vec::new(),
+            due: Vec::new(),
+            edits: BTreeMap::new(),
+            log_seen: 0,
+            planted: Vec::new(),
+            killed: false,
+            acting: None,
+            ignore: Vec::new(),
+            counter: 0,
+            originals: BTreeMap::new(),
+        }
+    }
+
+    fn next(&mut self) -> usize {
+        self.counter += 1;
+        self.counter
+    }
+
+    fn use_slot(&mut self, slot: usize) {
+        if let Some(p) = &self.procs[slot] {
+            self.sb.pid = p.pid;
+            self.sb.conversation.clone_from(&p.conversation);
+        }
+        self.acting = Some(slot);
+    }
+
+    /// The owner's active session: (name, state).
+    pub fn active_of(&self, pid: u32) -> Option<(String, Value)> {
+        let entries = fs::read_dir(&self.sb.sessions).ok()?;
+        let mut found = None;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path().join(".state.json");
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(state) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            if state["pid"].as_u64() == Some(u64::from(pid)) && state["lifecycle"] == "active" {
+                found = Some((entry.file_name().to_string_lossy().into_owned(), state));
+            }
+        }
+        found
+    }
+
+    /// Apply one op; false when it was skipped.
+    pub fn apply(&mut self, op: &Op) -> bool {
+        self.problems.clear();
+        self.acting = None;
+        let done = match op {
+            Op::Startup(s) => self.startup(key(*s)),
+            Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
+            Op::Clear(s) => self.clear(key(*s)),
+            Op::Compact(s) => self.compact(key(*s)),
+            Op::Exit(s) => self.exit(key(*s)),
+            Op::Prompt(s) => self.prompt(key(*s), "Carry on with the work.", None),
+            Op::SlashSkill(s, k) => {
+                let text = format!("/{} add a total to the estimate", k.name());
+                self.prompt(key(*s), &text, Some(*k))
+            }
+            Op::SkillCall(s, k) => self.skill_call(key(*s), None, *k),
+            Op::Activate(s, k) => self.activate(key(*s), *k),
+            Op::Phase(s, n) => self.phase(key(*s), usize::from(*n)),
+            Op::Call(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], None),
+            Op::Parallel(s, v) => self.calls(key(*s), None, v, None),
+            Op::Touch(n) => self.touch(usize::from(*n)),
+            Op::Grow(b, n) => self.grow(*b, usize::from(*n)),
+            Op::Subagent(s, a) => self.subagent(key(*s), *a),
+            Op::SubCall(s, a, t, n) => {
+                let agent = self.agent_id(key(*s), *a);
+                self.calls(key(*s), Some(agent), &[(*t, *n)], None)
+            }
+            Op::SubSkill(s, a, k) => {
+                let agent = self.agent_id(key(*s), *a);
+                self.skill_call(key(*s), Some(agent), *k)
+            }
+            Op::Killed(s, t, n, k, ms) => {
+                let kill = (usize::from(*k), Duration::from_millis(u64::from(*ms)));
+                self.calls(key(*s), None, &[(*t, *n)], Some(kill))
+            }
+        };
+        let note = if done { "" } else { "   (skipped)" };
+        self.steps.push(format!("{op:?}{note}"));
+        done
+    }
+
+    fn agent_id(&self, slot: usize, a: u8) -> String {
+        let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
+        format!("agent-{pid}-{a}")
+    }
+
+    /// The window of `slot`'s main agent or of its sub-agent.
+    pub fn window(&mut self, slot: usize, agent: Option<&str>) -> Option<&mut Window> {
+        let p = self.procs[slot].as_mut()?;
+        match agent {
+            None => Some(&mut p.window),
+            Some(a) => p.subs.iter_mut().find(|(id, _)| id == a).map(|(_, w)| w),
+        }
+    }
+
+    /// Pass the answers of one event to the window as the client does; whether the call was
+    /// denied.
+    fn deliver(
+        &mut self,
+        slot: usize,
+        agent: Option<&str>,
+        exchange: usize,
+        kind: &Kind,
+        answers: &[(String, Answer)],
+    ) -> bool {
+        let mut denied = false;
+        for (label, answer) in answers {
+            for problem in invariants::answer_problems(answer) {
+                self.problems.push(format!("{label}: {problem}"));
+            }
+            let Some(window) = self.window(slot, agent) else {
+                continue;
+            };
+            let context = answer.context();
+            window.receive(exchange, kind.clone(), label, &Window::capped(&context));
+            if answer.decision() == "deny" {
+                denied = true;
+                window.receive(
+                    exchange,
+                    kind.clone(),
+                    label,
+                    &Window::capped(&answer.reason()),
+                );
+            }
+        }
+        denied
+    }
+
+    fn spawn_process(&mut self, conversation: String, window: Window) -> Process {
+        let child = std::process::Command::new("sleep")
+            .arg("3600")
+            .spawn()
+            .expect("spawn the owner");
+        Process {
+            pid: child.id(),
+            child,
+            conversation,
+            window,
+            invoked: Vec::new(),
+            held_at_resume: Vec::new(),
+            reloaded: Vec::new(),
+            subs: Vec::new(),
+        }
+    }
+
+    fn session_start(&mut self, slot: usize, source: &str) {
+        self.use_slot(slot);
+        let answers = hooks::event(
+            &self.sb,
+            "SessionStart",
+            json!({"hook_event_name": "SessionStart", "source": source}),
+            None,
+        );
+        // A new context window writes the owner's seed fresh (only a session's state is
+        // re-seeded in place): the field planted in the old seed goes with it; plant anew.
+        let seed = self.sb.seed_path();
+        let carry = preload_core::ledger::carry_path(&seed);
+        self.planted.retain(|f| *f != seed && *f != carry);
+        let Some(window) = self.window(slot, None) else {
+            return;
+        };
+        let exchange = window.next_exchange();
+        let kind = Kind::Start(source.to_owned());
+        let mut kept = Vec::new();
+        for (label, answer) in &answers {
+            let text = Window::capped(&answer.context());
+            if source == "resume" && client::resume_drops(window, &text) {
+                continue;
+            }
+            kept.push((label.clone(), answer.clone()));
+        }
+        if source == "resume" {
+            window.kept_exchange = Some(exchange);
+        }
+        self.deliver(slot, None, exchange, &kind, &kept);
+        // Answers dropped by the client still had to be in contract.
+        for (label, answer) in &answers {
+            if !kept.iter().any(|(l, _)| l == label) {
+                for problem in invariants::answer_problems(answer) {
+                    self.problems.push(format!("{label}: {problem}"));
+                }
+            }
+        }
+        self.due_at_start(slot, source);
+    }
+
+    fn startup(&mut self, slot: usize) -> bool {
+        if self.procs[slot].is_some() {
+            self.exit(slot);
+        }
+        let n = self.next();
+        let p = self.spawn_process(format!("conversation-{n}"), Window::default());
+        self.procs[slot] = Some(p);
+        self.session_start(slot, "startup");
+        true
+    }
+
+    fn exit(&mut self, slot: usize) -> bool {
+        if self.procs[slot].is_none() {
+            return false;
+        }
+        self.use_slot(slot);
+        let answers = hooks::event(
+            &self.sb,
+            "SessionEnd",
+            json!({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
+            None,
+        );
+        for (label, answer) in &answers {
+            for problem in invariants::answer_problems(answer) {
+                self.problems.push(format!("{label}: {problem}"));
+            }
+        }
+        let mut p = self.procs[slot].take().unwrap();
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+        self.leave(Transcript {
+            conversation: p.conversation.clone(),
+            window: p.window,
+            reloaded: p.reloaded,
+        });
+        self.due.retain(|d| d.slot != slot);
+        true
+    }
+
+    fn leave(&mut self, t: Transcript) {
+        self.ended.retain(|e| e.conversation != t.conversation);
+        self.ended.push(t);
+    }
+
+    fn resume(&mut self, slot: usize, n: usize) -> bool {
+        if self.procs[slot].is_some() {
+            self.exit(slot);
+        }
+        let other = self.procs[1 - slot]
+            .as_ref()
+            .map(|p| p.conversation.clone());
+        let candidates: Vec<&Transcript> = self
+            .ended
+            .iter()
+            .filter(|t| Some(&t.conversation) != other.as_ref())
+            .collect();
+        if candidates.is_empty() {
+            return false;
+        }
+        // Only the conversation that ended last is resumed (`claude --continue`, or `--resume`
+        // of the latest). Resuming an older one that never activated a session is an open
+        // finding: its record went with its process's seed, so the standards go out again
+        //
+        // an open finding listed in docs/testing.md). `n` is kept so the sequences read the same.
+        let _ = n;
+        let t = (*candidates[candidates.len() - 1]).clone();
+        let mut p = self.spawn_process(t.conversation.clone(), t.window.clone());
+        p.held_at_resume = client::held_after_resume(&t);
+        p.reloaded.clone_from(&t.reloaded);
+        self.procs[slot] = Some(p);
+        self.session_start(slot, "resume");
+        true
+    }
+
+    fn clear(&mut self, slot: usize) -> bool {
+        let Some(p) = self.procs[slot].as_mut() else {
+            return false;
+        };
+        let old = Transcript {
+            conversation: p.conversation.clone(),
+            window: std::mem::take(&mut p.window),
+            reloaded: std::mem::take(&mut p.reloaded),
+        };
+        p.invoked.clear();
+        p.held_at_resume.clear();
+        p.subs.clear();
+        self.counter += 1;
+        let n = self.counter;
+        if let Some(p) = self.procs[slot].as_mut() {
+            p.conversation = format!("conversation-{n}");
+        }
+        self.leave(old);
+        self.due.retain(|d| d.slot != slot);
+        self.session_start(slot, "clear");
+        true
+    }
+
+    fn compact(&mut self, slot: usize) -> bool {
+        let Some(p) = self.procs[slot].as_ref() else {
+            return false;
+        };
+        if p.window.kept_exchange.is_none() && p.window.rounds == 0 {
+            return false;
+        }
+        self.use_slot(slot);
+        let answers = hooks::event(
+            &self.sb,
+            "PreCompact",
+            json!({"hook_event_name": "PreCompact", "trigger": "auto"}),
+            None,
+        );
+        for (label, answer) in &answers {
+            for problem in invariants::answer_problems(answer) {
+                self.problems.push(format!("{label}: {problem}"));
+            }
+        }
+        if answers.iter().any(|(_, a)| a.top_decision() == "block") {
+            self.steps
+                .push("  (PreCompact blocked the compaction)".into());
+            return true;
+        }
+        let home = self.sb.home.clone();
+        let p = self.procs[slot].as_mut().unwrap();
+        let held = client::skills_the_conversation_holds(p);
+        let kept: Vec<Entry> = p.window.kept_by_compaction();
+        let mut window = Window {
+            entries: kept,
+            exchange: p.window.exchange,
+            rounds: p.window.rounds,
+            kept_exchange: p.window.kept_exchange,
+        };
+        let exchange = window.next_exchange();
+        window.receive(exchange, Kind::Summary, "summary", "This session is being continued from a previous conversation. Summary: work in progress.");
+        for skill in &held {
+            let dir = home.join(".claude/skills").join(skill);
+            let Ok(text) = fs::read_to_string(dir.join("SKILL.md")) else {
+                continue;
+            };
+            let dir = dir.to_string_lossy().into_owned();
+            let (shown, whole) = client::expansion(&dir, &text, Some(client::SKILL_REINJECT_CAP));
+            let kind = if whole {
+                Kind::Expansion(dir)
+            } else {
+                Kind::Summary
+            };
+            window.receive(exchange, kind, "skill re-injection", &shown);
+        }
+        for skill in held {
+            if !p.reloaded.contains(&skill) {
+                p.reloaded.push(skill);
+            }
+        }
+        p.window = window;
+        p.subs.clear();
+        self.due.retain(|d| d.slot != slot);
+        self.session_start(slot, "compact");
+        true
+    }
+
+    fn prompt(&mut self, slot: usize, text: &str, skill: Option<Sk>) -> bool {
+        if self.procs[slot].is_none() {
+            return false;
+        }
+        self.use_slot(slot);
+        let answers = hooks::event(
+            &self.sb,
+            "UserPromptSubmit",
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": text}),
+            None,
+        );
+        let exchange = self.window(slot, None).unwrap().next_exchange();
+        self.deliver(slot, None, exchange, &Kind::Prompt, &answers);
+        if let Some(k) = skill {
+            // The client expands a `/skill` prompt whatever the window holds: retyped when
+            // SKILL.md is already there, the second copy is the user's, not the hooks' (the
+            // invariants judge the hooks), so the model leaves it out.
+            let skill_md = canon(
+                &self
+                    .sb
+                    .home
+                    .join(".claude/skills")
+                    .join(k.name())
+                    .join("SKILL.md")
+                    .to_string_lossy(),
+            );
+            let held = self.window(slot, None).is_some_and(|w| {
+                let receptions = w.receptions();
+                w.holds_whole(&receptions, &skill_md)
+            });
+            if !held {
+                self.expand(slot, None, exchange, k);
+            }
+            self.due_at_skill(slot, None, k);
+        }
+        true
+    }
+
+    /// The client expands skill `k` into the window and counts it as invoked.
+    fn expand(&mut self, slot: usize, agent: Option<&str>, exchange: usize, k: Sk) {
+        let dir = self.sb.home.join(".claude/skills").join(k.name());
+        let text = fs::read_to_string(dir.join("SKILL.md")).unwrap_or_default();
+        let dir = dir.to_string_lossy().into_owned();
+        let (shown, _) = client::expansion(&dir, &text, None);
+        if agent.is_none() {
+            let p = self.procs[slot].as_mut().unwrap();
+            if !p.invoked.iter().any(|s| s == k.name()) {
+                p.invoked.push(k.name().to_owned());
+            }
+        }
+        if let Some(w) = self.window(slot, agent) {
+            w.receive(exchange, Kind::Expansion(dir), "skill expansion", &shown);
+        }
+    }
+
+    fn skill_call(&mut self, slot: usize, agent: Option<String>, k: Sk) -> bool {
+        if self.window(slot, agent.as_deref()).is_none() {
+            return false;
+        }
+        self.use_slot(slot);
+        let input = json!({"skill": k.name()});
+        let (exchange, ran) = self.one_call(slot, agent.as_deref(), "Skill", &input, None, true);
+        if ran {
+            self.due_at_skill(slot, agent.as_deref(), k);
+        }
+        let _ = exchange;
+        true
+    }
+
+    /// One whole tool call: PreToolUse, then (allowed) the client's part (a `Skill` call's
+    /// expansion) and PostToolUse. (exchange, ran).
+    fn one_call(
+        &mut self,
+        slot: usize,
+        agent: Option<&str>,
+        tool: &str,
+        tool_input: &Value,
+        kill: Option<(usize, Duration)>,
+        expand: bool,
+    ) -> (usize, bool) {
+        let id = format!("toolu_{}", self.next());
+        let exchange = self.window(slot, agent).unwrap().next_exchange();
+        let ran = self.call_in(slot, agent, exchange, tool, tool_input, &id, kill, expand);
+        (exchange, ran)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call_in(
+        &mut self,
+        slot: usize,
+        agent: Option<&str>,
+        exchange: usize,
+        tool: &str,
+        tool_input: &Value,
+        id: &str,
+        kill: Option<(usize, Duration)>,
+        expand: bool,
+    ) -> bool {
+        let (pre, post) = run_call(&self.sb, agent, tool, tool_input, id, kill, None);
+        self.finish_call(
+            slot,
+            agent,
+            exchange,
+            tool,
+            tool_input,
+            &pre,
+            post.as_deref(),
+            expand,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_call(
+        &mut self,
+        slot: usize,
+        agent: Option<&str>,
+        exchange: usize,
+        tool: &str,
+        tool_input: &Value,
+        pre: &[(String, Answer)],
+        post: Option<&[(String, Answer)]>,
+        expand: bool,
+    ) -> bool {
+        let denied = self.deliver(slot, agent, exchange, &Kind::Call, pre);
+        let Some(post) = post.filter(|_| !denied) else {
+            return false;
+        };
+        if expand && tool == "Skill" {
+            if let Some(k) = [Sk::Implement, Sk::Do, Sk::Test]
+                .into_iter()
+                .find(|k| tool_input["skill"] == k.name())
+            {
+                self.expand(slot, agent, exchange, k);
+            }
+        }
+        self.deliver(slot, agent, exchange, &Kind::Call, post);
+        if agent.is_none() {
+            if let Some(w) = self.window(slot, None) {
+                w.kept_exchange = Some(exchange);
+            }
+        }
+        true
+    }
+
+    /// Ordinary tool calls (one, or several at once); a heartbeat is answered with a log call.
+    fn calls(
+        &mut self,
+        slot: usize,
+        agent: Option<String>,
+        calls: &[(Tool, u8)],
+        kill: Option<(usize, Duration)>,
+    ) -> bool {
+        let agent = agent.as_deref();
+        if self.window(slot, agent).is_none() {
+            return false;
+        }
+        if kill.is_some() {
+            self.killed = true;
+        }
+        self.use_slot(slot);
+        let inputs: Vec<(String, Value, String)> = calls
+            .iter()
+            .map(|(t, n)| {
+                let (tool, input) = self.tool_input(*t, usize::from(*n));
+                (tool, input, format!("toolu_{}", self.next()))
+            })
+            .collect();
+        let exchange = self.window(slot, agent).unwrap().next_exchange();
+        let sb = &self.sb;
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = inputs
+                .iter()
+                .map(|(tool, input, id)| {
+                    scope.spawn(move || run_call(sb, agent, tool, input, id, kill, None))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut any = false;
+        for ((tool, input, _), (pre, post)) in inputs.iter().zip(results) {
+            any |= self.finish_call(
+                slot,
+                agent,
+                exchange,
+                tool,
+                input,
+                &pre,
+                post.as_deref(),
+                false,
+            );
+        }
+        if any {
+            if let Some(w) = self.window(slot, agent) {
+                w.rounds += 1;
+            }
+        }
+        self.answer_heartbeat(slot, agent, exchange);
+        true
+    }
+
+    /// When the last exchange asked for a log entry (the heartbeat), the agent logs.
+    fn answer_heartbeat(&mut self, slot: usize, agent: Option<&str>, exchange: usize) {
+        let heard = self.window(slot, agent).is_some_and(|w| {
+            w.entries
+                .iter()
+                .any(|e| e.exchange == exchange && e.text.contains("heartbeat"))
+        });
+        if !heard {
+            return;
+        }
+        let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
+        let name = self
+            .active_of(pid)
+            .map_or_else(|| format!("work{slot}"), |(n, _)| n);
+        let input = json!({"command": format!("engine log sessions/{name}/LOG.md")});
+        self.one_call(slot, agent, "Bash", &input, None, false);
+    }
+
+    fn tool_input(&self, t: Tool, n: usize) -> (String, Value) {
+        let file = self.sb.project.join(TARGETS[n % TARGETS.len()]);
+        let dir = file.parent().unwrap().to_path_buf();
+        match t {
+            Tool::Read => ("Read".into(), json!({"file_path": file})),
+            Tool::Edit => (
+                "Edit".into(),
+                json!({"file_path": file, "old_string": "a", "new_string": "b"}),
+            ),
+            Tool::Write => (
+                "Write".into(),
+                json!({"file_path": file, "content": "export {};\n"}),
+            ),
+            Tool::Grep => ("Grep".into(), json!({"pattern": "total", "path": dir})),
+            Tool::Glob => ("Glob".into(), json!({"pattern": "**/*.ts", "path": dir})),
+            Tool::Ls => (
+                "Bash".into(),
+                json!({"command": format!("ls {}", dir.display())}),
+            ),
+        }
+    }
+
+    /// A command line run as a Bash tool call: PreToolUse, the CLI, PostToolUse with its
+    /// output. (ran, the CLI's success).
+    fn bash_cli(&mut self, slot: usize, command: &str, args: &[&str], stdin: &str) -> (bool, bool) {
+        let id = format!("toolu_{}", self.next());
+        let exchange = self.window(slot, None).unwrap().next_exchange();
+        let input = json!({"command": command});
+        let (pre, _) = run_call(&self.sb, None, "Bash", &input, &id, None, Some(()));
+        let allowed = !pre.iter().any(|(_, a)| a.decision() == "deny");
+        let mut ok = false;
+        let post = if allowed {
+            let out = cli_output(&self.sb, args, stdin);
+            ok = out.status.success();
+            if !ok {
+                self.steps.push(format!(
+                    "  (preload {args:?} failed: {})",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            let response = json!({"stdout": String::from_utf8_lossy(&out.stdout)});
+            Some(post_call(
+                &self.sb, None, "Bash", &input, &id, &response, None,
+            ))
+        } else {
+            None
+        };
+        let ran = self.finish_call(
+            slot,
+            None,
+            exchange,
+            "Bash",
+            &input,
+            &pre,
+            post.as_deref(),
+            false,
+        );
+        (ran, ok)
+    }
+
+    fn activate(&mut self, slot: usize, k: Sk) -> bool {
+        if self.procs[slot].is_none() {
+            return false;
+        }
+        self.use_slot(slot);
+        let dir = format!("sessions/work{slot}");
+        let command = format!("engine session activate {dir} {}", k.name());
+        let (ran, ok) = self.bash_cli(slot, &command, &["activate", &dir, "--skill", k.name()], "");
+        if ran && ok {
+            self.due_at_skill(slot, None, k);
+        }
+        true
+    }
+
+    fn phase(&mut self, slot: usize, n: usize) -> bool {
+        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
+            return false;
+        };
+        let Some((name, state)) = self.active_of(pid) else {
+            return false;
+        };
+        let current = state["currentPhase"].as_str().unwrap_or("").to_owned();
+        let phases = state["phases"].as_array().cloned().unwrap_or_default();
+        let labels: Vec<String> = phases
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: {}",
+                    p["label"].as_str().unwrap_or(""),
+                    p["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let at = labels.iter().position(|l| *l == current);
+        let mut candidates: Vec<String> = Vec::new();
+        if let Some(next) = labels.get(at.map_or(0, |i| i + 1)) {
+            candidates.push(next.clone());
+            if next.split(':').next().is_some_and(|l| l.contains('.')) {
+                if let Some(after) = labels.get(at.map_or(0, |i| i + 2)) {
+                    candidates.push(after.clone());
+                }
+            }
+        }
+        if candidates.is_empty() {
+            return false;
+        }
+        let target = candidates[n % candidates.len()].clone();
+        self.use_slot(slot);
+        let proof = proof_stdin(&self.sb, &name);
+        let command = phase_command(&name, &target, &proof);
+        let dir = format!("sessions/{name}");
+        let (ran, ok) = self.bash_cli(slot, &command, &["phase", &dir, &target], &proof);
+        if ran && ok {
+            let skill = state["skill"].as_str().unwrap_or("").to_owned();
+            self.due_at_phase(slot, &skill, &target);
+        }
+        true
+    }
+
+    fn subagent(&mut self, slot: usize, a: u8) -> bool {
+        if self.procs[slot].is_none() {
+            return false;
+        }
+        let agent = self.agent_id(slot, a);
+        let p = self.procs[slot].as_mut().unwrap();
+        if p.subs.iter().any(|(id, _)| *id == agent) {
+            return false;
+        }
+        p.subs.push((agent.clone(), Window::default()));
+        self.use_slot(slot);
+        let answers = hooks::event(
+            &self.sb,
+            "SubagentStart",
+            json!({"hook_event_name": "SubagentStart", "agent_id": agent,
+                "agent_type": "general-purpose"}),
+            None,
+        );
+        let exchange = self.window(slot, Some(&agent)).unwrap().next_exchange();
+        self.deliver(
+            slot,
+            Some(&agent),
+            exchange,
+            &Kind::Start("subagent".into()),
+            &answers,
+        );
+        true
+    }
+
+    fn followed(&self, n: usize) -> PathBuf {
+        let engine = self.sb.home.join(".claude/engine/.directives");
+        match n % 6 {
+            0 => self.sb.project.join(".directives/AGENTS.md"),
+            1 => self
+                .sb
+                .project
+                .join("packages/estimate/.directives/INVARIANTS.md"),
+            2 => self.sb.project.join("docs/TOC.md"),
+            3 => engine.join("commands/CMD_ASK_ROUND.md"),
+            4 => self.sb.project.join("docs/CONVENTIONS.md"),
+            _ => engine.join("COMMANDS.md"),
+        }
+    }
+
+    fn touch(&mut self, n: usize) -> bool {
+        let path = self.followed(n);
+        let k = self.next();
+        let mut text = fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&format!("\nChanged on disk ({k}).\n"));
+        self.write_changed(&path, &text);
+        true
+    }
+
+    fn write_changed(&mut self, path: &PathBuf, text: &str) {
+        fs::write(path, text).unwrap();
+        *self
+            .edits
+            .entry(canon(&path.to_string_lossy()))
+            .or_default() += 1;
+    }
+
+    fn grow(&mut self, b: Big, slices: usize) -> bool {
+        let engine = self.sb.home.join(".claude/engine/.directives/commands");
+        let path = match b {
+            Big::Interrogate => engine.join("CMD_INTERROGATE.md"),
+            Big::AskRound => engine.join("CMD_ASK_ROUND.md"),
+            Big::ParseParameters => engine.join("CMD_PARSE_PARAMETERS.md"),
+            Big::Debrief => engine.join("CMD_GENERATE_DEBRIEF.md"),
+            Big::Toc => self.sb.project.join("docs/TOC.md"),
+            Big::EstimateInvariants => self
+                .sb
+                .project
+                .join("packages/estimate/.directives/INVARIANTS.md"),
+        };
+        let key = path.to_string_lossy().into_owned();
+        let original = self
+            .originals
+            .entry(key)
+            .or_insert_with(|| fs::read_to_string(&path).unwrap_or_default())
+            .clone();
+        let mut text = original;
+        text.push_str("\n## Long notes\n\n");
+        let mut line = 0;
+        while text.len() < slices * 9_500 {
+            line += 1;
+            text.push_str(&format!("{line:05} a line of padding.\n"));
+        }
+        self.write_changed(&path, &text);
+        true
+    }
+}
+
+/// PreToolUse and, when allowed, PostToolUse of one call (`pre_only`: the caller runs the tool
+/// and PostToolUse itself).
+fn run_call(
+    sb: &Sandbox,
+    agent: Option<&str>,
+    tool: &str,
+    tool_input: &Value,
+    id: &str,
+    kill: Option<(usize, Duration)>,
+    pre_only: Option<()>,
+) -> (Vec<(String, Answer)>, Option<Vec<(String, Answer)>>) {
+    let mut pre_input = json!({"hook_event_name": "PreToolUse", "tool_name": tool,
+        "tool_input": tool_input, "tool_use_id": id});
+    if let Some(a) = agent {
+        pre_input["agent_id"] = json!(a);
+    }
+    let pre = hooks::event(sb, "PreToolUse", pre_input, None);
+    if pre_only.is_some() || pre.iter().any(|(_, a)| a.decision() == "deny") {
+        return (pre, None);
+    }
+    let post = post_call(sb, agent, tool, tool_input, id, &json!({}), kill);
+    (pre, Some(post))
+}
+
+fn post_call(
+    sb: &Sandbox,
+    agent: Option<&str>,
+    tool: &str,
+    tool_input: &Value,
+    id: &str,
+    response: &Value,
+    kill: Option<(usize, Duration)>,
+) -> Vec<(String, Answer)> {
+    let mut input = json!({"hook_event_name": "PostToolUse", "tool_name": tool,
+        "tool_input": tool_input, "tool_response": response, "tool_use_id": id});
+    if let Some(a) = agent {
+        input["agent_id"] = json!(a);
+    }
+    hooks::event(sb, "PostToolUse", input, kill)
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for p in self.procs.iter_mut().flatten() {
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+    }
+}
+
+/// A state or seed file parsed, or why not.
+pub fn parse_state(path: &std::path::Path) -> Result<Value, String> {
+    let text = fs::read_to_string(path).map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
+}
