@@ -78,25 +78,25 @@ fn index_entry(sb: &Sandbox, key: &str) -> Option<String> {
         .find_map(|bucket| bucket.get(key)?.as_str().map(str::to_owned))
 }
 
-/// What `engine session phase` does to an activated session's `loading` flag: calls count.
-fn loaded(dir: &Path) {
+/// What happens to a session `session.sh activate` just wrote before the agent's next counted
+/// call: `engine session phase` clears its `loading` flag (calls count), and time passes. The
+/// state's `startedAt` has whole seconds, and it is part of the counting epoch
+/// (docs/state-format.md, *Counters*): a state written afresh in the second the directory's
+/// previous one was created cannot be told from a stale write-back, and the previous life's
+/// counts would stand. An agent's activations are tool calls seconds apart; this scenario's are
+/// milliseconds apart. So instead of waiting for the wall clock, each activation is dated
+/// `life` seconds after a fixed instant: every life of a directory has its own epoch, on any
+/// machine at any speed.
+fn loaded(dir: &Path, life: u32) {
     preload_core::state::update(
         &dir.join(".state.json"),
         std::time::Instant::now() + std::time::Duration::from_secs(2),
         |s| {
             s.remove("loading");
+            s.set("startedAt", json!(format!("2026-02-01T00:00:{life:02}Z")));
         },
     )
     .unwrap();
-}
-
-/// Lets the wall clock pass a second before `session.sh` writes a session directory's state
-/// afresh again. Its `startedAt` has whole seconds, so a state created anew in the second the
-/// directory's last one was created carries the same counting epoch and cannot be told from a
-/// stale write-back: the counts made on the old one would stand (docs/state-format.md). An
-/// agent's activations are tool calls seconds apart; this scenario's are milliseconds apart.
-fn a_second_later() {
-    std::thread::sleep(std::time::Duration::from_millis(1_100));
 }
 
 /// A session the engine's `session.sh` activates is the one the next call uses, past each cache
@@ -134,7 +134,7 @@ fn real_engine_activations_reach_every_session_cache() {
         &["activate", "sessions/fresh", "implement"],
     );
     let fresh = sb.sessions.join("fresh");
-    loaded(&fresh);
+    loaded(&fresh, 1);
     call_counts_in(&sb, "fresh", "old", "a new session directory");
     // An existing directory (its owner is gone): the sessions directory does not change, the
     // PID cache is rewritten in place, and `fresh` loses the PID.
@@ -144,18 +144,17 @@ fn real_engine_activations_reach_every_session_cache() {
         &jq,
         &["activate", "sessions/old", "implement"],
     );
-    loaded(&old);
+    loaded(&old, 2);
     call_counts_in(&sb, "old", "fresh", "an existing session directory");
     // Back to `fresh`, found once without the PID cache (a cleaned /tmp): the index learns that
     // the PID is in `fresh`.
-    a_second_later();
     session_sh(
         &sb,
         &engine,
         &jq,
         &["activate", "sessions/fresh", "implement"],
     );
-    loaded(&fresh);
+    loaded(&fresh, 3);
     let cache = sb.root().join(format!("claude-session-cache-{}", sb.pid));
     assert!(cache.is_file(), "session.sh writes the PID cache");
     std::fs::remove_file(&cache).unwrap();
@@ -167,14 +166,13 @@ fn real_engine_activations_reach_every_session_cache() {
     // The engine moves the PID to `old` (the index, which it does not know of, still names
     // `fresh`), and the PID cache goes again: the index's answer is checked against `fresh`'s
     // state and not trusted.
-    a_second_later();
     session_sh(
         &sb,
         &engine,
         &jq,
         &["activate", "sessions/old", "implement"],
     );
-    loaded(&old);
+    loaded(&old, 4);
     std::fs::remove_file(&cache).unwrap();
     call_counts_in(&sb, "old", "fresh", "a stale index entry");
     println!("real engine caches: 4 activations by session.sh, each found at the next call");
