@@ -428,6 +428,8 @@ struct Judged {
     /// Run 3's last turn (the context after the compaction, resumed).
     after: Received,
     state: Value,
+    /// The session's state right after run 2 (the compaction of the resumed conversation).
+    state_after_compaction: Value,
     log: PathBuf,
     log_after_run1: usize,
     log_after_run2: usize,
@@ -584,7 +586,7 @@ fn point_directives(j: &Judged) -> Point {
 /// re-injection, the current phase's commands, the session found, no call denied, and every
 /// file the session counts as in the new context reached it.
 fn point_after_compaction(j: &Judged) -> Point {
-    let mut five = Point::new("5 the context after the compaction");
+    let mut five = Point::new("5 the context after the compaction of the resumed conversation");
     let after = &j.after;
     if after
         .text_position("continued from a previous conversation")
@@ -649,9 +651,29 @@ fn point_after_compaction(j: &Judged) -> Point {
             ));
         }
     }
+    // The compaction is one of a resumed conversation: the process that loaded the skill is
+    // gone, so the client does not put SKILL.md back (it only recalls a re-injection an earlier
+    // compaction made), and SessionStart (compact) must deliver it, exactly once.
+    let expansions = after.count_text(EXPANSION);
+    let blocks: Vec<String> = after
+        .headers()
+        .iter()
+        .filter(|h| h.path == skill_md)
+        .map(|h| format!("{} at m{}", short(&h.label), h.message))
+        .collect();
     five.evidence.push(format!(
-        "{}; current phase {current:?}; SKILL.md: {skill:?}; banners: {seen:?}",
-        j.run3_request
+        "{}; current phase {current:?}; SKILL.md: {} (the client's expansions: {expansions}, \
+         preloaded blocks: {blocks:?}); banners: {seen:?}",
+        j.run3_request,
+        skill.len()
+    ));
+    let compacted = &j.state_after_compaction;
+    five.evidence.push(format!(
+        "the session after run 2's SessionStart (compact): invokedSkills {}, reloadedSkills {}, \
+         SKILL.md in preloadedFiles: {}",
+        compacted.get("invokedSkills").unwrap_or(&Value::Null),
+        compacted.get("reloadedSkills").unwrap_or(&Value::Null),
+        crate::common::strings(compacted, "preloadedFiles").contains(&skill_md)
     ));
     five.evidence.extend(arrivals(after, &j.core));
     five.evidence.extend(arrivals(after, &phase_now));
@@ -755,6 +777,7 @@ fn run_and_gather(s: &Scenario) -> (Judged, PathBuf) {
     s.run_with(Script::main(Vec::new()), "/compact", &resume);
     let after_run2 = s.server.requests().len();
     let log_after_run2 = log_len(s.log());
+    let state_after_compaction = s.world.state_of(SESSION).unwrap_or_default();
     // Run 3: `claude -p continue --resume <id>`.
     s.run_with(Script::main(third_run(&s.world)), "continue", &resume);
     let (requests, saved) = s.requests();
@@ -778,6 +801,7 @@ fn run_and_gather(s: &Scenario) -> (Judged, PathBuf) {
             .world
             .state_of(SESSION)
             .expect("the engine activated the session"),
+        state_after_compaction,
         log: s.log().to_path_buf(),
         log_after_run1,
         log_after_run2,
