@@ -52,11 +52,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             return Vec::new();
         };
         if agent.is_empty() {
-            let files: Vec<String> = taken
-                .iter()
-                .flat_map(|t| delivery::block_paths(t))
-                .collect();
-            ledger::note_call_deliveries(s, call, &files);
+            let text = taken.join("\n");
+            ledger::note_call_deliveries(s, call, &delivery::block_paths(&text), &text);
         }
         taken
     })?;

@@ -105,7 +105,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         let queued = preload::pending_requests(ctx, s, "pending-drain");
         batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, &mut packer));
         let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
-        ledger::note_call_deliveries(s, input.tool_use_id(), &out);
+        ledger::note_call_deliveries(s, input.tool_use_id(), &out, &batch.text());
         batch
     })?;
     batch.log(ctx, target.is_session);

@@ -248,10 +248,19 @@ fn window_seed(
         // added to it (as `fill_session` keeps them for a session): those files are in the
         // new context window from its start.
         None if source == "compact" => {
-            let kept = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid))
-                .map(|mut old| ledger::take_last_call_deliveries(&mut old))
+            let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
+            let kept = old
+                .as_ref()
+                .map(ledger::last_call_deliveries)
                 .unwrap_or_default();
-            session::new_seed(ctx.owner_pid, &kept)
+            let mut seed = session::new_seed(ctx.owner_pid, &kept);
+            if let Some(record) = old
+                .as_ref()
+                .and_then(|o| o.get(fields::LAST_CALL_DELIVERIES))
+            {
+                seed.set(fields::LAST_CALL_DELIVERIES, record.clone());
+            }
+            seed
         }
         None => session::new_seed(ctx.owner_pid, &[]),
     }
@@ -281,7 +290,7 @@ fn fill_session(
         } else {
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
-            let kept = ledger::take_last_call_deliveries(s);
+            let kept = ledger::last_call_deliveries(s);
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .get(fields::PRELOADED_FILES)
@@ -299,7 +308,9 @@ fn fill_session(
                 }
                 stamps::retain(s, &kept);
             } else {
+                // A new conversation, or one that does not go on: no call of it is kept.
                 stamps::retain(s, &[]);
+                s.remove(fields::LAST_CALL_DELIVERIES);
             }
         }
         if !conversation.is_empty() {

@@ -233,7 +233,7 @@ fn for_main(
     let queued = preload::pending_requests(ctx, s, "pending-drain");
     batch.extend(preload::apply(ctx, s, &queued, Mode::Direct, packer));
     let out: Vec<String> = batch.delivered().map(str::to_owned).collect();
-    ledger::note_call_deliveries(s, call, &out);
+    ledger::note_call_deliveries(s, call, &out, &batch.text());
     batch
 }
 

@@ -16,6 +16,7 @@ use crate::discovery::{self, Accept, Scope};
 use crate::env;
 use crate::fields::{self, StashEntry};
 use crate::heartbeat;
+use crate::ledger;
 use crate::packs::Moment;
 use crate::paths;
 use crate::preload::{self, Audience, Batch, Request};
@@ -60,6 +61,9 @@ pub(super) fn decide(
 ) -> Plan {
     let mut plan = Plan::default();
     if writes == Writes::Allowed && !matches!(target, Target::Nowhere) && !call.is_sub() {
+        // This call is the latest now: what an earlier one carried is not what a compaction
+        // keeps, even when no hook of this call gets to add to the record (one killed).
+        ledger::note_call_deliveries(s, call.input.tool_use_id(), &[], "");
         // A file in context that changed on disk goes out again, with this call.
         plan.batch.extend(preload::requeue_changed(ctx, s));
     }
