@@ -112,9 +112,21 @@ pub fn activate_with(
         .and_then(|_| ledger::read_seed_parts(&seed_path).ok());
     let (seed, carry) = record.unwrap_or_default();
     let seed = seed.filter(|s| s.str(fields::LIFECYCLE) == Some(SEEDING));
+    // The owner's context window, when another of its sessions records it, moves here with
+    // the owner: what that window holds is not sent again.
+    // (Its PID cache names it: nothing is scanned or written to find it.)
+    let window = session::cached_session(ctx)
+        .filter(|other| !same_dir(other, dir))
+        .and_then(|other| state::load(&other.join(STATE_FILE)).ok())
+        .filter(|other| other.pid(fields::PID) == Some(ctx.owner_pid));
 
     let outcome = state::update(&path, ctx.lock_deadline(), |s| {
-        activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref())
+        let starts = s.pid(fields::PID) != Some(ctx.owner_pid);
+        let activated = activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref());
+        if let (Ok(_), Some(window), true) = (&activated, &window, starts) {
+            ledger::adopt(s, Some(window), None);
+        }
+        activated
     })
     .map_err(refused)??;
 
@@ -130,6 +142,14 @@ pub fn activate_with(
     claim_pid(ctx, &sessions, &path);
     session::remember(ctx, dir);
     Ok(outcome)
+}
+
+/// Whether `a` and `b` name one directory (however spelt).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// What `activate` settled on.
