@@ -295,6 +295,18 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
 /// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
 pub const ENDED_SUFFIX: &str = ".ended.json";
 
+/// How long the record of an ended process is kept for a `--resume` of its conversation:
+/// Claude Code's own default for keeping conversations (`cleanupPeriodDays`, 30 days).
+pub const ENDED_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
+/// always gone: its age, not its PID, says when it can go).
+fn ended_record_expired(path: &Path) -> bool {
+    fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|modified| crate::clock::age(modified) > ENDED_RETENTION)
+}
+
 /// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
 pub fn ended_path(seed: &Path) -> PathBuf {
     seed.with_extension(&ENDED_SUFFIX[1..])
@@ -414,9 +426,16 @@ pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
             // Temporaries of killed writers: swept below.
             continue;
         }
-        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it.
+        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it. The
+        // record of an ended process waits for a `--resume` of its conversation as long as the
+        // client keeps the conversation's transcript.
+        let stale = if name.ends_with(ENDED_SUFFIX) {
+            ended_record_expired(&path)
+        } else {
+            seed_is_stale(&path)
+        };
         if Path::new(&name).extension().is_some_and(|e| e == "json")
-            && seed_is_stale(&path)
+            && stale
             && fs::remove_file(&path).is_ok()
             && !name.ends_with(".carry.json")
         {
