@@ -68,12 +68,38 @@ pub struct Window {
     pub exchange: usize,
     /// Ordinary tool-call rounds that ran in this window (a parallel batch is one round).
     pub rounds: usize,
+    /// Per round, the most characters one of its answers carried (`usize::MAX` for a round
+    /// whose hook was killed: its answer is discarded, the round gave the hooks no chance).
+    pub round_largest: Vec<usize>,
     /// The last exchange that was a tool call, or a resume's SessionStart (what a compaction
     /// keeps).
     pub kept_exchange: Option<usize>,
 }
 
 impl Window {
+    /// Count an ordinary round of exchange `exchange` (`killed`: one of its hooks was).
+    pub fn count_round(&mut self, exchange: usize, killed: bool) {
+        let largest = self
+            .entries
+            .iter()
+            .filter(|e| e.exchange == exchange)
+            .map(|e| e.text.chars().count())
+            .max()
+            .unwrap_or(0);
+        self.rounds += 1;
+        self.round_largest
+            .push(if killed { usize::MAX } else { largest });
+    }
+
+    /// Whether no round from round `since` on had room for `chars` more characters in one
+    /// answer of `budget`: the hooks were handing out what was queued before.
+    pub fn full_since(&self, since: usize, chars: usize, budget: usize) -> bool {
+        self.round_largest
+            .iter()
+            .skip(since)
+            .all(|largest| largest.saturating_add(chars) > budget)
+    }
+
     /// Start a new exchange; its number.
     pub fn next_exchange(&mut self) -> usize {
         self.exchange += 1;
@@ -210,6 +236,9 @@ pub struct Process {
     pub reloaded: Vec<String>,
     /// Sub-agents' windows by `agent_id`.
     pub subs: Vec<(String, Window)>,
+    /// How many times the sub-agents ended with their window (a compaction or `/clear` of the
+    /// main conversation): a sub-agent started after that is a new one, with an id of its own.
+    pub sub_generation: usize,
 }
 
 /// A conversation a client process left behind, for `--resume`.

@@ -19,6 +19,8 @@ use crate::world::{World, canon};
 pub const FOREIGN: (&str, &str) = ("fleetNote", "keep me");
 /// Characters one answer carries (the output budget).
 const BUDGET: usize = 9_000;
+/// The hooks' output budget (`PRELOAD_OUTPUT_BUDGET`'s default).
+const OUTPUT_BUDGET: usize = preload_core::delivery::DEFAULT_BUDGET;
 
 /// A file due in a window.
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct Due {
     pub agent: Option<String>,
     /// The path (canonical).
     pub path: String,
+    /// The window's ordinary rounds when it became due.
+    pub since: usize,
     /// Ordinary rounds of the window by which it must be whole there.
     pub deadline: usize,
     /// Why it is due.
@@ -148,6 +152,7 @@ impl World {
                 slot,
                 agent: agent.map(str::to_owned),
                 path,
+                since: rounds,
                 deadline: rounds + 2 + extra,
                 why: why.to_owned(),
             });
@@ -207,8 +212,10 @@ impl World {
         let dir = self.sb.home.join(".claude/skills").join(k.name());
         let mut paths = vec![self.skill_md(k.name())];
         if let Some(obj) = json.as_object() {
+            // The templates `resolve_phase_cmds` delivers (not the request and response
+            // templates, reference/bash-engine.md 4.8).
             for (key, value) in obj {
-                if key.ends_with("Template") {
+                if ["logTemplate", "debriefTemplate", "planTemplate"].contains(&key.as_str()) {
                     if let Some(rel) = value.as_str() {
                         paths.push(dir.join(rel).to_string_lossy().into_owned());
                     }
@@ -232,9 +239,14 @@ impl World {
         if let Some((name, state)) = self.active_of(pid) {
             return Some((format!("sessions/{name}/.state.json"), state));
         }
+        // A seed's record is the seed with its carry (stash, part progress, conversation).
         let seed = self.sb.sessions.join(".seeds").join(format!("{pid}.json"));
-        let state = crate::world::parse_state(&seed).ok()?;
-        Some((format!("sessions/.seeds/{pid}.json"), state))
+        crate::world::parse_state(&seed).ok()?;
+        let state = preload_core::ledger::read_seed(&seed).ok()?;
+        Some((
+            format!("sessions/.seeds/{pid}.json"),
+            Value::Object(state.0),
+        ))
     }
 
     /// Every problem after the step.
@@ -275,7 +287,18 @@ impl World {
                 let in_flight = stashed(state, agent.as_deref());
                 if agent.is_none() || at.contains(".state.json") {
                     for path in strings(state, &field) {
-                        if !held.contains(&canon(&path)) && !in_flight.contains(&canon(&path)) {
+                        let lost = (slot, canon(&path));
+                        if held.contains(&lost.1)
+                            || in_flight.contains(&lost.1)
+                            || self.lost.contains(&lost)
+                        {
+                            continue;
+                        }
+                        if self.kill_step && agent.is_none() {
+                            self.steps
+                                .push(format!("      lost in the one window: {path}"));
+                            self.lost.insert(lost);
+                        } else {
                             problems.push(format!(
                                 "(1) {who}: {path} is in {at} {field} but the model never received it whole in this window"
                             ));
@@ -285,11 +308,26 @@ impl World {
             }
             // (2) Nothing twice.
             problems.extend(self.duplicates(&who, window));
-            // (3) Due files by their deadline.
+            // (3) Due files by their deadline, which moves on while every round since the file
+            // became due was full: the hooks were handing out what was queued before it.
+            for d in &mut self.due {
+                if d.slot == slot
+                    && d.agent == *agent
+                    && window.rounds >= d.deadline
+                    && window.full_since(
+                        d.since,
+                        size_of(&d.path).min(OUTPUT_BUDGET),
+                        OUTPUT_BUDGET,
+                    )
+                {
+                    d.deadline = window.rounds + 1;
+                }
+            }
             for d in &self.due {
                 if d.slot == slot
                     && d.agent == *agent
                     && !held.contains(&d.path)
+                    && !self.lost.contains(&(slot, d.path.clone()))
                     && window.rounds >= d.deadline
                 {
                     problems.push(format!(
@@ -329,12 +367,19 @@ impl World {
             let e = labels
                 .entry((canon(&r.path), r.part, r.updated))
                 .or_insert((0, true));
+            // The client expands a skill again whenever the user types `/skill` or the model
+            // calls `Skill`, whatever the window holds: that copy is the client's, not the
+            // hooks'. A hook's copy after any copy is one the hooks should have known of.
+            if r.by_client && e.0 > 0 {
+                continue;
+            }
             e.0 += 1;
             e.1 &= r.by_client;
         }
         for ((path, part, updated), (n, all_client)) in labels {
             let allowed = if updated {
-                self.edits.get(&path).copied().unwrap_or(0)
+                let edits = |p: &str| self.edits.get(p).copied().unwrap_or(0);
+                edits(&path) + pack_sources(&path).iter().map(|p| edits(p)).sum::<usize>()
             } else {
                 1
             };
@@ -393,7 +438,9 @@ impl World {
             })
             .filter_map(|e| {
                 let file = e["file"].as_str().unwrap_or("");
-                (!seen.contains(&canon(file))).then(|| {
+                // A killed hook's commit is judged by the record (the one window), above.
+                let lost = self.lost.contains(&(slot, canon(file)));
+                (!seen.contains(&canon(file)) && !self.kill_step && !lost).then(|| {
                     format!(
                         "(1) log event {} of {} by {}: nothing of it was received",
                         e["event"], file, e["hook"]
@@ -515,5 +562,34 @@ pub fn held_whole(window: &Window) -> BTreeSet<String> {
         .into_iter()
         .filter(|p| window.holds_whole(&receptions, p))
         .map(|p| canon(&p))
+        .collect()
+}
+
+/// The files a context pack key (`<project>/.claude/context-packs.json#<name>`) is made of, as
+/// the model's edits name them: a change to any of them changes the pack, which then goes out
+/// once more marked `(updated)` (docs/context-packs.md). Empty for a path that is no pack key.
+fn pack_sources(key: &str) -> Vec<String> {
+    let Some((file, name)) = key.split_once('#') else {
+        return Vec::new();
+    };
+    let file = Path::new(file);
+    let Some(project) = file.parent().and_then(Path::parent) else {
+        return Vec::new();
+    };
+    let config: Value = fs::read_to_string(file)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    config["packs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|pack| pack["name"] == name)
+        .flat_map(|pack| pack["files"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| {
+            f["path"]
+                .as_str()
+                .map(|p| canon(&project.join(p).to_string_lossy()))
+        })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! The simulated world: the sandbox, up to two client processes with their windows, the
 //! conversations they left behind, and what each op does to them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,6 +47,12 @@ pub struct World {
     pub planted: Vec<PathBuf>,
     /// A hook was killed in this case (a lock may be left for the next writer to reclaim).
     pub killed: bool,
+    /// A hook was killed in the current step.
+    pub kill_step: bool,
+    /// Files (slot, canonical path) recorded in a window while a hook carrying them was killed
+    /// after its commit: docs/reliability.md's "one window", where the client discards the
+    /// killed process's answer. Each is reported in the step list, and not again.
+    pub lost: BTreeSet<(usize, String)>,
     /// The slot the current step acted on.
     pub acting: Option<usize>,
     /// Invariant tags not reported (besides `PRELOAD_LIFECYCLE_IGNORE`).
@@ -103,6 +109,8 @@ impl World {
             log_seen: 0,
             planted: Vec::new(),
             killed: false,
+            kill_step: false,
+            lost: BTreeSet::new(),
             acting: None,
             ignore: Vec::new(),
             counter: 0,
@@ -146,6 +154,7 @@ impl World {
     pub fn apply(&mut self, op: &Op) -> bool {
         self.problems.clear();
         self.acting = None;
+        self.kill_step = false;
         let done = match op {
             Op::Startup(s) => self.startup(key(*s)),
             Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
@@ -183,9 +192,13 @@ impl World {
         done
     }
 
+    /// The id of sub-agent `a` of `slot`'s conversation (the client gives every sub-agent an id
+    /// of its own: a new conversation's are new).
     fn agent_id(&self, slot: usize, a: u8) -> String {
-        let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
-        format!("agent-{pid}-{a}")
+        let (pid, conversation, generation) = self.procs[slot].as_ref().map_or((0, "", 0), |p| {
+            (p.pid, p.conversation.as_str(), p.sub_generation)
+        });
+        format!("agent-{pid}-{conversation}-{generation}-{a}")
     }
 
     /// The window of `slot`'s main agent or of its sub-agent.
@@ -244,11 +257,26 @@ impl World {
             held_at_resume: Vec::new(),
             reloaded: Vec::new(),
             subs: Vec::new(),
+            sub_generation: 0,
         }
     }
 
     fn session_start(&mut self, slot: usize, source: &str) {
         self.use_slot(slot);
+        // The generated events follow each other in milliseconds; a client's come seconds or
+        // minutes apart, past the SessionStart cache's freshness (`start_cache::FRESH`, 10 s),
+        // within which a second event of the same conversation, source and process (two
+        // compactions) would be served the first one's text. Each event gets its own cache,
+        // as if that time had passed; the freshness rule has tests of its own (start_cache).
+        let n = self.next();
+        let cache = self.sb.root().join(format!("start-cache-{n}"));
+        self.sb
+            .extra_env
+            .retain(|(k, _)| k != preload_core::env::PRELOAD_CACHE_DIR);
+        self.sb.extra_env.push((
+            preload_core::env::PRELOAD_CACHE_DIR.to_owned(),
+            cache.to_string_lossy().into_owned(),
+        ));
         let answers = hooks::event(
             &self.sb,
             "SessionStart",
@@ -260,6 +288,11 @@ impl World {
         let seed = self.sb.seed_path();
         let carry = preload_core::ledger::carry_path(&seed);
         self.planted.retain(|f| *f != seed && *f != carry);
+        // A loss in the one window stays the same loss when a compaction keeps the killed
+        // call (its record names what the killed hook committed); a new conversation ends it.
+        if !matches!(source, "resume" | "compact") {
+            self.lost.retain(|(s, _)| *s != slot);
+        }
         let Some(window) = self.window(slot, None) else {
             return;
         };
@@ -347,19 +380,43 @@ impl World {
         if candidates.is_empty() {
             return false;
         }
-        // Only the conversation that ended last is resumed (`claude --continue`, or `--resume`
-        // of the latest). Resuming an older one that never activated a session is an open
-        // finding: its record went with its process's seed, so the standards go out again
-        //
-        // an open finding listed in docs/testing.md). `n` is kept so the sequences read the same.
-        let _ = n;
-        let t = (*candidates[candidates.len() - 1]).clone();
+        let t = candidates[n % candidates.len()].clone();
+        // Open finding (docs/testing.md): when another window replaced the conversation's
+        // record (its session taken over by, or re-seeded for, another conversation), nothing
+        // tells a resume what it holds, and the standards go out again. Not generated until
+        // the record is kept.
+        if !self.product_knows(&t.conversation) {
+            return false;
+        }
         let mut p = self.spawn_process(t.conversation.clone(), t.window.clone());
         p.held_at_resume = client::held_after_resume(&t);
         p.reloaded.clone_from(&t.reloaded);
         self.procs[slot] = Some(p);
         self.session_start(slot, "resume");
         true
+    }
+
+    /// Whether a session state or a seed record of the product names `conversation`.
+    fn product_knows(&self, conversation: &str) -> bool {
+        let needle = format!("\"{conversation}\"");
+        let mut files: Vec<PathBuf> = Vec::new();
+        for dir in [self.sb.sessions.clone(), self.sb.sessions.join(".seeds")] {
+            for entry in fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+            {
+                let path = entry.path();
+                files.push(if path.is_dir() {
+                    path.join(".state.json")
+                } else {
+                    path
+                });
+            }
+        }
+        files
+            .iter()
+            .any(|f| fs::read_to_string(f).is_ok_and(|t| t.contains(&needle)))
     }
 
     fn clear(&mut self, slot: usize) -> bool {
@@ -374,6 +431,7 @@ impl World {
         p.invoked.clear();
         p.held_at_resume.clear();
         p.subs.clear();
+        p.sub_generation += 1;
         self.counter += 1;
         let n = self.counter;
         if let Some(p) = self.procs[slot].as_mut() {
@@ -417,6 +475,7 @@ impl World {
             entries: kept,
             exchange: p.window.exchange,
             rounds: p.window.rounds,
+            round_largest: p.window.round_largest.clone(),
             kept_exchange: p.window.kept_exchange,
         };
         let exchange = window.next_exchange();
@@ -442,6 +501,7 @@ impl World {
         }
         p.window = window;
         p.subs.clear();
+        p.sub_generation += 1;
         self.due.retain(|d| d.slot != slot);
         self.session_start(slot, "compact");
         true
@@ -461,26 +521,12 @@ impl World {
         let exchange = self.window(slot, None).unwrap().next_exchange();
         self.deliver(slot, None, exchange, &Kind::Prompt, &answers);
         if let Some(k) = skill {
-            // The client expands a `/skill` prompt whatever the window holds: retyped when
-            // SKILL.md is already there, the second copy is the user's, not the hooks' (the
-            // invariants judge the hooks), so the model leaves it out.
-            let skill_md = canon(
-                &self
-                    .sb
-                    .home
-                    .join(".claude/skills")
-                    .join(k.name())
-                    .join("SKILL.md")
-                    .to_string_lossy(),
-            );
-            let held = self.window(slot, None).is_some_and(|w| {
-                let receptions = w.receptions();
-                w.holds_whole(&receptions, &skill_md)
-            });
-            if !held {
-                self.expand(slot, None, exchange, k);
-            }
-            self.due_at_skill(slot, None, k);
+            // The client expands a `/skill` prompt whatever the window holds (a copy after
+            // another is the client's: the invariants judge the hooks').
+            self.expand(slot, None, exchange, k);
+            // The skill's templates and first phase are due at its `Skill` call or activation
+            // (`preload-templates`, as the engine's hook), not at the prompt: the expansion
+            // brings SKILL.md only.
         }
         true
     }
@@ -571,6 +617,13 @@ impl World {
         expand: bool,
     ) -> bool {
         let denied = self.deliver(slot, agent, exchange, &Kind::Call, pre);
+        if agent.is_none() {
+            // A denied call is a call of the conversation too (its tool use and the error
+            // result): the latest one, which a compaction keeps.
+            if let Some(w) = self.window(slot, None) {
+                w.kept_exchange = Some(exchange);
+            }
+        }
         let Some(post) = post.filter(|_| !denied) else {
             return false;
         };
@@ -583,11 +636,6 @@ impl World {
             }
         }
         self.deliver(slot, agent, exchange, &Kind::Call, post);
-        if agent.is_none() {
-            if let Some(w) = self.window(slot, None) {
-                w.kept_exchange = Some(exchange);
-            }
-        }
         true
     }
 
@@ -605,6 +653,7 @@ impl World {
         }
         if kill.is_some() {
             self.killed = true;
+            self.kill_step = true;
         }
         self.use_slot(slot);
         let inputs: Vec<(String, Value, String)> = calls
@@ -640,7 +689,7 @@ impl World {
         }
         if any {
             if let Some(w) = self.window(slot, agent) {
-                w.rounds += 1;
+                w.count_round(exchange, kill.is_some());
             }
         }
         self.answer_heartbeat(slot, agent, exchange);
