@@ -11,7 +11,8 @@
 //!   With an owner's session, the seed and carry it has not taken in yet go into it, as its
 //!   next hook would have done, and are removed. Without one, the seed and its carry become
 //!   one record, `sessions/.seeds/<pid>.ended.json`, when they know their conversation (a
-//!   later `--resume` of it goes on from there; `SessionStart` sweeps it with the stale seeds),
+//!   later `--resume` of it goes on from there; it is swept once 30 days old, Claude Code's own
+//!   retention of conversations),
 //!   and are removed. A seed or carry that does not parse is left for `preload doctor`.
 
 use std::fs;
