@@ -186,9 +186,28 @@ fn a_lock_appears_with_its_holder_inside() {
     let watcher = {
         let (dir, stop) = (dir.clone(), stop.clone());
         std::thread::spawn(move || {
+            use std::os::unix::fs::MetadataExt;
             let mut pidless = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if dir.is_dir() && !dir.join("pid").exists() && dir.is_dir() {
+                // One lock directory, looked at through its own descriptor: its `pid` is
+                // looked for in that directory, wherever a release moves it meanwhile, and it
+                // counts only while it is still the one at the lock's path (looking by path
+                // twice would take a lock released and the next one taken for one without a
+                // pid).
+                let Ok(instance) = fs::File::open(&dir) else {
+                    continue;
+                };
+                let has_pid = nix::sys::stat::fstatat(
+                    &instance,
+                    "pid",
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok();
+                let same = match (instance.metadata(), fs::metadata(&dir)) {
+                    (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+                    _ => false,
+                };
+                if !has_pid && same {
                     pidless += 1;
                 }
             }
