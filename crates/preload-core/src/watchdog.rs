@@ -15,7 +15,7 @@
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nix::libc;
@@ -25,6 +25,14 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 static ANSWER: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 /// Its length.
 static ANSWER_LEN: AtomicUsize = AtomicUsize::new(0);
+/// Whether a timer is armed (between [`arm`] and [`disarm`]).
+static ARMED: AtomicBool = AtomicBool::new(false);
+
+/// How long a call that has committed a write (a file marked delivered, a stash entry drained)
+/// may still take to print the answer it committed to: it releases a lock, appends to the log
+/// and writes one line, which takes far less, but a loaded machine can hold a process back
+/// for longer than [`crate::runner::GRACE`].
+pub const AFTER_COMMIT: Duration = Duration::from_secs(2);
 
 /// The signal handler: print the answer, end the process. Async-signal-safe: two atomic loads,
 /// `write`, `_exit`.
@@ -71,12 +79,49 @@ pub fn arm(after: Duration, answer: &[u8]) -> Result<(), WatchdogError> {
     let mut alarm = SigSet::empty();
     alarm.add(Signal::SIGALRM);
     alarm.thread_unblock()?;
+    ARMED.store(true, Ordering::Release);
     set_timer(after)
 }
 
 /// Stop the timer: from now on the caller answers.
 pub fn disarm() {
+    ARMED.store(false, Ordering::Release);
     let _ = set_timer(Duration::ZERO);
+}
+
+/// Run `publish` (the rename that commits a write; true when it did) so that the fail-open
+/// answer can no longer replace the answer the commit belongs to: the timer's signal is held
+/// back while it runs, and once something is committed the timer is set to [`AFTER_COMMIT`]
+/// and a signal that came meanwhile is taken, not delivered. Nothing committed: a signal that
+/// came is delivered as usual (the fail-open answer then matches what is on disk). Without an
+/// armed timer (the command line), just `publish`.
+pub fn committing(publish: impl FnOnce() -> std::io::Result<bool>) -> std::io::Result<bool> {
+    if !ARMED.load(Ordering::Acquire) {
+        return publish();
+    }
+    let mut alarm = SigSet::empty();
+    alarm.add(Signal::SIGALRM);
+    let held = alarm.thread_block().is_ok();
+    let published = publish();
+    if matches!(published, Ok(true)) {
+        let _ = set_timer(AFTER_COMMIT);
+        if held && alarm_pending() {
+            let _ = alarm.wait();
+        }
+    }
+    if held {
+        let _ = alarm.thread_unblock();
+    }
+    published
+}
+
+/// Whether a `SIGALRM` is pending (held back by the caller's mask).
+fn alarm_pending() -> bool {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: `sigpending` fills the set it is given; it is read only when the call succeeds.
+    let filled = unsafe { libc::sigpending(set.as_mut_ptr()) } == 0;
+    // SAFETY: filled by the successful call above.
+    filled && unsafe { libc::sigismember(set.as_ptr(), libc::SIGALRM) } == 1
 }
 
 /// One-shot `ITIMER_REAL` after `after` (zero stops it; anything shorter than a microsecond

@@ -142,14 +142,33 @@ pub fn write_atomic_with(
             sync_data(&file)?;
         }
         drop(file);
+        // From the last check to the rename, the hook's answer is bound to this write.
+        crate::watchdog::committing(|| publish(&temp, path, &options, still_ok, &mut kept))
+    })();
+    if !(kept || options.replace && matches!(result, Ok(true))) {
+        let _ = fs::remove_file(&temp);
+    }
+    result.map_err(failed)
+}
+
+/// Publish the written temporary `temp` as `path` when `still_ok` holds: true when published
+/// (`kept`: the held temporary was exchanged with the old file and stays as its spare).
+fn publish(
+    temp: &Path,
+    path: &Path,
+    options: &WriteOptions,
+    still_ok: impl FnOnce() -> bool,
+    kept: &mut bool,
+) -> io::Result<bool> {
+    {
         if !still_ok() {
             return Ok(false);
         }
         if options.replace {
             if options.held_temp {
-                match rename_with(&temp, path, Rename::Exchange) {
+                match rename_with(temp, path, Rename::Exchange) {
                     Ok(()) => {
-                        kept = true;
+                        *kept = true;
                         return Ok(true);
                     }
                     Err(err) if err.kind() != io::ErrorKind::NotFound && !is_unsupported(&err) => {
@@ -158,18 +177,14 @@ pub fn write_atomic_with(
                     Err(_) => {}
                 }
             }
-            return fs::rename(&temp, path).map(|()| true);
+            return fs::rename(temp, path).map(|()| true);
         }
-        match fs::hard_link(&temp, path) {
+        match fs::hard_link(temp, path) {
             Ok(()) => Ok(true),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(err) => Err(err),
         }
-    })();
-    if !(kept || options.replace && matches!(result, Ok(true))) {
-        let _ = fs::remove_file(&temp);
     }
-    result.map_err(failed)
 }
 
 /// How [`rename_with`] renames.

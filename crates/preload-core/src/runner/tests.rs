@@ -57,9 +57,33 @@ fn watchdog_child_sleeps_past_its_budget() {
     });
 }
 
+/// Not a test of its own: a hook process that commits a write within its budget, then is held
+/// back past the budget and the watchdog's grace (a loaded machine) before it answers; run by
+/// [`an_answer_committed_in_time_goes_out_however_late_it_is_printed`] in a child process.
+#[test]
+#[ignore = "run as a child process by the watchdog tests"]
+fn watchdog_child_commits_then_is_held_back() {
+    run("injections", HookEvent::PostToolUse, |_, _| {
+        let dir = tempfile::tempdir().map_err(|e| HookError::Other(e.to_string()))?;
+        std::thread::sleep(Duration::from_millis(40));
+        crate::state::save(&dir.path().join("s.json"), &crate::state::State::default())?;
+        std::thread::sleep(Duration::from_millis(250));
+        Ok(HookOutput::Context("COMMITTED".into()))
+    });
+}
+
 /// Run [`watchdog_child_sleeps_past_its_budget`] in a child process; its stdout, exit code and
 /// how long it took. `close_stdin`: write `{}` and close, else keep stdin open.
 fn watchdog_child(close_stdin: bool) -> (String, Option<i32>, Duration) {
+    child_run(
+        "runner::tests::watchdog_child_sleeps_past_its_budget",
+        close_stdin,
+    )
+}
+
+/// Run the ignored test `name` as a hook process with the budget [`CHILD_BUDGET_MS`]; its
+/// stdout, exit code and how long it took.
+fn child_run(name: &str, close_stdin: bool) -> (String, Option<i32>, Duration) {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let started = std::time::Instant::now();
@@ -67,7 +91,7 @@ fn watchdog_child(close_stdin: bool) -> (String, Option<i32>, Duration) {
         .args([
             "--ignored",
             "--exact",
-            "runner::tests::watchdog_child_sleeps_past_its_budget",
+            name,
             "--nocapture",
             "--test-threads=1",
         ])
@@ -116,6 +140,24 @@ fn a_handler_past_its_budget_is_answered_for_without_a_thread() {
         took < Duration::from_secs(5),
         "answered at the budget ({CHILD_BUDGET_MS} ms), not after the handler: {took:?}"
     );
+}
+
+/// The answer a call committed to (here a write made within the budget) goes out even when the
+/// process is held back past its budget and the grace before printing it: the fail-open answer
+/// would drop what the commit recorded as delivered.
+#[test]
+fn an_answer_committed_in_time_goes_out_however_late_it_is_printed() {
+    let (out, code, _) = child_run(
+        "runner::tests::watchdog_child_commits_then_is_held_back",
+        true,
+    );
+    assert_eq!(
+        out.matches("hookSpecificOutput").count(),
+        1,
+        "one answer: {out:?}"
+    );
+    assert!(out.contains("COMMITTED"), "the committed answer: {out:?}");
+    assert_eq!(code, Some(0));
 }
 
 #[test]
