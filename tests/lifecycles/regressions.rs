@@ -178,3 +178,33 @@ fn a_compaction_after_a_denied_call_keeps_nothing_of_the_call_before() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// A `/skill` prompt before any activation, then a compaction: the client puts the skill's
+/// SKILL.md back itself, and the owner's seed records it (and keeps the skills its process
+/// holds), so the activation that follows does not send it again.
+#[test]
+fn a_skill_loaded_before_activation_is_not_sent_again_after_a_compaction() {
+    let ops = vec![
+        Call(0, Read, 0),
+        SlashSkill(0, Implement),
+        Compact(0),
+        Activate(0, Implement),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A phase's long command goes out in parts, the first with the transition; a compaction
+/// keeps that call: the new window goes on with the next part instead of sending the first
+/// one again (the record notes how many first parts the call carried).
+#[test]
+fn a_compaction_after_a_first_part_goes_on_with_the_next() {
+    let ops = vec![
+        Activate(0, Implement),
+        Grow(crate::ops::Big::Interrogate, 1),
+        Phase(0, 0),
+        Compact(0),
+        Call(0, Ls, 0),
+        Call(0, Ls, 0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

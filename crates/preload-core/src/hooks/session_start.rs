@@ -254,11 +254,18 @@ fn window_seed(
                 .map(ledger::last_call_deliveries)
                 .unwrap_or_default();
             let mut seed = session::new_seed(ctx.owner_pid, &kept);
-            if let Some(record) = old
-                .as_ref()
-                .and_then(|o| o.get(fields::LAST_CALL_DELIVERIES))
-            {
-                seed.set(fields::LAST_CALL_DELIVERIES, record.clone());
+            if let Some(old) = &old {
+                ledger::go_on_with_parts(&mut seed, &ledger::last_call_parts(old));
+            }
+            // The call the client keeps, and the skills its process holds (put back now).
+            for key in [
+                fields::LAST_CALL_DELIVERIES,
+                fields::INVOKED_SKILLS,
+                fields::RELOADED_SKILLS,
+            ] {
+                if let Some(value) = old.as_ref().and_then(|o| o.get(key)) {
+                    seed.set(key, value.clone());
+                }
             }
             seed
         }
@@ -306,6 +313,8 @@ fn fill_session(
                 for file in &kept {
                     s.push_unique(fields::PRELOADED_FILES, file);
                 }
+                let begun = ledger::last_call_parts(s);
+                ledger::go_on_with_parts(s, &begun);
                 stamps::retain(s, &kept);
             } else {
                 // A new conversation, or one that does not go on: no call of it is kept.

@@ -11,46 +11,85 @@ use crate::state::State;
 /// answer `text`: several hooks of one call add to one record; a later call starts a new one. A
 /// later call that carried nothing ends the record of an earlier one: after a compaction the
 /// client keeps only the call in flight, so what an earlier call carried is not in the new
-/// context window. A file the call carried only some parts of (its last ones, completing what
-/// earlier calls began) is not noted: the new window would hold those parts alone.
+/// context window. A file the call carried only some parts of is not noted as a file: when they
+/// are its first parts, and its part progress says so, how many is noted (a compaction keeps
+/// them and the file goes on from there); its last ones alone are not noted at all.
 pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String], text: &str) {
     let Some(call) = call.filter(|c| !c.is_empty()) else {
         return;
     };
-    let partly = partly_held(text);
+    let cut = cut_files(text);
     let files: Vec<String> = files
         .iter()
-        .filter(|f| !partly.contains(f))
+        .filter(|f| !cut.iter().any(|(p, ..)| p == *f))
         .cloned()
         .collect();
-    let files = files.as_slice();
-    let same_call = s
-        .get(fields::LAST_CALL_DELIVERIES)
+    let progress = s.get(fields::PRELOAD_PARTS).cloned().unwrap_or_default();
+    let begun: Vec<(String, u64)> = cut
+        .into_iter()
+        .filter_map(|(path, _, first)| {
+            let done = progress.get(&path).and_then(Value::as_u64)?;
+            (first > 0 && done == first as u64).then_some((path, done))
+        })
+        .collect();
+    let record = s.get(fields::LAST_CALL_DELIVERIES);
+    let same_call = record
         .and_then(|r| r.get(fields::LAST_CALL_ID))
         .and_then(Value::as_str)
         == Some(call);
-    if files.is_empty() {
+    if files.is_empty() && begun.is_empty() {
         if !same_call {
             s.remove(fields::LAST_CALL_DELIVERIES);
         }
         return;
     }
-    let mut kept = if same_call {
-        s.get(fields::LAST_CALL_DELIVERIES)
-            .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
-            .unwrap_or_default()
-    } else {
-        Vec::new()
+    let (mut kept, mut parts) = match record.filter(|_| same_call) {
+        Some(r) => (
+            crate::state::strings_of(r.get(fields::LAST_CALL_FILES)),
+            r.get(fields::LAST_CALL_PARTS)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        None => (Vec::new(), serde_json::Map::new()),
     };
     for file in files {
-        if !kept.contains(file) {
-            kept.push(file.clone());
+        if !kept.contains(&file) {
+            kept.push(file);
         }
     }
-    s.set(
-        fields::LAST_CALL_DELIVERIES,
-        serde_json::json!({fields::LAST_CALL_ID: call, fields::LAST_CALL_FILES: kept}),
-    );
+    for (path, done) in begun {
+        parts.insert(path, Value::from(done));
+    }
+    let mut entry = serde_json::json!({fields::LAST_CALL_ID: call, fields::LAST_CALL_FILES: kept});
+    if !parts.is_empty() {
+        entry[fields::LAST_CALL_PARTS] = Value::Object(parts);
+    }
+    s.set(fields::LAST_CALL_DELIVERIES, entry);
+}
+
+/// Carry into a new context window `s` the files of which the call it keeps held the first
+/// parts (`kept`, from [`last_call_parts`]): their progress, and the rest queued.
+pub fn go_on_with_parts(s: &mut State, kept: &[(String, u64)]) {
+    for (path, done) in kept {
+        s.object_mut(fields::PRELOAD_PARTS)
+            .insert(path.clone(), Value::from(*done));
+        s.push_unique(fields::PENDING_PRELOADS, path);
+    }
+}
+
+/// The files of which the latest tool call carried the first parts, and how many.
+pub fn last_call_parts(s: &State) -> Vec<(String, u64)> {
+    s.get(fields::LAST_CALL_DELIVERIES)
+        .and_then(|r| r.get(fields::LAST_CALL_PARTS))
+        .and_then(Value::as_object)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|(p, n)| Some((p.clone(), n.as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
@@ -103,9 +142,10 @@ pub fn last_call_deliveries(s: &State) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The paths of which a text holds some labelled parts (`(part i/n)`) but not every one of the
-/// `n`: the rest went out, or goes out, with other answers.
-fn partly_held(text: &str) -> Vec<String> {
+/// The files of which a text holds some labelled parts (`(part i/n)`) but not every one of
+/// the `n`, each with how many parts it holds from the first on without a gap (0 when it does
+/// not hold the first): the rest went out, or goes out, with other answers.
+fn cut_files(text: &str) -> Vec<(String, usize, usize)> {
     let mut parts: Vec<(String, usize, Vec<usize>)> = Vec::new();
     for line in text.lines() {
         let Some(inner) = line
@@ -133,6 +173,9 @@ fn partly_held(text: &str) -> Vec<String> {
     parts
         .into_iter()
         .filter(|(_, n, seen)| !(1..=*n).all(|i| seen.contains(&i)))
-        .map(|(path, ..)| path)
+        .map(|(path, n, seen)| {
+            let first = (1..=n).take_while(|i| seen.contains(i)).count();
+            (path, n, first)
+        })
         .collect()
 }

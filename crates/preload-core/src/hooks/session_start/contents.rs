@@ -88,11 +88,12 @@ impl Plan<'_> {
                 requests.push(Request::new(key.as_str(), source.as_str()));
             }
         }
+        // The client puts back the skills it holds after a compaction, with a session or not.
+        if self.source == "compact" {
+            fill.batch = reinjected_by_client(ctx, state);
+        }
         let active = session_dir.filter(|_| is_live_lifecycle(state));
         if let Some(dir) = active {
-            if self.source == "compact" {
-                fill.batch = reinjected_by_client(ctx, state);
-            }
             requests.extend(skill_requests(ctx, state));
             requests.extend(artifact_requests(ctx, state, dir));
         }
