@@ -69,7 +69,8 @@ pub struct Window {
     /// Ordinary tool-call rounds that ran in this window (a parallel batch is one round).
     pub rounds: usize,
     /// Per round, the most characters one of its answers carried (`usize::MAX` for a round
-    /// whose hook was killed: its answer is discarded, the round gave the hooks no chance).
+    /// whose hook was killed, its answer discarded, or that streamed a long file's part: the
+    /// round gave the hooks no chance for what was queued behind).
     pub round_largest: Vec<usize>,
     /// The last exchange that was a tool call, or a resume's SessionStart (what a compaction
     /// keeps).
@@ -86,9 +87,18 @@ impl Window {
             .map(|e| e.text.chars().count())
             .max()
             .unwrap_or(0);
+        // A round that carried a part of a long file was busy streaming it: files queued behind
+        // it wait their turn (the queue is handed out in order).
+        let streaming = self
+            .entries
+            .iter()
+            .any(|e| e.exchange == exchange && e.text.contains(" (part "));
         self.rounds += 1;
-        self.round_largest
-            .push(if killed { usize::MAX } else { largest });
+        self.round_largest.push(if killed || streaming {
+            usize::MAX
+        } else {
+            largest
+        });
     }
 
     /// Whether no round from round `since` on had room for `chars` more characters in one

@@ -272,6 +272,20 @@ impl World {
         let mut windows: Vec<(Option<String>, Window)> = vec![(None, p.window.clone())];
         windows.extend(p.subs.iter().map(|(a, w)| (Some(a.clone()), w.clone())));
         let record = self.record_of(pid);
+        // A hook killed after its commit may also have taken a part of a long file with it
+        // (the one window): the file then never reaches this window whole.
+        if self.kill_step {
+            if let Some((_, state)) = &record {
+                let before = &self.parts_before[slot];
+                for (path, done) in state["preloadParts"].as_object().into_iter().flatten() {
+                    if done.as_u64() > before[path].as_u64() {
+                        self.steps
+                            .push(format!("      part lost in the one window: {path}"));
+                        self.lost.insert((slot, canon(path)));
+                    }
+                }
+            }
+        }
         for (agent, window) in &windows {
             let who = agent.as_ref().map_or_else(
                 || format!("slot {slot}"),
