@@ -208,3 +208,23 @@ fn a_compaction_after_a_first_part_goes_on_with_the_next() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// One process per event (`--dispatch`): the PostToolUse answer's shared budget cuts a claimed
+/// file to fit and stashes its other parts; a compaction keeps that call: the file stays in the
+/// new window and its other parts are still handed out, instead of the file sent whole again
+/// beside the part the window holds.
+#[test]
+fn under_dispatch_a_compaction_after_a_cut_stash_goes_on_with_its_parts() {
+    let ops = vec![
+        Grow(crate::ops::Big::ParseParameters, 1),
+        Activate(0, Implement),
+        Call(0, Read, 0),
+        SkillCall(0, Implement),
+        Compact(0),
+        Call(0, Ls, 0),
+        Call(0, Ls, 0),
+        Call(0, Ls, 0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -35,7 +35,13 @@ pub fn play(ops: &[Op]) -> Result<(), String> {
 /// [`play`], where every op must run (none skipped as making no sense at that point): for a
 /// regression whose sequence must reach its last step to mean anything.
 pub fn play_through(ops: &[Op]) -> Result<(), String> {
+    play_through_on(crate::common::Wiring::of_run(), ops)
+}
+
+/// [`play_through`] on `wiring`, whatever the run's.
+pub fn play_through_on(wiring: crate::common::Wiring, ops: &[Op]) -> Result<(), String> {
     let mut world = World::new();
+    world.sb.wiring = wiring;
     let all: Vec<Op> = std::iter::once(Op::Startup(0))
         .chain(ops.iter().cloned())
         .collect();

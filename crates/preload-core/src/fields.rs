@@ -127,6 +127,8 @@ pub const LAST_CALL_ID: &str = "toolUseId";
 pub const LAST_CALL_FILES: &str = "files";
 /// Its files of which it carried the first parts only: how many (`{path: parts}`).
 pub const LAST_CALL_PARTS: &str = "parts";
+/// Its files of which it carried the first parts of a cut whose other parts wait in the stash.
+pub const LAST_CALL_STASHED: &str = "stashed";
 /// Ours, in a carry: the files still owed to the context window.
 pub const OWED: &str = "owed";
 /// Ours: `{path: stamp}`, what each delivered file (or pack) was when it went out, so a

@@ -256,6 +256,7 @@ fn window_seed(
             let mut seed = session::new_seed(ctx.owner_pid, &kept);
             if let Some(old) = &old {
                 ledger::go_on_with_parts(&mut seed, &ledger::last_call_parts(old));
+                ledger::go_on_with_stashed_cuts(old, &mut seed);
             }
             // The call the client keeps, and the skills its process holds (put back now).
             for key in [
@@ -298,6 +299,7 @@ fn fill_session(
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
             let kept = ledger::last_call_deliveries(s);
+            let old = (plan.source == "compact").then(|| s.clone());
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .get(fields::PRELOADED_FILES)
@@ -315,6 +317,9 @@ fn fill_session(
                 }
                 let begun = ledger::last_call_parts(s);
                 ledger::go_on_with_parts(s, &begun);
+                if let Some(old) = &old {
+                    ledger::go_on_with_stashed_cuts(old, s);
+                }
                 stamps::retain(s, &kept);
             } else {
                 // A new conversation, or one that does not go on: no call of it is kept.

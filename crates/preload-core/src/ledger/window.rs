@@ -25,37 +25,53 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         .cloned()
         .collect();
     let progress = s.get(fields::PRELOAD_PARTS).cloned().unwrap_or_default();
-    let begun: Vec<(String, u64)> = cut
-        .into_iter()
-        .filter_map(|(path, _, first)| {
-            let done = progress.get(&path).and_then(Value::as_u64)?;
-            (first > 0 && done == first as u64).then_some((path, done))
-        })
+    let stash: Vec<String> = main_stash(s)
+        .iter()
+        .map(|e| stash_text(e).to_owned())
         .collect();
+    let mut begun: Vec<(String, u64)> = Vec::new();
+    let mut stashed: Vec<String> = Vec::new();
+    for (path, n, first) in cut.into_iter().filter(|(.., first)| *first > 0) {
+        if progress.get(&path).and_then(Value::as_u64) == Some(first as u64) {
+            begun.push((path, first as u64));
+        } else {
+            // A stashed text cut to fit one answer: its next part waits in the stash.
+            let next = format!("[Preloaded: {path} (part {}/{n})]", first + 1);
+            if stash.iter().any(|t| t.starts_with(&next)) {
+                stashed.push(path);
+            }
+        }
+    }
     let record = s.get(fields::LAST_CALL_DELIVERIES);
     let same_call = record
         .and_then(|r| r.get(fields::LAST_CALL_ID))
         .and_then(Value::as_str)
         == Some(call);
-    if files.is_empty() && begun.is_empty() {
+    if files.is_empty() && begun.is_empty() && stashed.is_empty() {
         if !same_call {
             s.remove(fields::LAST_CALL_DELIVERIES);
         }
         return;
     }
-    let (mut kept, mut parts) = match record.filter(|_| same_call) {
+    let (mut kept, mut parts, mut cut_stashed) = match record.filter(|_| same_call) {
         Some(r) => (
             crate::state::strings_of(r.get(fields::LAST_CALL_FILES)),
             r.get(fields::LAST_CALL_PARTS)
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
+            crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)),
         ),
-        None => (Vec::new(), serde_json::Map::new()),
+        None => (Vec::new(), serde_json::Map::new(), Vec::new()),
     };
     for file in files {
         if !kept.contains(&file) {
             kept.push(file);
+        }
+    }
+    for path in stashed {
+        if !cut_stashed.contains(&path) {
+            cut_stashed.push(path);
         }
     }
     for (path, done) in begun {
@@ -65,7 +81,45 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
     if !parts.is_empty() {
         entry[fields::LAST_CALL_PARTS] = Value::Object(parts);
     }
+    if !cut_stashed.is_empty() {
+        entry[fields::LAST_CALL_STASHED] = Value::from(cut_stashed);
+    }
     s.set(fields::LAST_CALL_DELIVERIES, entry);
+}
+
+/// The main agent's stash entries of `s`.
+fn main_stash(s: &State) -> Vec<&Value> {
+    s.get(fields::STASH)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| fields::StashEntry::agent_of(e).is_empty())
+        .collect()
+}
+
+/// The text of a stash entry.
+fn stash_text(entry: &Value) -> &str {
+    fields::StashEntry::content_of(entry)
+}
+
+/// Carry from the window `old` into the new one `s` (a compaction, `s` reset) the files whose
+/// first parts the kept call carried from a cut that waits in the stash: the file stays in
+/// context, and the stash entries of its other parts stay to be handed out.
+pub fn go_on_with_stashed_cuts(old: &State, s: &mut State) {
+    let cut = old
+        .get(fields::LAST_CALL_DELIVERIES)
+        .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)))
+        .unwrap_or_default();
+    for path in &cut {
+        let header = format!("[Preloaded: {path} (part ");
+        let rest: Vec<Value> = main_stash(old)
+            .into_iter()
+            .filter(|e| stash_text(e).starts_with(&header))
+            .cloned()
+            .collect();
+        s.array_mut(fields::STASH).extend(rest);
+        s.push_unique(fields::PRELOADED_FILES, path);
+    }
 }
 
 /// Carry into a new context window `s` the files of which the call it keeps held the first
