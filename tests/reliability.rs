@@ -1981,6 +1981,23 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
+    // Each new conversation of this owner replaced the window of the one before, which stays
+    // resumable as an ended record.
+    let ended: Vec<String> = left
+        .iter()
+        .filter(|n| n.ends_with(preload_core::session::ENDED_SUFFIX))
+        .cloned()
+        .collect();
+    assert_eq!(
+        ended,
+        ["sid-2", "sid-3", "sid-4"].map(|sid| format!(
+            "{}.{sid}{}",
+            sb.pid,
+            preload_core::session::ENDED_SUFFIX
+        )),
+        "the replaced conversations' windows"
+    );
+    left.retain(|n| !ended.contains(n));
     // The seed, and its carry (the conversation it serves, which the engine's activate drops).
     // (And the released lock the directory keeps for its next one.)
     assert_eq!(

@@ -228,3 +228,28 @@ fn under_dispatch_a_compaction_after_a_cut_stash_goes_on_with_its_parts() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// A conversation whose session a later conversation takes over (a new process activating it)
+/// is resumed: the window it held was kept when it was replaced, so the resume goes on from it
+/// and nothing it holds is sent again (a standard changed meanwhile goes out once, marked
+/// `(updated)`, instead of whole beside the old copy the transcript holds).
+#[test]
+fn a_conversation_whose_session_was_taken_over_is_resumed_without_resending() {
+    let ops = vec![
+        Activate(0, Do),
+        Startup(0),
+        Activate(0, Implement),
+        Exit(0),
+        Touch(5),
+        Resume(0, 0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// `/clear`, then `/resume` of the conversation before it: the window its seed held was kept
+/// when the clear replaced it.
+#[test]
+fn a_conversation_cleared_away_is_resumed_without_resending() {
+    let ops = vec![Call(0, Read, 0), Clear(0), Exit(0), Touch(5), Resume(0, 0)];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -390,42 +390,13 @@ impl World {
             return false;
         }
         let t = candidates[n % candidates.len()].clone();
-        // Open finding (docs/testing.md): when another window replaced the conversation's
-        // record (its session taken over by, or re-seeded for, another conversation), nothing
-        // tells a resume what it holds, and the standards go out again. Not generated until
-        // the record is kept.
-        if !self.product_knows(&t.conversation) {
-            return false;
-        }
+
         let mut p = self.spawn_process(t.conversation.clone(), t.window.clone());
         p.held_at_resume = client::held_after_resume(&t);
         p.reloaded.clone_from(&t.reloaded);
         self.procs[slot] = Some(p);
         self.session_start(slot, "resume");
         true
-    }
-
-    /// Whether a session state or a seed record of the product names `conversation`.
-    fn product_knows(&self, conversation: &str) -> bool {
-        let needle = format!("\"{conversation}\"");
-        let mut files: Vec<PathBuf> = Vec::new();
-        for dir in [self.sb.sessions.clone(), self.sb.sessions.join(".seeds")] {
-            for entry in fs::read_dir(&dir)
-                .into_iter()
-                .flatten()
-                .filter_map(Result::ok)
-            {
-                let path = entry.path();
-                files.push(if path.is_dir() {
-                    path.join(".state.json")
-                } else {
-                    path
-                });
-            }
-        }
-        files
-            .iter()
-            .any(|f| fs::read_to_string(f).is_ok_and(|t| t.contains(&needle)))
     }
 
     fn clear(&mut self, slot: usize) -> bool {

@@ -272,8 +272,12 @@ fn activate_state(
         let first = skill::first_phase(&phases).unwrap_or_else(|| "Phase 1: Setup".to_owned());
         s.set(fields::CURRENT_PHASE, json!(first));
     }
-    // A session taken over from another (dead) process starts a new context window.
+    // A session taken over from another (dead) process starts a new context window; the one it
+    // held stays resumable.
     if holder != Some(owner) {
+        if let Some(sessions) = dir.parent() {
+            ledger::archive_window(sessions, s, ctx.conversation.as_deref().unwrap_or(""));
+        }
         s.set(fields::PRELOADED_FILES, json!(session::core_seeds(ctx)));
         s.set(fields::PENDING_PRELOADS, json!([]));
         s.set(fields::TOUCHED_DIRS, json!({}));

@@ -180,7 +180,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        let mut seed = window_seed(ctx, &sessions, &source, resumed_seed.as_ref());
+        let mut seed = contents::window_seed(ctx, &sessions, &source, resumed_seed.as_ref());
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
@@ -229,51 +229,6 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     Ok(out)
 }
 
-/// The seed of a new context window with no session: a resumed conversation's seed, owned by
-/// this process; after a compaction, the files of the call the client keeps; else empty.
-fn window_seed(
-    ctx: &Context,
-    sessions: &Path,
-    source: &str,
-    resumed_seed: Option<&(PathBuf, State)>,
-) -> State {
-    match resumed_seed {
-        Some((_, old)) => {
-            let mut seed = old.clone();
-            session::own_seed(&mut seed, ctx.owner_pid);
-            ledger::skills_held_at_start(&mut seed, source);
-            seed
-        }
-        // The client keeps the tool call a compaction happened after, with what the hooks
-        // added to it (as `fill_session` keeps them for a session): those files are in the
-        // new context window from its start.
-        None if source == "compact" => {
-            let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
-            let kept = old
-                .as_ref()
-                .map(ledger::last_call_deliveries)
-                .unwrap_or_default();
-            let mut seed = session::new_seed(ctx.owner_pid, &kept);
-            if let Some(old) = &old {
-                ledger::go_on_with_parts(&mut seed, &ledger::last_call_parts(old));
-                ledger::go_on_with_stashed_cuts(old, &mut seed);
-            }
-            // The call the client keeps, and the skills its process holds (put back now).
-            for key in [
-                fields::LAST_CALL_DELIVERIES,
-                fields::INVOKED_SKILLS,
-                fields::RELOADED_SKILLS,
-            ] {
-                if let Some(value) = old.as_ref().and_then(|o| o.get(key)) {
-                    seed.set(key, value.clone());
-                }
-            }
-            seed
-        }
-        None => session::new_seed(ctx.owner_pid, &[]),
-    }
-}
-
 /// Re-seed (or, on resume, go on with) the session in `dir` and fill `packer`, in one locked
 /// write. `None` when the state is corrupt or locked: it is left as it is, and the seed carries
 /// this context window.
@@ -296,6 +251,10 @@ fn fill_session(
         if goes_on {
             s.set(fields::PID, json!(ctx.owner_pid));
         } else {
+            // Another conversation's window, replaced here, stays resumable.
+            if let Some(sessions) = dir.parent() {
+                ledger::archive_window(sessions, s, conversation);
+            }
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
             let kept = ledger::last_call_deliveries(s);

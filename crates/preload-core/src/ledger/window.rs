@@ -2,10 +2,14 @@
 //! a resume's SessionStart) carried, which a compaction keeps, and the skills the client process
 //! holds.
 
+use std::fs;
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::fields;
-use crate::state::State;
+use crate::session::{self, SEEDING};
+use crate::state::{self, State};
 
 /// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files` in its
 /// answer `text`: several hooks of one call add to one record; a later call starts a new one. A
@@ -232,4 +236,57 @@ fn cut_files(text: &str) -> Vec<(String, usize, usize)> {
             (path, n, first)
         })
         .collect()
+}
+
+/// The fields of a context window's record that a `--resume` of its conversation goes on from.
+const WINDOW_FIELDS: [&str; 12] = [
+    fields::SESSION_ID,
+    fields::PRELOADED_FILES,
+    fields::PENDING_PRELOADS,
+    fields::TOUCHED_DIRS,
+    fields::PRELOAD_PARTS,
+    fields::PRELOADED_STAMPS,
+    fields::STASH,
+    fields::INVOKED_SKILLS,
+    fields::RELOADED_SKILLS,
+    fields::LAST_CALL_DELIVERIES,
+    fields::DISCOVERED_CHECKLISTS,
+    fields::INJECTED_RULES,
+];
+
+/// Keep the record of the context window `s` holds (a session's or a seed's) when another window
+/// replaces it there (`/clear`, a new conversation taking the session over): as an ended record
+/// (`<sessions>/.seeds/<pid>.<conversation>.ended.json`, the owner left out) that a later
+/// `--resume` of its conversation goes on from, as from a process's ended seed. Nothing when the
+/// window names no conversation, or `conversation` is its own.
+pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
+    let Some(old) = s
+        .str(fields::SESSION_ID)
+        .filter(|c| !c.is_empty() && *c != conversation)
+    else {
+        return;
+    };
+    let safe: String = old
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let pid = s.pid(fields::PID).unwrap_or(0);
+    let mut record = State::default();
+    record.set(fields::LIFECYCLE, Value::from(SEEDING));
+    for key in WINDOW_FIELDS {
+        if let Some(value) = s.get(key) {
+            record.set(key, value.clone());
+        }
+    }
+    let seeds = sessions.join(session::SEEDS_DIR);
+    if fs::create_dir_all(&seeds).is_ok() {
+        let path = seeds.join(format!("{pid}.{safe}{}", session::ENDED_SUFFIX));
+        let _ = state::save(&path, &record);
+    }
 }

@@ -18,6 +18,7 @@ use crate::env;
 use crate::fields::{self, StashEntry};
 use crate::file;
 use crate::heartbeat;
+use crate::ledger;
 use crate::packs::Moment;
 use crate::preload::{self, Audience, Batch, Mode, Outcome, Request};
 use crate::session;
@@ -281,4 +282,56 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
         out.push(Request::new(dialogue.to_string_lossy(), "session-artifact"));
     }
     out
+}
+
+/// The seed of a new context window with no session: a resumed conversation's seed, owned by
+/// this process; after a compaction, the files of the call the client keeps; else empty.
+pub(super) fn window_seed(
+    ctx: &Context,
+    sessions: &Path,
+    source: &str,
+    resumed_seed: Option<&(PathBuf, State)>,
+) -> State {
+    match resumed_seed {
+        Some((_, old)) => {
+            let mut seed = old.clone();
+            session::own_seed(&mut seed, ctx.owner_pid);
+            ledger::skills_held_at_start(&mut seed, source);
+            seed
+        }
+        // The client keeps the tool call a compaction happened after, with what the hooks
+        // added to it (as `fill_session` keeps them for a session): those files are in the
+        // new context window from its start.
+        None if source == "compact" => {
+            let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
+            let kept = old
+                .as_ref()
+                .map(ledger::last_call_deliveries)
+                .unwrap_or_default();
+            let mut seed = session::new_seed(ctx.owner_pid, &kept);
+            if let Some(old) = &old {
+                ledger::go_on_with_parts(&mut seed, &ledger::last_call_parts(old));
+                ledger::go_on_with_stashed_cuts(old, &mut seed);
+            }
+            // The call the client keeps, and the skills its process holds (put back now).
+            let carried = [
+                fields::LAST_CALL_DELIVERIES,
+                fields::INVOKED_SKILLS,
+                fields::RELOADED_SKILLS,
+            ];
+            for key in carried {
+                if let Some(value) = old.as_ref().and_then(|o| o.get(key)) {
+                    seed.set(key, value.clone());
+                }
+            }
+            seed
+        }
+        None => {
+            // `/clear` in this process: the window its seed held stays resumable.
+            if let Ok(old) = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)) {
+                ledger::archive_window(sessions, &old, ctx.conversation.as_deref().unwrap_or(""));
+            }
+            session::new_seed(ctx.owner_pid, &[])
+        }
+    }
 }
