@@ -253,3 +253,38 @@ fn a_conversation_cleared_away_is_resumed_without_resending() {
     let ops = vec![Call(0, Read, 0), Clear(0), Exit(0), Touch(5), Resume(0, 0)];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// A new process takes over a session whose old process had loaded its skill: the skills (and
+/// the latest call) of the old process's client are not the new one's, so after a compaction
+/// the new window is not counted as holding SKILL.md the new client never put back.
+#[test]
+fn a_session_taken_over_does_not_count_the_old_clients_skills() {
+    let ops = vec![
+        Activate(0, Implement),
+        SlashSkill(0, Implement),
+        Startup(0),
+        Activate(0, Implement),
+        SkillCall(0, Do),
+        Compact(0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A conversation resumed once, then cleared away in that process, then resumed again by a new
+/// one: the session it worked in now serves another conversation (its counters' transcript
+/// still names the first), so the resume goes on from the window kept at the clear, not from
+/// that session.
+#[test]
+fn a_conversation_resumed_after_its_session_moved_on_finds_its_own_window() {
+    let ops = vec![
+        Activate(0, Test),
+        Phase(0, 0),
+        Startup(0),
+        Resume(0, 2),
+        Call(0, Read, 0),
+        Clear(0),
+        Startup(0),
+        Resume(0, 1),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -272,18 +272,9 @@ fn activate_state(
         let first = skill::first_phase(&phases).unwrap_or_else(|| "Phase 1: Setup".to_owned());
         s.set(fields::CURRENT_PHASE, json!(first));
     }
-    // A session taken over from another (dead) process starts a new context window; the one it
-    // held stays resumable.
+    // A session taken over from another (dead) process starts a new context window.
     if holder != Some(owner) {
-        if let Some(sessions) = dir.parent() {
-            ledger::archive_window(sessions, s, ctx.conversation.as_deref().unwrap_or(""));
-        }
-        s.set(fields::PRELOADED_FILES, json!(session::core_seeds(ctx)));
-        s.set(fields::PENDING_PRELOADS, json!([]));
-        s.set(fields::TOUCHED_DIRS, json!({}));
-        s.set(fields::STASH, json!([]));
-        s.remove(fields::PRELOAD_PARTS);
-        s.remove(fields::SESSION_ID);
+        start_window(ctx, dir, s);
     }
     for (key, value) in [
         (fields::PRELOADED_FILES, json!(session::core_seeds(ctx))),
@@ -304,6 +295,28 @@ fn activate_state(
         phase: s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned(),
         approved_again,
     })
+}
+
+/// A session taken over from another (dead) process: a new context window, with the one it
+/// held kept resumable.
+fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
+    if let Some(sessions) = dir.parent() {
+        ledger::archive_window(sessions, s, ctx.conversation.as_deref().unwrap_or(""));
+    }
+    s.set(fields::PRELOADED_FILES, json!(session::core_seeds(ctx)));
+    s.set(fields::PENDING_PRELOADS, json!([]));
+    s.set(fields::TOUCHED_DIRS, json!({}));
+    s.set(fields::STASH, json!([]));
+    for key in [
+        fields::PRELOAD_PARTS,
+        fields::SESSION_ID,
+        // What the old process's client held: its skills, its latest call.
+        fields::INVOKED_SKILLS,
+        fields::RELOADED_SKILLS,
+        fields::LAST_CALL_DELIVERIES,
+    ] {
+        s.remove(key);
+    }
 }
 
 /// The static fields of a skill, template and mode paths made absolute.

@@ -144,12 +144,19 @@ impl Seeker<'_> {
                     last_known = Some(dir.to_path_buf());
                 }
             }
+            // The conversation the state records is the answer; its counters' transcript only
+            // stands in for one it does not record (a state the engine wrote), since it stays
+            // behind when another conversation takes the session over.
             let same_conversation = self.conversation.is_some()
-                && (state.str(fields::SESSION_ID) == self.conversation
-                    || state
-                        .str(fields::PRIMARY_TRANSCRIPT_KEY)
-                        .and_then(transcript_conversation)
-                        == self.conversation);
+                && match state.str(fields::SESSION_ID) {
+                    Some(id) => Some(id) == self.conversation,
+                    None => {
+                        state
+                            .str(fields::PRIMARY_TRANSCRIPT_KEY)
+                            .and_then(transcript_conversation)
+                            == self.conversation
+                    }
+                };
             if by_conversation.is_none()
                 && same_conversation
                 && state.pid(fields::PID).is_none_or(|p| !process::is_alive(p))
