@@ -266,10 +266,21 @@ impl Sandbox {
     /// `timeout 30`), which starts binary `name` as its own child: a hook whose parent is not
     /// the client, as a user's wrapper or supervisor makes it.
     pub fn command_through(&self, wrapper: &[&str], name: &str) -> Command {
+        let mut cmd = Command::from_std(self.std_command_through(wrapper, name));
+        cmd.timeout(Duration::from_secs(30));
+        cmd
+    }
+
+    /// [`Sandbox::command`] as the standard library's command (to spawn, or kill, it yourself).
+    pub fn std_command(&self, name: &str) -> std::process::Command {
+        self.std_command_through(&[], name)
+    }
+
+    fn std_command_through(&self, wrapper: &[&str], name: &str) -> std::process::Command {
         let mut cmd = match wrapper.split_first() {
-            None => Command::new(bin(name)),
+            None => std::process::Command::new(bin(name)),
             Some((program, args)) => {
-                let mut cmd = Command::new(program);
+                let mut cmd = std::process::Command::new(program);
                 cmd.args(args).arg(bin(name));
                 cmd
             }
@@ -281,8 +292,7 @@ impl Sandbox {
             .env(env::PRELOAD_TEST_LOG, &self.log)
             .env(env::CLAUDE_SESSION_CACHE_DIR, self.tmp.path())
             .env(env::TMPDIR, self.tmp.path())
-            .current_dir(&self.project)
-            .timeout(Duration::from_secs(30));
+            .current_dir(&self.project);
         // The hooks' budget; the command line (`preload timings` reports the defaults) keeps
         // what the user has.
         if name != "preload" {

@@ -3,13 +3,12 @@
 //! event at once, each a real process; one of them optionally killed mid-call.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use preload_core::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, Wiring, bin};
+use crate::common::{Answer, Sandbox, Wiring};
 
 /// A registration: binary and arguments.
 pub type Reg = (&'static str, Vec<String>);
@@ -109,16 +108,8 @@ fn run_one(sb: &Sandbox, r: &Reg, input: &Value, kill: Option<Duration>) -> Opti
     let Some(delay) = kill else {
         return Some(sb.run_args(r.0, &args, input.clone()));
     };
-    let mut cmd = Command::new(bin(r.0));
-    cmd.env_clear()
-        .env(env::HOME, &sb.home)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
-        .env(env::PRELOAD_TEST_LOG, &sb.log)
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sb.root())
-        .env(env::TMPDIR, sb.root())
-        .current_dir(&sb.project)
-        .args(&args)
+    let mut cmd = sb.std_command(r.0);
+    cmd.args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

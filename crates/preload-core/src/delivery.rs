@@ -94,18 +94,21 @@ pub fn header_path(inner: &str) -> &str {
     }
 }
 
+/// The insides of the `[Preloaded: …]` header lines of a text (`<path>[ (<note>)][ (part i/n)]`),
+/// in order.
+pub fn headers(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        line.strip_prefix("[Preloaded: ")
+            .and_then(|l| l.strip_suffix(']'))
+    })
+}
+
 /// The paths named by the `[Preloaded: <path>]` headers of a text (with a note or a part
 /// label, `[Preloaded: <path> (updated)]`, `[Preloaded: <path> (part i/n)]`), in order, each
 /// once.
 pub fn block_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let Some(inner) = line
-            .strip_prefix("[Preloaded: ")
-            .and_then(|l| l.strip_suffix(']'))
-        else {
-            continue;
-        };
+    for inner in headers(text) {
         let path = header_path(inner);
         if !out.iter().any(|p| p == path) {
             out.push(path.to_owned());

@@ -205,13 +205,7 @@ pub fn last_call_deliveries(s: &State) -> Vec<String> {
 /// not hold the first): the rest went out, or goes out, with other answers.
 fn cut_files(text: &str) -> Vec<(String, usize, usize)> {
     let mut parts: Vec<(String, usize, Vec<usize>)> = Vec::new();
-    for line in text.lines() {
-        let Some(inner) = line
-            .strip_prefix("[Preloaded: ")
-            .and_then(|l| l.strip_suffix(']'))
-        else {
-            continue;
-        };
+    for inner in crate::delivery::headers(text) {
         let Some((_, label)) = inner.rsplit_once(" (part ") else {
             continue;
         };
