@@ -52,10 +52,17 @@ fn malformed_stdin_fails_open_for_the_event() {
 #[test]
 fn a_wiring_mistake_says_why_on_stderr_and_blocks_nothing() {
     let sb = Sandbox::bare();
-    for args in [
-        &[][..],
-        &["pretooluse"],
-        &["SessionStart", "--chunk", "9/2"],
+    for (args, why) in [
+        (&[][..], "no event given"),
+        (
+            &["pretooluse"][..],
+            "unknown event \"pretooluse\" (one of: SessionStart, ",
+        ),
+        (&["Nope"][..], "unknown event \"Nope\""),
+        (
+            &["SessionStart", "--chunk", "9/2"][..],
+            "bad --chunk value \"9/2\"",
+        ),
     ] {
         let out = sb
             .command(BIN)
@@ -65,7 +72,9 @@ fn a_wiring_mistake_says_why_on_stderr_and_blocks_nothing() {
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing reaches the model");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: preload-dispatch"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{args:?}: says what is wrong: {err}");
+        assert!(err.contains("Usage: preload-dispatch"));
     }
     let out = sb.command(BIN).arg("--help").output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();

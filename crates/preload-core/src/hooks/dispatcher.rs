@@ -167,11 +167,20 @@ pub fn main(routes: &[Route]) -> ExitCode {
     }
     let event = args.first().and_then(|name| HookEvent::from_name(name));
     let chunk = start_cache::parse_chunk(args.get(1..).unwrap_or_default());
-    if let (Some(event), Ok(chunk)) = (event, chunk) {
-        compose::run_all(event, &plan(routes, event, chunk))
+    if let (Some(event), Ok(chunk)) = (event, &chunk) {
+        compose::run_all(event, &plan(routes, event, *chunk))
     } else {
-        // A wiring mistake: the usage on stderr (stdout would reach the model on some events);
-        // exit 1 never blocks anything in Claude Code.
+        // A wiring mistake: what is wrong and the usage on stderr (stdout would reach the
+        // model on some events); exit 1 never blocks anything in Claude Code.
+        match (args.first(), event, chunk) {
+            (None, ..) => eprintln!("preload-dispatch: no event given"),
+            (Some(name), None, _) => eprintln!(
+                "preload-dispatch: unknown event {name:?} (one of: {})",
+                HookEvent::ALL.map(HookEvent::name).join(", ")
+            ),
+            (_, _, Err(err)) => eprintln!("preload-dispatch: {err}"),
+            _ => {}
+        }
         eprintln!("{HELP}");
         ExitCode::from(1)
     }
