@@ -440,3 +440,29 @@ fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
     }
     crate::common::assert_shown_recorded(&text, &state);
 }
+
+/// A hook given another event's input (a wiring mistake) answers nothing and writes nothing:
+/// SessionStart's text never goes out with a tool call, and the guard engine says nothing
+/// about a SessionStart.
+#[test]
+fn a_hook_given_another_events_input_answers_nothing() {
+    let sb = Sandbox::new();
+    let tool = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}});
+    for args in [&[][..], &["--chunk", "0/32"][..]] {
+        let answer = sb.run_args("preload-session-start", args, tool.clone());
+        assert_eq!(answer.code, 0);
+        assert_eq!(answer.stdout, "", "{args:?}");
+    }
+    assert!(!sb.seed_path().exists(), "no seed written");
+    let start = json!({"hook_event_name": "SessionStart", "source": "startup"});
+    let answer = sb.run("preload-overflow", start);
+    assert_eq!((answer.code, answer.stdout.as_str()), (0, ""));
+    // Its own event's input still gets its answer.
+    let answer = sb.run("preload-overflow", tool);
+    assert!(
+        answer.stdout.contains("\"permissionDecision\""),
+        "{}",
+        answer.stdout
+    );
+}

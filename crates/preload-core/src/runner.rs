@@ -301,6 +301,11 @@ where
         return ExitCode::SUCCESS;
     }
     let output = match HookInput::read_from(std::io::stdin().lock()) {
+        // Another event's input (a wiring mistake): this hook has nothing to say to it.
+        Ok(input) if input.event_name().is_some_and(|name| name != event.name()) => {
+            debug_note(&env, hook, "input of another event: nothing to answer");
+            HookOutput::Silent
+        }
         Ok(input) => {
             let ctx = Context::new(env.clone(), hook, &input, budget);
             let _ = watchdog::arm(budget + GRACE, fallback.as_bytes());
