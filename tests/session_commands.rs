@@ -60,7 +60,7 @@ fn a_skipped_phase_is_refused_and_nothing_changes() {
     assert_eq!(
         err,
         format!(
-            "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: engine session phase {d} \"2.4: Close\" --user-approved \"Reason: ...\"\n",
+            "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: preload phase {d} \"2.4: Close\" --user-approved \"Reason: ...\"\n",
             d = dir(&sb)
         )
     );
@@ -269,7 +269,7 @@ fn switching_branches_and_going_back_are_refused() {
     assert_eq!(
         err,
         format!(
-            "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: engine session phase {d} \"4: [NextPhase]\"\n\n  To proceed: engine session phase {d} \"3.B: Beta\" --user-approved \"Reason: ...\"\n"
+            "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: preload phase {d} \"4: [NextPhase]\"\n\n  To proceed: preload phase {d} \"3.B: Beta\" --user-approved \"Reason: ...\"\n"
         )
     );
     let (code, _, _) = run(&sb, &["phase", "sessions/t", "4.2: Two"], "");

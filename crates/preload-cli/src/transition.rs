@@ -296,7 +296,8 @@ impl fmt::Display for Rejection {
     }
 }
 
-/// The engine's refusal of an unapproved transition.
+/// The engine's refusal of an unapproved transition, its hints naming `preload phase` (the
+/// command that refused).
 pub fn rejection(judgement: &Judgement, current: &str, requested: &str, dir: &Path) -> String {
     let (cur, req) = (&judgement.current, &judgement.requested);
     let dir = dir.display();
@@ -308,7 +309,7 @@ pub fn rejection(judgement: &Judgement, current: &str, requested: &str, dir: &Pa
              Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential \
              steps.\n  \
              You are in branch {cur} — switching to {req} requires explicit approval.\n  \
-             To exit this branch: engine session phase {dir} \"{}: [NextPhase]\"\n",
+             To exit this branch: preload phase {dir} \"{}: [NextPhase]\"\n",
             next_major(major_of(cur))
         );
     } else {
@@ -324,7 +325,7 @@ pub fn rejection(judgement: &Judgement, current: &str, requested: &str, dir: &Pa
     }
     let _ = write!(
         text,
-        "\n  To proceed: engine session phase {dir} \"{requested}\" --user-approved \"Reason: ...\""
+        "\n  To proceed: preload phase {dir} \"{requested}\" --user-approved \"Reason: ...\""
     );
     text
 }

@@ -147,7 +147,7 @@ fn rejections_read_as_the_engine_writes_them() {
     let j = judge(&phases, "0: Setup", "2.4: Close").unwrap();
     assert_eq!(
         rejection(&j, "0: Setup", "2.4: Close", dir),
-        "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: engine session phase /p/sessions/s \"2.4: Close\" --user-approved \"Reason: ...\""
+        "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: preload phase /p/sessions/s \"2.4: Close\" --user-approved \"Reason: ...\""
     );
     let j = judge(&phases, "3.B: x", "3.A: y").unwrap();
     assert!(j.next.is_none());
@@ -155,7 +155,7 @@ fn rejections_read_as_the_engine_writes_them() {
     let j = judge(&phases, "3.A: x", "3.B: y").unwrap();
     assert_eq!(
         rejection(&j, "3.A: x", "3.B: y", dir),
-        "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: engine session phase /p/sessions/s \"4: [NextPhase]\"\n\n  To proceed: engine session phase /p/sessions/s \"3.B: y\" --user-approved \"Reason: ...\""
+        "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: preload phase /p/sessions/s \"4: [NextPhase]\"\n\n  To proceed: preload phase /p/sessions/s \"3.B: y\" --user-approved \"Reason: ...\""
     );
     let nameless = vec![json!({"label": "0"}), json!({"label": "5"})];
     let j = judge(&nameless, "0: x", "4.1: y").unwrap();
