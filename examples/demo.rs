@@ -503,8 +503,9 @@ impl Demo {
             drained += 1;
         }
         if drained > 0 {
+            let calls = if drained == 1 { "call" } else { "calls" };
             self.notes.push(format!(
-                "{drained} more tool calls delivered what was still queued"
+                "{drained} more tool {calls} delivered what was still queued"
             ));
         }
         self.fire("Stop", None, json!({"stop_hook_active": false}));
