@@ -288,3 +288,17 @@ fn a_conversation_resumed_after_its_session_moved_on_finds_its_own_window() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// A sub-agent loads a skill before the main agent activates a session: the activation takes
+/// the sub-agent's own record in with the seed, so the sub-agent's next call does not get the
+/// skill's phase 0 commands again.
+#[test]
+fn a_sub_agents_record_moves_into_the_session_at_activation() {
+    let ops = vec![
+        Subagent(0, 0),
+        SubSkill(0, 0, Implement),
+        Activate(0, Implement),
+        SubCall(0, 0, Read, 0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

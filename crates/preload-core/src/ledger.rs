@@ -313,6 +313,21 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     if let Some(Value::Array(entries)) = record.get(fields::STASH) {
         s.array_mut(fields::STASH).extend(entries.iter().cloned());
     }
+    // The sub-agents' own records go with the window they are part of.
+    for (key, value) in &record.0 {
+        let sub_agents = [
+            fields::PRELOADED_FILES,
+            fields::PRELOAD_PARTS,
+            fields::PENDING_PRELOADS,
+        ];
+        if sub_agents
+            .iter()
+            .any(|base| fields::is_sub_agent_key(key, base))
+            && s.get(key).is_none()
+        {
+            s.set(key, value.clone());
+        }
+    }
     if s.get(fields::SESSION_ID).is_none() {
         if let Some(id) = record.get(fields::SESSION_ID) {
             s.set(fields::SESSION_ID, id.clone());
