@@ -341,22 +341,26 @@ impl World {
         true
     }
 
-    fn exit(&mut self, slot: usize) -> bool {
-        if self.procs[slot].is_none() {
-            return false;
-        }
-        self.use_slot(slot);
-        let answers = hooks::event(
-            &self.sb,
-            "SessionEnd",
-            json!({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
-            None,
-        );
+    /// Run `event`, whose answers reach no window, checking each against the contract.
+    fn event_outside_windows(&mut self, event: &str, input: Value) -> Vec<(String, Answer)> {
+        let answers = hooks::event(&self.sb, event, input, None);
         for (label, answer) in &answers {
             for problem in invariants::answer_problems(answer) {
                 self.problems.push(format!("{label}: {problem}"));
             }
         }
+        answers
+    }
+
+    fn exit(&mut self, slot: usize) -> bool {
+        if self.procs[slot].is_none() {
+            return false;
+        }
+        self.use_slot(slot);
+        self.event_outside_windows(
+            "SessionEnd",
+            json!({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
+        );
         let mut p = self.procs[slot].take().unwrap();
         let _ = p.child.kill();
         let _ = p.child.wait();
@@ -431,17 +435,10 @@ impl World {
             return false;
         }
         self.use_slot(slot);
-        let answers = hooks::event(
-            &self.sb,
+        let answers = self.event_outside_windows(
             "PreCompact",
             json!({"hook_event_name": "PreCompact", "trigger": "auto"}),
-            None,
         );
-        for (label, answer) in &answers {
-            for problem in invariants::answer_problems(answer) {
-                self.problems.push(format!("{label}: {problem}"));
-            }
-        }
         if answers.iter().any(|(_, a)| a.top_decision() == "block") {
             self.steps
                 .push("  (PreCompact blocked the compaction)".into());
