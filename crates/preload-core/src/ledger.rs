@@ -30,8 +30,7 @@ use crate::state::{self, State, StateError};
 
 mod window;
 pub use window::{
-    archive_window, go_on_with_parts, go_on_with_stashed_cuts, last_call_deliveries,
-    last_call_parts, note_call_deliveries, note_start_deliveries, skills_held_at_start,
+    KeptCall, archive_window, note_call_deliveries, note_start_deliveries, skills_held_at_start,
 };
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.

@@ -257,8 +257,7 @@ fn fill_session(
             }
             // The client keeps the tool call a compaction happened after, with what the hooks
             // added to it: those files are in the new context window from its start.
-            let kept = ledger::last_call_deliveries(s);
-            let old = (plan.source == "compact").then(|| s.clone());
+            let kept = ledger::KeptCall::of(s);
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .get(fields::PRELOADED_FILES)
@@ -271,15 +270,8 @@ fn fill_session(
                 .collect();
             reset(s);
             if plan.source == "compact" {
-                for file in &kept {
-                    s.push_unique(fields::PRELOADED_FILES, file);
-                }
-                let begun = ledger::last_call_parts(s);
-                ledger::go_on_with_parts(s, &begun);
-                if let Some(old) = &old {
-                    ledger::go_on_with_stashed_cuts(old, s);
-                }
-                stamps::retain(s, &kept);
+                kept.carry_into(s);
+                stamps::retain(s, &kept.files);
             } else {
                 // A new conversation, or one that does not go on: no call of it is kept.
                 stamps::retain(s, &[]);

@@ -28,24 +28,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         .filter(|f| !cut.iter().any(|(p, ..)| p == *f))
         .cloned()
         .collect();
-    let progress = s.get(fields::PRELOAD_PARTS).cloned().unwrap_or_default();
-    let stash: Vec<String> = main_stash(s)
-        .iter()
-        .map(|e| stash_text(e).to_owned())
-        .collect();
-    let mut begun: Vec<(String, u64)> = Vec::new();
-    let mut stashed: Vec<String> = Vec::new();
-    for (path, n, first) in cut.into_iter().filter(|(.., first)| *first > 0) {
-        if progress.get(&path).and_then(Value::as_u64) == Some(first as u64) {
-            begun.push((path, first as u64));
-        } else {
-            // A stashed text cut to fit one answer: its next part waits in the stash.
-            let next = format!("[Preloaded: {path} (part {}/{n})]", first + 1);
-            if stash.iter().any(|t| t.starts_with(&next)) {
-                stashed.push(path);
-            }
-        }
-    }
+    let (begun, stashed) = first_parts(s, cut);
     let record = s.get(fields::LAST_CALL_DELIVERIES);
     let same_call = record
         .and_then(|r| r.get(fields::LAST_CALL_ID))
@@ -91,6 +74,31 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
     s.set(fields::LAST_CALL_DELIVERIES, entry);
 }
 
+/// Of the files `cut` (from [`cut_files`]) whose first parts an answer held: those whose part
+/// progress in `s` says so, with how many; and those whose next part waits in the main agent's
+/// stash (a stashed text cut to fit one answer).
+fn first_parts(s: &State, cut: Vec<(String, usize, usize)>) -> (Vec<(String, u64)>, Vec<String>) {
+    let (mut begun, mut stashed) = (Vec::new(), Vec::new());
+    for (path, n, first) in cut.into_iter().filter(|(.., first)| *first > 0) {
+        let done = s
+            .get(fields::PRELOAD_PARTS)
+            .and_then(|p| p.get(&path))
+            .and_then(Value::as_u64);
+        if done == Some(first as u64) {
+            begun.push((path, first as u64));
+        } else {
+            let next = format!("[Preloaded: {path} (part {}/{n})]", first + 1);
+            if main_stash(s)
+                .iter()
+                .any(|e| stash_text(e).starts_with(&next))
+            {
+                stashed.push(path);
+            }
+        }
+    }
+    (begun, stashed)
+}
+
 /// The main agent's stash entries of `s`.
 fn main_stash(s: &State) -> Vec<&Value> {
     s.get(fields::STASH)
@@ -106,48 +114,73 @@ fn stash_text(entry: &Value) -> &str {
     fields::StashEntry::content_of(entry)
 }
 
-/// Carry from the window `old` into the new one `s` (a compaction, `s` reset) the files whose
-/// first parts the kept call carried from a cut that waits in the stash: the file stays in
-/// context, and the stash entries of its other parts stay to be handed out.
-pub fn go_on_with_stashed_cuts(old: &State, s: &mut State) {
-    let cut = old
-        .get(fields::LAST_CALL_DELIVERIES)
-        .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)))
-        .unwrap_or_default();
-    for path in &cut {
-        let header = format!("[Preloaded: {path} (part ");
-        let rest: Vec<Value> = main_stash(old)
+/// What the client keeps of a context window at a compaction: the latest call with what the
+/// hooks added to it (the record stays: until another call replaces it, that call is still the
+/// latest, and a second compaction keeps it too).
+#[derive(Debug, Default)]
+pub struct KeptCall {
+    /// The files it carried whole.
+    pub files: Vec<String>,
+    /// The files of which it carried the first parts, and how many.
+    parts: Vec<(String, u64)>,
+    /// The files of which it carried the first parts of a cut waiting in the stash.
+    stashed: Vec<String>,
+    /// The stash entries holding those cuts' other parts.
+    stash: Vec<Value>,
+}
+
+impl KeptCall {
+    /// The call the window `s` records as its latest.
+    pub fn of(s: &State) -> Self {
+        let record = s.get(fields::LAST_CALL_DELIVERIES);
+        let parts = record
+            .and_then(|r| r.get(fields::LAST_CALL_PARTS))
+            .and_then(Value::as_object)
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter_map(|(p, n)| Some((p.clone(), n.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let stashed = record
+            .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)))
+            .unwrap_or_default();
+        let stash = main_stash(s)
             .into_iter()
-            .filter(|e| stash_text(e).starts_with(&header))
+            .filter(|e| {
+                let text = stash_text(e);
+                stashed
+                    .iter()
+                    .any(|path| text.starts_with(&format!("[Preloaded: {path} (part ")))
+            })
             .cloned()
             .collect();
-        s.array_mut(fields::STASH).extend(rest);
-        s.push_unique(fields::PRELOADED_FILES, path);
+        Self {
+            files: record
+                .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
+                .unwrap_or_default(),
+            parts,
+            stashed,
+            stash,
+        }
     }
-}
 
-/// Carry into a new context window `s` the files of which the call it keeps held the first
-/// parts (`kept`, from [`last_call_parts`]): their progress, and the rest queued.
-pub fn go_on_with_parts(s: &mut State, kept: &[(String, u64)]) {
-    for (path, done) in kept {
-        s.object_mut(fields::PRELOAD_PARTS)
-            .insert(path.clone(), Value::from(*done));
-        s.push_unique(fields::PENDING_PRELOADS, path);
+    /// Put it into the new context window `s`: its files in context; the files it began, their
+    /// progress kept and the rest queued; the cuts waiting in the stash, their files in context
+    /// and their other parts still stashed.
+    pub fn carry_into(&self, s: &mut State) {
+        for file in self.files.iter().chain(&self.stashed) {
+            s.push_unique(fields::PRELOADED_FILES, file);
+        }
+        for (path, done) in &self.parts {
+            s.object_mut(fields::PRELOAD_PARTS)
+                .insert(path.clone(), Value::from(*done));
+            s.push_unique(fields::PENDING_PRELOADS, path);
+        }
+        s.array_mut(fields::STASH)
+            .extend(self.stash.iter().cloned());
     }
-}
-
-/// The files of which the latest tool call carried the first parts, and how many.
-pub fn last_call_parts(s: &State) -> Vec<(String, u64)> {
-    s.get(fields::LAST_CALL_DELIVERIES)
-        .and_then(|r| r.get(fields::LAST_CALL_PARTS))
-        .and_then(Value::as_object)
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|(p, n)| Some((p.clone(), n.as_u64()?)))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
@@ -189,15 +222,6 @@ pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String]) {
             fields::LAST_CALL_FILES: files,
         }),
     );
-}
-
-/// The files the latest tool call carried (a compaction starts a new context window that holds
-/// them: the client keeps the call it happened after). The record stays: until another call
-/// replaces it, that call is still the latest, and a second compaction keeps it too.
-pub fn last_call_deliveries(s: &State) -> Vec<String> {
-    s.get(fields::LAST_CALL_DELIVERIES)
-        .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
-        .unwrap_or_default()
 }
 
 /// The files of which a text holds some labelled parts (`(part i/n)`) but not every one of

@@ -304,14 +304,9 @@ pub(super) fn window_seed(
         // new context window from its start.
         None if source == "compact" => {
             let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
-            let kept = old
-                .as_ref()
-                .map(ledger::last_call_deliveries)
-                .unwrap_or_default();
-            let mut seed = session::new_seed(ctx.owner_pid, &kept);
+            let mut seed = session::new_seed(ctx.owner_pid, &[]);
             if let Some(old) = &old {
-                ledger::go_on_with_parts(&mut seed, &ledger::last_call_parts(old));
-                ledger::go_on_with_stashed_cuts(old, &mut seed);
+                ledger::KeptCall::of(old).carry_into(&mut seed);
             }
             // The call the client keeps, and the skills its process holds (put back now).
             let carried = [
