@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use crate::client::Options;
+use crate::common::Wiring;
 use crate::model::{Script, Step, bash, heavy, more_calls, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
@@ -620,6 +621,83 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         &after,
         &saved,
     );
+    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
+    s.assert_context(
+        "after compaction",
+        &after,
+        &union(&union(&expected, &kept), &logged_after),
+        &saved,
+    );
+}
+
+/// The client compacts right after a response of two parallel reads (their results are
+/// heavy): it keeps every call of that response with what the hooks added to each, so the files
+/// either carried are in the new context: neither SessionStart nor a later read beside them may
+/// send them again.
+#[test]
+fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
+    // Directives of their own beside each read, so that more than one call carries files
+    // whichever hook claims the project's own first.
+    let world = World::new();
+    let docs = world.sandbox.project.join("docs/.directives");
+    std::fs::create_dir_all(&docs).expect("docs/.directives");
+    std::fs::write(
+        docs.join("INVARIANTS.md"),
+        "# Docs invariants\n\nEvery document links back to TOC.md.\n",
+    )
+    .expect("a directive for docs/");
+    let Some(s) = Scenario::new("parallel-compaction", world) else {
+        return;
+    };
+    let file = |rel: &str| json!({"file_path": s.world.sandbox.project.join(rel)});
+    let together = heavy(Step::Tools(vec![
+        ("Read".into(), file("packages/estimate/src/parser.ts")),
+        ("Read".into(), file("docs/GLOSSARY.md")),
+    ]));
+    // After it, a read beside each: a directive the kept calls carried is in the new context.
+    let steps = vec![
+        activate(),
+        phase("1: Interrogation"),
+        together,
+        read(&s.world, "docs/TOC.md"),
+        read(&s.world, "packages/estimate/src/total.ts"),
+    ];
+    s.run(Script::main(steps), IMPLEMENT_PROMPT);
+    let (requests, saved) = s.requests();
+    let p = s.paths();
+    let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
+    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
+    assert!(
+        after
+            .text_position("continued from a previous conversation")
+            .is_some(),
+        "the last conversation is the compacted one"
+    );
+    let kept = after.kept_across_compaction();
+    notice(&format!(
+        "{}: kept across the compaction with the calls in flight: {kept:?}",
+        s.name
+    ));
+    // Each of these only the read beside it discovers: both kept means both calls were. (Under
+    // `--dispatch` one answer per event shares one budget, and a directive may wait a call.)
+    let own_files = if s.world.sandbox.wiring == Wiring::Dispatch {
+        Vec::new()
+    } else {
+        vec![
+            "docs/.directives/INVARIANTS.md",
+            "packages/estimate/.directives/INVARIANTS.md",
+        ]
+    };
+    for own in own_files {
+        let path = s.world.sandbox.project.join(own).display().to_string();
+        assert!(
+            kept.contains(&path),
+            "{}: {own}, carried by its own call, is kept across the compaction: {kept:?}",
+            s.name
+        );
+    }
+    let mut expected = p.core_standards();
+    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
     let logged_after = delivered_to_main(s.log(), split, usize::MAX);
     s.assert_context(
         "after compaction",

@@ -113,6 +113,11 @@ pub fn dump(scenario: &str, requests: &[Request], world: &World) -> PathBuf {
     if world.sandbox.sessions.is_dir() {
         let _ = copy_tree_files(&world.sandbox.sessions, &dir.join("sessions"));
     }
+    // The client's own transcripts, as it wrote them.
+    let transcripts = world.sandbox.home.join(".claude/projects");
+    if transcripts.is_dir() {
+        let _ = copy_tree_files(&transcripts, &dir.join("transcripts"));
+    }
     path
 }
 

@@ -90,6 +90,38 @@ pub fn registrations(wiring: Wiring, event: &str, input: &Value) -> Vec<Reg> {
     }
 }
 
+/// The current conversation's transcript, `<session_id>.jsonl` as the client names it.
+pub fn transcript(sb: &Sandbox) -> std::path::PathBuf {
+    sb.root()
+        .join("transcripts")
+        .join(format!("{}.jsonl", sb.conversation))
+}
+
+/// Append the main agent's response making the calls `ids` to the current conversation's
+/// transcript, as the client writes it: one line per `tool_use` block, each with the message's
+/// id (what a compaction keeps is read from it).
+pub fn respond(sb: &Sandbox, ids: &[&str]) {
+    use std::io::Write;
+    let path = transcript(sb);
+    let Some(first) = ids.first() else {
+        return;
+    };
+    let mut lines = String::new();
+    for id in ids {
+        let line = json!({"type": "assistant", "message": {"id": format!("msg_{first}"),
+            "role": "assistant", "content": [{"type": "tool_use", "id": id}]}});
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    std::fs::create_dir_all(path.parent().expect("a directory")).expect("transcripts/");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(lines.as_bytes()))
+        .expect("the transcript written");
+}
+
 /// The input as the client sends it (cwd, session id, transcript defaulted).
 fn completed(sb: &Sandbox, mut input: Value) -> Value {
     if let Some(obj) = input.as_object_mut() {
@@ -97,7 +129,7 @@ fn completed(sb: &Sandbox, mut input: Value) -> Value {
         obj.entry("session_id")
             .or_insert_with(|| json!(sb.conversation));
         obj.entry("transcript_path")
-            .or_insert_with(|| json!(format!("/tmp/lifecycles/{}.jsonl", sb.conversation)));
+            .or_insert_with(|| json!(transcript(sb)));
     }
     input
 }

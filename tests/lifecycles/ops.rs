@@ -169,6 +169,13 @@ pub fn lifecycle(max: usize) -> impl Strategy<Value = Vec<Op>> {
 
 /// The ops as Rust code for `regressions.rs`.
 pub fn as_rust(ops: &[Op]) -> String {
-    let body: Vec<String> = ops.iter().map(|o| format!("        {o:?},")).collect();
+    let body: Vec<String> = ops
+        .iter()
+        .map(|o| match o {
+            // Debug prints a Vec as a slice; the sequence must compile as it is printed.
+            Op::Parallel(slot, calls) => format!("        Parallel({slot}, vec!{calls:?}),"),
+            other => format!("        {other:?},"),
+        })
+        .collect();
     format!("    let ops = vec![\n{}\n    ];", body.join("\n"))
 }

@@ -302,3 +302,20 @@ fn a_sub_agents_record_moves_into_the_session_at_activation() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: after parallel calls a compaction keeps every call of that response (confirmed by
+/// `e2e::scenarios::a_compaction_after_parallel_calls_keeps_what_every_call_carried`), but the
+/// record held the latest call alone: what the other calls carried (the phase's commands, the
+/// skill's templates) came again in the new window. Found by seeds 1795838169007 and
+/// 1795838169057 (per binary).
+#[test]
+fn a_compaction_after_parallel_calls_keeps_what_each_of_them_carried() {
+    for skill in [Test, Implement] {
+        let ops = vec![
+            Activate(0, skill),
+            Parallel(0, vec![(Read, 0), (Read, 0)]),
+            Compact(0),
+        ];
+        crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+    }
+}

@@ -552,6 +552,9 @@ impl World {
     ) -> (usize, bool) {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, agent).unwrap().next_exchange();
+        if agent.is_none() {
+            hooks::respond(&self.sb, &[&id]);
+        }
         let ran = self.call_in(slot, agent, exchange, tool, tool_input, &id, kill, expand);
         (exchange, ran)
     }
@@ -641,6 +644,10 @@ impl World {
             })
             .collect();
         let exchange = self.window(slot, agent).unwrap().next_exchange();
+        if agent.is_none() {
+            let ids: Vec<&str> = inputs.iter().map(|(.., id)| id.as_str()).collect();
+            hooks::respond(&self.sb, &ids);
+        }
         let sb = &self.sb;
         let results: Vec<_> = std::thread::scope(|scope| {
             let handles: Vec<_> = inputs
@@ -718,6 +725,7 @@ impl World {
     fn bash_cli(&mut self, slot: usize, command: &str, args: &[&str], stdin: &str) -> (bool, bool) {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, None).unwrap().next_exchange();
+        hooks::respond(&self.sb, &[&id]);
         let input = json!({"command": command});
         let (pre, _) = run_call(&self.sb, None, "Bash", &input, &id, None, Some(()));
         let allowed = !pre.iter().any(|(_, a)| a.decision() == "deny");

@@ -313,7 +313,7 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
         // What the old process's client held: its skills, its latest call.
         fields::INVOKED_SKILLS,
         fields::RELOADED_SKILLS,
-        fields::LAST_CALL_DELIVERIES,
+        fields::CALL_DELIVERIES,
     ] {
         s.remove(key);
     }

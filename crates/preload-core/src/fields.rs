@@ -119,16 +119,21 @@ pub const INVOKED_SKILLS: &str = "invokedSkills";
 /// Ours: skills the client put back after a compaction of this conversation (a client that
 /// resumes the conversation recalls those, and no others).
 pub const RELOADED_SKILLS: &str = "reloadedSkills";
-/// Ours: the files the main agent's latest tool call carried (`{toolUseId, files}`).
-pub const LAST_CALL_DELIVERIES: &str = "lastCallDeliveries";
-/// The tool call of [`LAST_CALL_DELIVERIES`].
-pub const LAST_CALL_ID: &str = "toolUseId";
+/// Ours: what the main agent's latest tool calls carried, one record per call, the latest last
+/// (`[{toolUseId, files, parts?, stashed?, superseded?}]`): a compaction keeps the calls of the
+/// client's latest response (see `crate::ledger::KeptCall`).
+pub const CALL_DELIVERIES: &str = "callDeliveries";
+/// A record's tool call (`tool_use_id`, or `session-start(resume)` for a resume's texts).
+pub const CALL_ID: &str = "toolUseId";
 /// Its files.
-pub const LAST_CALL_FILES: &str = "files";
+pub const CALL_FILES: &str = "files";
 /// Its files of which it carried the first parts only: how many (`{path: parts}`).
-pub const LAST_CALL_PARTS: &str = "parts";
+pub const CALL_PARTS: &str = "parts";
 /// Its files of which it carried the first parts of a cut whose other parts wait in the stash.
-pub const LAST_CALL_STASHED: &str = "stashed";
+pub const CALL_STASHED: &str = "stashed";
+/// True once a later call started: without the client's transcript, the record is no longer
+/// the latest call's.
+pub const CALL_SUPERSEDED: &str = "superseded";
 /// Ours, in a carry: the files still owed to the context window.
 pub const OWED: &str = "owed";
 /// Ours: `{path: stamp}`, what each delivered file (or pack) was when it went out, so a

@@ -15,7 +15,7 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
-//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`], [`bytes`].
+//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`], [`bytes`], [`transcript`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -69,6 +69,7 @@ pub mod process;
 pub mod rng;
 pub mod start;
 pub mod tmux;
+pub mod transcript;
 pub mod watchdog;
 
 pub use context::Context;

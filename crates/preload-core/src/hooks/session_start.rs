@@ -33,6 +33,7 @@ use crate::session::{self, STATE_FILE};
 use crate::stamps;
 use crate::start_cache::{self, Chunk, Lookup, Slots, StartCache, StartCacheError};
 use crate::state::{self, State, StateError};
+use crate::transcript;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// Characters kept free in the last slot for the overflow pointer.
@@ -152,10 +153,18 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         *last = last.saturating_sub(reserve);
     }
     let mut packer = Packer::slots(&budgets);
+    let in_flight = if source == "compact" {
+        input
+            .transcript_path()
+            .and_then(|path| transcript::latest_calls(Path::new(path)))
+    } else {
+        None
+    };
     let plan = Plan {
         ctx,
         source: &source,
         recovery: recovery.as_ref(),
+        in_flight,
     };
 
     let conversation = input.session_id().unwrap_or("").to_owned();
@@ -180,7 +189,13 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        let mut seed = contents::window_seed(ctx, &sessions, &source, resumed_seed.as_ref());
+        let mut seed = contents::window_seed(
+            ctx,
+            &sessions,
+            &source,
+            resumed_seed.as_ref(),
+            plan.in_flight.as_deref(),
+        );
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
@@ -255,9 +270,9 @@ fn fill_session(
             if let Some(sessions) = dir.parent() {
                 ledger::archive_window(sessions, s, conversation);
             }
-            // The client keeps the tool call a compaction happened after, with what the hooks
-            // added to it: those files are in the new context window from its start.
-            let kept = ledger::KeptCall::of(s);
+            // The client keeps the calls a compaction happened after, with what the hooks added
+            // to them: those files are in the new context window from its start.
+            let kept = ledger::KeptCall::of(s, plan.in_flight.as_deref());
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .get(fields::PRELOADED_FILES)
@@ -275,7 +290,7 @@ fn fill_session(
             } else {
                 // A new conversation, or one that does not go on: no call of it is kept.
                 stamps::retain(s, &[]);
-                s.remove(fields::LAST_CALL_DELIVERIES);
+                s.remove(fields::CALL_DELIVERIES);
             }
         }
         if !conversation.is_empty() {

@@ -1,6 +1,6 @@
-//! What a context window holds across the client's events: the files the latest tool call (or
-//! a resume's SessionStart) carried, which a compaction keeps, and the skills the client process
-//! holds.
+//! What a context window holds across the client's events: the files each recent tool call (or
+//! a resume's SessionStart) carried, of which a compaction keeps the latest response's, and the
+//! skills the client process holds.
 
 use std::fs;
 use std::path::Path;
@@ -11,13 +11,17 @@ use crate::fields;
 use crate::session::{self, SEEDING};
 use crate::state::{self, State};
 
+/// How many calls' records a window keeps: more than one response holds calls.
+const CALL_RECORDS: usize = 64;
+
 /// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files` in its
-/// answer `text`: several hooks of one call add to one record; a later call starts a new one. A
-/// later call that carried nothing ends the record of an earlier one: after a compaction the
-/// client keeps only the call in flight, so what an earlier call carried is not in the new
-/// context window. A file the call carried only some parts of is not noted as a file: when they
-/// are its first parts, and its part progress says so, how many is noted (a compaction keeps
-/// them and the file goes on from there); its last ones alone are not noted at all.
+/// answer `text`: several hooks of one call add to its record, each call has its own, the
+/// latest last. A compaction keeps every call of the client's latest response (the client's
+/// transcript names them), or without the transcript the latest call alone: a call that carried
+/// nothing marks the record before it superseded. A file the call carried only some parts of
+/// is not noted as a file: when they are its first parts, and its part progress says so, how
+/// many is noted (a compaction keeps them and the file goes on from there); its last ones alone
+/// are not noted at all.
 pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String], text: &str) {
     let Some(call) = call.filter(|c| !c.is_empty()) else {
         return;
@@ -29,28 +33,25 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         .cloned()
         .collect();
     let (begun, stashed) = first_parts(s, cut);
-    let record = s.get(fields::LAST_CALL_DELIVERIES);
-    let same_call = record
-        .and_then(|r| r.get(fields::LAST_CALL_ID))
-        .and_then(Value::as_str)
-        == Some(call);
+    let mut records = records_of(s);
+    let at = records.iter().position(|r| record_id(r) == Some(call));
     if files.is_empty() && begun.is_empty() && stashed.is_empty() {
-        if !same_call {
-            s.remove(fields::LAST_CALL_DELIVERIES);
+        match records.last_mut() {
+            Some(last) if at.is_none() && !is_superseded(last) => {
+                last[fields::CALL_SUPERSEDED] = Value::Bool(true);
+                s.set(fields::CALL_DELIVERIES, Value::from(records));
+            }
+            _ => {}
         }
         return;
     }
-    let (mut kept, mut parts, mut cut_stashed) = match record.filter(|_| same_call) {
-        Some(r) => (
-            crate::state::strings_of(r.get(fields::LAST_CALL_FILES)),
-            r.get(fields::LAST_CALL_PARTS)
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)),
-        ),
-        None => (Vec::new(), serde_json::Map::new(), Vec::new()),
-    };
+    let index = at.unwrap_or_else(|| {
+        records.push(serde_json::json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
+        records.len() - 1
+    });
+    let record = &mut records[index];
+    let mut kept = crate::state::strings_of(record.get(fields::CALL_FILES));
+    let mut cut_stashed = crate::state::strings_of(record.get(fields::CALL_STASHED));
     for file in files {
         if !kept.contains(&file) {
             kept.push(file);
@@ -61,17 +62,42 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
             cut_stashed.push(path);
         }
     }
-    for (path, done) in begun {
-        parts.insert(path, Value::from(done));
-    }
-    let mut entry = serde_json::json!({fields::LAST_CALL_ID: call, fields::LAST_CALL_FILES: kept});
-    if !parts.is_empty() {
-        entry[fields::LAST_CALL_PARTS] = Value::Object(parts);
-    }
+    record[fields::CALL_FILES] = Value::from(kept);
     if !cut_stashed.is_empty() {
-        entry[fields::LAST_CALL_STASHED] = Value::from(cut_stashed);
+        record[fields::CALL_STASHED] = Value::from(cut_stashed);
     }
-    s.set(fields::LAST_CALL_DELIVERIES, entry);
+    if !begun.is_empty() {
+        let mut parts = record
+            .get(fields::CALL_PARTS)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for (path, done) in begun {
+            parts.insert(path, Value::from(done));
+        }
+        record[fields::CALL_PARTS] = Value::Object(parts);
+    }
+    let excess = records.len().saturating_sub(CALL_RECORDS);
+    records.drain(..excess);
+    s.set(fields::CALL_DELIVERIES, Value::from(records));
+}
+
+/// The window's call records, the latest last.
+fn records_of(s: &State) -> Vec<Value> {
+    s.get(fields::CALL_DELIVERIES)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A record's call.
+fn record_id(record: &Value) -> Option<&str> {
+    record.get(fields::CALL_ID).and_then(Value::as_str)
+}
+
+/// Whether a later call started after the record's.
+fn is_superseded(record: &Value) -> bool {
+    record.get(fields::CALL_SUPERSEDED) == Some(&Value::Bool(true))
 }
 
 /// Of the files `cut` (from [`cut_files`]) whose first parts an answer held: those whose part
@@ -114,56 +140,70 @@ fn stash_text(entry: &Value) -> &str {
     fields::StashEntry::content_of(entry)
 }
 
-/// What the client keeps of a context window at a compaction: the latest call with what the
-/// hooks added to it (the record stays: until another call replaces it, that call is still the
-/// latest, and a second compaction keeps it too).
+/// What the client keeps of a context window at a compaction: the calls of its latest
+/// response, with what the hooks added to them (their records stay: until another response
+/// replaces it, a second compaction keeps the same calls).
 #[derive(Debug, Default)]
 pub struct KeptCall {
-    /// The files it carried whole.
+    /// The files they carried whole.
     pub files: Vec<String>,
-    /// The files of which it carried the first parts, and how many.
+    /// The files of which they carried the first parts, and how many.
     parts: Vec<(String, u64)>,
-    /// The files of which it carried the first parts of a cut waiting in the stash.
+    /// The files of which they carried the first parts of a cut waiting in the stash.
     stashed: Vec<String>,
     /// The stash entries holding those cuts' other parts.
     stash: Vec<Value>,
 }
 
 impl KeptCall {
-    /// The call the window `s` records as its latest.
-    pub fn of(s: &State) -> Self {
-        let record = s.get(fields::LAST_CALL_DELIVERIES);
-        let parts = record
-            .and_then(|r| r.get(fields::LAST_CALL_PARTS))
-            .and_then(Value::as_object)
-            .map(|parts| {
-                parts
-                    .iter()
-                    .filter_map(|(p, n)| Some((p.clone(), n.as_u64()?)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let stashed = record
-            .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_STASHED)))
-            .unwrap_or_default();
-        let stash = main_stash(s)
+    /// The calls of the window `s` a compaction keeps: a resume's SessionStart texts when no
+    /// call came after them; else the calls `in_flight` names (the latest response's, from the
+    /// client's transcript); without them, the latest call, unless a later one carried nothing.
+    pub fn of(s: &State, in_flight: Option<&[String]>) -> Self {
+        let records = records_of(s);
+        let latest = records.last().filter(|r| !is_superseded(r));
+        let resumed = latest
+            .and_then(record_id)
+            .is_some_and(|id| id.starts_with(RESUME_RECORD_PREFIX));
+        let chosen: Vec<&Value> = match in_flight {
+            Some(ids) if !resumed => records
+                .iter()
+                .filter(|r| record_id(r).is_some_and(|id| ids.iter().any(|c| c == id)))
+                .collect(),
+            _ => latest.into_iter().collect(),
+        };
+        let mut kept = Self::default();
+        for record in chosen {
+            for file in crate::state::strings_of(record.get(fields::CALL_FILES)) {
+                if !kept.files.contains(&file) {
+                    kept.files.push(file);
+                }
+            }
+            for path in crate::state::strings_of(record.get(fields::CALL_STASHED)) {
+                if !kept.stashed.contains(&path) {
+                    kept.stashed.push(path);
+                }
+            }
+            if let Some(parts) = record.get(fields::CALL_PARTS).and_then(Value::as_object) {
+                for (path, done) in parts {
+                    if let Some(done) = done.as_u64() {
+                        kept.parts.retain(|(p, _)| p != path);
+                        kept.parts.push((path.clone(), done));
+                    }
+                }
+            }
+        }
+        kept.stash = main_stash(s)
             .into_iter()
             .filter(|e| {
                 let text = stash_text(e);
-                stashed
+                kept.stashed
                     .iter()
                     .any(|path| text.starts_with(&format!("[Preloaded: {path} (part ")))
             })
             .cloned()
             .collect();
-        Self {
-            files: record
-                .map(|r| crate::state::strings_of(r.get(fields::LAST_CALL_FILES)))
-                .unwrap_or_default(),
-            parts,
-            stashed,
-            stash,
-        }
+        kept
     }
 
     /// Put it into the new context window `s`: its files in context; the files it began, their
@@ -209,18 +249,21 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
     }
 }
 
+/// The record of a resume's SessionStart texts: `session-start(resume)`.
+const RESUME_RECORD_PREFIX: &str = "session-start(";
+
 /// Note that SessionStart `source` (a resume) delivered `files`. The client holds a
 /// SessionStart's contexts until its next request; when it compacts before that request (a
 /// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
-/// the summary, in the new context window, like the tool call a compaction happens after. The
-/// record replaces any tool call's: that call belongs to the client process that is gone.
+/// the summary, in the new context window, like the calls a compaction happens after. The
+/// record replaces the tool calls': they belong to the client process that is gone.
 pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String]) {
     s.set(
-        fields::LAST_CALL_DELIVERIES,
-        serde_json::json!({
-            fields::LAST_CALL_ID: format!("session-start({source})"),
-            fields::LAST_CALL_FILES: files,
-        }),
+        fields::CALL_DELIVERIES,
+        serde_json::json!([{
+            fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
+            fields::CALL_FILES: files,
+        }]),
     );
 }
 
@@ -267,7 +310,7 @@ const WINDOW_FIELDS: [&str; 12] = [
     fields::STASH,
     fields::INVOKED_SKILLS,
     fields::RELOADED_SKILLS,
-    fields::LAST_CALL_DELIVERIES,
+    fields::CALL_DELIVERIES,
     fields::DISCOVERED_CHECKLISTS,
     fields::INJECTED_RULES,
 ];

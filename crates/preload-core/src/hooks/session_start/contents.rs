@@ -46,6 +46,9 @@ pub(super) struct Plan<'a> {
     pub(super) source: &'a str,
     /// The dehydrated session restored on `startup`.
     pub(super) recovery: Option<&'a Recovery>,
+    /// On `compact`: the calls of the client's latest response, as its transcript names them
+    /// (what the compaction keeps; see [`ledger::KeptCall::of`]).
+    pub(super) in_flight: Option<Vec<String>>,
 }
 
 impl Plan<'_> {
@@ -285,12 +288,14 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
 }
 
 /// The seed of a new context window with no session: a resumed conversation's seed, owned by
-/// this process; after a compaction, the files of the call the client keeps; else empty.
+/// this process; after a compaction, the files of the calls the client keeps (`in_flight`:
+/// its latest response's, see [`ledger::KeptCall::of`]); else empty.
 pub(super) fn window_seed(
     ctx: &Context,
     sessions: &Path,
     source: &str,
     resumed_seed: Option<&(PathBuf, State)>,
+    in_flight: Option<&[String]>,
 ) -> State {
     match resumed_seed {
         Some((_, old)) => {
@@ -299,18 +304,18 @@ pub(super) fn window_seed(
             ledger::skills_held_at_start(&mut seed, source);
             seed
         }
-        // The client keeps the tool call a compaction happened after, with what the hooks
-        // added to it (as `fill_session` keeps them for a session): those files are in the
-        // new context window from its start.
+        // The client keeps the calls a compaction happened after, with what the hooks added
+        // to them (as `fill_session` keeps them for a session): those files are in the new
+        // context window from its start.
         None if source == "compact" => {
             let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
             let mut seed = session::new_seed(ctx.owner_pid, &[]);
             if let Some(old) = &old {
-                ledger::KeptCall::of(old).carry_into(&mut seed);
+                ledger::KeptCall::of(old, in_flight).carry_into(&mut seed);
             }
-            // The call the client keeps, and the skills its process holds (put back now).
+            // The calls the client keeps, and the skills its process holds (put back now).
             let carried = [
-                fields::LAST_CALL_DELIVERIES,
+                fields::CALL_DELIVERIES,
                 fields::INVOKED_SKILLS,
                 fields::RELOADED_SKILLS,
             ];
