@@ -134,6 +134,15 @@ fn cache_failure(err: StartCacheError) -> HookError {
 // ---------------------------------------------------------------------------------------------
 // Generation.
 
+/// On a compaction, the calls of the client's latest response (what it keeps), from its
+/// transcript.
+fn in_flight(input: &HookInput, source: &str) -> Option<Vec<String>> {
+    if source != "compact" {
+        return None;
+    }
+    transcript::latest_calls(Path::new(input.transcript_path()?))
+}
+
 /// Generate the text for `slots` outputs, write the state, and return the blocks per slot.
 /// Empty when the project has no sessions directory.
 pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots, HookError> {
@@ -153,18 +162,11 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         *last = last.saturating_sub(reserve);
     }
     let mut packer = Packer::slots(&budgets);
-    let in_flight = if source == "compact" {
-        input
-            .transcript_path()
-            .and_then(|path| transcript::latest_calls(Path::new(path)))
-    } else {
-        None
-    };
     let plan = Plan {
         ctx,
         source: &source,
         recovery: recovery.as_ref(),
-        in_flight,
+        in_flight: in_flight(input, &source),
     };
 
     let conversation = input.session_id().unwrap_or("").to_owned();
