@@ -319,3 +319,14 @@ fn a_compaction_after_parallel_calls_keeps_what_each_of_them_carried() {
         crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
     }
 }
+
+/// Finding: a resume's SessionStart carried only the later parts of a changed standard (its
+/// first part went out with the call before), and its record counted the file as whole: a
+/// compaction right after the resume kept those parts and the record said the file was in the
+/// new window. Now the record holds which parts the window keeps, and the file goes on with the
+/// others. Found by seed 1795838169060 (per binary).
+#[test]
+fn a_compaction_right_after_a_resume_that_finished_a_file_sends_its_first_parts() {
+    let ops = vec![Touch(5), SkillCall(0, Implement), Resume(0, 0), Compact(0)];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

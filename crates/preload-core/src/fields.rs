@@ -104,6 +104,10 @@ pub const PRELOADED_FILES: &str = "preloadedFiles";
 pub const PENDING_PRELOADS: &str = "pendingPreloads";
 /// Ours: `{path: parts out}` of files delivered in parts.
 pub const PRELOAD_PARTS: &str = "preloadParts";
+/// Ours: `{path: [a, b, n]}`, parts `a` to `b` of a file's `n` labelled parts that the context
+/// window already holds without its earlier ones (a compaction kept the call that carried them):
+/// the file goes on with the others and skips these (see `crate::ledger::KeptCall`).
+pub const PRELOAD_PARTS_HELD: &str = "preloadPartsHeld";
 /// `{dir: [paths]}` already searched for directives.
 pub const TOUCHED_DIRS: &str = "touchedDirs";
 /// `CHECKLIST.md` files found by discovery.
@@ -131,6 +135,9 @@ pub const CALL_FILES: &str = "files";
 pub const CALL_PARTS: &str = "parts";
 /// Its files of which it carried the first parts of a cut whose other parts wait in the stash.
 pub const CALL_STASHED: &str = "stashed";
+/// Its files of which it carried later parts only (`{path: [a, b, n]}`, parts `a` to `b` of
+/// `n`): a compaction keeps those, and the file goes on with the others.
+pub const CALL_HELD: &str = "held";
 /// True once a later call started: without the client's transcript, the record is no longer
 /// the latest call's.
 pub const CALL_SUPERSEDED: &str = "superseded";

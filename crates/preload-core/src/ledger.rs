@@ -299,6 +299,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     }
     for key in [
         fields::PRELOAD_PARTS,
+        fields::PRELOAD_PARTS_HELD,
         fields::INJECTED_RULES,
         fields::PRELOADED_STAMPS,
     ] {
@@ -391,6 +392,7 @@ fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
 /// Fields that belong to one context window beyond what the engine itself resets.
 fn is_window_field(key: &str) -> bool {
     key == fields::PRELOAD_PARTS
+        || key == fields::PRELOAD_PARTS_HELD
         || key == fields::PRELOADED_STAMPS
         || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
         || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)

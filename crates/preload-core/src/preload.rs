@@ -217,6 +217,33 @@ fn parts_done(state: &State, key: &str, path: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The parts of `path` (0-based, `start..end`) the main agent's window already holds without
+/// the earlier ones, when the file is cut into the same `total` parts as then.
+fn parts_held(state: &State, path: &str, total: usize) -> Option<(usize, usize)> {
+    let held = state
+        .get(fields::PRELOAD_PARTS_HELD)?
+        .get(path)?
+        .as_array()?;
+    let at = |i: usize| {
+        held.get(i)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    let (first, last, n) = (at(0)?, at(1)?, at(2)?);
+    (n == total && first > 1 && first <= last && last <= n).then_some((first - 1, last))
+}
+
+/// Forget which parts of `path` the window held (the file is whole in it, or gone).
+fn clear_parts_held(state: &mut State, path: &str) {
+    let now_empty = match state.0.get_mut(fields::PRELOAD_PARTS_HELD) {
+        Some(Value::Object(map)) => map.shift_remove(path).is_some() && map.is_empty(),
+        _ => false,
+    };
+    if now_empty {
+        state.remove(fields::PRELOAD_PARTS_HELD);
+    }
+}
+
 fn set_parts_done(state: &mut State, key: &str, path: &str, done: Option<usize>) {
     if let Some(n) = done {
         state.object_mut(key).insert(path.to_owned(), json!(n));

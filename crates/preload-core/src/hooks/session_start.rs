@@ -201,7 +201,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
-            ledger::note_start_deliveries(&mut seed, &source, &delivered);
+            ledger::note_start_deliveries(&mut seed, &source, &delivered, &fill.batch.text());
         }
         (fill, seed, false)
     };
@@ -301,7 +301,7 @@ fn fill_session(
         let fill = plan.fill(s, Some(&dir), &carried, packer);
         if plan.source == "resume" {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
-            ledger::note_start_deliveries(s, plan.source, &delivered);
+            ledger::note_start_deliveries(s, plan.source, &delivered, &fill.batch.text());
         }
         if plan.recovery.is_some_and(|r| r.state == path) {
             s.remove(fields::DEHYDRATED_CONTEXT);
@@ -379,6 +379,7 @@ fn reset(state: &mut State) {
     state.set(fields::PENDING_PRELOADS, json!([]));
     state.set(fields::STASH, json!([]));
     state.remove(fields::PRELOAD_PARTS);
+    state.remove(fields::PRELOAD_PARTS_HELD);
 }
 
 /// Write the fresh seed under its lock; an unparsable seed is left untouched.

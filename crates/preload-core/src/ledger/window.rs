@@ -18,24 +18,16 @@ const CALL_RECORDS: usize = 64;
 /// answer `text`: several hooks of one call add to its record, each call has its own, the
 /// latest last. A compaction keeps every call of the client's latest response (the client's
 /// transcript names them), or without the transcript the latest call alone: a call that carried
-/// nothing marks the record before it superseded. A file the call carried only some parts of
-/// is not noted as a file: when they are its first parts, and its part progress says so, how
-/// many is noted (a compaction keeps them and the file goes on from there); its last ones alone
-/// are not noted at all.
+/// nothing marks the record before it superseded. What the call carried of a file cut in parts
+/// is noted as [`Carried`] says.
 pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String], text: &str) {
     let Some(call) = call.filter(|c| !c.is_empty()) else {
         return;
     };
-    let cut = cut_files(text);
-    let files: Vec<String> = files
-        .iter()
-        .filter(|f| !cut.iter().any(|(p, ..)| p == *f))
-        .cloned()
-        .collect();
-    let (begun, stashed) = first_parts(s, cut);
+    let carried = Carried::of(s, files, text);
     let mut records = records_of(s);
     let at = records.iter().position(|r| record_id(r) == Some(call));
-    if files.is_empty() && begun.is_empty() && stashed.is_empty() {
+    if carried.is_empty() {
         match records.last_mut() {
             Some(last) if at.is_none() && !is_superseded(last) => {
                 last[fields::CALL_SUPERSEDED] = Value::Bool(true);
@@ -49,37 +41,113 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         records.push(serde_json::json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
         records.len() - 1
     });
-    let record = &mut records[index];
-    let mut kept = crate::state::strings_of(record.get(fields::CALL_FILES));
-    let mut cut_stashed = crate::state::strings_of(record.get(fields::CALL_STASHED));
-    for file in files {
-        if !kept.contains(&file) {
-            kept.push(file);
-        }
-    }
-    for path in stashed {
-        if !cut_stashed.contains(&path) {
-            cut_stashed.push(path);
-        }
-    }
-    record[fields::CALL_FILES] = Value::from(kept);
-    if !cut_stashed.is_empty() {
-        record[fields::CALL_STASHED] = Value::from(cut_stashed);
-    }
-    if !begun.is_empty() {
-        let mut parts = record
-            .get(fields::CALL_PARTS)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for (path, done) in begun {
-            parts.insert(path, Value::from(done));
-        }
-        record[fields::CALL_PARTS] = Value::Object(parts);
-    }
+    carried.add_to(&mut records[index]);
     let excess = records.len().saturating_sub(CALL_RECORDS);
     records.drain(..excess);
     s.set(fields::CALL_DELIVERIES, Value::from(records));
+}
+
+/// What one answer carried into the context window, as a compaction that keeps it counts it.
+#[derive(Debug, Default)]
+struct Carried {
+    /// Files whole.
+    files: Vec<String>,
+    /// Files of which it carried the first parts, their part progress saying how many.
+    begun: Vec<(String, u64)>,
+    /// Files of which it carried the first parts of a cut whose next part waits in the stash.
+    stashed: Vec<String>,
+    /// Files of which it carried later parts `a` to `b` of `n`, the earlier ones not: a
+    /// compaction keeps those, and the file goes on with the others (its last ones alone of a
+    /// stash's cut, which cannot be cut again the same way, are not noted).
+    held: Vec<(String, [u64; 3])>,
+}
+
+impl Carried {
+    fn of(s: &State, files: &[String], text: &str) -> Self {
+        let cut = cut_files(text);
+        let mut carried = Self {
+            files: files
+                .iter()
+                .filter(|f| !cut.iter().any(|c| &c.path == *f))
+                .cloned()
+                .collect(),
+            ..Self::default()
+        };
+        for c in cut {
+            let progress = s
+                .get(fields::PRELOAD_PARTS)
+                .and_then(|p| p.get(&c.path))
+                .and_then(Value::as_u64);
+            let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
+            let next_stashed = main_stash(s)
+                .iter()
+                .any(|e| stash_text(e).starts_with(&next));
+            let finished = c.last == c.n
+                && progress.is_none()
+                && s.strings(fields::PRELOADED_FILES).contains(&c.path);
+            let regular = progress == Some(c.last as u64) || finished;
+            match (c.first, regular, next_stashed) {
+                (1, true, _) => carried.begun.push((c.path, c.last as u64)),
+                (1, false, true) => carried.stashed.push(c.path),
+                (first, true, _) if first > 1 => carried
+                    .held
+                    .push((c.path, [first as u64, c.last as u64, c.n as u64])),
+                _ => {}
+            }
+        }
+        carried
+    }
+
+    fn is_empty(&self) -> bool {
+        self.files.is_empty()
+            && self.begun.is_empty()
+            && self.stashed.is_empty()
+            && self.held.is_empty()
+    }
+
+    /// Add it to a call's record.
+    fn add_to(self, record: &mut Value) {
+        let mut add = |key: &str, items: Vec<String>| {
+            if items.is_empty() {
+                return;
+            }
+            let mut all = crate::state::strings_of(record.get(key));
+            for item in items {
+                if !all.contains(&item) {
+                    all.push(item);
+                }
+            }
+            record[key] = Value::from(all);
+        };
+        add(fields::CALL_FILES, self.files);
+        add(fields::CALL_STASHED, self.stashed);
+        let mut add_map = |key: &str, items: Vec<(String, Value)>| {
+            if items.is_empty() {
+                return;
+            }
+            let mut map = record
+                .get(key)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            map.extend(items);
+            record[key] = Value::Object(map);
+        };
+        add_map(
+            fields::CALL_PARTS,
+            self.begun
+                .into_iter()
+                .map(|(p, done)| (p, Value::from(done)))
+                .collect(),
+        );
+        add_map(
+            fields::CALL_HELD,
+            self.held
+                .into_iter()
+                .map(|(p, range)| (p, Value::from(range.to_vec())))
+                .collect(),
+        );
+    }
 }
 
 /// The window's call records, the latest last.
@@ -98,31 +166,6 @@ fn record_id(record: &Value) -> Option<&str> {
 /// Whether a later call started after the record's.
 fn is_superseded(record: &Value) -> bool {
     record.get(fields::CALL_SUPERSEDED) == Some(&Value::Bool(true))
-}
-
-/// Of the files `cut` (from [`cut_files`]) whose first parts an answer held: those whose part
-/// progress in `s` says so, with how many; and those whose next part waits in the main agent's
-/// stash (a stashed text cut to fit one answer).
-fn first_parts(s: &State, cut: Vec<(String, usize, usize)>) -> (Vec<(String, u64)>, Vec<String>) {
-    let (mut begun, mut stashed) = (Vec::new(), Vec::new());
-    for (path, n, first) in cut.into_iter().filter(|(.., first)| *first > 0) {
-        let done = s
-            .get(fields::PRELOAD_PARTS)
-            .and_then(|p| p.get(&path))
-            .and_then(Value::as_u64);
-        if done == Some(first as u64) {
-            begun.push((path, first as u64));
-        } else {
-            let next = format!("[Preloaded: {path} (part {}/{n})]", first + 1);
-            if main_stash(s)
-                .iter()
-                .any(|e| stash_text(e).starts_with(&next))
-            {
-                stashed.push(path);
-            }
-        }
-    }
-    (begun, stashed)
 }
 
 /// The main agent's stash entries of `s`.
@@ -153,6 +196,8 @@ pub struct KeptCall {
     stashed: Vec<String>,
     /// The stash entries holding those cuts' other parts.
     stash: Vec<Value>,
+    /// The files of which they carried later parts only: `[a, b, n]`.
+    held: Vec<(String, Value)>,
 }
 
 impl KeptCall {
@@ -192,6 +237,12 @@ impl KeptCall {
                     }
                 }
             }
+            if let Some(held) = record.get(fields::CALL_HELD).and_then(Value::as_object) {
+                for (path, range) in held {
+                    kept.held.retain(|(p, _)| p != path);
+                    kept.held.push((path.clone(), range.clone()));
+                }
+            }
         }
         kept.stash = main_stash(s)
             .into_iter()
@@ -207,7 +258,8 @@ impl KeptCall {
     }
 
     /// Put it into the new context window `s`: its files in context; the files it began, their
-    /// progress kept and the rest queued; the cuts waiting in the stash, their files in context
+    /// progress kept and the rest queued; the files it carried later parts of, those parts held
+    /// and the file queued for the others; the cuts waiting in the stash, their files in context
     /// and their other parts still stashed.
     pub fn carry_into(&self, s: &mut State) {
         for file in self.files.iter().chain(&self.stashed) {
@@ -216,6 +268,11 @@ impl KeptCall {
         for (path, done) in &self.parts {
             s.object_mut(fields::PRELOAD_PARTS)
                 .insert(path.clone(), Value::from(*done));
+            s.push_unique(fields::PENDING_PRELOADS, path);
+        }
+        for (path, range) in &self.held {
+            s.object_mut(fields::PRELOAD_PARTS_HELD)
+                .insert(path.clone(), range.clone());
             s.push_unique(fields::PENDING_PRELOADS, path);
         }
         s.array_mut(fields::STASH)
@@ -257,20 +314,29 @@ const RESUME_RECORD_PREFIX: &str = "session-start(";
 /// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
 /// the summary, in the new context window, like the calls a compaction happens after. The
 /// record replaces the tool calls': they belong to the client process that is gone.
-pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String]) {
-    s.set(
-        fields::CALL_DELIVERIES,
-        serde_json::json!([{
-            fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
-            fields::CALL_FILES: files,
-        }]),
-    );
+pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String], text: &str) {
+    let mut record = serde_json::json!({
+        fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
+        fields::CALL_FILES: [],
+    });
+    Carried::of(s, files, text).add_to(&mut record);
+    s.set(fields::CALL_DELIVERIES, Value::from(vec![record]));
 }
 
-/// The files of which a text holds some labelled parts (`(part i/n)`) but not every one of
-/// the `n`, each with how many parts it holds from the first on without a gap (0 when it does
-/// not hold the first): the rest went out, or goes out, with other answers.
-fn cut_files(text: &str) -> Vec<(String, usize, usize)> {
+/// Of a file a text holds some labelled parts of, but not every one of the `n`: the run of
+/// parts it holds from its lowest on without a gap (the rest went out, or goes out, with other
+/// answers).
+struct Cut {
+    path: String,
+    n: usize,
+    /// The lowest part it holds (1-based).
+    first: usize,
+    /// The last part of the run from `first` on.
+    last: usize,
+}
+
+/// The files of which `text` holds some labelled parts (`(part i/n)`) but not every one.
+fn cut_files(text: &str) -> Vec<Cut> {
     let mut parts: Vec<(String, usize, Vec<usize>)> = Vec::new();
     for inner in crate::delivery::headers(text) {
         let Some((_, label)) = inner.rsplit_once(" (part ") else {
@@ -292,20 +358,27 @@ fn cut_files(text: &str) -> Vec<(String, usize, usize)> {
     parts
         .into_iter()
         .filter(|(_, n, seen)| !(1..=*n).all(|i| seen.contains(&i)))
-        .map(|(path, n, seen)| {
-            let first = (1..=n).take_while(|i| seen.contains(i)).count();
-            (path, n, first)
+        .filter_map(|(path, n, seen)| {
+            let first = seen.iter().copied().filter(|i| *i >= 1).min()?;
+            let last = (first..=n).take_while(|i| seen.contains(i)).last()?;
+            Some(Cut {
+                path,
+                n,
+                first,
+                last,
+            })
         })
         .collect()
 }
 
 /// The fields of a context window's record that a `--resume` of its conversation goes on from.
-const WINDOW_FIELDS: [&str; 12] = [
+const WINDOW_FIELDS: [&str; 13] = [
     fields::SESSION_ID,
     fields::PRELOADED_FILES,
     fields::PENDING_PRELOADS,
     fields::TOUCHED_DIRS,
     fields::PRELOAD_PARTS,
+    fields::PRELOAD_PARTS_HELD,
     fields::PRELOADED_STAMPS,
     fields::STASH,
     fields::INVOKED_SKILLS,

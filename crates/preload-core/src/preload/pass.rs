@@ -4,7 +4,8 @@ use std::path::Path;
 
 use super::source::{self, Source};
 use super::{
-    Audience, Batch, Mode, Outcome, Request, override_of, parts_done, resolver, set_parts_done,
+    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_done, parts_held,
+    resolver, set_parts_done,
 };
 use crate::context::Context;
 use crate::dedup::{Hit, InContext};
@@ -150,10 +151,22 @@ impl<'a> Pass<'a> {
             FileBody::Unavailable | FileBody::Empty => {
                 self.unqueue(state, path, &request.path);
                 set_parts_done(state, &self.parts_key, path, None);
+                clear_parts_held(state, path);
                 return Outcome::Unavailable;
             }
         };
-        let first = parts_done(state, &self.parts_key, path).min(parts.len().saturating_sub(1));
+        let total = parts.len();
+        // Parts the window already holds (kept by a compaction) are passed over.
+        let held = if self.stamps {
+            parts_held(state, path, total)
+        } else {
+            None
+        };
+        let past_held = |i: usize| match held {
+            Some((start, end)) if (start..end).contains(&i) => end,
+            _ => i,
+        };
+        let first = parts_done(state, &self.parts_key, path).min(total.saturating_sub(1));
         let shadow = if first == 0 {
             override_of(state, path)
         } else {
@@ -162,11 +175,13 @@ impl<'a> Pass<'a> {
         if let Some(global) = &shadow {
             parts[0] = format!("[Override: shadows {global}]\n{}", parts[0]);
         }
-        let mut next = first;
-        while next < parts.len() && packer.try_add(parts[next].clone()) {
-            next += 1;
+        let mut next = past_held(first);
+        let mut sent = Vec::new();
+        while next < total && packer.try_add(parts[next].clone()) {
+            sent.push(next);
+            next = past_held(next + 1);
         }
-        if next == first {
+        if sent.is_empty() && next < total {
             // Nothing fit: stays queued for the next call, and the log says why.
             if state.push_unique(&self.queue_key, path) {
                 self.batch
@@ -180,16 +195,17 @@ impl<'a> Pass<'a> {
             );
             return Outcome::Queued;
         }
-        if parts.len() > 1 {
-            let note = delivery::split_note(first + 1, next, parts.len());
+        if let (true, Some(&from), Some(&to)) = (total > 1, sent.first(), sent.last()) {
+            let note = delivery::split_note(from + 1, to + 1, total);
             self.batch
                 .note(Event::OverBudget, path, &request.source, &note);
         }
         if let Some(global) = &shadow {
             self.batch.note(Event::OverrideDetect, path, global, "new");
         }
-        let total = parts.len();
-        self.batch.blocks.extend(parts.drain(first..next));
+        for i in sent {
+            self.batch.blocks.push(std::mem::take(&mut parts[i]));
+        }
         if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
             state.push_unique(&self.queue_key, path);
@@ -197,6 +213,7 @@ impl<'a> Pass<'a> {
         }
         // Fully out: into the audience's files in context, out of the queue, in the same write.
         set_parts_done(state, &self.parts_key, path, None);
+        clear_parts_held(state, path);
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);

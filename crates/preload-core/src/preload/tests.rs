@@ -391,3 +391,53 @@ fn local_command_shadowing_a_global_one_is_labelled() {
 fn ctx_norm(f: &Fixture, p: &Path) -> String {
     f.ctx().normalize(&p.to_string_lossy())
 }
+
+#[test]
+fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_the_others() {
+    let f = fixture();
+    let big = (0..300).fold(String::new(), |mut acc, i| {
+        let _ = writeln!(acc, "line {i} of a long command file");
+        acc
+    });
+    let a = f.cmd("BIG", &big);
+    let env = Env::from_pairs([
+        (env::HOME, f.home.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": f.project}));
+    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let total = delivery::file_parts(&a, &big, delivery::part_size(ctx.part_budget)).len();
+    assert!(total > 4, "{total} parts");
+    // A compaction kept parts 2 and 3: the window needs part 1 and parts 4 on.
+    let mut s = f.load();
+    s.object_mut(fields::PRELOAD_PARTS_HELD)
+        .insert(a.clone(), json!([2, 3, total]));
+    state::save(&f.state, &s).unwrap();
+    let mut seen = Vec::new();
+    let mut requests = vec![Request::new(&a, "t")];
+    for _ in 0..20 {
+        if requests.is_empty() {
+            break;
+        }
+        let mut packer = Packer::new(2_000);
+        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        seen.extend(
+            batch
+                .blocks
+                .iter()
+                .map(|b| b.lines().next().unwrap().to_owned()),
+        );
+        requests = pending_requests(&ctx, &f.load(), "rule");
+    }
+    let expected: Vec<String> = (1..=total)
+        .filter(|i| !(2..=3).contains(i))
+        .map(|i| format!("[Preloaded: {a} (part {i}/{total})]"))
+        .collect();
+    assert_eq!(seen, expected);
+    let s = f.load();
+    assert!(s.strings(fields::PRELOADED_FILES).contains(&a));
+    assert!(
+        s.get(fields::PRELOAD_PARTS_HELD).is_none(),
+        "forgotten once whole"
+    );
+}
