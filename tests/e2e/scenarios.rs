@@ -662,7 +662,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
         read(&s.world, "docs/TOC.md"),
         read(&s.world, "packages/estimate/src/total.ts"),
     ];
-    s.run(Script::main(steps), IMPLEMENT_PROMPT);
+    s.run(Script::main(steps).padded(s.grace()), IMPLEMENT_PROMPT);
     let (requests, saved) = s.requests();
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");

@@ -44,10 +44,13 @@ pub fn shorten(text: &str, limit: usize) -> String {
     out
 }
 
+/// How a delivered file's header line begins.
+pub const BLOCK_HEADER: &str = "[Preloaded: ";
+
 /// One delivered file: header, newline, content without trailing newlines, newline.
 pub fn block(path: &str, content: &str) -> String {
     assemble(&[
-        "[Preloaded: ",
+        BLOCK_HEADER,
         path,
         "]\n",
         trim_trailing_newlines(content),
@@ -98,7 +101,7 @@ pub fn header_path(inner: &str) -> &str {
 /// in order.
 pub fn headers(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|line| {
-        line.strip_prefix("[Preloaded: ")
+        line.strip_prefix(BLOCK_HEADER)
             .and_then(|l| l.strip_suffix(']'))
     })
 }
@@ -142,17 +145,26 @@ pub fn part_size(budget: usize) -> usize {
 /// Cut `content` into the blocks that deliver it within `limit` characters each.
 ///
 /// One block when it fits; otherwise parts labelled `[Preloaded: <path> (part i/n)]`, cut at a
-/// line end where one falls in the last fifth of a part. Deterministic for the same input.
+/// line end where one falls in the last fifth of a part. Deterministic for the same path and
+/// content, whatever the labels (`path` may carry them).
 pub fn file_parts(path: &str, content: &str, limit: usize) -> Vec<String> {
     let limit = limit.max(MIN_BUDGET);
+    // The cut depends on the file's path and content, not on its labels (`updated`, which one
+    // window says and the next may not): they take room kept for them, so the parts a window
+    // holds and the ones cut for it later are the same.
+    let labels = chars(path) - chars(header_path(path));
+    let room = limit.saturating_sub(LABEL_ROOM.saturating_sub(labels));
     let whole = block(path, content);
-    if chars(&whole) <= limit {
+    if chars(&whole) <= room {
         return vec![whole];
     }
-    labelled_parts(content, limit, |i, n| {
+    labelled_parts(content, room, |i, n| {
         format!("[Preloaded: {path} (part {i}/{n})]")
     })
 }
+
+/// Characters a file's header keeps for its labels, whatever they are.
+const LABEL_ROOM: usize = 40;
 
 /// Packs blocks into one output string within a character budget, or into several outputs
 /// ("slots", one per `SessionStart` registration) each within its own budget.

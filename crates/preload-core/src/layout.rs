@@ -156,25 +156,27 @@ fn trailer(left: &[Piece], unread: &[String], room: usize) -> String {
 }
 
 /// Cut `text` into pieces of at most `limit` characters each, in order, so that nothing is cut
-/// silently: `[Preloaded: …]` blocks stay whole where they fit and a larger one goes out in its
-/// labelled parts ([`delivery::file_parts`]); other text larger than `limit` goes out in parts
-/// headed `[<label> (part i/n)]`. A text within `limit` is one piece (trailing newlines trimmed).
+/// silently: `[Preloaded: …]` blocks stay whole where they fit and a larger one goes out in the
+/// labelled parts of `part_limit` characters every delivery of the file cuts
+/// ([`delivery::file_parts`]); a file's part stays as it is; other text larger than `limit`
+/// goes out in parts headed `[<label> (part i/n)]`. A text within `limit` is one piece
+/// (trailing newlines trimmed).
 ///
-/// A piece can exceed `limit` only when `limit` is smaller than a part's header plus a few
-/// dozen characters (or than [`delivery::MIN_BUDGET`] for a file's parts).
-pub fn split_labelled(text: &str, label: &str, limit: usize) -> Vec<String> {
+/// A file's part can exceed `limit` (it waits for an output with room for it); another piece
+/// only when `limit` is smaller than a part's header plus a few dozen characters.
+pub fn split_labelled(text: &str, label: &str, limit: usize, part_limit: usize) -> Vec<String> {
     let text = delivery::trim_trailing_newlines(text);
     if chars(text) <= limit {
         return vec![text.to_owned()];
     }
     let mut pieces = Vec::new();
     for segment in segments(text) {
-        if chars(segment) <= limit {
+        if chars(segment) <= limit || is_file_part(segment) {
             pieces.push(segment.to_owned());
             continue;
         }
         let parts = match whole_block(segment) {
-            Some((path, body)) => delivery::file_parts(path, body, limit),
+            Some((path, body)) => delivery::file_parts(path, body, part_limit),
             None => {
                 delivery::labelled_parts(segment, limit, |i, n| format!("[{label} (part {i}/{n})]"))
             }
@@ -207,10 +209,21 @@ fn segments(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether `segment` is one labelled part of a file's block (`[Preloaded: <path> (part i/n)]`).
+pub fn is_file_part(segment: &str) -> bool {
+    segment
+        .lines()
+        .next()
+        .and_then(|head| head.strip_prefix(delivery::BLOCK_HEADER))
+        .is_some_and(|inner| inner.contains(" (part "))
+}
+
 /// The path and body of a whole `[Preloaded: <path>]` block (not a part of one).
 fn whole_block(segment: &str) -> Option<(&str, &str)> {
     let (head, body) = segment.split_once('\n')?;
-    let path = head.strip_prefix("[Preloaded: ")?.strip_suffix(']')?;
+    let path = head
+        .strip_prefix(delivery::BLOCK_HEADER)?
+        .strip_suffix(']')?;
     (!path.contains(" (part ")).then_some((path, body))
 }
 
@@ -227,12 +240,12 @@ mod tests {
 
     #[test]
     fn split_labelled_leaves_what_fits_and_labels_every_cut() {
-        assert_eq!(split_labelled("short\n\n", "r", 100), vec!["short"]);
+        assert_eq!(split_labelled("short\n\n", "r", 100, 100), vec!["short"]);
         let loose = (0..60)
             .map(|i| format!("- entry {i} → [Preloaded: /x/{i}]\n"))
             .collect::<Vec<_>>()
             .concat();
-        let pieces = split_labelled(&loose, "session-start", 400);
+        let pieces = split_labelled(&loose, "session-start", 400, 400);
         assert!(pieces.len() > 1);
         for (i, piece) in pieces.iter().enumerate() {
             assert!(chars(piece) <= 400, "{piece}");

@@ -43,16 +43,23 @@ pub fn waiting(state: &State, agent: &str) -> usize {
 /// Entries after the first that does not fit stay, in order, for the next call. An entry
 /// larger than the whole budget is cut into labelled pieces ([`layout::split_labelled`]), each
 /// its own entry in its place: the first goes out now, the others on the next calls, in order,
-/// before any later entry.
-pub fn take(state: &mut State, agent: &str, budget: usize) -> Option<Vec<String>> {
+/// before any later entry. A file's block is cut into the parts of `part_limit` characters
+/// every delivery of it cuts (so a window that holds some of them can be sent the others); a
+/// part larger than what is left of the budget waits for a call with room for it.
+pub fn take(
+    state: &mut State,
+    agent: &str,
+    budget: usize,
+    part_limit: usize,
+) -> Option<Vec<String>> {
     let Some(Value::Array(entries)) = state.0.get_mut(fields::STASH) else {
         return None;
     };
-    Some(drain(entries, agent, budget))
+    Some(drain(entries, agent, budget, part_limit))
 }
 
 /// Take `agent`'s entries that fit `budget` out of `entries`; returns the texts.
-fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
+fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize, part_limit: usize) -> Vec<String> {
     let mut taken = Vec::new();
     let mut used = 0;
     let mut kept = Vec::with_capacity(entries.len());
@@ -70,14 +77,16 @@ fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
         }
         let sep = if taken.is_empty() { 0 } else { 2 };
         let len = chars(&text);
-        if used + sep + len <= budget || (taken.is_empty() && cut) {
-            // A piece still over the budget (a budget smaller than a part's header) goes as is.
+        let block = text.starts_with(delivery::BLOCK_HEADER);
+        if used + sep + len <= budget || (taken.is_empty() && cut && !block) {
+            // A piece of text still over the budget (a budget smaller than a part's header)
+            // goes as is; a file's block or part waits for room.
             used += sep + len;
             taken.push(text);
-        } else if taken.is_empty() && len > budget {
+        } else if taken.is_empty() && len > budget && !cut && !layout::is_file_part(&text) {
             let rule = StashEntry::rule_of(&entry).to_owned();
             let label = if rule.is_empty() { "stashed" } else { &rule };
-            let pieces = layout::split_labelled(&text, label, budget);
+            let pieces = layout::split_labelled(&text, label, budget, part_limit);
             for piece in pieces.into_iter().rev() {
                 let mut part = entry.clone();
                 StashEntry::set_content(&mut part, piece);
@@ -106,7 +115,7 @@ mod tests {
             json!({"ruleId": "synthesis", "content": "B", "agentId": ""}),
             json!({"ruleId": "x", "content": "C".repeat(50)}),
         ];
-        let taken = drain(&mut entries, "", 10);
+        let taken = drain(&mut entries, "", 10, 10);
         assert_eq!(taken, vec!["A", "B"]);
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0]["agentId"], "sub1");
@@ -117,7 +126,7 @@ mod tests {
     fn drain_all(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
         let mut outputs = Vec::new();
         while entries.iter().any(|e| StashEntry::agent_of(e) == agent) {
-            let taken = drain(entries, agent, budget);
+            let taken = drain(entries, agent, budget, budget);
             assert!(!taken.is_empty(), "every call hands something out");
             let text = taken.join("\n\n");
             assert!(chars(&text) <= budget, "{} > {budget}", chars(&text));
@@ -195,7 +204,7 @@ mod tests {
             vec![json!({"ruleId": "a-rule-with-a-long-name", "content": "x".repeat(500)})];
         let mut calls = 0;
         while !entries.is_empty() {
-            let taken = drain(&mut entries, "", 10);
+            let taken = drain(&mut entries, "", 10, 10);
             assert_eq!(taken.len(), 1);
             calls += 1;
             assert!(calls < 1_000, "terminates");
@@ -210,7 +219,7 @@ mod tests {
             state.get(fields::STASH).is_none(),
             "nothing to add, nothing created"
         );
-        assert_eq!(take(&mut state, "", 10), None);
+        assert_eq!(take(&mut state, "", 10, 10), None);
         push(
             &mut state,
             &[
@@ -220,8 +229,39 @@ mod tests {
         );
         assert_eq!(waiting(&state, ""), 5);
         assert_eq!(waiting(&state, "a1"), 4);
-        assert_eq!(take(&mut state, "a1", 100), Some(vec!["xy".to_owned()]));
+        assert_eq!(
+            take(&mut state, "a1", 100, 100),
+            Some(vec!["xy".to_owned()])
+        );
         assert_eq!(waiting(&state, "a1"), 0);
         assert_eq!(waiting(&state, ""), 5);
+    }
+
+    /// A file's block is cut the way every delivery of the file cuts it (parts of the part
+    /// size, not of the room left): a part larger than the room waits for a call with room.
+    #[test]
+    fn a_large_file_block_goes_out_in_the_files_own_parts_each_waiting_for_room() {
+        let big = (0..400)
+            .map(|i| format!("row {i:04}\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        let own = delivery::file_parts("/b.md", &big, 1_500);
+        assert!(own.len() > 2);
+        let text = delivery::block("/b.md", &big);
+        let mut entries = vec![json!({"ruleId": "preload", "content": text, "agentId": ""})];
+        // Little room: nothing fits, and nothing is cut to fit.
+        assert!(drain(&mut entries, "", 600, 1_500).is_empty());
+        let mut out = Vec::new();
+        for _ in 0..20 {
+            out.extend(drain(&mut entries, "", 2_000, 1_500));
+            if entries.is_empty() {
+                break;
+            }
+        }
+        let trimmed: Vec<String> = own
+            .iter()
+            .map(|p| delivery::trim_trailing_newlines(p).to_owned())
+            .collect();
+        assert_eq!(out, trimmed);
     }
 }

@@ -48,7 +48,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let budget = ctx.budget.saturating_sub(1);
     let call = input.tool_use_id();
     let taken = ledger::update(ctx, &target, |s| {
-        let Some(taken) = stash::take(s, &agent, budget) else {
+        let Some(taken) = stash::take(s, &agent, budget, delivery::part_size(ctx.part_budget))
+        else {
             return Vec::new();
         };
         if agent.is_empty() {

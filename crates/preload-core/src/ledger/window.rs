@@ -57,8 +57,7 @@ struct Carried {
     /// Files of which it carried the first parts of a cut whose next part waits in the stash.
     stashed: Vec<String>,
     /// Files of which it carried later parts `a` to `b` of `n`, the earlier ones not: a
-    /// compaction keeps those, and the file goes on with the others (its last ones alone of a
-    /// stash's cut, which cannot be cut again the same way, are not noted).
+    /// compaction keeps those, and the file goes on with the others.
     held: Vec<(String, [u64; 3])>,
 }
 
@@ -89,7 +88,10 @@ impl Carried {
             match (c.first, regular, next_stashed) {
                 (1, true, _) => carried.begun.push((c.path, c.last as u64)),
                 (1, false, true) => carried.stashed.push(c.path),
-                (first, true, _) if first > 1 => carried
+                (1, false, false) => {}
+                // Every delivery cuts a file the same way (the stash's cuts too), so the others
+                // can be cut again for the new window.
+                (first, ..) if regular || next_stashed => carried
                     .held
                     .push((c.path, [first as u64, c.last as u64, c.n as u64])),
                 _ => {}
