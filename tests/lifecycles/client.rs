@@ -260,6 +260,9 @@ pub struct Transcript {
     pub window: Window,
     /// Skills a compaction of it put back.
     pub reloaded: Vec<String>,
+    /// Files lost in its window's one window (a hook killed after its commit): still recorded
+    /// in it, and reported when they were lost, not again when it is resumed.
+    pub lost: BTreeSet<String>,
 }
 
 /// THE rule of which skills a compaction puts back (the single place to change it): the skills

@@ -330,3 +330,19 @@ fn a_compaction_right_after_a_resume_that_finished_a_file_sends_its_first_parts(
     let ops = vec![Touch(5), SkillCall(0, Implement), Resume(0, 0), Compact(0)];
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// The model's own limit, fixed: files lost in the one window (a hook killed after its commit)
+/// stay recorded in that window; the model forgot the loss when the conversation was cleared
+/// and reported them again when it was resumed. Found by seed 1795838169062 (per binary).
+#[test]
+fn a_loss_in_the_one_window_is_remembered_across_a_clear_and_a_resume() {
+    let ops = vec![
+        Startup(0),
+        Startup(1),
+        Activate(0, Test),
+        Killed(0, Read, 0, 0, 2),
+        Clear(0),
+        Resume(0, 1),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -364,13 +364,24 @@ impl World {
         let mut p = self.procs[slot].take().unwrap();
         let _ = p.child.kill();
         let _ = p.child.wait();
+        let lost = self.lost_in(slot);
         self.leave(Transcript {
             conversation: p.conversation.clone(),
             window: p.window,
             reloaded: p.reloaded,
+            lost,
         });
         self.due.retain(|d| d.slot != slot);
         true
+    }
+
+    /// The files lost in the one window of the window in `slot`.
+    fn lost_in(&self, slot: usize) -> BTreeSet<String> {
+        self.lost
+            .iter()
+            .filter(|(s, _)| *s == slot)
+            .map(|(_, path)| path.clone())
+            .collect()
     }
 
     fn leave(&mut self, t: Transcript) {
@@ -399,18 +410,25 @@ impl World {
         p.held_at_resume = client::held_after_resume(&t);
         p.reloaded.clone_from(&t.reloaded);
         self.procs[slot] = Some(p);
+        // The resumed window's losses come back with it (and no other window's).
+        self.lost.retain(|(s, _)| *s != slot);
+        self.lost
+            .extend(t.lost.iter().map(|path| (slot, path.clone())));
         self.session_start(slot, "resume");
         true
     }
 
     fn clear(&mut self, slot: usize) -> bool {
-        let Some(p) = self.procs[slot].as_mut() else {
+        if self.procs[slot].is_none() {
             return false;
-        };
+        }
+        let lost = self.lost_in(slot);
+        let p = self.procs[slot].as_mut().unwrap();
         let old = Transcript {
             conversation: p.conversation.clone(),
             window: std::mem::take(&mut p.window),
             reloaded: std::mem::take(&mut p.reloaded),
+            lost,
         };
         p.invoked.clear();
         p.held_at_resume.clear();

@@ -138,8 +138,8 @@ pub const CALL_STASHED: &str = "stashed";
 /// Its files of which it carried later parts only (`{path: [a, b, n]}`, parts `a` to `b` of
 /// `n`): a compaction keeps those, and the file goes on with the others.
 pub const CALL_HELD: &str = "held";
-/// True once a later call started: without the client's transcript, the record is no longer
-/// the latest call's.
+/// The later call that started after the record's and carried nothing (without the client's
+/// transcript, the record is no longer the latest call's).
 pub const CALL_SUPERSEDED: &str = "superseded";
 /// Ours, in a carry: the files still owed to the context window.
 pub const OWED: &str = "owed";

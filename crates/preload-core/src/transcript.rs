@@ -1,6 +1,7 @@
 //! What the client's transcript (`transcript_path`: one JSON object per line, appended as the
 //! conversation goes) says about the tool calls a compaction keeps.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -14,12 +15,21 @@ const TAIL: u64 = 32 << 20;
 /// The most calls one response is taken to hold.
 const MAX_CALLS: usize = 256;
 
-/// The `tool_use` ids of the latest response in the transcript at `path` that made tool calls:
-/// the client writes one line per content block of an assistant message, each with the
-/// message's id, so the calls of one response are the lines that share it. A sub-agent's lines
-/// (`isSidechain`) are not the main conversation's. `None` when the file cannot be read or its
-/// last 32 MiB hold no tool call.
-pub fn latest_calls(path: &Path) -> Option<Vec<String>> {
+/// The tool calls a transcript holds: those of its latest response that made any, and every
+/// call it names (what the client has written so far).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// The `tool_use` ids of the latest response with tool calls.
+    pub latest: Vec<String>,
+    /// Every `tool_use` id in the part read.
+    pub seen: BTreeSet<String>,
+}
+
+/// The tool calls of the transcript at `path`. The client writes one line per content block of
+/// an assistant message, each with the message's id, so the calls of one response are the lines
+/// that share it. A sub-agent's lines (`isSidechain`) are not the main conversation's. `None`
+/// when the file cannot be read or its last 32 MiB hold no tool call.
+pub fn calls(path: &Path) -> Option<Calls> {
     let mut file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
@@ -27,10 +37,11 @@ pub fn latest_calls(path: &Path) -> Option<Vec<String>> {
     file.take(TAIL).read_to_end(&mut bytes).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let mut message: Option<String> = None;
-    let mut ids: Vec<String> = Vec::new();
+    let mut latest_done = false;
+    let mut out = Calls::default();
     // A first line cut by the tail does not parse and is passed over.
     for line in text.rsplit('\n') {
-        if !line.contains("\"assistant\"") {
+        if !line.contains("\"assistant\"") || !line.contains("\"tool_use\"") {
             continue;
         }
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -47,22 +58,23 @@ pub fn latest_calls(path: &Path) -> Option<Vec<String>> {
             .filter(|block| block["type"] == "tool_use")
             .filter_map(|block| block["id"].as_str())
             .collect();
+        if calls.is_empty() {
+            continue;
+        }
         match &message {
-            None if calls.is_empty() => continue,
             None => message = Some(id.to_owned()),
             Some(latest) if latest == id => {}
-            Some(_) => break,
+            Some(_) => latest_done = true,
         }
         for call in calls {
-            if !ids.iter().any(|known| known == call) {
-                ids.push(call.to_owned());
+            if !latest_done && out.latest.len() < MAX_CALLS && !out.latest.iter().any(|c| c == call)
+            {
+                out.latest.push(call.to_owned());
             }
-        }
-        if ids.len() >= MAX_CALLS {
-            break;
+            out.seen.insert(call.to_owned());
         }
     }
-    (!ids.is_empty()).then_some(ids)
+    (!out.latest.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -80,11 +92,11 @@ mod tests {
         json!({"type": "tool_use", "id": id, "name": "Read", "input": {}})
     }
 
-    fn calls_of(lines: &[String]) -> Option<Vec<String>> {
+    fn calls_of(lines: &[String]) -> Option<Calls> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        latest_calls(&path)
+        calls(&path)
     }
 
     #[test]
@@ -106,10 +118,13 @@ mod tests {
             json!({"type": "system", "subtype": "compact_boundary"}).to_string(),
             "{\"type\": \"assistant\", cut".to_owned(),
         ];
+        let found = calls_of(&lines).unwrap();
         assert_eq!(
-            calls_of(&lines),
-            Some(vec!["toolu_3".to_owned(), "toolu_2".to_owned()])
+            found.latest,
+            vec!["toolu_3".to_owned(), "toolu_2".to_owned()]
         );
+        let seen: Vec<&str> = found.seen.iter().map(String::as_str).collect();
+        assert_eq!(seen, vec!["toolu_1", "toolu_2", "toolu_3"]);
     }
 
     #[test]
@@ -118,6 +133,6 @@ mod tests {
             calls_of(&[assistant("msg_1", &[json!({"type": "text", "text": "hi"})])]),
             None
         );
-        assert_eq!(latest_calls(Path::new("/nonexistent/t.jsonl")), None);
+        assert_eq!(calls(Path::new("/nonexistent/t.jsonl")), None);
     }
 }

@@ -136,11 +136,11 @@ fn cache_failure(err: StartCacheError) -> HookError {
 
 /// On a compaction, the calls of the client's latest response (what it keeps), from its
 /// transcript.
-fn in_flight(input: &HookInput, source: &str) -> Option<Vec<String>> {
+fn in_flight(input: &HookInput, source: &str) -> Option<transcript::Calls> {
     if source != "compact" {
         return None;
     }
-    transcript::latest_calls(Path::new(input.transcript_path()?))
+    transcript::calls(Path::new(input.transcript_path()?))
 }
 
 /// Generate the text for `slots` outputs, write the state, and return the blocks per slot.
@@ -196,7 +196,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
             &sessions,
             &source,
             resumed_seed.as_ref(),
-            plan.in_flight.as_deref(),
+            plan.in_flight.as_ref(),
         );
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
         if source == "resume" {
@@ -274,7 +274,7 @@ fn fill_session(
             }
             // The client keeps the calls a compaction happened after, with what the hooks added
             // to them: those files are in the new context window from its start.
-            let kept = ledger::KeptCall::of(s, plan.in_flight.as_deref());
+            let kept = ledger::KeptCall::of(s, plan.in_flight.as_ref());
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .get(fields::PRELOADED_FILES)

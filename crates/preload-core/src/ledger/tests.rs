@@ -154,3 +154,47 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     assert_eq!(read_seed(&seed_file).unwrap(), third);
     lock.release();
 }
+
+/// The calls a compaction keeps, by what the client's transcript says.
+#[test]
+fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_behind() {
+    let calls = |latest: &[&str], seen: &[&str]| crate::transcript::Calls {
+        latest: latest.iter().map(|c| (*c).to_owned()).collect(),
+        seen: seen.iter().map(|c| (*c).to_owned()).collect(),
+    };
+    let mut s = State::default();
+    note_call_deliveries(
+        &mut s,
+        Some("A"),
+        &["/a".to_owned()],
+        "[Preloaded: /a]\nx\n",
+    );
+    note_call_deliveries(
+        &mut s,
+        Some("B"),
+        &["/b".to_owned()],
+        "[Preloaded: /b]\ny\n",
+    );
+    note_call_deliveries(
+        &mut s,
+        Some("C"),
+        &["/c".to_owned()],
+        "[Preloaded: /c]\nz\n",
+    );
+    let kept = |s: &State, c: Option<&crate::transcript::Calls>| KeptCall::of(s, c).files;
+    // B and C answered one response, and the transcript says so.
+    assert_eq!(
+        kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))),
+        ["/b", "/c"]
+    );
+    // The transcript holds A's response only so far: the calls after it are the latest.
+    assert_eq!(kept(&s, Some(&calls(&["A"], &["A"]))), ["/b", "/c"]);
+    // No transcript: the latest call alone.
+    assert_eq!(kept(&s, None), ["/c"]);
+    // A later call D carried nothing: the transcript that names it keeps nothing of the others,
+    // and one that does not name it yet keeps what came after what it names (nothing here).
+    note_call_deliveries(&mut s, Some("D"), &[], "");
+    assert!(kept(&s, Some(&calls(&["D"], &["A", "B", "C", "D"]))).is_empty());
+    assert!(kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))).is_empty());
+    assert!(kept(&s, None).is_empty());
+}

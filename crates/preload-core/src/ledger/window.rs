@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::fields;
 use crate::session::{self, SEEDING};
 use crate::state::{self, State};
+use crate::transcript;
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -30,7 +31,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
     if carried.is_empty() {
         match records.last_mut() {
             Some(last) if at.is_none() && !is_superseded(last) => {
-                last[fields::CALL_SUPERSEDED] = Value::Bool(true);
+                last[fields::CALL_SUPERSEDED] = Value::from(call);
                 s.set(fields::CALL_DELIVERIES, Value::from(records));
             }
             _ => {}
@@ -167,7 +168,15 @@ fn record_id(record: &Value) -> Option<&str> {
 
 /// Whether a later call started after the record's.
 fn is_superseded(record: &Value) -> bool {
-    record.get(fields::CALL_SUPERSEDED) == Some(&Value::Bool(true))
+    record.get(fields::CALL_SUPERSEDED).is_some()
+}
+
+/// The latest call the records know of: the one that superseded the last record, or its own.
+fn latest_known(records: &[Value]) -> Option<&str> {
+    let last = records.last()?;
+    last.get(fields::CALL_SUPERSEDED)
+        .and_then(Value::as_str)
+        .or_else(|| record_id(last))
 }
 
 /// The main agent's stash entries of `s`.
@@ -204,19 +213,35 @@ pub struct KeptCall {
 
 impl KeptCall {
     /// The calls of the window `s` a compaction keeps: a resume's SessionStart texts when no
-    /// call came after them; else the calls `in_flight` names (the latest response's, from the
-    /// client's transcript); without them, the latest call, unless a later one carried nothing.
-    pub fn of(s: &State, in_flight: Option<&[String]>) -> Self {
+    /// call came after them; else the calls of the latest response, as the client's transcript
+    /// (`in_flight`) names them; without it, the latest call, unless a later one carried nothing.
+    ///
+    /// The client writes its transcript behind: when the transcript does not name the latest
+    /// call the records know of yet, the calls it does not name (the records after the last one
+    /// it does) are the latest response's.
+    pub fn of(s: &State, in_flight: Option<&transcript::Calls>) -> Self {
         let records = records_of(s);
         let latest = records.last().filter(|r| !is_superseded(r));
         let resumed = latest
             .and_then(record_id)
             .is_some_and(|id| id.starts_with(RESUME_RECORD_PREFIX));
+        let named = |r: &Value, ids: &dyn Fn(&str) -> bool| record_id(r).is_some_and(ids);
         let chosen: Vec<&Value> = match in_flight {
-            Some(ids) if !resumed => records
-                .iter()
-                .filter(|r| record_id(r).is_some_and(|id| ids.iter().any(|c| c == id)))
-                .collect(),
+            Some(calls) if !resumed => {
+                let current = latest_known(&records).is_none_or(|id| calls.seen.contains(id));
+                if current {
+                    records
+                        .iter()
+                        .filter(|r| named(r, &|id| calls.latest.iter().any(|c| c == id)))
+                        .collect()
+                } else {
+                    let after = records
+                        .iter()
+                        .rposition(|r| named(r, &|id| calls.seen.contains(id)))
+                        .map_or(0, |i| i + 1);
+                    records[after..].iter().collect()
+                }
+            }
             _ => latest.into_iter().collect(),
         };
         let mut kept = Self::default();

@@ -25,6 +25,7 @@ use crate::session;
 use crate::skill;
 use crate::stash;
 use crate::state::{self, State};
+use crate::transcript;
 
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";
@@ -48,7 +49,7 @@ pub(super) struct Plan<'a> {
     pub(super) recovery: Option<&'a Recovery>,
     /// On `compact`: the calls of the client's latest response, as its transcript names them
     /// (what the compaction keeps; see [`ledger::KeptCall::of`]).
-    pub(super) in_flight: Option<Vec<String>>,
+    pub(super) in_flight: Option<transcript::Calls>,
 }
 
 impl Plan<'_> {
@@ -295,7 +296,7 @@ pub(super) fn window_seed(
     sessions: &Path,
     source: &str,
     resumed_seed: Option<&(PathBuf, State)>,
-    in_flight: Option<&[String]>,
+    in_flight: Option<&transcript::Calls>,
 ) -> State {
     match resumed_seed {
         Some((_, old)) => {
