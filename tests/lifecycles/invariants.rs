@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::client::Window;
+use crate::client::{self, Window};
 use crate::common::{Answer, litter, strings};
 use crate::ops::Sk;
 use crate::world::{World, canon};
@@ -71,6 +71,12 @@ pub fn answer_problems(a: &Answer) -> Vec<String> {
         }
     }
     out
+}
+
+/// What a file takes in an answer: its text, its `[Preloaded: <path>]` header line with room
+/// for a label, and the blank line before it.
+fn block_size(path: &str) -> usize {
+    size_of(path) + path.chars().count() + "[Preloaded: ]\n\n\n".len() + 12
 }
 
 fn size_of(path: &str) -> usize {
@@ -276,12 +282,51 @@ impl World {
         // (the one window): the file then never reaches this window whole.
         if self.kill_step {
             if let Some((_, state)) = &record {
-                let before = &self.parts_before[slot];
+                // A changed file's `(updated)` copy the killed call carried: the window holds
+                // the old one until a compaction keeps the killed call's record.
+                let last_call = state["callDeliveries"].as_array().and_then(|r| r.last());
+                for path in last_call.map(|r| strings(r, "files")).unwrap_or_default() {
+                    // A pack changes when its sources do.
+                    let changed = self.edits.contains_key(&canon(&path))
+                        || (path.contains('#') && !self.edits.is_empty());
+                    if changed && self.lost.insert((slot, canon(&path))) {
+                        self.steps
+                            .push(format!("      updated copy lost in the one window: {path}"));
+                    }
+                }
+                let before = &self.record_before[slot];
+                let mut parts_lost: Vec<String> = Vec::new();
                 for (path, done) in state["preloadParts"].as_object().into_iter().flatten() {
-                    if done.as_u64() > before[path].as_u64() {
+                    if done.as_u64() > before["preloadParts"][path].as_u64() {
+                        parts_lost.push(path.clone());
+                    }
+                }
+                // Under `--dispatch` a part waits in the stash: one that left it went with the
+                // killed answer.
+                let stash_parts = |r: &Value| -> Vec<String> {
+                    r["pendingAllowInjections"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|e| e["agentId"].as_str().unwrap_or("").is_empty())
+                        .filter_map(|e| e["content"].as_str())
+                        .filter_map(|t| t.lines().next())
+                        .filter(|h| h.contains(" (part "))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let now = stash_parts(state);
+                for header in stash_parts(before) {
+                    if !now.contains(&header) {
+                        if let Some(r) = client::parse_header(&header) {
+                            parts_lost.push(r.path);
+                        }
+                    }
+                }
+                for path in parts_lost {
+                    if self.lost.insert((slot, canon(&path))) {
                         self.steps
                             .push(format!("      part lost in the one window: {path}"));
-                        self.lost.insert((slot, canon(path)));
                     }
                 }
             }
@@ -330,7 +375,7 @@ impl World {
                     && window.rounds >= d.deadline
                     && window.full_since(
                         d.since,
-                        size_of(&d.path).min(OUTPUT_BUDGET),
+                        block_size(&d.path).min(OUTPUT_BUDGET),
                         OUTPUT_BUDGET,
                     )
                 {

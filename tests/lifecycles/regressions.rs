@@ -346,3 +346,21 @@ fn a_loss_in_the_one_window_is_remembered_across_a_clear_and_a_resume() {
     ];
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a `Skill` call before activation, a compaction (the client puts the skill back),
+/// activation, then a resume and a compaction: the resumed client puts the skill back again (the
+/// transcript records the first re-injection), but the activation had dropped the record of
+/// that re-injection (`reloadedSkills`), so switching to that skill sent its SKILL.md a second
+/// time. Found by seed 1795840402131 (per binary).
+#[test]
+fn a_skill_put_back_before_activation_is_known_to_the_session_after_a_resume() {
+    let ops = vec![
+        SkillCall(0, Test),
+        Compact(0),
+        Activate(0, Implement),
+        Resume(0, 0),
+        Compact(0),
+        Activate(0, Test),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -49,8 +49,8 @@ pub struct World {
     pub killed: bool,
     /// A hook was killed in the current step.
     pub kill_step: bool,
-    /// Before the current step: the owners' part progress (`preloadParts`), by slot.
-    pub parts_before: [Value; 2],
+    /// Before the current step: the owners' records (state or seed), by slot.
+    pub record_before: [Value; 2],
     /// Files (slot, canonical path) recorded in a window while a hook carrying them was killed
     /// after its commit: docs/reliability.md's "one window", where the client discards the
     /// killed process's answer. Each is reported in the step list, and not again.
@@ -112,7 +112,7 @@ impl World {
             planted: Vec::new(),
             killed: false,
             kill_step: false,
-            parts_before: [Value::Null, Value::Null],
+            record_before: [Value::Null, Value::Null],
             lost: BTreeSet::new(),
             acting: None,
             ignore: Vec::new(),
@@ -160,9 +160,7 @@ impl World {
         self.kill_step = false;
         for slot in 0..2 {
             let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
-            self.parts_before[slot] = self
-                .record_of(pid)
-                .map_or(Value::Null, |(_, r)| r["preloadParts"].clone());
+            self.record_before[slot] = self.record_of(pid).map_or(Value::Null, |(_, r)| r);
         }
         let done = match op {
             Op::Startup(s) => self.startup(key(*s)),

@@ -292,7 +292,11 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         return;
     }
     let record = joined(seed.unwrap_or(&State::default()), carry);
-    for key in [fields::DISCOVERED_CHECKLISTS, fields::INVOKED_SKILLS] {
+    for key in [
+        fields::DISCOVERED_CHECKLISTS,
+        fields::INVOKED_SKILLS,
+        fields::RELOADED_SKILLS,
+    ] {
         for item in record.strings(key) {
             s.push_unique(key, &item);
         }
