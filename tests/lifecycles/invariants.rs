@@ -269,6 +269,60 @@ impl World {
         problems
     }
 
+    /// The losses of the one window at a step whose hook was killed after its commit: the
+    /// parts the killed answer carried, and a changed file's updated copy.
+    fn note_kill_losses(&mut self, slot: usize, state: &Value) {
+        // A changed file's `(updated)` copy the killed call carried: the window holds the old
+        // one until a compaction keeps the killed call's record.
+        let last_call = state["callDeliveries"].as_array().and_then(|r| r.last());
+        for path in last_call.map(|r| strings(r, "files")).unwrap_or_default() {
+            // A pack changes when its sources do.
+            let changed = self.edits.contains_key(&canon(&path))
+                || (path.contains('#') && !self.edits.is_empty());
+            if changed && self.lost.insert((slot, canon(&path))) {
+                self.steps
+                    .push(format!("      updated copy lost in the one window: {path}"));
+            }
+        }
+        // A part of a long file the killed answer carried: the file never reaches this window
+        // whole.
+        let before = &self.record_before[slot];
+        let mut parts_lost: Vec<String> = Vec::new();
+        for (path, done) in state["preloadParts"].as_object().into_iter().flatten() {
+            if done.as_u64() > before["preloadParts"][path].as_u64() {
+                parts_lost.push(path.clone());
+            }
+        }
+        // Under `--dispatch` a part waits in the stash: one that left it went with the
+        // killed answer.
+        let stash_parts = |r: &Value| -> Vec<String> {
+            r["pendingAllowInjections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["agentId"].as_str().unwrap_or("").is_empty())
+                .filter_map(|e| e["content"].as_str())
+                .filter_map(|t| t.lines().next())
+                .filter(|h| h.contains(" (part "))
+                .map(str::to_owned)
+                .collect()
+        };
+        let now = stash_parts(state);
+        for header in stash_parts(before) {
+            if !now.contains(&header) {
+                if let Some(r) = client::parse_header(&header) {
+                    parts_lost.push(r.path);
+                }
+            }
+        }
+        for path in parts_lost {
+            if self.lost.insert((slot, canon(&path))) {
+                self.steps
+                    .push(format!("      part lost in the one window: {path}"));
+            }
+        }
+    }
+
     fn check_slot(&mut self, slot: usize) -> Vec<String> {
         let mut problems = Vec::new();
         let Some(p) = self.procs[slot].as_ref() else {
@@ -278,57 +332,9 @@ impl World {
         let mut windows: Vec<(Option<String>, Window)> = vec![(None, p.window.clone())];
         windows.extend(p.subs.iter().map(|(a, w)| (Some(a.clone()), w.clone())));
         let record = self.record_of(pid);
-        // A hook killed after its commit may also have taken a part of a long file with it
-        // (the one window): the file then never reaches this window whole.
         if self.kill_step {
             if let Some((_, state)) = &record {
-                // A changed file's `(updated)` copy the killed call carried: the window holds
-                // the old one until a compaction keeps the killed call's record.
-                let last_call = state["callDeliveries"].as_array().and_then(|r| r.last());
-                for path in last_call.map(|r| strings(r, "files")).unwrap_or_default() {
-                    // A pack changes when its sources do.
-                    let changed = self.edits.contains_key(&canon(&path))
-                        || (path.contains('#') && !self.edits.is_empty());
-                    if changed && self.lost.insert((slot, canon(&path))) {
-                        self.steps
-                            .push(format!("      updated copy lost in the one window: {path}"));
-                    }
-                }
-                let before = &self.record_before[slot];
-                let mut parts_lost: Vec<String> = Vec::new();
-                for (path, done) in state["preloadParts"].as_object().into_iter().flatten() {
-                    if done.as_u64() > before["preloadParts"][path].as_u64() {
-                        parts_lost.push(path.clone());
-                    }
-                }
-                // Under `--dispatch` a part waits in the stash: one that left it went with the
-                // killed answer.
-                let stash_parts = |r: &Value| -> Vec<String> {
-                    r["pendingAllowInjections"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter(|e| e["agentId"].as_str().unwrap_or("").is_empty())
-                        .filter_map(|e| e["content"].as_str())
-                        .filter_map(|t| t.lines().next())
-                        .filter(|h| h.contains(" (part "))
-                        .map(str::to_owned)
-                        .collect()
-                };
-                let now = stash_parts(state);
-                for header in stash_parts(before) {
-                    if !now.contains(&header) {
-                        if let Some(r) = client::parse_header(&header) {
-                            parts_lost.push(r.path);
-                        }
-                    }
-                }
-                for path in parts_lost {
-                    if self.lost.insert((slot, canon(&path))) {
-                        self.steps
-                            .push(format!("      part lost in the one window: {path}"));
-                    }
-                }
+                self.note_kill_losses(slot, state);
             }
         }
         for (agent, window) in &windows {
