@@ -212,8 +212,9 @@ impl World {
     }
 
     /// Due at a skill's start (its prompt, `Skill` call or activation): SKILL.md, templates,
-    /// phase 0's commands.
-    pub fn due_at_skill(&mut self, slot: usize, agent: Option<&str>, k: Sk) {
+    /// phase 0's commands, or those of `phase` (an activation of a session that is further on
+    /// goes on in its phase).
+    pub fn due_at_skill(&mut self, slot: usize, agent: Option<&str>, k: Sk, phase: Option<&str>) {
         let json = skill_json(self, k.name());
         let dir = self.sb.home.join(".claude/skills").join(k.name());
         let mut paths = vec![self.skill_md(k.name())];
@@ -228,7 +229,12 @@ impl World {
                 }
             }
         }
-        if let Some(first) = json["phases"].as_array().and_then(|p| p.first()) {
+        let of_phase = phase
+            .map(|p| self.phase_files(k.name(), p))
+            .unwrap_or_default();
+        if !of_phase.is_empty() {
+            paths.extend(of_phase);
+        } else if let Some(first) = json["phases"].as_array().and_then(|p| p.first()) {
             paths.extend(phase_commands(first).iter().map(|n| self.commands_path(n)));
         }
         self.make_due(slot, agent, paths, &format!("start of skill {}", k.name()));

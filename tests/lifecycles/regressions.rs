@@ -364,3 +364,19 @@ fn a_skill_put_back_before_activation_is_known_to_the_session_after_a_resume() {
     ];
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// The model was wrong: activating a session again after `/clear` goes on in the phase the
+/// session is in, so that phase's commands are due, not phase 0's. Found by seeds
+/// 1795841315001 and 1795841315118 (both wirings).
+#[test]
+fn an_activation_after_a_clear_brings_the_current_phases_commands() {
+    let ops = vec![
+        Activate(0, Implement),
+        Phase(0, 0),
+        Clear(0),
+        Activate(0, Implement),
+        Call(0, Read, 0),
+        Call(0, Read, 0),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

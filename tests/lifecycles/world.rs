@@ -549,7 +549,7 @@ impl World {
         let input = json!({"skill": k.name()});
         let (exchange, ran) = self.one_call(slot, agent.as_deref(), "Skill", &input, None, true);
         if ran {
-            self.due_at_skill(slot, agent.as_deref(), k);
+            self.due_at_skill(slot, agent.as_deref(), k, None);
         }
         let _ = exchange;
         true
@@ -784,7 +784,11 @@ impl World {
         let command = format!("engine session activate {dir} {}", k.name());
         let (ran, ok) = self.bash_cli(slot, &command, &["activate", &dir, "--skill", k.name()], "");
         if ran && ok {
-            self.due_at_skill(slot, None, k);
+            let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
+            let phase = self
+                .active_of(pid)
+                .and_then(|(_, st)| st["currentPhase"].as_str().map(str::to_owned));
+            self.due_at_skill(slot, None, k, phase.as_deref());
         }
         true
     }
