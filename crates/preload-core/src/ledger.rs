@@ -28,10 +28,10 @@ use crate::lock::StateLock;
 use crate::session::{self, PreloadState, SEEDING};
 use crate::state::{self, State, StateError};
 
+mod calls;
 mod window;
-pub use window::{
-    KeptCall, archive_window, note_call_deliveries, note_start_deliveries, skills_held_at_start,
-};
+pub use calls::{KeptCall, note_call_deliveries, note_start_deliveries};
+pub use window::{archive_window, skills_held_at_start};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [
