@@ -55,17 +55,20 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
 DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness::
 space := $(empty) $(empty)
-DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/))
+DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/)) | binary(lifecycles)
+## Generated lifecycles under --dispatch in make test (the per-binary run has 150).
+DISPATCH_LIFECYCLE_CASES := 75
 
 test:
 	@rm -rf "$(E2E_STATUS)"; status=0; \
 	if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) nextest run --workspace --locked --no-fail-fast || status=$$?; \
 		$(CARGO) test --workspace --locked --doc || status=$$?; \
-		PRELOAD_WIRING=dispatch $(CARGO) nextest run --locked --no-fail-fast --test tests --test e2e -E '$(DISPATCH_FILTER)' || status=$$?; \
+		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast --test tests --test e2e --test lifecycles -E '$(DISPATCH_FILTER)' || status=$$?; \
 	else \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --workspace --locked --no-fail-fast || status=$$?; \
 		PRELOAD_WIRING=dispatch $(CARGO) test --locked --no-fail-fast --test tests --test e2e -- $(DISPATCH_SUITES:%=%::) $(DISPATCH_E2E) || status=$$?; \
+		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast --test lifecycles || status=$$?; \
 	fi; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
 	exit $$status

@@ -310,6 +310,7 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     for key in [
         fields::PRELOAD_PARTS,
         fields::PRELOAD_PARTS_HELD,
+        fields::PRELOAD_PARTS_CUT,
         fields::SESSION_ID,
         // What the old process's client held: its skills, its latest call.
         fields::INVOKED_SKILLS,

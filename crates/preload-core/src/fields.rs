@@ -108,6 +108,9 @@ pub const PRELOAD_PARTS: &str = "preloadParts";
 /// window already holds without its earlier ones (a compaction kept the call that carried them):
 /// the file goes on with the others and skips these (see `crate::ledger::KeptCall`).
 pub const PRELOAD_PARTS_HELD: &str = "preloadPartsHeld";
+/// Ours: `{path: n}`, how many parts the main agent's file was cut into when its parts began
+/// to go out: a file cut another way now changed meanwhile, and starts again.
+pub const PRELOAD_PARTS_CUT: &str = "preloadPartsCut";
 /// `{dir: [paths]}` already searched for directives.
 pub const TOUCHED_DIRS: &str = "touchedDirs";
 /// `CHECKLIST.md` files found by discovery.

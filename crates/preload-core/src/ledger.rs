@@ -304,6 +304,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     for key in [
         fields::PRELOAD_PARTS,
         fields::PRELOAD_PARTS_HELD,
+        fields::PRELOAD_PARTS_CUT,
         fields::INJECTED_RULES,
         fields::PRELOADED_STAMPS,
     ] {
@@ -397,6 +398,7 @@ fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
 fn is_window_field(key: &str) -> bool {
     key == fields::PRELOAD_PARTS
         || key == fields::PRELOAD_PARTS_HELD
+        || key == fields::PRELOAD_PARTS_CUT
         || key == fields::PRELOADED_STAMPS
         || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
         || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)

@@ -233,31 +233,51 @@ fn parts_held(state: &State, path: &str, total: usize) -> Option<(usize, usize)>
     (n == total && first > 1 && first <= last && last <= n).then_some((first - 1, last))
 }
 
-/// Forget which parts of `path` the window held (the file is whole in it, or gone).
+/// Forget which parts of `path` the window held (the file is whole in it, or gone), and how
+/// many parts it was cut into.
 fn clear_parts_held(state: &mut State, path: &str) {
-    let now_empty = match state.0.get_mut(fields::PRELOAD_PARTS_HELD) {
+    remove_entry(state, fields::PRELOAD_PARTS_HELD, path);
+    set_parts_cut(state, path, None);
+}
+
+/// How many parts the main agent's file `path` was cut into when its parts began to go out.
+fn parts_cut(state: &State, path: &str) -> Option<usize> {
+    state
+        .get(fields::PRELOAD_PARTS_CUT)?
+        .get(path)?
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// Note (or forget) how many parts `path` is cut into while its parts go out.
+fn set_parts_cut(state: &mut State, path: &str, total: Option<usize>) {
+    match total {
+        Some(n) => {
+            state
+                .object_mut(fields::PRELOAD_PARTS_CUT)
+                .insert(path.to_owned(), json!(n));
+        }
+        None => remove_entry(state, fields::PRELOAD_PARTS_CUT, path),
+    }
+}
+
+/// Remove `path` from the object `key`, and the field when it is left empty.
+fn remove_entry(state: &mut State, key: &str, path: &str) {
+    let now_empty = match state.0.get_mut(key) {
         Some(Value::Object(map)) => map.shift_remove(path).is_some() && map.is_empty(),
         _ => false,
     };
     if now_empty {
-        state.remove(fields::PRELOAD_PARTS_HELD);
+        state.remove(key);
     }
 }
 
 fn set_parts_done(state: &mut State, key: &str, path: &str, done: Option<usize>) {
-    if let Some(n) = done {
-        state.object_mut(key).insert(path.to_owned(), json!(n));
-        return;
-    }
-    let now_empty = match state.0.get_mut(key) {
-        Some(Value::Object(map)) => {
-            map.shift_remove(path);
-            map.is_empty()
+    match done {
+        Some(n) => {
+            state.object_mut(key).insert(path.to_owned(), json!(n));
         }
-        _ => false,
-    };
-    if now_empty {
-        state.remove(key);
+        None => remove_entry(state, key, path),
     }
 }
 

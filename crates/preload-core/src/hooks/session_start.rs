@@ -380,6 +380,7 @@ fn reset(state: &mut State) {
     state.set(fields::STASH, json!([]));
     state.remove(fields::PRELOAD_PARTS);
     state.remove(fields::PRELOAD_PARTS_HELD);
+    state.remove(fields::PRELOAD_PARTS_CUT);
 }
 
 /// Write the fresh seed under its lock; an unparsable seed is left untouched.

@@ -37,13 +37,14 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
 }
 
 /// The fields of a context window's record that a `--resume` of its conversation goes on from.
-const WINDOW_FIELDS: [&str; 13] = [
+const WINDOW_FIELDS: [&str; 14] = [
     fields::SESSION_ID,
     fields::PRELOADED_FILES,
     fields::PENDING_PRELOADS,
     fields::TOUCHED_DIRS,
     fields::PRELOAD_PARTS,
     fields::PRELOAD_PARTS_HELD,
+    fields::PRELOAD_PARTS_CUT,
     fields::PRELOADED_STAMPS,
     fields::STASH,
     fields::INVOKED_SKILLS,

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::source::{self, Source};
 use super::{
-    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_done, parts_held,
-    resolver, set_parts_done,
+    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_cut, parts_done,
+    parts_held, resolver, set_parts_cut, set_parts_done,
 };
 use crate::context::Context;
 use crate::dedup::{Hit, InContext};
@@ -89,6 +89,7 @@ impl<'a> Pass<'a> {
             return Outcome::Unavailable;
         }
         set_parts_done(state, &self.parts_key, path, None);
+        clear_parts_held(state, path);
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
@@ -128,6 +129,38 @@ impl<'a> Pass<'a> {
         labels
     }
 
+    /// The blocks `path` goes out in, its labels in their headers; `None` when there is nothing
+    /// to send. A file that changed while it went out in parts is cut another way now: it
+    /// starts again from its first part, marked updated (the parts out are of the old text).
+    fn parts_of(&self, state: &mut State, path: &str, found: &Source) -> Option<Vec<String>> {
+        let cut = |labels: &[String]| {
+            let shown = delivery::labelled(path, labels);
+            match &found.body {
+                FileBody::Text(text) => {
+                    delivery::file_parts(&shown, text, delivery::part_size(self.ctx.part_budget))
+                }
+                FileBody::TooLarge(size) => {
+                    vec![delivery::pointer_block(&shown, *size, self.max_bytes)]
+                }
+                FileBody::Unavailable | FileBody::Empty => Vec::new(),
+            }
+        };
+        let mut labels = self.labels_of(state, path, found);
+        let mut parts = cut(&labels);
+        if parts.is_empty() {
+            return None;
+        }
+        if self.stamps && parts_cut(state, path).is_some_and(|n| n != parts.len()) {
+            set_parts_done(state, &self.parts_key, path, None);
+            clear_parts_held(state, path);
+            if !labels.iter().any(|l| l == delivery::LABEL_UPDATED) {
+                labels.insert(0, delivery::LABEL_UPDATED.to_owned());
+                parts = cut(&labels);
+            }
+        }
+        Some(parts)
+    }
+
     /// Deliver as much of the file as the budget holds; track it in the same state.
     pub(super) fn deliver(
         &mut self,
@@ -138,22 +171,15 @@ impl<'a> Pass<'a> {
         packer: &mut Packer,
     ) -> Outcome {
         let found = source::read(self.ctx, path, self.max_bytes);
-        let shown = delivery::labelled(path, &self.labels_of(state, path, &found));
-        let (mut parts, content) = match &found.body {
-            FileBody::Text(text) => (
-                delivery::file_parts(&shown, text, delivery::part_size(self.ctx.part_budget)),
-                Some(text.as_str()),
-            ),
-            FileBody::TooLarge(size) => (
-                vec![delivery::pointer_block(&shown, *size, self.max_bytes)],
-                None,
-            ),
-            FileBody::Unavailable | FileBody::Empty => {
-                self.unqueue(state, path, &request.path);
-                set_parts_done(state, &self.parts_key, path, None);
-                clear_parts_held(state, path);
-                return Outcome::Unavailable;
-            }
+        let Some(mut parts) = self.parts_of(state, path, &found) else {
+            self.unqueue(state, path, &request.path);
+            set_parts_done(state, &self.parts_key, path, None);
+            clear_parts_held(state, path);
+            return Outcome::Unavailable;
+        };
+        let content = match &found.body {
+            FileBody::Text(text) => Some(text.as_str()),
+            _ => None,
         };
         let total = parts.len();
         // Parts the window already holds (kept by a compaction) are passed over.
@@ -208,6 +234,9 @@ impl<'a> Pass<'a> {
         }
         if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
+            if self.stamps {
+                set_parts_cut(state, path, Some(total));
+            }
             state.push_unique(&self.queue_key, path);
             return Outcome::Partial;
         }

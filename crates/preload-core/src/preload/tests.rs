@@ -441,3 +441,53 @@ fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_th
         "forgotten once whole"
     );
 }
+
+#[test]
+fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
+    let f = fixture();
+    let lines = |n: usize| {
+        (0..n).fold(String::new(), |mut acc, i| {
+            let _ = writeln!(acc, "line {i} of a long command file");
+            acc
+        })
+    };
+    let a = f.cmd("BIG", &lines(150));
+    let env = Env::from_pairs([
+        (env::HOME, f.home.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": f.project}));
+    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let one_call = || {
+        let mut packer = Packer::new(2_000);
+        let requests = vec![Request::new(&a, "t")];
+        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        batch
+            .blocks
+            .iter()
+            .map(|b| b.lines().next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let total = |h: &str| -> usize {
+        h.rsplit('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(")]")
+            .parse()
+            .unwrap()
+    };
+    let first = one_call();
+    assert!(first[0].contains(" (part 1/"), "{first:?}");
+    assert!(
+        first.len() < total(&first[0]),
+        "not all of it at once: {first:?}"
+    );
+    // The file grows before its next part: cut another way, it starts again.
+    fs::write(&a, lines(400)).unwrap();
+    let again = one_call();
+    assert!(again[0].contains(" (updated) (part 1/"), "{again:?}");
+    assert!(
+        total(&again[0]) > total(&first[0]),
+        "{first:?} then {again:?}"
+    );
+}
