@@ -461,9 +461,9 @@ fn doctor_flags_double_wiring_stale_locks_and_corrupt_state() {
     let out = preload(&sb, &["doctor", "--prefix", prefix_s]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let text = out.stdout;
-    assert!(text.contains("preload-overflow (PreToolUse) is wired natively and through the bash hook pre-tool-use-overflow-v2.sh"), "{text}");
+    assert!(text.contains("preload-overflow (PreToolUse, matcher *) is wired natively and through the bash hook pre-tool-use-overflow-v2.sh"), "{text}");
     assert!(
-        text.contains("preload-injections (PostToolUse) is wired twice"),
+        text.contains("preload-injections (PostToolUse, matcher *) is wired twice"),
         "{text}"
     );
     assert!(
@@ -613,4 +613,46 @@ fn report_without_a_log_is_a_usage_error() {
         &["report", Path::new("/nonexistent/log").to_str().unwrap()],
     );
     assert_eq!(missing.code, 1);
+}
+
+#[test]
+fn doctor_after_uninstall_names_each_missing_registration_once() {
+    let sb = Sandbox::bare();
+    fs::write(
+        sb.project.join(".claude/settings.local.json"),
+        engine_settings(),
+    )
+    .unwrap();
+    let prefix = built();
+    assert_eq!(
+        preload(&sb, &["install", "--prefix", prefix.to_str().unwrap()]).code,
+        0
+    );
+    assert_eq!(preload(&sb, &["uninstall"]).code, 0);
+    let out = preload(&sb, &["doctor", "--prefix", prefix.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    // Each registration its own line: the ones with no bash hook to fall back on, and the
+    // ones the engine's bash hooks serve again.
+    let missing: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("is not wired") || l.contains("still runs the engine's bash hook"))
+        .collect();
+    let distinct: BTreeSet<&str> = missing.iter().copied().collect();
+    assert_eq!(distinct.len(), missing.len(), "a line twice: {missing:#?}");
+    assert!(missing.len() >= 8, "{}", out.stdout);
+    assert!(
+        missing.iter().any(|l| l.contains(
+            "preload-compaction-reread register (PostToolUse, matcher Skill) is not wired"
+        )),
+        "{missing:#?}"
+    );
+    let templates = missing
+        .iter()
+        .filter(|l| l.contains("preload-templates (PostToolUse"))
+        .count();
+    assert!(
+        templates >= 2,
+        "each of the templates' registrations: {missing:#?}"
+    );
 }

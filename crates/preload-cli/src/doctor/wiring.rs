@@ -230,6 +230,24 @@ pub(super) fn check_settings(
     }
 }
 
+/// How a finding names a wiring row: the binary and its arguments, the event, and what tells
+/// it from the other registrations of that binary (its matcher and its `if`).
+fn row_label(row: &Wiring) -> String {
+    let mut name = row.binary.to_owned();
+    for arg in row.args {
+        name.push(' ');
+        name.push_str(arg);
+    }
+    let mut on = row.event.to_owned();
+    if let Some(matcher) = row.matcher {
+        on.push_str(&format!(", matcher {matcher}"));
+    }
+    if let Some(filter) = row.filter {
+        on.push_str(&format!(", if {filter}"));
+    }
+    format!("{name} ({on})")
+}
+
 /// The findings for one wiring row; returns how many problems it found.
 fn check_row(
     row: &Wiring,
@@ -253,11 +271,7 @@ fn check_row(
                 .any(|x| x.script == *s && x.binary == row.binary)
         })
         .collect();
-    let label = if row.args.is_empty() {
-        format!("{} ({})", row.binary, row.event)
-    } else {
-        format!("{} {} ({})", row.binary, row.args.join(" "), row.event)
-    };
+    let label = row_label(row);
     if routes.len() > 1 {
         problems += 1;
         findings.push(Finding::fail(
