@@ -233,19 +233,18 @@ pub(super) fn check_settings(
 /// How a finding names a wiring row: the binary and its arguments, the event, and what tells
 /// it from the other registrations of that binary (its matcher and its `if`).
 fn row_label(row: &Wiring) -> String {
-    let mut name = row.binary.to_owned();
-    for arg in row.args {
-        name.push(' ');
-        name.push_str(arg);
-    }
-    let mut on = row.event.to_owned();
-    if let Some(matcher) = row.matcher {
-        on.push_str(&format!(", matcher {matcher}"));
-    }
-    if let Some(filter) = row.filter {
-        on.push_str(&format!(", if {filter}"));
-    }
-    format!("{name} ({on})")
+    let name: Vec<&str> = std::iter::once(row.binary)
+        .chain(row.args.iter().copied())
+        .collect();
+    let matcher = row.matcher.map(|m| format!(", matcher {m}"));
+    let filter = row.filter.map(|f| format!(", if {f}"));
+    format!(
+        "{} ({}{}{})",
+        name.join(" "),
+        row.event,
+        matcher.unwrap_or_default(),
+        filter.unwrap_or_default()
+    )
 }
 
 /// The findings for one wiring row; returns how many problems it found.
