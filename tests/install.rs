@@ -656,3 +656,45 @@ fn doctor_after_uninstall_names_each_missing_registration_once() {
         "each of the templates' registrations: {missing:#?}"
     );
 }
+
+#[test]
+fn status_prints_no_raw_nulls_and_names_no_project_without_a_claude_directory() {
+    let sb = Sandbox::new();
+    sb.active_session("2026_01_01_S", &json!({"currentPhase": "1: Interrogation"}));
+    let human = preload(&sb, &["status"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(!human.stdout.contains("null"), "{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .contains("counters:  since last log -, by transcript -"),
+        "{}",
+        human.stdout
+    );
+
+    // A directory with no `.claude/` above it is no project, as `doctor` says.
+    let bare = tempfile::tempdir().unwrap();
+    let out = sb
+        .command("preload")
+        .arg("status")
+        .current_dir(bare.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains(&format!(
+            "project:   none (no .claude/ above {}",
+            bare.path().display()
+        )),
+        "{text}"
+    );
+    let json_out = sb
+        .command("preload")
+        .args(["status", "--json"])
+        .current_dir(bare.path())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    assert!(v["project"].is_null(), "{v}");
+}

@@ -68,10 +68,17 @@ fn file_entry(path: &str) -> Value {
 
 /// The status of the owner's session or seed as a JSON value.
 pub fn status(ctx: &Context) -> Value {
+    // The project is where a `.claude/` is; without one there is none (as `doctor` says).
+    let project = preload_core::paths::find_project_root(&ctx.cwd);
     let mut out = json!({
-        "project": ctx.project_root,
+        "project": project,
+        "cwd": ctx.cwd,
         "ownerPid": ctx.owner_pid,
     });
+    if project.is_none() {
+        out["state"] = Value::Null;
+        return out;
+    }
     let Some(found) = session::existing_preload_state(ctx) else {
         out["state"] = Value::Null;
         return out;
@@ -173,6 +180,14 @@ fn context_chars(state: &State, max: u64) -> usize {
 fn render_status(s: &Value) -> String {
     let mut out = String::new();
     let text = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+    if s["project"].is_null() {
+        let _ = write!(
+            out,
+            "project:   none (no .claude/ above {}), nothing to show",
+            text(&s["cwd"])
+        );
+        return out;
+    }
     let _ = writeln!(out, "project:   {}", text(&s["project"]));
     let _ = writeln!(out, "owner PID: {}", s["ownerPid"]);
     if s["state"].is_null() {
@@ -190,11 +205,26 @@ fn render_status(s: &Value) -> String {
     let _ = writeln!(out, "lifecycle: {}", text(&s[fields::LIFECYCLE]));
     let _ = writeln!(out, "skill:     {}", text(&s[fields::SKILL]));
     let _ = writeln!(out, "phase:     {}", text(&s["phase"]));
+    let since = &s["counters"][fields::TOOL_CALLS_SINCE_LAST_LOG];
+    let by_transcript: Vec<String> = s["counters"][fields::TOOL_CALLS_BY_TRANSCRIPT]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, n)| format!("{key} {n}"))
+        .collect();
     let _ = writeln!(
         out,
         "counters:  since last log {}, by transcript {}",
-        s["counters"][fields::TOOL_CALLS_SINCE_LAST_LOG],
-        s["counters"][fields::TOOL_CALLS_BY_TRANSCRIPT]
+        if since.is_number() {
+            since.to_string()
+        } else {
+            "-".to_owned()
+        },
+        if by_transcript.is_empty() {
+            "-".to_owned()
+        } else {
+            by_transcript.join(", ")
+        }
     );
     for (title, key) in [("preloaded", "preloaded"), ("pending", "pending")] {
         let list = s[key].as_array().cloned().unwrap_or_default();
