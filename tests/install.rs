@@ -698,3 +698,32 @@ fn status_prints_no_raw_nulls_and_names_no_project_without_a_claude_directory() 
     let v: Value = serde_json::from_slice(&json_out.stdout).unwrap();
     assert!(v["project"].is_null(), "{v}");
 }
+
+#[test]
+fn shims_with_no_engine_script_to_replace_change_nothing_and_fail() {
+    let sb = Sandbox::bare();
+    // A git repository, whose exclude file install would otherwise edit.
+    let info = sb.project.join(".git/info");
+    fs::create_dir_all(&info).unwrap();
+    fs::write(sb.project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs::write(info.join("exclude"), "# mine\n").unwrap();
+    let settings = sb.project.join(".claude/settings.local.json");
+    fs::write(&settings, engine_settings()).unwrap();
+    let prefix = sb.root().join("bin");
+    let out = preload(
+        &sb,
+        &["install", "--shims", "--prefix", prefix.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("nothing to replace") && out.stderr.contains("nothing changed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        fs::read_to_string(info.join("exclude")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(fs::read_to_string(&settings).unwrap(), engine_settings());
+    assert!(!prefix.exists(), "no binary copied");
+}

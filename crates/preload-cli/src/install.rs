@@ -89,6 +89,15 @@ pub enum InstallError {
         /// The underlying error.
         source: io::Error,
     },
+    /// `--shims` with none of the engine's hook scripts to replace: nothing was changed.
+    #[error(
+        "--shims: none of the engine's hook scripts is in {}, so there is nothing to replace; nothing changed (`preload install` without --shims wires the binaries into the settings)",
+        dir.display()
+    )]
+    NoEngineScripts {
+        /// The hooks directory looked in.
+        dir: std::path::PathBuf,
+    },
     /// The binaries were not copied.
     #[error(transparent)]
     Binaries(#[from] BinaryError),
@@ -138,8 +147,14 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         );
         return Ok(vec![text]);
     }
-    // A settings file that cannot be wired stops install before anything is copied.
+    // A settings file that cannot be wired stops install before anything is copied, and so
+    // does `--shims` with no engine script to replace.
     settings::check(&targets.settings)?;
+    if opts.shims && !shims::any_to_replace(&targets.hooks_dir()) {
+        return Err(InstallError::NoEngineScripts {
+            dir: targets.hooks_dir(),
+        });
+    }
     let mut lines = Vec::new();
     let exe = std::env::current_exe().map_err(|source| InstallError::Locate { source })?;
     let from = exe.parent().unwrap_or(Path::new("."));

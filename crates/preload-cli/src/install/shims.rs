@@ -50,6 +50,13 @@ pub fn is_shim(path: &Path) -> bool {
         .is_ok_and(|t| t.lines().nth(1).is_some_and(|l| l.starts_with(SHIM_MARKER)))
 }
 
+/// Whether `hooks_dir` holds any of the engine's scripts a shim replaces (or a shim already).
+pub fn any_to_replace(hooks_dir: &Path) -> bool {
+    SHIMS
+        .iter()
+        .any(|shim| fs::symlink_metadata(hooks_dir.join(shim.script)).is_ok())
+}
+
 /// Write the shims over the engine's scripts in `hooks_dir` (originals renamed to
 /// `<script>.preload-backup`); returns (written, skipped because the engine has no such script).
 pub fn install_shims(
