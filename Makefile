@@ -164,7 +164,7 @@ DIST_BINARIES := $(shell sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p;}' Car
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 ## make dist [DIST_TARGETS="..."]: one tarball per target in target/dist/, each with bin/ (the
-## ten binaries), README.md, CHANGELOG.md, LICENSE when there is one, docs/install.md and
+## twelve binaries), README.md, CHANGELOG.md, LICENSE when there is one, docs/install.md and
 ## hooks/ (settings.json, guards.json, shims/), and a `sha256sum -c` file beside it. A target
 ## other than this machine's is built only when its standard library is installed and it can be
 ## linked: CARGO_TARGET_<TRIPLE>_LINKER is set, or it is macOS on a macOS host, or cargo-zigbuild

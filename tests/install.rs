@@ -727,3 +727,33 @@ fn shims_with_no_engine_script_to_replace_change_nothing_and_fail() {
     assert_eq!(fs::read_to_string(&settings).unwrap(), engine_settings());
     assert!(!prefix.exists(), "no binary copied");
 }
+
+/// The docs and the Makefile count the binaries install copies as the table does.
+#[test]
+fn the_docs_count_the_binaries_install_copies() {
+    const WORDS: [&str; 16] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+    ];
+    let count = preload_cli::install::wiring::BINARIES.len();
+    let right = format!("{} binaries", WORDS[count]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for file in ["docs/install.md", "README.md", "Makefile"] {
+        let text = fs::read_to_string(root.join(file)).unwrap();
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for word in WORDS {
+            let said = format!("{word} binaries");
+            if said != right && flat.contains(&format!(" {said}")) {
+                wrong.push(format!("{file} says {said}; there are {count}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let install = fs::read_to_string(root.join("docs/install.md")).unwrap();
+    assert!(install.contains(&right), "docs/install.md says {right}");
+    assert!(
+        install.contains("[--shims | --dispatch]"),
+        "the synopsis names --dispatch"
+    );
+}
