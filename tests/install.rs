@@ -757,3 +757,38 @@ fn the_docs_count_the_binaries_install_copies() {
         "the synopsis names --dispatch"
     );
 }
+
+/// `make test` installs the pinned client first when it can, and without npm says so and goes
+/// on.
+#[test]
+fn make_test_installs_the_pinned_client_when_it_can_and_goes_on_without_npm() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let makefile = fs::read_to_string(root.join("Makefile")).unwrap();
+    let recipe = makefile.split("\ntest:\n").nth(1).unwrap();
+    assert!(
+        recipe
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("tests/e2e/setup.sh --when-possible")),
+        "make test begins with the client's setup: {recipe:.200}"
+    );
+    // A PATH with what the script needs but no npm.
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["bash", "dirname", "sed", "grep", "env"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} on this machine"));
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let out = std::process::Command::new(bin.path().join("bash"))
+        .arg(root.join("tests/e2e/setup.sh"))
+        .arg("--when-possible")
+        .env("PATH", bin.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("no npm here"), "{text}");
+}

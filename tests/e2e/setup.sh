@@ -3,8 +3,20 @@
 # (`CLIENT_VERSION` in tests/e2e/client.rs) into the gitignored .e2e/, with npm. The package
 # ships the client's native binary; nothing else is downloaded. Does nothing when that version
 # is already there. Fails when it cannot install or the installed client does not start.
+#
+# `--when-possible` (what `make test` runs first): the same, but without npm, or when the install
+# fails (no registry), it says so and succeeds; the scenarios then say why they did not run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+
+if [ "${1:-}" = "--when-possible" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "e2e-setup: no npm here, so the pinned Claude Code client is not installed; the end-to-end scenarios will say they did not run"
+    exit 0
+  fi
+  "$0" || echo "e2e-setup: the pinned Claude Code client could not be installed (above); the end-to-end scenarios will say they did not run"
+  exit 0
+fi
 
 version="$(sed -n 's/^pub const CLIENT_VERSION: &str = "\(.*\)";/\1/p' tests/e2e/client.rs)"
 if [ -z "$version" ]; then
