@@ -174,6 +174,7 @@ pub fn as_rust(ops: &[Op]) -> String {
         .map(|o| match o {
             // Debug prints a Vec as a slice; the sequence must compile as it is printed.
             Op::Parallel(slot, calls) => format!("        Parallel({slot}, vec!{calls:?}),"),
+            Op::Grow(big, slices) => format!("        Grow(crate::ops::Big::{big:?}, {slices}),"),
             other => format!("        {other:?},"),
         })
         .collect();

@@ -16,7 +16,7 @@ const CALL_RECORDS: usize = 64;
 /// latest last. A compaction keeps every call of the client's latest response (the client's
 /// transcript names them), or without the transcript the latest call alone: a call that carried
 /// nothing marks the record before it superseded. What the call carried of a file cut in parts
-/// is noted as [`Carried`] says.
+/// is noted by which parts it carried (see `Carried`).
 pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String], text: &str) {
     let Some(call) = call.filter(|c| !c.is_empty()) else {
         return;

@@ -129,10 +129,11 @@ impl<'a> Pass<'a> {
         labels
     }
 
-    /// The blocks `path` goes out in, its labels in their headers; `None` when there is nothing
-    /// to send. A file that changed while it went out in parts is cut another way now: it
-    /// starts again from its first part, marked updated (the parts out are of the old text).
-    fn parts_of(&self, state: &mut State, path: &str, found: &Source) -> Option<Vec<String>> {
+    /// The blocks `path` goes out in, its labels in their headers, and whether it starts again;
+    /// `None` when there is nothing to send. A file that changed while it went out in parts is
+    /// cut another way now: it starts again from its first part, marked updated (the parts out
+    /// are of the old text).
+    fn parts_of(&self, state: &State, path: &str, found: &Source) -> Option<(Vec<String>, bool)> {
         let cut = |labels: &[String]| {
             let shown = delivery::labelled(path, labels);
             match &found.body {
@@ -150,15 +151,12 @@ impl<'a> Pass<'a> {
         if parts.is_empty() {
             return None;
         }
-        if self.stamps && parts_cut(state, path).is_some_and(|n| n != parts.len()) {
-            set_parts_done(state, &self.parts_key, path, None);
-            clear_parts_held(state, path);
-            if !labels.iter().any(|l| l == delivery::LABEL_UPDATED) {
-                labels.insert(0, delivery::LABEL_UPDATED.to_owned());
-                parts = cut(&labels);
-            }
+        let again = self.stamps && parts_cut(state, path).is_some_and(|n| n != parts.len());
+        if again && !labels.iter().any(|l| l == delivery::LABEL_UPDATED) {
+            labels.insert(0, delivery::LABEL_UPDATED.to_owned());
+            parts = cut(&labels);
         }
-        Some(parts)
+        Some((parts, again))
     }
 
     /// Deliver as much of the file as the budget holds; track it in the same state.
@@ -171,7 +169,7 @@ impl<'a> Pass<'a> {
         packer: &mut Packer,
     ) -> Outcome {
         let found = source::read(self.ctx, path, self.max_bytes);
-        let Some(mut parts) = self.parts_of(state, path, &found) else {
+        let Some((mut parts, again)) = self.parts_of(state, path, &found) else {
             self.unqueue(state, path, &request.path);
             set_parts_done(state, &self.parts_key, path, None);
             clear_parts_held(state, path);
@@ -183,7 +181,7 @@ impl<'a> Pass<'a> {
         };
         let total = parts.len();
         // Parts the window already holds (kept by a compaction) are passed over.
-        let held = if self.stamps {
+        let held = if self.stamps && !again {
             parts_held(state, path, total)
         } else {
             None
@@ -192,7 +190,13 @@ impl<'a> Pass<'a> {
             Some((start, end)) if (start..end).contains(&i) => end,
             _ => i,
         };
-        let first = parts_done(state, &self.parts_key, path).min(total.saturating_sub(1));
+        // Starting again, the old progress stays until a part of the new cut is out (so the next
+        // call starts again too, marked updated, when none fits now).
+        let first = if again {
+            0
+        } else {
+            parts_done(state, &self.parts_key, path).min(total.saturating_sub(1))
+        };
         let shadow = if first == 0 {
             override_of(state, path)
         } else {
@@ -220,6 +224,10 @@ impl<'a> Pass<'a> {
                 delivery::CARRIED_OVER,
             );
             return Outcome::Queued;
+        }
+        if again {
+            // The parts the window held were of the old text.
+            clear_parts_held(state, path);
         }
         if let (true, Some(&from), Some(&to)) = (total > 1, sent.first(), sent.last()) {
             let note = delivery::split_note(from + 1, to + 1, total);

@@ -482,8 +482,19 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
         first.len() < total(&first[0]),
         "not all of it at once: {first:?}"
     );
-    // The file grows before its next part: cut another way, it starts again.
+    // The file grows before its next part: cut another way, it starts again, even when the
+    // first call after has no room for it.
     fs::write(&a, lines(400)).unwrap();
+    let mut full = Packer::new(10);
+    let none = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&a, "t")],
+        Mode::Claim,
+        &mut full,
+    )
+    .unwrap();
+    assert!(none.blocks.is_empty());
     let again = one_call();
     assert!(again[0].contains(" (updated) (part 1/"), "{again:?}");
     assert!(
