@@ -491,3 +491,20 @@ fn state_keys_are_spelled_only_in_fields() {
         spelled.join("\n")
     );
 }
+
+/// The hook binaries never link the command line: only `preload` itself runs `preload_cli`;
+/// the wiring table every binary reads lives in the library.
+#[test]
+fn hook_binaries_never_link_the_command_line() {
+    let hooks = root().join("hooks");
+    let offenders: Vec<String> = rust_files(&hooks)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "preload.rs"))
+        .filter(|p| code_of(&fs::read_to_string(p).unwrap()).contains("preload_cli"))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "hook binaries that use preload_cli: {offenders:?}"
+    );
+}

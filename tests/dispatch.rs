@@ -358,7 +358,7 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
     assert!(
         doctor
             .stdout
-            .contains("preload-overflow (PreToolUse) is wired twice"),
+            .contains("preload-overflow (PreToolUse, matcher *) is wired twice"),
         "{}",
         doctor.stdout
     );

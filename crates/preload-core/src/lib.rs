@@ -15,7 +15,8 @@
 //! 4. **state**: the files' contents: [`state`], [`fields`], [`dedup`], [`refs`], [`stamps`];
 //! 5. **primitives**: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`], [`lock`],
 //!    [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`], [`tmux`],
-//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`], [`bytes`], [`transcript`].
+//!    [`rng`], [`choice`], [`watchdog`], [`start`], [`memo`], [`bytes`], [`transcript`],
+//!    [`wiring`].
 
 // Layer 1: policies.
 pub mod hooks;
@@ -71,6 +72,7 @@ pub mod start;
 pub mod tmux;
 pub mod transcript;
 pub mod watchdog;
+pub mod wiring;
 
 pub use context::Context;
 pub use input::HookInput;

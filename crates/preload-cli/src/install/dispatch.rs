@@ -103,7 +103,7 @@ pub fn groups(prefix: &str) -> Vec<(&'static str, Option<&'static str>, Vec<Valu
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use preload_core::hooks::dispatcher::{self, Route};
+    use preload_core::hooks::dispatcher;
     use preload_core::runner::{HookEvent, budget_for};
 
     #[test]
@@ -169,9 +169,8 @@ mod tests {
     fn the_policies_budgets_fit_the_dispatch_timeout() {
         let env = preload_core::env::Env::from_pairs::<&str, &str>([]);
         for (event, _, handlers) in groups("/b") {
-            let routes: Vec<Route> = WIRING.iter().map(Wiring::route).collect();
             let hook_event: HookEvent = HookEvent::from_name(event).unwrap();
-            let worst: u128 = dispatcher::plan(&routes, hook_event, None)
+            let worst: u128 = dispatcher::plan(WIRING, hook_event, None)
                 .iter()
                 .map(|p| budget_for(&env, p.event).as_millis() + 50)
                 .sum();

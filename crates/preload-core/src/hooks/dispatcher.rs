@@ -1,8 +1,8 @@
 //! `preload-dispatch <Event> [--chunk I/N]` (every event, one process per event): runs the
 //! policies the wiring gives the event, in the wiring's order, and prints one merged answer.
 //!
-//! The wiring table (`WIRING` of the command line, handed in as [`Route`]s by the binary's
-//! `main`) says which binary and arguments serve which event under which matcher; this module
+//! The wiring table ([`crate::wiring::WIRING`], handed in by the binary's `main`) says which
+//! binary and arguments serve which event under which matcher; this module
 //! turns each into its policy's handler and leaves the running to
 //! [`crate::compose::run_all`]: each policy with its own time budget and fail-open, later ones
 //! within what is left of the output budget, outputs merged as [`crate::compose`] says.
@@ -23,6 +23,7 @@ use crate::hooks::{
 };
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::start_cache::{self, Chunk};
+use crate::wiring::Wiring;
 
 /// The binary name without `preload-`.
 pub const NAME: &str = "dispatch";
@@ -45,21 +46,6 @@ the last one also runs the event's other policies).
 Env: those of the policies it runs (see their --help); HOOK_DEBUG, PRELOAD_BUDGET_MS (each
      policy's), PRELOAD_OUTPUT_BUDGET (all of them together).
 Files: those of the policies it runs.";
-
-/// One row of the wiring, as the dispatcher needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route {
-    /// The binary that serves it in the per-binary wiring.
-    pub binary: &'static str,
-    /// Its arguments there.
-    pub args: &'static [&'static str],
-    /// The Claude Code event.
-    pub event: &'static str,
-    /// The matcher; `None` matches every call.
-    pub matcher: Option<&'static str>,
-    /// Wired as `--chunk I/N` registrations.
-    pub chunked: bool,
-}
 
 fn from_fn(
     spec: &HookSpec,
@@ -115,9 +101,9 @@ pub fn handler_of(
 /// The policies registration `chunk` of `event` runs, in the wiring's order: a route that
 /// comes back (same binary and arguments under another matcher) adds its matcher to the
 /// first; rows the dispatcher does not know, or of another event, are left out.
-pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Policy> {
+pub fn plan(routes: &[Wiring], event: HookEvent, chunk: Option<Chunk>) -> Vec<Policy> {
     let last = chunk.is_none_or(|c| c.index + 1 == c.total);
-    let mut policies: Vec<(Route, Policy)> = Vec::new();
+    let mut policies: Vec<(&Wiring, Policy)> = Vec::new();
     for route in routes.iter().filter(|r| r.event == event.name()) {
         if !route.chunked && !last {
             continue;
@@ -146,7 +132,7 @@ pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Pol
             _ => Vec::new(),
         };
         policies.push((
-            *route,
+            route,
             Policy {
                 name,
                 event: policy_event,
@@ -160,7 +146,7 @@ pub fn plan(routes: &[Route], event: HookEvent, chunk: Option<Chunk>) -> Vec<Pol
 
 /// Entry point of the binary: `routes` is the wiring table.
 #[allow(clippy::print_stderr)]
-pub fn main(routes: &[Route]) -> ExitCode {
+pub fn main(routes: &[Wiring]) -> ExitCode {
     let args = crate::start::args();
     if runner::answer_meta_flag("preload-dispatch", HELP, args) {
         return ExitCode::SUCCESS;

@@ -9,17 +9,19 @@ const fn route(
     event: &'static str,
     matcher: Option<&'static str>,
     chunked: bool,
-) -> Route {
-    Route {
+) -> Wiring {
+    Wiring {
         binary,
         args,
         event,
         matcher,
+        timeout: 5,
         chunked,
+        filter: None,
     }
 }
 
-const ROUTES: &[Route] = &[
+const ROUTES: &[Wiring] = &[
     route("preload-session-start", &[], "SessionStart", None, true),
     route(
         "preload-compaction-reread",
