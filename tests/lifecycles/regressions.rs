@@ -380,3 +380,17 @@ fn an_activation_after_a_clear_brings_the_current_phases_commands() {
     ];
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+/// Finding: one call carried two later parts of a long file through two hooks (one from the
+/// stash, one from the queue), and its record held only one of them: the new window after a
+/// compaction got the other again. Found by seed 1795843879021 (per binary).
+#[test]
+fn a_compaction_keeps_every_later_part_the_hooks_of_one_call_carried() {
+    let ops = vec![
+        Grow(crate::ops::Big::Interrogate, 2),
+        Activate(0, Implement),
+        Phase(0, 0),
+        SkillCall(0, Implement),
+        Compact(0),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -87,11 +87,11 @@ impl Carried {
                 (1, false, true) => carried.stashed.push(c.path),
                 (1, false, false) => {}
                 // Every delivery cuts a file the same way (the stash's cuts too), so the others
-                // can be cut again for the new window.
-                (first, ..) if regular || next_stashed => carried
+                // can be cut again for the new window (a cut of another number of parts is not
+                // held: see `preload::parts_held`).
+                (first, ..) => carried
                     .held
                     .push((c.path, [first as u64, c.last as u64, c.n as u64])),
-                _ => {}
             }
         }
         carried
@@ -106,6 +106,30 @@ impl Carried {
 
     /// Add it to a call's record.
     fn add_to(self, record: &mut Value) {
+        // Several hooks of one call may each carry some of a file's later parts: the record
+        // holds the run from the lowest to the highest.
+        let held: Vec<(String, Value)> = self
+            .held
+            .into_iter()
+            .map(|(path, [a, b, n])| {
+                let before = record
+                    .get(fields::CALL_HELD)
+                    .and_then(|h| h.get(&path))
+                    .and_then(Value::as_array)
+                    .and_then(|r| {
+                        Some([
+                            r.first()?.as_u64()?,
+                            r.get(1)?.as_u64()?,
+                            r.get(2)?.as_u64()?,
+                        ])
+                    });
+                let range = match before {
+                    Some([c, d, m]) if m == n => [a.min(c), b.max(d), n],
+                    _ => [a, b, n],
+                };
+                (path, Value::from(range.to_vec()))
+            })
+            .collect();
         let mut add = |key: &str, items: Vec<String>| {
             if items.is_empty() {
                 return;
@@ -139,13 +163,7 @@ impl Carried {
                 .map(|(p, done)| (p, Value::from(done)))
                 .collect(),
         );
-        add_map(
-            fields::CALL_HELD,
-            self.held
-                .into_iter()
-                .map(|(p, range)| (p, Value::from(range.to_vec())))
-                .collect(),
-        );
+        add_map(fields::CALL_HELD, held);
     }
 }
 
