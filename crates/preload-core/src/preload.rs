@@ -241,21 +241,25 @@ fn clear_parts_held(state: &mut State, path: &str) {
 }
 
 /// How many parts the main agent's file `path` was cut into when its parts began to go out.
-fn parts_cut(state: &State, path: &str) -> Option<usize> {
-    state
-        .get(fields::PRELOAD_PARTS_CUT)?
-        .get(path)?
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
+/// With it, whether its parts go out marked updated (`[n, true]`).
+fn parts_cut(state: &State, path: &str) -> Option<(usize, bool)> {
+    let entry = state.get(fields::PRELOAD_PARTS_CUT)?.get(path)?;
+    let (n, updated) = match entry {
+        Value::Array(pair) => (pair.first()?, pair.get(1) == Some(&Value::Bool(true))),
+        n => (n, false),
+    };
+    Some((usize::try_from(n.as_u64()?).ok()?, updated))
 }
 
-/// Note (or forget) how many parts `path` is cut into while its parts go out.
-fn set_parts_cut(state: &mut State, path: &str, total: Option<usize>) {
-    match total {
-        Some(n) => {
+/// Note (or forget) how many parts `path` is cut into while its parts go out, and whether they
+/// are marked updated.
+fn set_parts_cut(state: &mut State, path: &str, cut: Option<(usize, bool)>) {
+    match cut {
+        Some((n, updated)) => {
+            let value = if updated { json!([n, true]) } else { json!(n) };
             state
                 .object_mut(fields::PRELOAD_PARTS_CUT)
-                .insert(path.to_owned(), json!(n));
+                .insert(path.to_owned(), value);
         }
         None => remove_entry(state, fields::PRELOAD_PARTS_CUT, path),
     }

@@ -129,11 +129,16 @@ impl<'a> Pass<'a> {
         labels
     }
 
-    /// The blocks `path` goes out in, its labels in their headers, and whether it starts again;
-    /// `None` when there is nothing to send. A file that changed while it went out in parts is
-    /// cut another way now: it starts again from its first part, marked updated (the parts out
-    /// are of the old text).
-    fn parts_of(&self, state: &State, path: &str, found: &Source) -> Option<(Vec<String>, bool)> {
+    /// The blocks `path` goes out in, its labels in their headers, whether it starts again, and
+    /// whether it is marked updated; `None` when there is nothing to send. A file that changed
+    /// while it went out in parts is cut another way now: it starts again from its first part,
+    /// marked updated (the parts out are of the old text), and so are its later parts.
+    fn parts_of(
+        &self,
+        state: &State,
+        path: &str,
+        found: &Source,
+    ) -> Option<(Vec<String>, bool, bool)> {
         let cut = |labels: &[String]| {
             let shown = delivery::labelled(path, labels);
             match &found.body {
@@ -151,12 +156,19 @@ impl<'a> Pass<'a> {
         if parts.is_empty() {
             return None;
         }
-        let again = self.stamps && parts_cut(state, path).is_some_and(|n| n != parts.len());
-        if again && !labels.iter().any(|l| l == delivery::LABEL_UPDATED) {
+        let before = if self.stamps {
+            parts_cut(state, path)
+        } else {
+            None
+        };
+        let again = before.is_some_and(|(n, _)| n != parts.len());
+        let marked = before.is_some_and(|(n, updated)| updated && n == parts.len());
+        let updated = labels.iter().any(|l| l == delivery::LABEL_UPDATED);
+        if (again || marked) && !updated {
             labels.insert(0, delivery::LABEL_UPDATED.to_owned());
             parts = cut(&labels);
         }
-        Some((parts, again))
+        Some((parts, again, again || marked || updated))
     }
 
     /// Deliver as much of the file as the budget holds; track it in the same state.
@@ -169,7 +181,7 @@ impl<'a> Pass<'a> {
         packer: &mut Packer,
     ) -> Outcome {
         let found = source::read(self.ctx, path, self.max_bytes);
-        let Some((mut parts, again)) = self.parts_of(state, path, &found) else {
+        let Some((mut parts, again, updated)) = self.parts_of(state, path, &found) else {
             self.unqueue(state, path, &request.path);
             set_parts_done(state, &self.parts_key, path, None);
             clear_parts_held(state, path);
@@ -243,7 +255,7 @@ impl<'a> Pass<'a> {
         if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
             if self.stamps {
-                set_parts_cut(state, path, Some(total));
+                set_parts_cut(state, path, Some((total, updated)));
             }
             state.push_unique(&self.queue_key, path);
             return Outcome::Partial;

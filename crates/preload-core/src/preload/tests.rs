@@ -501,4 +501,10 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
         total(&again[0]) > total(&first[0]),
         "{first:?} then {again:?}"
     );
+    // Its later parts are marked the same way.
+    let rest = one_call();
+    assert!(
+        !rest.is_empty() && rest.iter().all(|h| h.contains(" (updated) (part ")),
+        "{rest:?}"
+    );
 }
