@@ -394,3 +394,20 @@ fn a_compaction_keeps_every_later_part_the_hooks_of_one_call_carried() {
     ];
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a file a sub-agent was getting in parts changed in between, and the sub-agent's
+/// next part was of the new cut: it never held the file whole. A sub-agent's parts start again,
+/// marked `(updated)`, as the main agent's do. Found by seed 1795844799085 (`--dispatch`).
+#[test]
+fn a_file_that_changes_while_a_sub_agent_gets_its_parts_starts_again() {
+    let ops = vec![
+        Subagent(0, 1),
+        Grow(crate::ops::Big::ParseParameters, 4),
+        Activate(0, Implement),
+        SubCall(0, 1, Read, 0),
+        Grow(crate::ops::Big::ParseParameters, 1),
+        SubCall(0, 1, Read, 0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -323,6 +323,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         let sub_agents = [
             fields::PRELOADED_FILES,
             fields::PRELOAD_PARTS,
+            fields::PRELOAD_PARTS_CUT,
             fields::PENDING_PRELOADS,
         ];
         if sub_agents
@@ -402,6 +403,7 @@ fn is_window_field(key: &str) -> bool {
         || key == fields::PRELOADED_STAMPS
         || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
         || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS_CUT)
         || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
 }
 

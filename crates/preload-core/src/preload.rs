@@ -63,6 +63,15 @@ impl Audience<'_> {
         }
     }
 
+    /// The state field of how many parts this audience's files going out in parts were cut
+    /// into.
+    fn cut_key(self) -> String {
+        match self {
+            Self::Main => fields::PRELOAD_PARTS_CUT.to_owned(),
+            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOAD_PARTS_CUT, id),
+        }
+    }
+
     /// The state field of this audience's own queue.
     pub fn queue_key(self) -> String {
         match self {
@@ -234,16 +243,16 @@ fn parts_held(state: &State, path: &str, total: usize) -> Option<(usize, usize)>
 }
 
 /// Forget which parts of `path` the window held (the file is whole in it, or gone), and how
-/// many parts it was cut into.
-fn clear_parts_held(state: &mut State, path: &str) {
+/// many parts it was cut into (`cut_key`: the audience's field).
+fn clear_parts_held(state: &mut State, cut_key: &str, path: &str) {
     remove_entry(state, fields::PRELOAD_PARTS_HELD, path);
-    set_parts_cut(state, path, None);
+    set_parts_cut(state, cut_key, path, None);
 }
 
-/// How many parts the main agent's file `path` was cut into when its parts began to go out.
-/// With it, whether its parts go out marked updated (`[n, true]`).
-fn parts_cut(state: &State, path: &str) -> Option<(usize, bool)> {
-    let entry = state.get(fields::PRELOAD_PARTS_CUT)?.get(path)?;
+/// How many parts the file `path` was cut into when its parts began to go out (`key`: the
+/// audience's field), and whether they go out marked updated (`[n, true]`).
+fn parts_cut(state: &State, key: &str, path: &str) -> Option<(usize, bool)> {
+    let entry = state.get(key)?.get(path)?;
     let (n, updated) = match entry {
         Value::Array(pair) => (pair.first()?, pair.get(1) == Some(&Value::Bool(true))),
         n => (n, false),
@@ -253,15 +262,13 @@ fn parts_cut(state: &State, path: &str) -> Option<(usize, bool)> {
 
 /// Note (or forget) how many parts `path` is cut into while its parts go out, and whether they
 /// are marked updated.
-fn set_parts_cut(state: &mut State, path: &str, cut: Option<(usize, bool)>) {
+fn set_parts_cut(state: &mut State, key: &str, path: &str, cut: Option<(usize, bool)>) {
     match cut {
         Some((n, updated)) => {
             let value = if updated { json!([n, true]) } else { json!(n) };
-            state
-                .object_mut(fields::PRELOAD_PARTS_CUT)
-                .insert(path.to_owned(), value);
+            state.object_mut(key).insert(path.to_owned(), value);
         }
-        None => remove_entry(state, fields::PRELOAD_PARTS_CUT, path),
+        None => remove_entry(state, key, path),
     }
 }
 

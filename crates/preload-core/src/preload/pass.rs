@@ -25,6 +25,8 @@ pub(super) struct Pass<'a> {
     preloaded_key: String,
     /// Field of the audience's part progress.
     parts_key: String,
+    /// Field of how many parts the audience's files going out in parts were cut into.
+    cut_key: String,
     /// Field of the audience's own queue.
     queue_key: String,
     /// True for the main agent, whose deliveries are stamped for change detection.
@@ -42,6 +44,7 @@ impl<'a> Pass<'a> {
             batch: Batch::default(),
             preloaded_key,
             parts_key: audience.parts_key(),
+            cut_key: audience.cut_key(),
             queue_key: audience.queue_key(),
             stamps: audience == Audience::Main,
         }
@@ -89,7 +92,7 @@ impl<'a> Pass<'a> {
             return Outcome::Unavailable;
         }
         set_parts_done(state, &self.parts_key, path, None);
-        clear_parts_held(state, path);
+        clear_parts_held(state, &self.cut_key, path);
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
@@ -156,11 +159,7 @@ impl<'a> Pass<'a> {
         if parts.is_empty() {
             return None;
         }
-        let before = if self.stamps {
-            parts_cut(state, path)
-        } else {
-            None
-        };
+        let before = parts_cut(state, &self.cut_key, path);
         let again = before.is_some_and(|(n, _)| n != parts.len());
         let marked = before.is_some_and(|(n, updated)| updated && n == parts.len());
         let updated = labels.iter().any(|l| l == delivery::LABEL_UPDATED);
@@ -184,7 +183,7 @@ impl<'a> Pass<'a> {
         let Some((mut parts, again, updated)) = self.parts_of(state, path, &found) else {
             self.unqueue(state, path, &request.path);
             set_parts_done(state, &self.parts_key, path, None);
-            clear_parts_held(state, path);
+            clear_parts_held(state, &self.cut_key, path);
             return Outcome::Unavailable;
         };
         let content = match &found.body {
@@ -239,7 +238,7 @@ impl<'a> Pass<'a> {
         }
         if again {
             // The parts the window held were of the old text.
-            clear_parts_held(state, path);
+            clear_parts_held(state, &self.cut_key, path);
         }
         if let (true, Some(&from), Some(&to)) = (total > 1, sent.first(), sent.last()) {
             let note = delivery::split_note(from + 1, to + 1, total);
@@ -254,15 +253,13 @@ impl<'a> Pass<'a> {
         }
         if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
-            if self.stamps {
-                set_parts_cut(state, path, Some((total, updated)));
-            }
+            set_parts_cut(state, &self.cut_key, path, Some((total, updated)));
             state.push_unique(&self.queue_key, path);
             return Outcome::Partial;
         }
         // Fully out: into the audience's files in context, out of the queue, in the same write.
         set_parts_done(state, &self.parts_key, path, None);
-        clear_parts_held(state, path);
+        clear_parts_held(state, &self.cut_key, path);
         state.push_unique(&self.preloaded_key, path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
