@@ -229,16 +229,8 @@ fn parts_done(state: &State, key: &str, path: &str) -> usize {
 /// The parts of `path` (0-based, `start..end`) the main agent's window already holds without
 /// the earlier ones, when the file is cut into the same `total` parts as then.
 fn parts_held(state: &State, path: &str, total: usize) -> Option<(usize, usize)> {
-    let held = state
-        .get(fields::PRELOAD_PARTS_HELD)?
-        .get(path)?
-        .as_array()?;
-    let at = |i: usize| {
-        held.get(i)
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-    };
-    let (first, last, n) = (at(0)?, at(1)?, at(2)?);
+    let run = fields::part_run(state.get(fields::PRELOAD_PARTS_HELD)?.get(path)?)?;
+    let [first, last, n] = run.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
     (n == total && first > 1 && first <= last && last <= n).then_some((first - 1, last))
 }
 

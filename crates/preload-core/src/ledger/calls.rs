@@ -22,18 +22,22 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         return;
     };
     let carried = Carried::of(s, files, text);
-    let mut records = records_of(s);
-    let at = records.iter().position(|r| record_id(r) == Some(call));
     if carried.is_empty() {
+        // Every PreToolUse comes here: the records are marked in place, not copied.
+        let Some(Value::Array(records)) = s.0.get_mut(fields::CALL_DELIVERIES) else {
+            return;
+        };
+        let known = records.iter().any(|r| record_id(r) == Some(call));
         match records.last_mut() {
-            Some(last) if at.is_none() && !is_superseded(last) => {
+            Some(last) if !known && !is_superseded(last) => {
                 last[fields::CALL_SUPERSEDED] = Value::from(call);
-                s.set(fields::CALL_DELIVERIES, Value::from(records));
             }
             _ => {}
         }
         return;
     }
+    let mut records = records_of(s);
+    let at = records.iter().position(|r| record_id(r) == Some(call));
     let index = at.unwrap_or_else(|| {
         records.push(serde_json::json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
         records.len() - 1
@@ -70,28 +74,30 @@ impl Carried {
             ..Self::default()
         };
         for c in cut {
+            if c.first > 1 {
+                // Every delivery cuts a file the same way (the stash's cuts too), so the others
+                // can be cut again for the new window (a cut of another number of parts is not
+                // held: see `preload::parts_held`).
+                carried
+                    .held
+                    .push((c.path, [c.first as u64, c.last as u64, c.n as u64]));
+                continue;
+            }
+            // Its first parts (never all of them: `cut_files` leaves whole cuts out).
             let progress = s
                 .get(fields::PRELOAD_PARTS)
                 .and_then(|p| p.get(&c.path))
                 .and_then(Value::as_u64);
+            if progress == Some(c.last as u64) {
+                carried.begun.push((c.path, c.last as u64));
+                continue;
+            }
             let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
-            let next_stashed = main_stash(s)
+            if main_stash(s)
                 .iter()
-                .any(|e| stash_text(e).starts_with(&next));
-            let finished = c.last == c.n
-                && progress.is_none()
-                && s.strings(fields::PRELOADED_FILES).contains(&c.path);
-            let regular = progress == Some(c.last as u64) || finished;
-            match (c.first, regular, next_stashed) {
-                (1, true, _) => carried.begun.push((c.path, c.last as u64)),
-                (1, false, true) => carried.stashed.push(c.path),
-                (1, false, false) => {}
-                // Every delivery cuts a file the same way (the stash's cuts too), so the others
-                // can be cut again for the new window (a cut of another number of parts is not
-                // held: see `preload::parts_held`).
-                (first, ..) => carried
-                    .held
-                    .push((c.path, [first as u64, c.last as u64, c.n as u64])),
+                .any(|e| stash_text(e).starts_with(&next))
+            {
+                carried.stashed.push(c.path);
             }
         }
         carried
@@ -115,14 +121,7 @@ impl Carried {
                 let before = record
                     .get(fields::CALL_HELD)
                     .and_then(|h| h.get(&path))
-                    .and_then(Value::as_array)
-                    .and_then(|r| {
-                        Some([
-                            r.first()?.as_u64()?,
-                            r.get(1)?.as_u64()?,
-                            r.get(2)?.as_u64()?,
-                        ])
-                    });
+                    .and_then(fields::part_run);
                 let range = match before {
                     Some([c, d, m]) if m == n => [a.min(c), b.max(d), n],
                     _ => [a, b, n],
