@@ -153,18 +153,7 @@ fn help_and_version_answer_without_stdin() {
 }
 
 /// Every binary of the release, hooks and `preload` alike.
-const BINARIES: [&str; 10] = [
-    "preload-session-start",
-    "preload-prompt-submit",
-    "preload-templates",
-    "preload-phase-commands",
-    "preload-overflow",
-    "preload-injections",
-    "preload-compaction-reread",
-    "preload-e2e-auto-answer",
-    "preload-dispatch",
-    "preload",
-];
+use preload_core::wiring::BINARIES;
 
 #[test]
 fn every_binary_answers_version_while_stdin_stays_open() {
