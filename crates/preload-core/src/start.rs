@@ -15,8 +15,7 @@
 //!
 //! Built for musl (the Linux release binaries, see the Makefile), the process's allocator is
 //! dlmalloc: musl's own maps and unmaps memory for blocks a hook frees and asks again for
-//! (about 80 `mmap` and `munmap` in one `preload-overflow` call, against 5). Its `memcmp`
-//! compares eight bytes at a time ([`memcmp`]) instead of musl's one.
+//! (about 80 `mmap` and `munmap` in one `preload-overflow` call, against 5).
 //!
 //! This module (the entry, the signal's disposition and the allocator), `watchdog` (signals and
 //! the timer), `process` (macOS's libproc) and `file` (the `renameat2` system call) are the
@@ -31,8 +30,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{SigHandler, Signal, signal};
-
-pub mod memcmp;
 
 /// The exit status of a hook that panicked past its own fail-open handling.
 const PANICKED: c_int = 101;
