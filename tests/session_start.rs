@@ -201,10 +201,10 @@ fn a_held_generation_lock_is_waited_for_then_the_registration_fails_open() {
 }
 
 #[test]
-fn a_generator_that_dies_without_waking_the_others_is_taken_over() {
+fn a_generator_that_dies_without_writing_is_taken_over() {
     let sb = Sandbox::new();
-    // This process plays a generator that dies: the kernel lets go of its lock, and nothing
-    // wakes the registrations sleeping on the pipe.
+    // This process plays a generator that dies before the text is written: the kernel lets go
+    // of its lock, which ends the registrations' wait with no text to read.
     let (cache, held) = held_generation_lock(&sb);
     let dies = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(150));

@@ -23,9 +23,9 @@
 //! ```
 
 use std::fs;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -39,8 +39,6 @@ use crate::lock::LockError;
 use crate::markers::{self, MarkerDir, MarkerError};
 use crate::process;
 use crate::stamps;
-
-use self::wake::Wake;
 
 /// A cache older than this is generated again: the N registrations of one event start within
 /// moments of each other, and a later event of the same conversation, source and client process
@@ -159,12 +157,6 @@ pub fn lock_file(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!(".lock-{:02}", stripe(key)))
 }
 
-/// The named pipe beside the lock file of the event `key`, through which the waiters are woken
-/// ([`wake`]).
-fn wake_file(dir: &Path, key: &str) -> PathBuf {
-    dir.join(format!(".wake-{:02}", stripe(key)))
-}
-
 fn stripe(key: &str) -> u64 {
     stamps::words_hash(key.as_bytes()) % LOCK_STRIPES
 }
@@ -175,7 +167,6 @@ pub struct StartCache {
     dir: PathBuf,
     path: PathBuf,
     lock: PathBuf,
-    wake: PathBuf,
 }
 
 /// What a look-up found.
@@ -189,12 +180,12 @@ pub enum Lookup {
 }
 
 /// The one registration that writes the text; the lock goes with it. Dropped, it lets go of
-/// the lock and wakes the registrations waiting for it, whether the text was written or not.
+/// the lock, which wakes the registrations waiting for it, whether the text was written or not.
 #[derive(Debug)]
 pub struct Writer {
     path: PathBuf,
-    lock: Option<Flock<fs::File>>,
-    wake: PathBuf,
+    /// Held, never read: the lock lasts as long as the writer.
+    _lock: Flock<fs::File>,
 }
 
 impl StartCache {
@@ -208,14 +199,8 @@ impl StartCache {
         })?;
         let key = cache_key(input, owner);
         let lock = lock_file(&dir, &key);
-        let wake = wake_file(&dir, &key);
         let path = dir.join(format!("{key}.{EXTENSION}"));
-        Ok(Self {
-            dir,
-            path,
-            lock,
-            wake,
-        })
+        Ok(Self { dir, path, lock })
     }
 
     /// The cache file.
@@ -224,70 +209,72 @@ impl StartCache {
     }
 
     /// Slot `chunk.index` of the text cut for `chunk.total` slots of `budget` characters: from
-    /// the cache when it is fresh, else, under the cache's lock (waited for at most three
-    /// quarters of the time left before `deadline`, the cache looked for while waiting), from a
-    /// cache another registration wrote meanwhile; else a [`Writer`].
+    /// the cache when it is fresh; else, when another registration holds the cache's lock
+    /// (it is making the text), from the cache it wrote once it lets go; else a [`Writer`].
+    ///
+    /// A waiter sleeps in a blocking shared `flock`: the kernel wakes every waiter at once when
+    /// the generator lets go, or dies. A generator that let go without writing the text is
+    /// taken over by one waiter at a time, each under the lock taken whole. The wait has no
+    /// bound of its own: a hook process's watchdog answers for it at its deadline, as for any
+    /// other call that runs out of time.
     ///
     /// The last registration first sweeps stale caches and leftovers from the directory (only
     /// files past their freshness, so it needs no lock): it does so while the first one
     /// generates the text, off the path the event waits on. A registration alone does it too.
-    pub fn lookup(
-        &self,
-        chunk: Chunk,
-        budget: usize,
-        deadline: Instant,
-    ) -> Result<Lookup, StartCacheError> {
+    pub fn lookup(&self, chunk: Chunk, budget: usize) -> Result<Lookup, StartCacheError> {
         if chunk.index + 1 == chunk.total {
             sweep(&self.dir);
         }
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let started = Instant::now();
-        let until = started + left * 3 / 4;
-        let lock_error = |source| StartCacheError::Lock {
+        let unusable = |errno: Errno| StartCacheError::Lock {
             path: self.path.clone(),
-            source,
+            source: LockError::Create {
+                path: self.lock.clone(),
+                source: errno.into(),
+            },
         };
-        let unusable = |source| {
-            lock_error(LockError::Create {
+        let file = open_lock(&self.lock).map_err(|source| StartCacheError::Lock {
+            path: self.path.clone(),
+            source: LockError::Create {
                 path: self.lock.clone(),
                 source,
-            })
-        };
-        let mut file = open_lock(&self.lock).map_err(unusable)?;
-        let mut wake = None;
-        let lock = loop {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => break lock,
-                Err((back, Errno::EWOULDBLOCK | Errno::EINTR)) => file = back,
-                Err((_, errno)) => return Err(unusable(errno.into())),
+            },
+        })?;
+        let lock = match take(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => lock,
+            Err((file, Errno::EWOULDBLOCK)) => {
+                // Another registration makes the text: wait until it lets go.
+                if let Some(blocks) = codec::read(&self.path, chunk, budget) {
+                    return Ok(Lookup::Found(blocks));
+                }
+                let shared = take(file, FlockArg::LockShared).map_err(|(_, e)| unusable(e))?;
+                if let Some(blocks) = codec::read(&self.path, chunk, budget) {
+                    return Ok(Lookup::Found(blocks));
+                }
+                let file = shared.unlock().map_err(|(_, e)| unusable(e))?;
+                take(file, FlockArg::LockExclusive).map_err(|(_, e)| unusable(e))?
             }
-            // Watched before the cache is looked for: a cache written after the look wakes the
-            // wait below.
-            let wake = wake.get_or_insert_with(|| Wake::watch(&self.wake));
-            if let Some(blocks) = codec::read(&self.path, chunk, budget) {
-                return Ok(Lookup::Found(blocks));
-            }
-            let now = Instant::now();
-            if now >= until {
-                return Err(lock_error(LockError::Timeout {
-                    path: self.lock.clone(),
-                    waited_ms: now.duration_since(started).as_millis(),
-                    holder: "another registration".into(),
-                }));
-            }
-            wake.wait(until - now);
+            Err((_, errno)) => return Err(unusable(errno)),
         };
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
         Ok(Lookup::Missing(Writer {
             path: self.path.clone(),
-            lock: Some(lock),
-            wake: self.wake.clone(),
+            _lock: lock,
         }))
+    }
+}
+
+/// `file` locked as `how` says, tried again when a signal cut the wait short.
+fn take(mut file: fs::File, how: FlockArg) -> Result<Flock<fs::File>, (fs::File, Errno)> {
+    loop {
+        match Flock::lock(file, how) {
+            Err((back, Errno::EINTR)) => file = back,
+            other => return other,
+        }
     }
 }
 
@@ -314,15 +301,9 @@ impl Writer {
     }
 }
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        drop(self.lock.take());
-        wake::wake(&self.wake);
-    }
-}
-
-/// Remove caches older than the freshness window, leftover temporary files, and (past that
-/// window) the lock directories of earlier builds (`<key>.slots.lock`, the spare: a `pid` each).
+/// Remove caches older than the freshness window, leftover temporary files, and what earlier
+/// builds kept there: (past that window) their lock directories (`<key>.slots.lock`, the spare:
+/// a `pid` each) and the named pipes their waiters slept on (`.wake-<nn>`).
 fn sweep(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -339,7 +320,8 @@ fn sweep(dir: &Path) {
             .is_some_and(|e| e == EXTENSION || e == "json")
             && age > FRESH;
         let old_temp = name.contains(".tmp.") && age > TEMP_LEFTOVER;
-        if meta.is_file() && (old_cache || old_temp) {
+        let old_pipe = name.starts_with(".wake-") && meta.file_type().is_fifo();
+        if (meta.is_file() && (old_cache || old_temp)) || old_pipe {
             let _ = fs::remove_file(entry.path());
         }
         let old_lock =
@@ -382,4 +364,3 @@ pub fn reslice(n: usize, slots: Slots, total: usize, budget: usize) -> Slots {
 mod codec;
 #[cfg(test)]
 mod tests;
-mod wake;

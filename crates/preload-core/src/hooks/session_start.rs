@@ -101,10 +101,7 @@ fn output_of(blocks: &[String]) -> HookOutput {
 /// The blocks of this registration's slot: from the cache, or generated once under its lock.
 fn cached_slot(input: &HookInput, ctx: &Context, chunk: Chunk) -> Result<Vec<String>, HookError> {
     let cache = StartCache::open(&ctx.env, input, ctx.owner_pid).map_err(cache_failure)?;
-    match cache
-        .lookup(chunk, ctx.budget, ctx.deadline)
-        .map_err(cache_failure)?
-    {
+    match cache.lookup(chunk, ctx.budget).map_err(cache_failure)? {
         Lookup::Found(blocks) => Ok(blocks),
         Lookup::Missing(writer) => {
             let mut slots = generate(input, ctx, chunk.total)?;

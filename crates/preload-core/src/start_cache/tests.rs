@@ -68,24 +68,23 @@ fn one_registration_writes_and_the_others_read() {
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
     let cache = StartCache::open(&env, &input, owner()).unwrap();
     assert!(cache.path().starts_with(&dir));
-    let deadline = Instant::now() + Duration::from_secs(5);
     let slots = vec![
         vec!["a\n".to_owned()],
         vec!["b".to_owned(), "é 😀".to_owned()],
     ];
     let chunk = |index, total| Chunk { index, total };
-    match cache.lookup(chunk(0, 2), 100, deadline).unwrap() {
+    match cache.lookup(chunk(0, 2), 100).unwrap() {
         Lookup::Missing(writer) => writer.write(&slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
     for (index, slot) in slots.iter().enumerate() {
-        match cache.lookup(chunk(index, 2), 100, deadline).unwrap() {
+        match cache.lookup(chunk(index, 2), 100).unwrap() {
             Lookup::Found(found) => assert_eq!(&found, slot),
             Lookup::Missing(_) => panic!("the cache was written"),
         }
     }
     // Registrations of another number cut the same blocks again.
-    match cache.lookup(chunk(0, 1), 100, deadline).unwrap() {
+    match cache.lookup(chunk(0, 1), 100).unwrap() {
         Lookup::Found(found) => assert_eq!(found, ["a\n", "b", "é 😀"]),
         Lookup::Missing(_) => panic!("the cache was written"),
     }
@@ -204,12 +203,11 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cache");
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
-    let deadline = Instant::now() + Duration::from_secs(5);
     let slots = vec![vec!["a".to_owned()]];
     let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
     let cache = StartCache::open(&env, &compact, owner()).unwrap();
     let only = Chunk { index: 0, total: 1 };
-    match cache.lookup(only, 100, deadline).unwrap() {
+    match cache.lookup(only, 100).unwrap() {
         Lookup::Missing(writer) => writer.write(&slots).unwrap(),
         Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
     }
@@ -221,7 +219,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         let other = StartCache::open(&env, &HookInput::from_value(other), owner()).unwrap();
         assert_ne!(other.path(), cache.path());
         assert!(matches!(
-            other.lookup(only, 100, deadline).unwrap(),
+            other.lookup(only, 100).unwrap(),
             Lookup::Missing(_)
         ));
     }
@@ -231,7 +229,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         .set_modified(std::time::SystemTime::now() - FRESH - Duration::from_secs(1))
         .unwrap();
     assert!(matches!(
-        cache.lookup(only, 100, deadline).unwrap(),
+        cache.lookup(only, 100).unwrap(),
         Lookup::Missing(_)
     ));
 }
@@ -241,7 +239,6 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cache");
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
-    let deadline = Instant::now() + Duration::from_secs(5);
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
     let cache = StartCache::open(&env, &input, owner()).unwrap();
     let aged = |name: &str, age: Duration| {
@@ -258,31 +255,27 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     let old_temp = aged("new_startup_1-2.slots.tmp.9.0", TEMP_LEFTOVER + second);
     let young_temp = aged("new_startup_1-2.slots.tmp.9.1", FRESH + second);
     let other = aged("notes.txt", TEMP_LEFTOVER + second);
-    let present = || [&stale, &fresh, &old_temp, &young_temp, &other].map(|p| p.exists());
+    // The named pipe an earlier build's waiters slept on, however young.
+    let pipe = dir.join(".wake-07");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let present = || [&stale, &fresh, &old_temp, &young_temp, &other, &pipe].map(|p| p.exists());
     // The first of three generates without sweeping; the middle one reads.
-    let Lookup::Missing(writer) = cache
-        .lookup(Chunk { index: 0, total: 3 }, 100, deadline)
-        .unwrap()
-    else {
+    let Lookup::Missing(writer) = cache.lookup(Chunk { index: 0, total: 3 }, 100).unwrap() else {
         panic!("nothing was cached yet")
     };
-    assert_eq!(present(), [true; 5]);
+    assert_eq!(present(), [true; 6]);
     writer.write(&vec![vec!["a".to_owned()]; 3]).unwrap();
     assert!(matches!(
-        cache
-            .lookup(Chunk { index: 1, total: 3 }, 100, deadline)
-            .unwrap(),
+        cache.lookup(Chunk { index: 1, total: 3 }, 100).unwrap(),
         Lookup::Found(_)
     ));
-    assert_eq!(present(), [true; 5]);
+    assert_eq!(present(), [true; 6]);
     // The last sweeps, and still finds the text just written.
     assert!(matches!(
-        cache
-            .lookup(Chunk { index: 2, total: 3 }, 100, deadline)
-            .unwrap(),
+        cache.lookup(Chunk { index: 2, total: 3 }, 100).unwrap(),
         Lookup::Found(_)
     ));
-    assert_eq!(present(), [false, true, false, true, true]);
+    assert_eq!(present(), [false, true, false, true, true, false]);
     assert!(cache.path().exists());
     // Alone, the one registration sweeps.
     let stale = aged("old_startup_1-2.slots", FRESH + second);
@@ -293,9 +286,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     )
     .unwrap();
     assert!(matches!(
-        again
-            .lookup(Chunk { index: 0, total: 1 }, 100, deadline)
-            .unwrap(),
+        again.lookup(Chunk { index: 0, total: 1 }, 100).unwrap(),
         Lookup::Missing(_)
     ));
     assert!(!stale.exists());
@@ -308,34 +299,40 @@ fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
         env::PRELOAD_CACHE_DIR,
         tmp.path().join("cache").to_string_lossy().into_owned(),
     )]);
-    let deadline = Instant::now() + Duration::from_secs(5);
     for written in [true, false] {
         let input = HookInput::from_value(json!({"session_id": format!("s-{written}")}));
         let cache = StartCache::open(&env, &input, owner()).unwrap();
-        let Lookup::Missing(writer) = cache
-            .lookup(Chunk { index: 0, total: 2 }, 100, deadline)
-            .unwrap()
+        let Lookup::Missing(writer) = cache.lookup(Chunk { index: 0, total: 3 }, 100).unwrap()
         else {
             panic!("nothing was cached yet")
         };
-        let mut waiter = wake::Wake::watch(&cache.wake);
-        assert!(
-            !waiter.wait(Duration::from_millis(10)),
-            "woken while the text is made"
-        );
+        let let_go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiters: Vec<_> = (1..3)
+            .map(|index| {
+                let (env, input, let_go) = (env.clone(), input.clone(), let_go.clone());
+                std::thread::spawn(move || {
+                    let cache = StartCache::open(&env, &input, owner()).unwrap();
+                    let found = cache.lookup(Chunk { index, total: 3 }, 100).unwrap();
+                    let woken_after = let_go.load(std::sync::atomic::Ordering::SeqCst);
+                    (matches!(found, Lookup::Found(_)), woken_after)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let_go.store(true, std::sync::atomic::Ordering::SeqCst);
         if written {
-            writer.write(&vec![vec!["a".to_owned()]; 2]).unwrap();
+            writer.write(&vec![vec!["a".to_owned()]; 3]).unwrap();
         } else {
             drop(writer);
         }
+        // Woken with the lock free: each waiter reads the text, or, none written, takes the
+        // making of it over in its turn.
+        let answers: Vec<(bool, bool)> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
         assert!(
-            waiter.wait(Duration::from_secs(5)),
-            "not woken (written: {written})"
+            answers.iter().all(|&(_, after)| after),
+            "a waiter went on before the generator let go: {answers:?}"
         );
-        // Woken with the lock free: the waiter reads the text, or makes it when there is none.
-        let next = cache
-            .lookup(Chunk { index: 1, total: 2 }, 100, deadline)
-            .unwrap();
-        assert_eq!(matches!(next, Lookup::Found(_)), written);
+        let found = answers.iter().filter(|&&(found, _)| found).count();
+        assert_eq!(found, if written { 2 } else { 0 }, "written: {written}");
     }
 }
