@@ -943,11 +943,16 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         let sb_home = sb.home.clone();
         let _ = sb_home;
         let ctx = core_context(&sb, &[]);
-        preload_core::state::update(&target.path, Instant::now() + Duration::from_secs(2), |s| {
-            for p in &paths {
-                s.push_unique(preload_core::fields::PENDING_PRELOADS, p);
-            }
-        })
+        preload_core::state::update(
+            &target.path,
+            Instant::now() + Duration::from_secs(2),
+            preload_core::state::Durability::PerCall,
+            |s| {
+                for p in &paths {
+                    s.push_unique(preload_core::fields::PENDING_PRELOADS, p);
+                }
+            },
+        )
         .unwrap();
         let requests = preload::pending_requests(
             &ctx,
@@ -1322,6 +1327,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
             let pushed = preload_core::state::update(
                 &state_path,
                 Instant::now() + Duration::from_secs(2),
+                preload_core::state::Durability::PerCall,
                 |s| {
                     s.array_mut("pendingAllowInjections")
                         .push(json!({"ruleId": "hammer", "content": entry, "agentId": ""}));

@@ -91,6 +91,7 @@ fn loaded(dir: &Path, life: u32) {
     preload_core::state::update(
         &dir.join(".state.json"),
         std::time::Instant::now() + std::time::Duration::from_secs(2),
+        preload_core::state::Durability::PerCall,
         |s| {
             s.remove("loading");
             s.set("startedAt", json!(format!("2026-02-01T00:00:{life:02}Z")));

@@ -21,8 +21,8 @@ mod write;
 #[cfg(test)]
 pub(crate) use write::next_temp_number;
 pub use write::{
-    HAS_RENAMEAT2, HELD_TEMP_SUFFIX, Rename, WriteOptions, is_unsupported, rename_with, temp_path,
-    write_atomic, write_atomic_if, write_atomic_with, write_cache,
+    HAS_RENAMEAT2, HELD_TEMP_SUFFIX, Rename, WriteOptions, is_unsupported, rename_with,
+    syncs_on_this_thread, temp_path, write_atomic, write_atomic_with, write_cache,
 };
 
 /// The open flags of a file that must not be a link and must not block the open (a FIFO):

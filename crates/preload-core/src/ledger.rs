@@ -26,7 +26,7 @@ use crate::context::Context;
 use crate::fields;
 use crate::lock::StateLock;
 use crate::session::{self, PreloadState, SEEDING};
-use crate::state::{self, State, StateError};
+use crate::state::{self, Durability, State, StateError};
 
 mod calls;
 mod window;
@@ -83,7 +83,8 @@ fn update_seed<T>(
     let before = view.clone();
     let out = change(&mut view);
     if view != before {
-        write_seed(&lock, path, &view, Some(&seed), carry.as_ref())?;
+        let old = (Some(&seed), carry.as_ref());
+        write_seed(&lock, path, &view, old, Durability::PerCall)?;
     }
     lock.release();
     Ok(out)
@@ -91,20 +92,21 @@ fn update_seed<T>(
 
 /// Write a seed view: the carry first (what the engine drops), then the seed itself. `old_seed`
 /// and `old_carry` are the files as read under `lock` (`None`: absent or unread): a file that
-/// would hold what it holds is not written again (each write is a durable one, `fdatasync`
-/// included, and a re-seed often changes only the carry's conversation).
+/// would hold what it holds is not written again (a re-seed often changes only the carry's
+/// conversation). Written as `durability` says: durably by SessionStart, per call by a call.
 pub fn write_seed(
     lock: &StateLock,
     path: &Path,
     view: &State,
-    old_seed: Option<&State>,
-    old_carry: Option<&State>,
+    old: (Option<&State>, Option<&State>),
+    durability: Durability,
 ) -> Result<(), StateError> {
+    let (old_seed, old_carry) = old;
     let (seed, carry) = split(view);
     let carry_file = carry_path(path);
     match carry {
         Some(carry) if old_carry != Some(&carry) => {
-            state::save_locked(&carry_file, &carry, lock)?;
+            state::save_locked(&carry_file, &carry, lock, durability)?;
         }
         Some(_) => {}
         None => {
@@ -114,7 +116,7 @@ pub fn write_seed(
     if old_seed == Some(&seed) {
         return Ok(());
     }
-    state::save_locked(path, &seed, lock)
+    state::save_locked(path, &seed, lock, durability)
 }
 
 /// The owner's seed as one state with its carry, without locking.
@@ -241,10 +243,17 @@ fn update_session_read<T>(
     let Some(seed_path) = leftover else {
         // Nothing to adopt: a state read as `read` that the conversation already tags is
         // what `known` was made from.
-        let out = state::update_read(path, ctx.lock_deadline(), read, known, |s| {
-            tagged = tag_conversation(ctx, s);
-            change(s)
-        })?;
+        let out = state::update_read(
+            path,
+            ctx.lock_deadline(),
+            Durability::PerCall,
+            read,
+            known,
+            |s| {
+                tagged = tag_conversation(ctx, s);
+                change(s)
+            },
+        )?;
         note_conversation(ctx, path, tagged);
         return Ok(out);
     };
@@ -255,7 +264,8 @@ fn update_session_read<T>(
         Err(err) => return Err(err),
     };
     let carry = load_carry(&carry_path(seed_path))?;
-    let out = state::update(path, ctx.lock_deadline(), |s| {
+    // Adopting the seed is a hand-over: written durably before the seed is removed.
+    let out = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
         tagged = tag_conversation(ctx, s);
         adopt(s, seed.as_ref(), carry.as_ref());
         change(s)

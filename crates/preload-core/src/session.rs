@@ -197,16 +197,21 @@ fn held_elsewhere(state: &State, owner: u32) -> bool {
 /// `continue` and restore do): `pid` set, the old owner kept in `lastKnownPid`.
 fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
     let owner = ctx.owner_pid;
-    let taken = state::update(&dir.join(STATE_FILE), ctx.lock_deadline(), |s| {
-        if held_elsewhere(s, owner) {
-            return false;
-        }
-        if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
-            s.set(fields::LAST_KNOWN_PID, json!(old));
-        }
-        s.set(fields::PID, json!(owner));
-        true
-    });
+    let taken = state::update(
+        &dir.join(STATE_FILE),
+        ctx.lock_deadline(),
+        state::Durability::Durable,
+        |s| {
+            if held_elsewhere(s, owner) {
+                return false;
+            }
+            if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
+                s.set(fields::LAST_KNOWN_PID, json!(old));
+            }
+            s.set(fields::PID, json!(owner));
+            true
+        },
+    );
     matches!(taken, Ok(true)).then(|| dir.to_path_buf())
 }
 

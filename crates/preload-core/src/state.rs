@@ -18,8 +18,8 @@ mod pretty;
 mod store;
 pub use peek::{peek_member, peek_pid};
 pub use store::{
-    Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_locked, update,
-    update_read,
+    Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_locked,
+    update, update_read,
 };
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).

@@ -59,9 +59,12 @@ fn change(
             dir: dir.to_path_buf(),
         });
     }
-    state::update(&path, ctx.lock_deadline(), |s| {
-        transition(ctx, dir, request, s, out)
-    })?
+    state::update(
+        &path,
+        ctx.lock_deadline(),
+        state::Durability::Durable,
+        |s| transition(ctx, dir, request, s, out),
+    )?
 }
 
 /// The decision and the write, inside the locked update; `Err` when refused (nothing changed).

@@ -122,7 +122,7 @@ fn atomic_writes_follow_their_options_and_leave_nothing_behind() {
     );
 
     // A publication that is called off changes nothing.
-    assert!(!write_atomic_if(&durable, b"three", || false).unwrap());
+    assert!(!write_atomic_with(&durable, b"three", WriteOptions::DURABLE, || false).unwrap());
     assert_eq!(fs::read(&durable).unwrap(), b"two");
     assert_eq!(
         names(),

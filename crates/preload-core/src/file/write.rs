@@ -1,6 +1,7 @@
 //! The one atomic write every file the product writes goes through, and the temporary names
 //! it and staged locks use.
 
+use std::cell::Cell;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -10,6 +11,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::WriteError;
 
 static TEMP_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+thread_local! {
+    /// The files this thread has synced before publishing them.
+    static SYNCS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many files this thread has synced (`fdatasync`) before their rename: which writes pay
+/// for a sync is a promise (docs/reliability.md), and this is how the tests hold it.
+pub fn syncs_on_this_thread() -> u64 {
+    SYNCS.with(Cell::get)
+}
 
 /// What [`WriteOptions::held_temp`] appends to a file's name for its temporary.
 pub const HELD_TEMP_SUFFIX: &str = ".tmp.held";
@@ -31,8 +43,9 @@ pub fn temp_path(path: &Path) -> PathBuf {
 pub struct WriteOptions {
     /// Sync the data to the disk (`fdatasync`; plain `fsync` on macOS, where `F_FULLFSYNC`
     /// takes milliseconds) before the rename: after a crash the file is its old or its new
-    /// version, never empty or torn. Off for caches, which their readers check and rebuild (a
-    /// crash of the process alone never tears a file either way).
+    /// version, never empty or torn. Off for caches, which their readers check and rebuild, and
+    /// for the state a tool call writes (`state::Durability::PerCall`): a crash of the process
+    /// alone never tears a file either way.
     pub sync: bool,
     /// Permission bits of the new file, before the umask.
     pub mode: u32,
@@ -87,16 +100,6 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     write_atomic_with(path, bytes, WriteOptions::CACHE, || true).map(|_| ())
 }
 
-/// [`write_atomic`], publishing only when `still_ok` holds right before the rename; false (and
-/// nothing changed) when it did not.
-pub fn write_atomic_if(
-    path: &Path,
-    bytes: &[u8],
-    still_ok: impl FnOnce() -> bool,
-) -> Result<bool, WriteError> {
-    write_atomic_with(path, bytes, WriteOptions::DURABLE, still_ok)
-}
-
 /// Put the data of `file` on the disk before the rename that publishes it: `fdatasync`.
 ///
 /// On macOS the standard library's `sync_data` asks the drive to empty its own cache too
@@ -140,6 +143,7 @@ pub fn write_atomic_with(
         }
         if options.sync {
             sync_data(&file)?;
+            SYNCS.with(|n| n.set(n.get() + 1));
         }
         drop(file);
         // From the last check to the rename, the hook's answer is bound to this write.

@@ -34,7 +34,7 @@ use crate::ledger;
 use crate::rules::{self, Rule};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, PreloadState, STATE_FILE};
-use crate::state::{self, State};
+use crate::state::{self, Durability, State};
 use crate::tmux;
 use crate::{Context, HookError, HookInput, HookOutput};
 
@@ -252,10 +252,17 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     }
     activation::activate(ctx, &dir, Some("do")).map_err(|f| HookError::Other(f.to_string()))?;
     // An ad-hoc session has no phases to load: count and discover from the first call.
-    state::update(&path, ctx.lock_deadline(), |s| {
+    state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
         s.remove(fields::LOADING);
     })?;
     Ok(Some(dir))
+}
+
+/// The session at `path` hands over: its lifecycle says so (durably: the next start reads it).
+fn mark_dehydrating(ctx: &Context, path: &Path) {
+    let _ = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
+        s.set(fields::LIFECYCLE, json!("dehydrating"));
+    });
 }
 
 /// A call in the owner's session, whose state `read` was read once, without the lock, and the
@@ -280,9 +287,7 @@ fn session_call(
     };
     if let Some(pass) = pass_through(call, &read, engine) {
         if pass == Pass::Dehydrating {
-            let _ = state::update(path, ctx.lock_deadline(), |s| {
-                s.set(fields::LIFECYCLE, json!("dehydrating"));
-            });
+            mark_dehydrating(ctx, path);
         }
         return Ok(Plan::default());
     }
@@ -338,7 +343,14 @@ fn session_call(
                 mirror(&mut s);
                 Some((s, ()))
             };
-            let _ = state::update_read(path, Instant::now(), Some(&text), known, mirror);
+            let _ = state::update_read(
+                path,
+                Instant::now(),
+                Durability::PerCall,
+                Some(&text),
+                known,
+                mirror,
+            );
         }
         return Ok(plan);
     }

@@ -108,7 +108,12 @@ fn retire(ctx: &Context, seed: &Path) -> Result<(), StateError> {
                 .str(fields::SESSION_ID)
                 .is_some_and(|id| !id.is_empty());
             let kept = if resumable {
-                state::save_locked(&session::ended_path(seed), &record, &lock)
+                state::save_locked(
+                    &session::ended_path(seed),
+                    &record,
+                    &lock,
+                    state::Durability::Durable,
+                )
             } else {
                 Ok(())
             };

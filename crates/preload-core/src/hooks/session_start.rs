@@ -223,9 +223,14 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
                 .as_ref()
                 .is_some_and(|d| d.join(STATE_FILE) == r.state))
         {
-            let _ = state::update(&r.state, ctx.lock_deadline(), |s| {
-                s.remove(fields::DEHYDRATED_CONTEXT);
-            });
+            let _ = state::update(
+                &r.state,
+                ctx.lock_deadline(),
+                state::Durability::Durable,
+                |s| {
+                    s.remove(fields::DEHYDRATED_CONTEXT);
+                },
+            );
         }
     }
 
@@ -400,8 +405,8 @@ fn write_seed(ctx: &Context, path: &Path, seed: &State) -> bool {
             &lock,
             path,
             seed,
-            old_seed.as_ref().ok(),
-            old_carry.as_ref().ok(),
+            (old_seed.as_ref().ok(), old_carry.as_ref().ok()),
+            state::Durability::Durable,
         )
         .is_ok();
     lock.release();

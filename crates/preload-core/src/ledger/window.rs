@@ -87,6 +87,6 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
     let seeds = sessions.join(session::SEEDS_DIR);
     if fs::create_dir_all(&seeds).is_ok() {
         let path = seeds.join(format!("{pid}.{safe}{}", session::ENDED_SUFFIX));
-        let _ = state::save(&path, &record);
+        let _ = state::save(&path, &record, state::Durability::Durable);
     }
 }

@@ -166,13 +166,18 @@ fn recorded_files_count_as_in_context_and_queue_their_references() {
     let b = f.cmd("B", "# B\n");
     let a = f.cmd("A", "# A uses §CMD_B\n");
     let ctx = f.ctx();
-    let batch = state::update(&f.state, ctx.lock_deadline(), |s| {
-        record(
-            &ctx,
-            s,
-            &[Request::new(&a, "expansion"), Request::new(&a, "again")],
-        )
-    })
+    let batch = state::update(
+        &f.state,
+        ctx.lock_deadline(),
+        state::Durability::PerCall,
+        |s| {
+            record(
+                &ctx,
+                s,
+                &[Request::new(&a, "expansion"), Request::new(&a, "again")],
+            )
+        },
+    )
     .unwrap();
     assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
     assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
@@ -191,9 +196,12 @@ fn a_sub_agent_gets_its_own_copy_and_leaves_the_queue() {
     let claim = |audience| {
         let mut packer = Packer::new(9_500);
         let requests = pending_requests(&ctx, &f.load(), "rule");
-        state::update(&f.state, ctx.lock_deadline(), |s| {
-            apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience)
-        })
+        state::update(
+            &f.state,
+            ctx.lock_deadline(),
+            state::Durability::PerCall,
+            |s| apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience),
+        )
         .unwrap()
     };
     let sub = claim(Audience::SubAgent("a1"));
@@ -412,7 +420,7 @@ fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_th
     let mut s = f.load();
     s.object_mut(fields::PRELOAD_PARTS_HELD)
         .insert(a.clone(), json!([2, 3, total]));
-    state::save(&f.state, &s).unwrap();
+    state::save(&f.state, &s, state::Durability::PerCall).unwrap();
     let mut seen = Vec::new();
     let mut requests = vec![Request::new(&a, "t")];
     for _ in 0..20 {
@@ -506,5 +514,46 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
     assert!(
         !rest.is_empty() && rest.iter().all(|h| h.contains(" (updated) (part ")),
         "{rest:?}"
+    );
+}
+
+/// The writes a tool call makes (a delivery, a claim from the queue) are not synced; an
+/// activation's are (docs/reliability.md, "Writes").
+#[test]
+fn a_tool_calls_writes_skip_the_sync_an_activation_makes() {
+    let f = fixture();
+    let a = f.cmd("A", "# A\nUses §CMD_B.\n");
+    f.cmd("B", "# B\n");
+    let ctx = f.ctx();
+    let before = crate::file::syncs_on_this_thread();
+    let first = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&a, "t")],
+        Mode::Direct,
+        &mut Packer::new(9_500),
+    )
+    .unwrap();
+    let claimed = ensure(
+        &ctx,
+        &f.target(),
+        &pending_requests(&ctx, &f.load(), "rule"),
+        Mode::Claim,
+        &mut Packer::new(9_500),
+    )
+    .unwrap();
+    assert_eq!(first.delivered().count() + claimed.delivered().count(), 2);
+    assert_eq!(f.load().strings(fields::PRELOADED_FILES).len(), 2);
+    assert_eq!(
+        crate::file::syncs_on_this_thread(),
+        before,
+        "a tool call's write was synced"
+    );
+    let dir = f.project.join("sessions/2026_11_28_NEW");
+    crate::activation::activate(&ctx, &dir, Some("do")).unwrap();
+    assert!(dir.join(crate::session::STATE_FILE).is_file());
+    assert!(
+        crate::file::syncs_on_this_thread() > before,
+        "the activation's writes were not synced"
     );
 }

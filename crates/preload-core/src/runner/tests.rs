@@ -66,7 +66,11 @@ fn watchdog_child_commits_then_is_held_back() {
     run("injections", HookEvent::PostToolUse, |_, _| {
         let dir = tempfile::tempdir().map_err(|e| HookError::Other(e.to_string()))?;
         std::thread::sleep(Duration::from_millis(40));
-        crate::state::save(&dir.path().join("s.json"), &crate::state::State::default())?;
+        crate::state::save(
+            &dir.path().join("s.json"),
+            &crate::state::State::default(),
+            crate::state::Durability::PerCall,
+        )?;
         std::thread::sleep(Duration::from_millis(250));
         Ok(HookOutput::Context("COMMITTED".into()))
     });

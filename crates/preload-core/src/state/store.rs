@@ -88,11 +88,34 @@ pub fn commit_before(deadline: Option<Instant>) {
     COMMIT_BY.with(|by| by.set(deadline));
 }
 
-/// Write `state` to `path` atomically: temporary file in the same directory, flush, rename.
-///
-/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
-/// has passed.
-pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
+/// What a state write promises after the machine goes down (docs/reliability.md). Either way
+/// the new version is written to a temporary beside the file and renamed over it, so a process
+/// killed or crashed at any point leaves the old version or the new one, never a torn or empty
+/// file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Not synced before the rename: a power cut may lose the latest calls' writes (their
+    /// claims and counts), as `SQLite` in WAL mode with `synchronous=NORMAL` may. Every write a
+    /// tool call makes.
+    PerCall,
+    /// Synced (`fdatasync`) before the rename, so a power cut leaves the old or the new version:
+    /// activation, phase changes, the seeds SessionStart writes and the hand-over of a session.
+    Durable,
+}
+
+impl Durability {
+    /// The options of the one atomic write for a state written with this promise.
+    fn options(self) -> file::WriteOptions {
+        file::WriteOptions {
+            sync: self == Self::Durable,
+            ..file::WriteOptions::DURABLE
+        }
+    }
+}
+
+/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`]) has
+/// passed.
+fn check_in_time(path: &Path) -> Result<(), StateError> {
     if COMMIT_BY
         .with(Cell::get)
         .is_some_and(|by| Instant::now() >= by)
@@ -101,39 +124,53 @@ pub fn save(path: &Path, state: &State) -> Result<(), StateError> {
             path: path.to_path_buf(),
         });
     }
-    Ok(file::write_atomic(path, state.to_pretty().as_bytes())?)
+    Ok(())
+}
+
+/// Write `state` to `path` atomically: a temporary file in the same directory, synced as
+/// `durability` says, renamed over `path`.
+///
+/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
+/// has passed.
+pub fn save(path: &Path, state: &State, durability: Durability) -> Result<(), StateError> {
+    check_in_time(path)?;
+    let bytes = state.to_pretty();
+    file::write_atomic_with(path, bytes.as_bytes(), durability.options(), || true)?;
+    Ok(())
 }
 
 /// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
 /// (the engine's racy reclaim): the new holder's write is never raced.
-pub fn save_locked(path: &Path, state: &State, lock: &StateLock) -> Result<(), StateError> {
-    save_text_locked(path, &state.to_pretty(), lock)
+pub fn save_locked(
+    path: &Path,
+    state: &State,
+    lock: &StateLock,
+    durability: Durability,
+) -> Result<(), StateError> {
+    save_text_locked(path, &state.to_pretty(), lock, durability)
 }
 
 /// [`save_locked`] of a state already rendered ([`State::to_pretty`]).
-fn save_text_locked(path: &Path, text: &str, lock: &StateLock) -> Result<(), StateError> {
-    if COMMIT_BY
-        .with(Cell::get)
-        .is_some_and(|by| Instant::now() >= by)
-    {
-        return Err(StateError::Late {
-            path: path.to_path_buf(),
-        });
-    }
-    let lost = || {
-        StateError::Lock(LockError::Lost {
-            path: lock.path().to_path_buf(),
-        })
-    };
+fn save_text_locked(
+    path: &Path,
+    text: &str,
+    lock: &StateLock,
+    durability: Durability,
+) -> Result<(), StateError> {
+    check_in_time(path)?;
     // Checked as late as possible: right before the rename that publishes the new version.
-    if file::write_atomic_if(path, text.as_bytes(), || lock.still_held())? {
+    let still_held = || lock.still_held();
+    if file::write_atomic_with(path, text.as_bytes(), durability.options(), still_held)? {
         Ok(())
     } else {
-        Err(lost())
+        Err(StateError::Lock(LockError::Lost {
+            path: lock.path().to_path_buf(),
+        }))
     }
 }
 
-/// Create `path` with `state` unless it already exists; true when this call created it.
+/// Create `path` with `state` unless it already exists (durably: an activation's first write);
+/// true when this call created it.
 ///
 /// Uses the same lock as [`update`], so two creators cannot both win.
 pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result<bool, StateError> {
@@ -141,20 +178,22 @@ pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result
     if fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    save_locked(path, state, &lock)?;
+    save_locked(path, state, &lock, Durability::Durable)?;
     Ok(true)
 }
 
-/// Read-modify-write under the lock, from the read to the rename.
+/// Read-modify-write under the lock, from the read to the rename, written as `durability`
+/// says.
 ///
 /// `change` edits the state and returns a value; the file is rewritten only when the state
 /// changed. A missing or corrupt file is an error and is never written.
 pub fn update<T>(
     path: &Path,
     deadline: Instant,
+    durability: Durability,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
-    update_read(path, deadline, None, || None, change)
+    update_read(path, deadline, durability, None, || None, change)
 }
 
 /// [`update`] for a caller that read the state before, without the lock (`read`: the file's
@@ -165,22 +204,38 @@ pub fn update<T>(
 pub fn update_read<T>(
     path: &Path,
     deadline: Instant,
+    durability: Durability,
     read: Option<&str>,
     known: impl FnOnce() -> Option<(State, T)>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
-    locked_change(path, deadline, read, known, change, Tell::ByCopy)
+    let how = Change {
+        durability,
+        tell: Tell::ByCopy,
+    };
+    locked_change(path, deadline, read, known, change, how)
 }
 
 /// [`update`] for a change that rewrites the state (SessionStart's re-seed of a new context
-/// window): the file is written without a copy taken to tell whether anything changed (on a
-/// large state, a deep copy of every entry).
+/// window, written durably): the file is written without a copy taken to tell whether anything
+/// changed (on a large state, a deep copy of every entry).
 pub fn rewrite<T>(
     path: &Path,
     deadline: Instant,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
-    locked_change(path, deadline, None, || None, change, Tell::Always)
+    let how = Change {
+        durability: Durability::Durable,
+        tell: Tell::Always,
+    };
+    locked_change(path, deadline, None, || None, change, how)
+}
+
+/// How a locked change writes the state.
+#[derive(Clone, Copy)]
+struct Change {
+    durability: Durability,
+    tell: Tell,
 }
 
 /// Whether a locked change writes the state.
@@ -199,7 +254,7 @@ fn locked_change<T>(
     read: Option<&str>,
     known: impl FnOnce() -> Option<(State, T)>,
     change: impl FnOnce(&mut State) -> T,
-    tell: Tell,
+    how: Change,
 ) -> Result<T, StateError> {
     let lock = StateLock::acquire(path, deadline)?;
     let text = load_text(path)?;
@@ -207,7 +262,7 @@ fn locked_change<T>(
         if let Some((state, out)) = known() {
             let rendered = state.to_pretty();
             if rendered != text {
-                save_text_locked(path, &rendered, &lock)?;
+                save_text_locked(path, &rendered, &lock, how.durability)?;
             }
             lock.release();
             crate::start::release((state, rendered, text));
@@ -215,10 +270,10 @@ fn locked_change<T>(
         }
     }
     let mut state = parse_read(path, &text)?;
-    let before = (tell == Tell::ByCopy).then(|| state.clone());
+    let before = (how.tell == Tell::ByCopy).then(|| state.clone());
     let out = change(&mut state);
     if before.as_ref().is_none_or(|before| *before != state) {
-        save_locked(path, &state, &lock)?;
+        save_locked(path, &state, &lock, how.durability)?;
     }
     lock.release();
     crate::start::release((state, before, text));

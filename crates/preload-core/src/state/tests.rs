@@ -94,7 +94,10 @@ fn update_changes_one_field_and_keeps_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join(".state.json");
     fs::write(&path, REAL_SHAPED).unwrap();
-    update(&path, soon(), |s| s.push_unique("pendingPreloads", "/x.md")).unwrap();
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.push_unique("pendingPreloads", "/x.md")
+    })
+    .unwrap();
     let after = load(&path).unwrap();
     assert_eq!(after.strings("pendingPreloads"), vec!["/x.md"]);
     assert_eq!(
@@ -110,7 +113,10 @@ fn corrupt_files_are_never_written() {
     for bad in ["{not json", "", "[1,2]", "\"text\""] {
         let path = tmp.path().join("bad.json");
         fs::write(&path, bad).unwrap();
-        let err = update(&path, soon(), |s| s.set("x", Value::Bool(true))).unwrap_err();
+        let err = update(&path, soon(), Durability::PerCall, |s| {
+            s.set("x", Value::Bool(true));
+        })
+        .unwrap_err();
         assert!(matches!(err, StateError::Corrupt { .. }), "{bad:?}: {err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), bad);
         assert!(!crate::lock::lock_dir_for(&path).exists());
@@ -151,21 +157,27 @@ fn unchanged_state_is_not_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.json");
     fs::write(&path, "{\"a\":1}").unwrap();
-    update(&path, soon(), |_| ()).unwrap();
+    update(&path, soon(), Durability::PerCall, |_| ()).unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
     // A change put back within the same update is no change either.
-    update(&path, soon(), |s| {
+    update(&path, soon(), Durability::PerCall, |s| {
         s.set("a", Value::from(2));
         s.set("a", Value::from(1));
     })
     .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
     // A state this product laid out, unchanged, keeps its file (the same inode).
-    update(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.set("b", Value::from("x"));
+    })
+    .unwrap();
     let ours = fs::read_to_string(&path).unwrap();
     assert_eq!(ours, "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n");
     let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
-    update(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.set("b", Value::from("x"));
+    })
+    .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), ours);
     assert_eq!(
         std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
@@ -208,7 +220,9 @@ fn nothing_is_committed_after_the_call_deadline() {
     let path = tmp.path().join("s.json");
     fs::write(&path, "{\"pendingPreloads\": [\"/a.md\"]}").unwrap();
     commit_before(Some(Instant::now()));
-    let late = update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md"));
+    let late = update(&path, soon(), Durability::PerCall, |s| {
+        s.remove_item("pendingPreloads", "/a.md")
+    });
     commit_before(None);
     assert!(matches!(late, Err(StateError::Late { .. })), "{late:?}");
     assert_eq!(
@@ -216,7 +230,10 @@ fn nothing_is_committed_after_the_call_deadline() {
         vec!["/a.md"]
     );
     assert!(!crate::lock::lock_dir_for(&path).exists());
-    update(&path, soon(), |s| s.remove_item("pendingPreloads", "/a.md")).unwrap();
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.remove_item("pendingPreloads", "/a.md")
+    })
+    .unwrap();
     assert!(load(&path).unwrap().strings("pendingPreloads").is_empty());
 }
 
@@ -270,6 +287,7 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     let out = update_read(
         &path,
         soon(),
+        Durability::PerCall,
         Some(&read.text),
         || Some((decided(2), "known")),
         |_| unreachable!("the file is what was read"),
@@ -284,6 +302,7 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     let out = update_read(
         &path,
         soon(),
+        Durability::PerCall,
         Some(&read.text),
         || Some((decided(3), "known")),
         |s| {
@@ -300,10 +319,34 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     let read = load_read(&path).unwrap();
     let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
     let same = read.state.clone();
-    update_read(&path, soon(), Some(&read.text), || Some((same, ())), |_| ()).unwrap();
+    update_read(
+        &path,
+        soon(),
+        Durability::PerCall,
+        Some(&read.text),
+        || Some((same, ())),
+        |_| (),
+    )
+    .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), read.text);
     assert_eq!(
         std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
         inode
     );
+}
+
+#[test]
+fn only_a_durable_write_is_synced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.json");
+    let syncs = file::syncs_on_this_thread;
+    let before = syncs();
+    save(&path, &State::default(), Durability::PerCall).unwrap();
+    update(&path, soon(), Durability::PerCall, |s| s.set("a", json!(1))).unwrap();
+    assert_eq!(syncs(), before);
+    assert_eq!(load(&path).unwrap().get("a"), Some(&json!(1)));
+    update(&path, soon(), Durability::Durable, |s| s.set("a", json!(2))).unwrap();
+    assert_eq!(syncs(), before + 1);
+    rewrite(&path, soon(), |s| s.set("a", json!(3))).unwrap();
+    assert_eq!(syncs(), before + 2, "a re-seed is durable");
 }
