@@ -271,7 +271,7 @@ fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
 
 /// Our handlers of a settings file: (event, binary, args, if).
 fn ours(doc: &Value) -> Vec<(String, String, Vec<String>, Option<String>)> {
-    use preload_cli::install::merge::all_handlers;
+    use preload_cli::install::wiring::all_handlers;
     use preload_cli::install::wiring::our_binary;
     all_handlers(doc)
         .filter_map(|(event, _, h)| {

@@ -5,9 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use preload_cli::install::backup_of;
-use preload_cli::install::merge::all_handlers;
 use preload_cli::install::settings::settings_template;
 use preload_cli::install::shims::shim_text;
+use preload_cli::install::wiring::all_handlers;
 use preload_cli::install::wiring::{
     BINARIES, SESSION_START_CHUNKS, SHIMS, TEMPLATE_PREFIX, our_binary,
 };

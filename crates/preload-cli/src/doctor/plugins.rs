@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::install::merge::all_handlers;
+use crate::install::wiring::all_handlers;
 use crate::install::wiring::our_binary;
 use crate::plugin::HOOKS_FILE;
 

@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::plugins::PluginHooks;
 use super::{DoctorArgs, Finding};
-use crate::install::merge::all_handlers;
 use crate::install::shims::{self, is_shim};
 use crate::install::targets::Targets;
+use crate::install::wiring::all_handlers;
 use crate::install::wiring::{
     DISPATCHER, SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
 };

@@ -6,47 +6,12 @@
 //! each answer is cut at 10,000 characters. The handler's matcher is the rows' common matcher
 //! (none when they differ: the dispatcher applies each row's own), its timeout the longest of
 //! theirs. The rows' `if` filters have no place here: one process serves every call.
-//! [`WiringMode`] says which of the two wirings a settings file holds or install writes.
+//! `install::wiring::WiringMode` says which of the two wirings a settings file holds or install
+//! writes.
 
 use serde_json::{Value, json};
 
-use super::wiring::{DISPATCHER, SESSION_START_CHUNKS, WIRING, Wiring, our_binary, wanted};
-
-/// How the handlers reach the policies: one binary per row (the default), or one
-/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::dispatch`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum WiringMode {
-    /// One handler per row of [`WIRING`], each its own process.
-    #[default]
-    Binaries,
-    /// One `preload-dispatch <Event>` handler per event.
-    Dispatch,
-}
-
-impl WiringMode {
-    /// The mode of the wiring in a settings document: `Dispatch` when one of its handlers
-    /// runs the dispatcher.
-    pub fn of(settings: &Value) -> Self {
-        let dispatches =
-            super::merge::all_handlers(settings).any(|(_, _, h)| our_binary(h) == Some(DISPATCHER));
-        if dispatches {
-            Self::Dispatch
-        } else {
-            Self::Binaries
-        }
-    }
-}
-
-/// Our handlers in `mode`, grouped by (event, matcher), in table order.
-pub(super) fn wanted_in(
-    prefix: &str,
-    mode: WiringMode,
-) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
-    match mode {
-        WiringMode::Binaries => wanted(prefix),
-        WiringMode::Dispatch => groups(prefix),
-    }
-}
+use preload_core::wiring::{DISPATCHER, SESSION_START_CHUNKS, WIRING, Wiring};
 
 /// The events of the table, in its order.
 pub fn events() -> Vec<&'static str> {

@@ -8,13 +8,9 @@
 
 use serde_json::{Map, Value};
 
-use super::dispatch::wanted_in;
-use super::wiring::{WiringMode, group, our_binary, replaced_script};
-
-/// The matcher of a handler group, `""` when it has none.
-fn matcher_of(group: &Value) -> &str {
-    group.get("matcher").and_then(Value::as_str).unwrap_or("")
-}
+use super::wiring::{
+    WiringMode, all_handlers, group, matcher_of, our_binary, replaced_script, wanted_in,
+};
 
 /// True when two matchers select the same calls (no matcher and `*` both match everything).
 fn same_matcher(a: &str, b: Option<&str>) -> bool {
@@ -253,24 +249,6 @@ fn replaced_handlers(settings: &Value) -> Vec<(String, String, usize, usize, Val
 /// True when the document wires any binary of ours.
 pub fn has_our_handlers(settings: &Value) -> bool {
     all_handlers(settings).any(|(_, _, h)| our_binary(h).is_some())
-}
-
-/// Every handler of a settings document: (event, matcher, handler).
-pub fn all_handlers(settings: &Value) -> impl Iterator<Item = (&str, &str, &Value)> {
-    settings
-        .get("hooks")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|hooks| hooks.iter())
-        .flat_map(|(event, groups)| {
-            groups.as_array().into_iter().flatten().flat_map(move |g| {
-                g.get("hooks")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .map(move |h| (event.as_str(), matcher_of(g), h))
-            })
-        })
 }
 
 #[cfg(test)]

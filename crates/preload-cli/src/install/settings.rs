@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 use preload_core::file;
 use preload_core::file::OpError;
 
-use super::merge::{all_handlers, has_our_handlers, unwire, wire_in};
+use super::merge::{has_our_handlers, unwire, wire_in};
+use super::wiring::all_handlers;
 use super::wiring::{TEMPLATE_PREFIX, WiringMode, hooks_value, our_binary};
 use super::{backup_of, previous_of};
 

@@ -14,8 +14,6 @@ pub use preload_core::wiring::{
     BINARIES, DISPATCHER, SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring,
 };
 
-pub use super::dispatch::WiringMode;
-
 /// The install directory under `$HOME` when `--prefix` is not given.
 pub const DEFAULT_PREFIX: &str = ".claude/engine/bin";
 
@@ -71,7 +69,7 @@ pub fn hooks_value(prefix: &str) -> Value {
 /// The `hooks` object for binaries in `prefix`, wired in `mode`.
 pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
     let mut hooks = Map::new();
-    for (event, matcher, handlers) in super::dispatch::wanted_in(prefix, mode) {
+    for (event, matcher, handlers) in wanted_in(prefix, mode) {
         let list = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -80,6 +78,41 @@ pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
         }
     }
     Value::Object(hooks)
+}
+
+/// How the handlers reach the policies: one binary per row (the default), or one
+/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::dispatch`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WiringMode {
+    /// One handler per row of [`WIRING`], each its own process.
+    #[default]
+    Binaries,
+    /// One `preload-dispatch <Event>` handler per event.
+    Dispatch,
+}
+
+impl WiringMode {
+    /// The mode of the wiring in a settings document: `Dispatch` when one of its handlers
+    /// runs the dispatcher.
+    pub fn of(settings: &Value) -> Self {
+        let dispatches = all_handlers(settings).any(|(_, _, h)| our_binary(h) == Some(DISPATCHER));
+        if dispatches {
+            Self::Dispatch
+        } else {
+            Self::Binaries
+        }
+    }
+}
+
+/// Our handlers in `mode`, grouped by (event, matcher), in table order.
+pub fn wanted_in(
+    prefix: &str,
+    mode: WiringMode,
+) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
+    match mode {
+        WiringMode::Binaries => wanted(prefix),
+        WiringMode::Dispatch => super::dispatch::groups(prefix),
+    }
 }
 
 /// A handler group of a settings file: its matcher (when it has one) and its handlers.
@@ -117,6 +150,29 @@ pub fn replaced_script(handler: &Value) -> Option<&'static str> {
         .map(|t| t.trim_matches(|c| c == '"' || c == '\''))
         .filter_map(|t| Path::new(t).file_name().and_then(|n| n.to_str()))
         .find_map(|name| replaced_scripts().find(|s| *s == name))
+}
+
+/// Every handler of a settings document: (event, matcher, handler).
+pub fn all_handlers(settings: &Value) -> impl Iterator<Item = (&str, &str, &Value)> {
+    settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|hooks| hooks.iter())
+        .flat_map(|(event, groups)| {
+            groups.as_array().into_iter().flatten().flat_map(move |g| {
+                g.get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(move |h| (event.as_str(), matcher_of(g), h))
+            })
+        })
+}
+
+/// The matcher of a handler group, `""` when it has none.
+pub(super) fn matcher_of(group: &Value) -> &str {
+    group.get("matcher").and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! This module finds the state and runs the call on it; what the rules decide on that state,
 //! and what goes into the answer and the stash, is in its `decision` module.
 
+mod call;
 mod decision;
 
 use std::fs;
@@ -22,6 +23,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use self::call::{Call, EngineCommand, Target, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
 use self::decision::{Plan, decide};
 use crate::activation;
 use crate::clock;
@@ -58,93 +60,9 @@ Files: guards.json, engine/config.sh (OVERFLOW_THRESHOLD), the session .state.js
        sessions/.seeds/<pid>.json and its .lock directory.",
 };
 
-/// Tools that never count toward the heartbeat.
-pub const UNCOUNTED_TOOLS: [&str; 3] = ["Task", "TaskOutput", "Agent"];
-/// Tools whose path triggers directive discovery.
-pub const DISCOVERY_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
-/// Lifecycles in which nothing is counted and nothing discovered.
-pub const QUIET_LIFECYCLES: [&str; 4] = ["completed", "idle", "restarting", "resuming"];
-
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     runner::main(&SPEC, handle)
-}
-
-/// The facts of one tool call.
-#[derive(Debug)]
-struct Call<'a> {
-    input: &'a HookInput,
-    tool: &'a str,
-    command: &'a str,
-    agent: Option<&'a str>,
-    /// `toolCallsByTranscript` key: the transcript basename, or `sub:<agent_id>`.
-    key: String,
-}
-
-impl<'a> Call<'a> {
-    fn new(input: &'a HookInput) -> Self {
-        let agent = input.agent_id();
-        let key = match agent {
-            Some(id) => format!("sub:{id}"),
-            None => input.transcript_key().unwrap_or("unknown").to_owned(),
-        };
-        Self {
-            input,
-            tool: input.tool_name().unwrap_or(""),
-            command: input.tool_input_str("command").unwrap_or(""),
-            agent,
-            key,
-        }
-    }
-
-    fn is_sub(&self) -> bool {
-        self.agent.is_some()
-    }
-}
-
-/// Which state file the call works on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
-    /// The session in this directory.
-    Session(PathBuf),
-    /// The owner's seed file (no session yet).
-    Seed(PathBuf),
-    /// Nothing to write to.
-    Nowhere,
-}
-
-/// An `engine log` / `engine session` call: allowed without rules, never counted, yet what is
-/// queued still rides along (except on `engine session dehydrate`, the context's last call).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EngineCommand {
-    /// `engine log …`: the agent's counter starts over.
-    Log,
-    /// `engine session …`.
-    Session,
-    /// `engine session dehydrate …`.
-    Dehydrate,
-}
-
-fn engine_command(call: &Call) -> Option<EngineCommand> {
-    if call.tool != "Bash" {
-        return None;
-    }
-    if rules::is_engine_cmd(call.command, "log") {
-        Some(EngineCommand::Log)
-    } else if call.command.contains("engine session dehydrate") {
-        Some(EngineCommand::Dehydrate)
-    } else if rules::is_engine_cmd(call.command, "session") {
-        Some(EngineCommand::Session)
-    } else {
-        None
-    }
-}
-
-/// Whether claims may be made and stashed (false when the state cannot be written).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Writes {
-    Allowed,
-    Impossible,
 }
 
 /// Decide on one tool call.
@@ -430,13 +348,6 @@ fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option
     }
     let lifecycle = s.str(fields::LIFECYCLE).unwrap_or("active");
     (lifecycle == "dehydrating" || s.flag(fields::KILL_REQUESTED)).then_some(Pass::Allow)
-}
-
-/// No counting and no discovery while loading, overflowed or not at work.
-fn is_quiet(s: &State) -> bool {
-    s.flag(fields::LOADING)
-        || s.flag(fields::OVERFLOWED)
-        || QUIET_LIFECYCLES.contains(&s.str(fields::LIFECYCLE).unwrap_or("active"))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{Call, DISCOVERY_TOOLS, EngineCommand, Target, Writes, is_quiet};
+use super::call::{Call, DISCOVERY_TOOLS, EngineCommand, Target, Writes, is_quiet};
 use crate::Context;
 use crate::clock;
 use crate::delivery::{self, MIN_BUDGET, Packer, chars};
