@@ -7,8 +7,8 @@
 //!
 //! 1. **policies**: `hooks`, one module per hook binary;
 //! 2. **pipeline**: the protocol and the decisions every hook shares: [`runner`] (stdin to
-//!    stdout), [`rules`] (`guards.json`), [`preload`] (queue, claim, deliver), [`activation`],
-//!    [`compose`] (an event's policies in one process);
+//!    stdout, for one policy or an event's several), [`rules`] (`guards.json`), [`preload`]
+//!    (queue, claim, deliver), [`activation`];
 //! 3. **mechanisms**: what a context window is made of: [`context`], [`session`], [`ledger`],
 //!    [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
 //!    [`start_cache`], [`dehydrated`], [`reread`], [`dispatch`], [`packs`];
@@ -23,7 +23,6 @@ pub mod hooks;
 
 // Layer 2: pipeline.
 pub mod activation;
-pub mod compose;
 pub mod preload;
 pub mod rules;
 pub mod runner;

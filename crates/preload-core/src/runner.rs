@@ -1,13 +1,13 @@
-//! The one entry point of every hook binary: bounded stdin read, context, handler, exactly one
-//! compact JSON object (or nothing) on stdout, a time budget, and fail-open on every error.
+//! The one protocol of every hook process: bounded stdin read, the event's policies (one for a
+//! hook binary, several for `preload-dispatch`) each with its context, time budget and
+//! fail-open, and exactly one compact JSON object (or nothing) on stdout.
 //!
-//! This is the only module that writes to stdout.
+//! This is the only module that writes to stdout. What a policy answers and how the answers of
+//! several merge is [`answer`]; which calls select a policy is [`policy`].
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-
-use serde_json::{Value, json};
 
 use crate::context::Context;
 use crate::env::{self, Env};
@@ -15,6 +15,14 @@ use crate::input::{HookInput, InputError};
 use crate::lock::LockError;
 use crate::state::StateError;
 use crate::watchdog;
+
+pub mod answer;
+pub mod policy;
+
+pub use answer::{HookOutput, fail_open, render};
+pub use policy::{Handler, Policy};
+
+use answer::{answer_if_late, merge, share, used_after};
 
 /// How long stdin may take to arrive and close.
 pub const STDIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -82,22 +90,6 @@ impl HookEvent {
     }
 }
 
-/// What a handler answers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HookOutput {
-    /// Print nothing.
-    Silent,
-    /// `hookSpecificOutput.additionalContext` (empty text prints nothing, except PreToolUse,
-    /// which always prints its allow decision).
-    Context(String),
-    /// PreToolUse allow, with optional context.
-    Allow(Option<String>),
-    /// PreToolUse deny with a reason.
-    Deny(String),
-    /// Top-level `decision: "block"` with a reason (Stop, PreCompact, PostToolUse).
-    Block(String),
-}
-
 /// A handler's internal failure; the runner fails open on every one.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
@@ -125,54 +117,6 @@ pub enum HookError {
     Other(String),
 }
 
-/// Render `output` as the one JSON line for `event`, or nothing.
-pub fn render(event: HookEvent, output: &HookOutput) -> Option<String> {
-    let name = event.name();
-    let value: Value = match output {
-        HookOutput::Silent => return None,
-        HookOutput::Context(text) if text.is_empty() => {
-            if event == HookEvent::PreToolUse {
-                return render(event, &HookOutput::Allow(None));
-            }
-            return None;
-        }
-        HookOutput::Context(text) if event == HookEvent::PreToolUse => {
-            return render(event, &HookOutput::Allow(Some(text.clone())));
-        }
-        HookOutput::Context(text) => {
-            json!({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
-        }
-        HookOutput::Allow(context) => {
-            let mut specific = json!({"hookEventName": name, "permissionDecision": "allow"});
-            if let Some(text) = context.as_ref().filter(|t| !t.is_empty()) {
-                specific["additionalContext"] = Value::String(text.clone());
-            }
-            json!({ "hookSpecificOutput": specific })
-        }
-        HookOutput::Deny(reason) => json!({"hookSpecificOutput": {
-            "hookEventName": name,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }}),
-        HookOutput::Block(reason) => json!({"decision": "block", "reason": reason}),
-    };
-    Some(value.to_string())
-}
-
-impl HookOutput {
-    /// The text of the answer that counts against the output budget: the context or the
-    /// reason (empty for [`HookOutput::Silent`]).
-    pub fn text(&self) -> &str {
-        match self {
-            Self::Silent | Self::Allow(None) => "",
-            Self::Context(text)
-            | Self::Allow(Some(text))
-            | Self::Deny(text)
-            | Self::Block(text) => text,
-        }
-    }
-}
-
 /// Log an answer whose text is over the call's output budget (nothing is cut: the packing
 /// upstream splits files and carries them over; this line says when that was not enough).
 fn log_oversize(ctx: &Context, output: &HookOutput) {
@@ -186,15 +130,6 @@ fn log_oversize(ctx: &Context, output: &HookOutput) {
             false,
             &note,
         );
-    }
-}
-
-/// What a failed call prints for `event`: the allow decision for PreToolUse, else nothing.
-pub fn fail_open(event: HookEvent) -> HookOutput {
-    if event == HookEvent::PreToolUse {
-        HookOutput::Allow(None)
-    } else {
-        HookOutput::Silent
     }
 }
 
@@ -260,87 +195,116 @@ pub fn answer_meta_flag(binary: &str, help: &str, args: &[String]) -> bool {
     }
 }
 
-/// The `main` of a hook binary: `--help`, `--version`, else one hook call.
-pub fn main<H>(spec: &HookSpec, handler: H) -> ExitCode
-where
-    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
-{
+/// The `main` of a hook binary: `--help`, `--version`, else one hook call of its one policy.
+pub fn main(
+    spec: &HookSpec,
+    handler: impl Fn(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + Sync + 'static,
+) -> ExitCode {
     let args = crate::start::args();
     if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, args) {
         return ExitCode::SUCCESS;
     }
-    run(spec.name, spec.event, handler)
+    run(spec.event, &[Policy::only(spec.name, spec.event, handler)])
 }
 
 /// How long past its budget a call may take to print its own answer before the watchdog prints
 /// the fail-open one (the time to release a lock and write one line).
 pub const GRACE: Duration = Duration::from_millis(50);
 
-/// Run one hook call in this process and return its exit code (always success).
+/// Run `policies` one after the other on one call's stdin, each selected by its matchers,
+/// with its own time budget and fail-open, the later ones within what is left of the output
+/// budget; print their outputs merged ([`answer::merge`]) and return the exit code (always
+/// success). A hook binary's one policy is the case of one: its answer alone, as it renders.
 ///
-/// Everything runs on this thread. A watchdog timer ([`crate::watchdog`]) prints the fail-open
-/// answer and ends the process when stdin does not close within [`STDIN_TIMEOUT`], or when the
-/// handler outlives its budget (plus [`GRACE`]); past its deadline the handler can commit
-/// nothing (`state::commit_before`). A panicking handler fails open too.
-pub fn run<H>(hook: &'static str, event: HookEvent, handler: H) -> ExitCode
-where
-    H: FnOnce(&HookInput, &Context) -> Result<HookOutput, HookError>,
-{
+/// Everything runs on this thread. The watchdog ([`crate::watchdog`]) answers when stdin does
+/// not close within [`STDIN_TIMEOUT`]; before each policy it is armed ([`crate::watchdog`]) is armed for that policy's budget (plus [`GRACE`]) with the
+/// answer of the policies before it and this one failing open. A policy that outlives its
+/// budget can commit nothing past its deadline (`state::commit_before`); the watchdog then
+/// prints that answer and ends the process, and the policies after it do not run this time
+/// (they committed nothing either, so what they would have delivered waits for the next
+/// call). A failing or panicking policy fails open and the next one runs.
+pub fn run(event: HookEvent, policies: &[Policy]) -> ExitCode {
     let env = Env::from_process();
     if env.get(env::HOOK_DEBUG).is_none() {
         std::panic::set_hook(Box::new(|_| {}));
     }
-    let budget = budget_for(&env, event);
-    let fallback = render(event, &fail_open(event))
-        .map(|line| format!("{line}\n"))
-        .unwrap_or_default();
-    if let Err(err) = watchdog::arm(STDIN_TIMEOUT, fallback.as_bytes()) {
+    let nothing = answer_if_late(event, &[], event);
+    if let Err(err) = watchdog::arm(STDIN_TIMEOUT, &nothing) {
         // Without a watchdog there is no bound on the call: answer now.
-        debug_note(&env, hook, &err.to_string());
+        debug_note(&env, name_of(policies), &err.to_string());
         emit(render(event, &fail_open(event)));
         return ExitCode::SUCCESS;
     }
-    let output = match HookInput::read_from(std::io::stdin().lock()) {
-        // Another event's input (a wiring mistake): this hook has nothing to say to it.
+    let input = match HookInput::read_from(std::io::stdin().lock()) {
+        // Another event's input (a wiring mistake): nothing to say to it.
         Ok(input) if input.event_name().is_some_and(|name| name != event.name()) => {
-            debug_note(&env, hook, "input of another event: nothing to answer");
-            HookOutput::Silent
+            debug_note(
+                &env,
+                name_of(policies),
+                "input of another event: nothing to answer",
+            );
+            watchdog::disarm();
+            return ExitCode::SUCCESS;
         }
-        Ok(input) => {
-            let ctx = Context::new(env.clone(), hook, &input, budget);
-            let _ = watchdog::arm(budget + GRACE, fallback.as_bytes());
-            // Past the deadline the watchdog answers without us: commit nothing then.
+        Ok(input) => input,
+        Err(err) => {
+            let why = match err {
+                InputError::Empty => "empty stdin".to_owned(),
+                err => err.to_string(),
+            };
+            debug_note(&env, name_of(policies), &why);
+            watchdog::disarm();
+            emit(render(event, &fail_open(event)));
+            return ExitCode::SUCCESS;
+        }
+    };
+    let mut outputs: Vec<HookOutput> = Vec::with_capacity(policies.len());
+    let mut used = 0;
+    for policy in policies {
+        let output = if policy.selected(event, &input) {
+            let budget = budget_for(&env, policy.event);
+            let mut ctx = Context::new(env.clone(), policy.name, &input, budget);
+            ctx.budget = share(ctx.budget, used);
+            let late = answer_if_late(event, &outputs, policy.event);
+            let _ = watchdog::arm(budget + GRACE, &late);
             crate::state::commit_before(Some(ctx.deadline));
-            let called =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&input, &ctx)));
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (policy.handler)(&input, &ctx)
+            }));
             match called {
                 Ok(Ok(output)) => {
                     log_oversize(&ctx, &output);
                     output
                 }
                 Ok(Err(err)) => {
-                    debug_note(&env, hook, &err.to_string());
-                    fail_open(event)
+                    debug_note(&env, policy.name, &err.to_string());
+                    fail_open(policy.event)
                 }
                 Err(_) => {
-                    debug_note(&env, hook, "handler panicked");
-                    fail_open(event)
+                    debug_note(&env, policy.name, "handler panicked");
+                    fail_open(policy.event)
                 }
             }
-        }
-        Err(InputError::Empty) => {
-            debug_note(&env, hook, "empty stdin");
-            fail_open(event)
-        }
-        Err(err) => {
-            debug_note(&env, hook, &err.to_string());
-            fail_open(event)
-        }
-    };
+        } else {
+            HookOutput::Silent
+        };
+        used = used_after(used, &output);
+        outputs.push(output);
+    }
     // From here on this process answers; a signal already sent is handled before this returns.
     watchdog::disarm();
-    emit(render(event, &output));
+    crate::state::commit_before(None);
+    emit(merge(event, &outputs).render(event));
     ExitCode::SUCCESS
+}
+
+/// The name a failure before any policy runs is reported under (`HOOK_DEBUG`): the one
+/// policy's, or the dispatcher's.
+fn name_of(policies: &[Policy]) -> &'static str {
+    match policies {
+        [one] => one.name,
+        _ => "dispatch",
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::Context;
-use crate::fields;
-use crate::file;
-use crate::process;
-use crate::state::{self, State, StateError};
+use crate::state::{self, Durability, State, StateError};
+use crate::{fields, file, process};
 
 mod index;
 mod scan;
@@ -197,21 +195,17 @@ fn held_elsewhere(state: &State, owner: u32) -> bool {
 /// `continue` and restore do): `pid` set, the old owner kept in `lastKnownPid`.
 fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
     let owner = ctx.owner_pid;
-    let taken = state::update(
-        &dir.join(STATE_FILE),
-        ctx.lock_deadline(),
-        state::Durability::Durable,
-        |s| {
-            if held_elsewhere(s, owner) {
-                return false;
-            }
-            if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
-                s.set(fields::LAST_KNOWN_PID, json!(old));
-            }
-            s.set(fields::PID, json!(owner));
-            true
-        },
-    );
+    let path = dir.join(STATE_FILE);
+    let taken = state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
+        if held_elsewhere(s, owner) {
+            return false;
+        }
+        if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
+            s.set(fields::LAST_KNOWN_PID, json!(old));
+        }
+        s.set(fields::PID, json!(owner));
+        true
+    });
     matches!(taken, Ok(true)).then(|| dir.to_path_buf())
 }
 
@@ -302,7 +296,7 @@ pub const ENDED_SUFFIX: &str = ".ended.json";
 
 /// How long the record of an ended process is kept for a `--resume` of its conversation:
 /// Claude Code's own default for keeping conversations (`cleanupPeriodDays`, 30 days).
-pub const ENDED_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+pub const ENDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
 /// always gone: its age, not its PID, says when it can go).

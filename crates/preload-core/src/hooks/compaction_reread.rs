@@ -61,7 +61,7 @@ pub fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Some((event, handler)) = args.first().and_then(|name| subcommand(name)) {
-        runner::run(NAME, event, handler)
+        runner::run(event, &[runner::Policy::only(NAME, event, handler)])
     } else {
         // A wiring mistake: show the usage; exit 1 never blocks anything in Claude Code.
         runner::print_text(HELP);

@@ -4,8 +4,8 @@
 //! The wiring table ([`crate::wiring::WIRING`], handed in by the binary's `main`) says which
 //! binary and arguments serve which event under which matcher; this module
 //! turns each into its policy's handler and leaves the running to
-//! [`crate::compose::run_all`]: each policy with its own time budget and fail-open, later ones
-//! within what is left of the output budget, outputs merged as [`crate::compose`] says.
+//! [`crate::runner::run`]: each policy with its own time budget and fail-open, later ones
+//! within what is left of the output budget, outputs merged as [`crate::runner::answer`] says.
 //!
 //! `SessionStart` keeps its `--chunk I/N` registrations, since each answer is cut at 10,000
 //! characters: a registration prints slice I of the chunked policies' text, and the last one
@@ -16,12 +16,12 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::compose::{self, Handler, Policy};
 use crate::hooks::{
     compaction_reread, e2e_auto_answer, injections, overflow, phase_commands, prompt_submit,
     session_end, session_start, subagent_start, templates,
 };
 use crate::runner::{self, HookEvent, HookSpec};
+use crate::runner::{Handler, Policy};
 use crate::start_cache::{self, Chunk};
 use crate::wiring::Wiring;
 
@@ -154,7 +154,7 @@ pub fn main(routes: &[Wiring]) -> ExitCode {
     let event = args.first().and_then(|name| HookEvent::from_name(name));
     let chunk = start_cache::parse_chunk(args.get(1..).unwrap_or_default());
     if let (Some(event), Ok(chunk)) = (event, &chunk) {
-        compose::run_all(event, &plan(routes, event, *chunk))
+        runner::run(event, &plan(routes, event, *chunk))
     } else {
         // A wiring mistake: what is wrong and the usage on stderr (stdout would reach the
         // model on some events); exit 1 never blocks anything in Claude Code.

@@ -56,7 +56,10 @@ pub fn main() -> ExitCode {
     if !enabled(&Env::from_process()) {
         return ExitCode::SUCCESS;
     }
-    runner::run(SPEC.name, SPEC.event, handle)
+    runner::run(
+        SPEC.event,
+        &[runner::Policy::only(SPEC.name, SPEC.event, handle)],
+    )
 }
 
 /// True when the hook is switched on.

@@ -1,6 +1,7 @@
 //! Unit tests of `runner`.
 
 use super::*;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 #[test]
@@ -51,7 +52,7 @@ const CHILD_BUDGET_MS: &str = "100";
 #[test]
 #[ignore = "run as a child process by the watchdog tests"]
 fn watchdog_child_sleeps_past_its_budget() {
-    run("overflow", HookEvent::PreToolUse, |_, _| {
+    run_one("overflow", HookEvent::PreToolUse, |_, _| {
         std::thread::sleep(Duration::from_secs(10));
         Ok(HookOutput::Deny("LATE".into()))
     });
@@ -63,7 +64,7 @@ fn watchdog_child_sleeps_past_its_budget() {
 #[test]
 #[ignore = "run as a child process by the watchdog tests"]
 fn watchdog_child_commits_then_is_held_back() {
-    run("injections", HookEvent::PostToolUse, |_, _| {
+    run_one("injections", HookEvent::PostToolUse, |_, _| {
         let dir = tempfile::tempdir().map_err(|e| HookError::Other(e.to_string()))?;
         std::thread::sleep(Duration::from_millis(40));
         crate::state::save(
@@ -206,4 +207,13 @@ fn events_are_found_by_name() {
         assert_eq!(HookEvent::from_name(event.name()), Some(event));
     }
     assert_eq!(HookEvent::from_name("Notification"), None);
+}
+
+/// One policy run as a hook binary runs it.
+fn run_one(
+    name: &'static str,
+    event: HookEvent,
+    handler: impl Fn(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + Sync + 'static,
+) {
+    run(event, &[Policy::only(name, event, handler)]);
 }

@@ -1,7 +1,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::runner::render;
+use crate::runner::policy::{Policy, matches};
+use crate::{Context, HookInput};
+use std::sync::Arc;
 
 const EVENTS: [HookEvent; 6] = [
     HookEvent::SessionStart,
