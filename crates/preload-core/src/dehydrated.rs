@@ -211,12 +211,13 @@ impl std::fmt::Display for Print {
 /// most, and written again as the scan goes (a line out of order is dropped, and its state
 /// read).
 struct Plain<'a> {
-    /// The list as it was.
-    text: &'a str,
-    /// Its lines the scan has not reached.
+    /// The lines of the list as it was the scan has not reached.
     rest: &'a str,
     /// The list as the scan leaves it, up to where it is.
     out: String,
+    /// Whether `out` left out or added a line (so the file is written again; comparing the
+    /// two texts would read both whole, 10,000 sessions' lines).
+    changed: bool,
 }
 
 /// The file [`Plain`] keeps, in the session index's directory.
@@ -225,9 +226,9 @@ const PLAIN_FILE: &str = "undehydrated";
 impl<'a> Plain<'a> {
     fn new(text: &'a str) -> Self {
         Self {
-            text,
             rest: text,
             out: String::with_capacity(text.len()),
+            changed: false,
         }
     }
 
@@ -238,10 +239,14 @@ impl<'a> Plain<'a> {
             let (line, rest) = self.rest.split_once('\n').unwrap_or((self.rest, ""));
             let Some((listed, listed_print)) = line.split_once('\t') else {
                 self.rest = rest;
+                self.changed = true;
                 continue;
             };
             match listed.cmp(name) {
-                Ordering::Less => self.rest = rest,
+                Ordering::Less => {
+                    self.rest = rest;
+                    self.changed = true;
+                }
                 Ordering::Greater => return false,
                 Ordering::Equal => {
                     self.rest = rest;
@@ -249,6 +254,8 @@ impl<'a> Plain<'a> {
                     if same {
                         self.out.push_str(line);
                         self.out.push('\n');
+                    } else {
+                        self.changed = true;
                     }
                     return same;
                 }
@@ -261,16 +268,19 @@ impl<'a> Plain<'a> {
     fn note(&mut self, name: &str, print: Print) {
         if !name.contains(['\t', '\n']) {
             let _ = writeln!(self.out, "{name}\t{print}");
+            self.changed = true;
         }
     }
 
     /// Keep what the scan learnt in `path`: after a `complete` scan, the lines it did not
     /// reach are of sessions that are gone; otherwise they stand.
     fn save(mut self, path: &Path, complete: bool) {
-        if !complete {
+        if complete {
+            self.changed |= !self.rest.is_empty();
+        } else {
             self.out.push_str(self.rest);
         }
-        if self.out != self.text && path.parent().is_some_and(Path::is_dir) {
+        if self.changed && path.parent().is_some_and(Path::is_dir) {
             let _ = file::write_cache(path, self.out.as_bytes());
         }
     }

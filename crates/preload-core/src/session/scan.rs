@@ -64,22 +64,24 @@ pub fn session_names(root: &Path) -> Vec<OsString> {
     names
 }
 
-/// Sort file names in byte order, as [`session_names`] says.
-fn sort_names(names: &mut [OsString]) {
-    names.sort_unstable_by(|a, b| {
-        leading_words(a.as_bytes())
-            .cmp(&leading_words(b.as_bytes()))
-            .then_with(|| a.cmp(b))
-    });
+/// Sort file names in byte order, as [`session_names`] says: each name's key is read once.
+fn sort_names(names: &mut Vec<OsString>) {
+    let mut keyed: Vec<([u64; 3], OsString)> = names
+        .drain(..)
+        .map(|name| (leading_words(name.as_bytes()), name))
+        .collect();
+    keyed.sort_unstable();
+    names.extend(keyed.into_iter().map(|(_, name)| name));
 }
 
 /// The first 24 bytes of `name` as three big-endian words, zero-padded.
 fn leading_words(name: &[u8]) -> [u64; 3] {
     let mut words = [0; 3];
     for (word, chunk) in words.iter_mut().zip(name.chunks(8)) {
-        let mut bytes = [0; 8];
-        bytes[..chunk.len()].copy_from_slice(chunk);
-        *word = u64::from_be_bytes(bytes);
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0, |acc, (i, &b)| acc | u64::from(b) << (56 - 8 * i));
     }
     words
 }
