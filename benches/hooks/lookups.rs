@@ -37,6 +37,7 @@ fn cases(sb: &Sandbox) -> Vec<Case> {
             env: Vec::new(),
             state: base.clone(),
             fresh_session: false,
+            after_start: false,
         },
         Case {
             bin: "preload-overflow",
@@ -50,6 +51,7 @@ fn cases(sb: &Sandbox) -> Vec<Case> {
             )],
             state: base.clone(),
             fresh_session: false,
+            after_start: false,
         },
         Case {
             bin: "preload-session-start",
@@ -60,6 +62,7 @@ fn cases(sb: &Sandbox) -> Vec<Case> {
             env: Vec::new(),
             state: with(base, &json!({"sessionId": "bench-resumed"})),
             fresh_session: false,
+            after_start: false,
         },
     ];
     with_call_fields(sb, &mut all);

@@ -4,14 +4,17 @@
 //!
 //! Each hook call is paired with a call of a no-op binary built here (reads stdin, prints
 //! `{}`), interleaved, so the ratio compares a hook with the process-spawn floor measured under
-//! the same load. Targets: 2x the floor on typical state and on 10 sessions, 5x on the large
-//! state (1,000 sessions, 5,000 preloaded files) and on 10,000 sessions; SessionStart on every
-//! source (startup, resume, clear, compact). The `wirings` rows time every event through the
-//! per-binary wiring and through `preload-dispatch` (wall and CPU time of all the processes
-//! the client starts for the call; reported, no target).
+//! the same load. Targets: every call other than SessionStart within 2x the floor on typical
+//! state and on 10 sessions, 5x on the large state (1,000 sessions, 5,000 preloaded files) and
+//! on 1,000 and 10,000 sessions, the first call after a SessionStart included; SessionStart per
+//! event (`events`): its registrations started at once, as the client starts them, within 1x of
+//! as many no-ops started at once, on every source; the start-up hand-over look at most 3 us a
+//! session (from the `startup` times at 10, 1,000 and 10,000 sessions). The `wirings` rows time
+//! every event through the per-binary wiring and through `preload-dispatch` (wall and CPU time
+//! of all the processes the client starts for the call; reported, no target).
 //!
 //! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
-//! scenarios: typical, large, sessions, wirings; and, outside the table, chunks and
+//! scenarios: typical, large, sessions, events, wirings; and, outside the table, chunks and
 //! contention), `BENCH_KEEP` (keep the sandboxes),
 //! `BENCH_BIN_DIR` (the directory of the binaries to measure).
 
@@ -25,6 +28,7 @@
     clippy::doc_markdown
 )]
 
+mod events;
 #[path = "../../support/example.rs"]
 mod example;
 mod lookups;
@@ -138,6 +142,10 @@ struct Case {
     state: Value,
     /// Use a new `session_id` on every call (SessionStart generates once per id).
     fresh_session: bool,
+    /// Measure the first call after a SessionStart: before every call the state is restored,
+    /// then a SessionStart `startup` runs (not timed) and leaves what it leaves (the re-seeded
+    /// window, the owner's seed the next call adopts).
+    after_start: bool,
 }
 
 fn with(base: &Value, fields: &Value) -> Value {
@@ -161,6 +169,7 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
         env: Vec::new(),
         state,
         fresh_session: false,
+        after_start: false,
     };
     let pre = |tool: &str, input: Value| json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
     let post = |tool: &str, input: Value, response: Value| {
@@ -185,6 +194,28 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
             pre("Bash", json!({"command": "ls -la"})),
             base.clone(),
         ),
+        Case {
+            after_start: true,
+            ..case(
+                "preload-overflow",
+                "PreToolUse Bash ls, first after SessionStart",
+                pre("Bash", json!({"command": "ls -la"})),
+                base.clone(),
+            )
+        },
+        Case {
+            after_start: true,
+            ..case(
+                "preload-injections",
+                "PostToolUse Bash ls, first after SessionStart",
+                post(
+                    "Bash",
+                    json!({"command": "ls -la"}),
+                    json!({"stdout": "a\n"}),
+                ),
+                base.clone(),
+            )
+        },
         Case {
             env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
             ..case(
@@ -408,6 +439,37 @@ fn iterations() -> usize {
         .unwrap_or(15)
 }
 
+/// Put the state back for `case`'s next call (with `counters`, see [`Sandbox::restore_with`]),
+/// and, for a case measured after a SessionStart, run one (`startup`, a new conversation).
+fn prepare(
+    sb: &Sandbox,
+    case: &Case,
+    counters: Option<&[u8]>,
+    counter: &mut usize,
+) -> Result<(), Error> {
+    sb.restore_with(&case.state, counters)?;
+    if case.after_start {
+        let start = Case {
+            bin: "preload-session-start",
+            label: String::new(),
+            args: Vec::new(),
+            input: json!({"hook_event_name": "SessionStart", "source": "startup",
+                          "cwd": sb.project, "transcript_path": sb.transcript}),
+            env: Vec::new(),
+            state: case.state.clone(),
+            fresh_session: true,
+            after_start: false,
+        };
+        let call = call_for(sb, &start, &binary(start.bin), *counter);
+        *counter += 1;
+        let (_, out) = call.run_timed()?;
+        if !out.status.success() {
+            return Err(format!("the SessionStart before {:?} failed", case.label).into());
+        }
+    }
+    Ok(())
+}
+
 fn run_cases(
     sb: &Sandbox,
     cases: &[Case],
@@ -428,14 +490,14 @@ fn run_cases(
     let mut counters = Vec::new();
     // Warm-up call with HOOK_DEBUG set: what the hook answers and why it failed open, if it did.
     for (case, bin) in &live {
-        sb.restore(&case.state)?;
+        prepare(sb, case, None, &mut counter)?;
         let mut call = call_for(sb, case, bin, counter);
         counter += 1;
         call.env.push((env::HOOK_DEBUG.into(), "1".into()));
         let (_, out) = call.run_timed()?;
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
         call.env.pop();
-        sb.restore(&case.state)?;
+        prepare(sb, case, None, &mut counter)?;
         let (_, out) = call_for(sb, case, bin, counter).run_timed()?;
         counter += 1;
         counters.push(std::fs::read(preload_core::counters::file_of(&sb.state_file)).ok());
@@ -456,7 +518,9 @@ fn run_cases(
     // Interleaved: each hook call right after a no-op call on the same input.
     for _ in 0..iters {
         for (i, (case, bin)) in live.iter().enumerate() {
-            sb.restore_with(&case.state, counters[i].as_deref())?;
+            // After a SessionStart, the counters are what it leaves.
+            let kept = counters[i].as_deref().filter(|_| !case.after_start);
+            prepare(sb, case, kept, &mut counter)?;
             let call = call_for(sb, case, bin, counter);
             counter += 1;
             let (t, _) = call.run_timed_with(noop)?;
@@ -484,9 +548,8 @@ fn run_cases(
         rows[i].median = median(&mut samples[i]);
         rows[i].p95 = measure::p95(&mut samples[i]);
         rows[i].cpu = median(&mut cpu[i]);
-        sb.restore(&case.state)?;
         if strace {
-            sb.restore(&case.state)?;
+            prepare(sb, case, None, &mut counter)?;
             let call = call_for(sb, case, bin, counter);
             counter += 1;
             rows[i].all_syscalls =
@@ -598,6 +661,8 @@ fn print_table(state: &str, res: &Results, limit: Option<f64>, strace: bool, v: 
     ]);
     for row in &res.rows {
         let r = ratio(row.median, res.noop);
+        // A SessionStart registration is judged with its event's others (`events`).
+        let limit = limit.filter(|_| row.bin != "preload-session-start");
         let verdict = match limit {
             Some(limit) => v.check(
                 r <= limit,
@@ -688,8 +753,10 @@ fn scenario_sessions(
     chunks: usize,
     v: &mut Verdicts,
 ) -> Result<(), Error> {
+    let mut startup = Vec::new();
     for (sessions, state, limit) in [
         (10, "10 sessions", TYPICAL_RATIO),
+        (1_000, "1,000 sessions", LARGE_RATIO),
         (10_000, "10,000 sessions", LARGE_RATIO),
     ] {
         let sizes = Sizes {
@@ -699,7 +766,13 @@ fn scenario_sessions(
         let sb = Sandbox::generate(sizes, std::process::id())?;
         let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
         print_table(state, &res, Some(limit), strace, v);
+        let row = res
+            .rows
+            .iter()
+            .find(|r| r.label.starts_with("SessionStart startup"));
+        startup.extend(row.map(|r| (sessions, r.median)));
     }
+    events::handover(&startup, v);
     Ok(())
 }
 
@@ -736,10 +809,7 @@ fn dispatched(event: &str) -> Vec<(&'static str, Vec<String>)> {
 
 /// Start `procs` at once on `call`'s input, as Claude Code starts an event's handlers; the wall
 /// time until the last exits and the CPU time they used together.
-fn run_event(
-    call: &Call,
-    procs: &[(&'static str, Vec<String>)],
-) -> Result<(Duration, Duration), Error> {
+fn run_event(call: &Call, procs: &[(PathBuf, Vec<String>)]) -> Result<(Duration, Duration), Error> {
     let cpu_before = measure::children_cpu();
     let start = Instant::now();
     let children: Vec<_> = procs
@@ -747,7 +817,7 @@ fn run_event(
         .map(|(bin, args)| {
             let mut c = call.clone();
             c.args.clone_from(args);
-            c.spawn_with(&binary(bin))
+            c.spawn_with(bin)
         })
         .collect::<Result<_, _>>()?;
     for child in children {
@@ -805,9 +875,15 @@ fn scenario_wirings(noop: &Path, v: &mut Verdicts) -> Result<(), Error> {
     let iters = iterations();
     let mut counter = 0;
     for (event, what, fields) in events {
+        let located = |procs: Vec<(&'static str, Vec<String>)>| -> Vec<(PathBuf, Vec<String>)> {
+            procs
+                .into_iter()
+                .map(|(bin, args)| (binary(bin), args))
+                .collect()
+        };
         let wirings = [
-            ("per-binary", per_binary(event, &fields)),
-            ("dispatch", dispatched(event)),
+            ("per-binary", located(per_binary(event, &fields))),
+            ("dispatch", located(dispatched(event))),
         ];
         let mut walls = vec![Vec::new(); 2];
         let mut cpus = vec![Vec::new(); 2];
@@ -903,6 +979,7 @@ fn scenario_chunks(
         env: Vec::new(),
         state: sb.base_state.clone(),
         fresh_session: true,
+        after_start: false,
     };
     let mut seq_totals = Vec::new();
     let mut par_walls = Vec::new();
@@ -1242,6 +1319,9 @@ fn run() -> Result<(), Error> {
     }
     if wants("sessions") {
         scenario_sessions(&avail, &noop, strace, chunks, &mut verdicts)?;
+    }
+    if wants("events") {
+        events::scenario_events(&noop, &mut verdicts)?;
     }
     if wants("wirings") {
         scenario_wirings(&noop, &mut verdicts)?;
