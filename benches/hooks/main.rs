@@ -440,7 +440,8 @@ fn iterations() -> usize {
 }
 
 /// Put the state back for `case`'s next call (with `counters`, see [`Sandbox::restore_with`]),
-/// and, for a case measured after a SessionStart, run one (`startup`, a new conversation).
+/// and, for a case measured after a SessionStart, run one as the client does (`startup`, a new
+/// conversation: every registration the wiring has, at once).
 fn prepare(
     sb: &Sandbox,
     case: &Case,
@@ -462,10 +463,12 @@ fn prepare(
         };
         let call = call_for(sb, &start, &binary(start.bin), *counter);
         *counter += 1;
-        let (_, out) = call.run_timed()?;
-        if !out.status.success() {
-            return Err(format!("the SessionStart before {:?} failed", case.label).into());
-        }
+        let registrations: Vec<(PathBuf, Vec<String>)> =
+            per_binary("SessionStart", &json!({"source": "startup"}))
+                .into_iter()
+                .map(|(bin, args)| (binary(bin), args))
+                .collect();
+        run_event(&call, &registrations)?;
     }
     Ok(())
 }

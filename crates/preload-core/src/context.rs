@@ -7,10 +7,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::dedup::FileIds;
-use crate::delivery::{self, EventLog};
+use crate::delivery::{self, EventLog, FileBody};
 use crate::env::{self, Env};
 use crate::input::HookInput;
 use crate::lock;
+use crate::memo::Memo;
 use crate::packs;
 use crate::paths::{self, EnginePaths, PhysicalDirs};
 use crate::skill::Skills;
@@ -110,6 +111,9 @@ pub struct Context {
     pub physical_dirs: PhysicalDirs,
     /// Skills loaded during this call, shared by every step that asks for one.
     pub skills: Skills,
+    /// Files read for delivery during this call, by path and byte limit: a call that decides
+    /// twice (without the lock, then under it) reads each file once.
+    delivery_reads: Memo<(PathBuf, u64), (FileBody, Option<std::fs::Metadata>)>,
     config: OnceLock<Config>,
     packs: OnceLock<packs::Loaded>,
 }
@@ -159,9 +163,22 @@ impl Context {
             file_ids: FileIds::default(),
             physical_dirs: PhysicalDirs::default(),
             skills: Skills::default(),
+            delivery_reads: Memo::default(),
             config: OnceLock::new(),
             packs: OnceLock::new(),
         }
+    }
+
+    /// [`delivery::read_for_delivery_meta`] of `path`, read once in this call.
+    pub fn read_for_delivery(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+    ) -> (FileBody, Option<std::fs::Metadata>) {
+        self.delivery_reads
+            .get_or_keep(&(path.to_path_buf(), max_bytes), || {
+                delivery::read_for_delivery_meta(path, max_bytes)
+            })
     }
 
     /// The sessions directories, primary first.

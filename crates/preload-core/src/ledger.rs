@@ -264,8 +264,7 @@ fn update_session_read<T>(
         Err(err) => return Err(err),
     };
     let carry = load_carry(&carry_path(seed_path))?;
-    // Adopting the seed is a hand-over: written durably before the seed is removed.
-    let out = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
+    let out = state::update(path, ctx.lock_deadline(), Durability::PerCall, |s| {
         tagged = tag_conversation(ctx, s);
         adopt(s, seed.as_ref(), carry.as_ref());
         change(s)

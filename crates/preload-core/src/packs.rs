@@ -12,6 +12,7 @@ mod render;
 
 use std::path::{Path, PathBuf};
 
+use crate::memo::Memo;
 use crate::stamps::Meta;
 
 pub use config::{
@@ -78,6 +79,9 @@ pub struct Loaded {
     pub project_root: PathBuf,
     /// `HOME`.
     pub home: PathBuf,
+    /// The packs rendered in this call, by key and byte limit: a call that decides twice
+    /// (without the lock, then under it) reads a pack's files once.
+    rendered: Memo<(String, u64), Rendered>,
 }
 
 /// The configuration file at `path`: `None` when there is none.
@@ -118,6 +122,7 @@ pub fn load(project_root: &Path, claude_dir: &Path, home: &Path) -> Loaded {
         errors: Vec::new(),
         project_root: project_root.to_path_buf(),
         home: home.to_path_buf(),
+        rendered: Memo::default(),
     };
     for file in config_files(project_root, claude_dir) {
         let (config, file_meta) = match read_file_meta(&file) {
@@ -182,6 +187,14 @@ pub fn name_of_key(key: &str) -> Option<&str> {
 }
 
 impl Loaded {
+    /// `pack` rendered ([`render`]) with each file read at most `max_bytes`, once per call.
+    pub fn rendered(&self, pack: &LoadedPack, max_bytes: u64) -> Rendered {
+        self.rendered
+            .get_or_keep(&(pack.key.clone(), max_bytes), || {
+                render(self, pack, max_bytes)
+            })
+    }
+
     /// The pack recorded under `key`.
     pub fn by_key(&self, key: &str) -> Option<&LoadedPack> {
         self.packs.iter().find(|p| p.key == key)

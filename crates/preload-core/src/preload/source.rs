@@ -37,7 +37,7 @@ pub(super) fn read(ctx: &Context, path: &str, max_bytes: u64) -> Source {
         let Some(pack) = loaded.by_key(path) else {
             return Source::unavailable();
         };
-        let rendered = packs::render(loaded, pack, max_bytes);
+        let rendered = loaded.rendered(pack, max_bytes);
         let stamp = Stamp::of_sources(&rendered.sources, &rendered.text);
         return Source {
             body: FileBody::Text(rendered.text),
@@ -49,7 +49,7 @@ pub(super) fn read(ctx: &Context, path: &str, max_bytes: u64) -> Source {
     if let Some(lines) = ctx.packs().tail_lines(file) {
         return tail(file, lines, max_bytes);
     }
-    let (body, read) = delivery::read_for_delivery_meta(file, max_bytes);
+    let (body, read) = ctx.read_for_delivery(file, max_bytes);
     let stamp = match (&body, read) {
         (FileBody::Text(text), Some(read)) if !in_a_session(ctx, file) => {
             Some(Stamp::of_file(path, text, &read))

@@ -465,11 +465,12 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
         (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
     ]);
     let input = HookInput::from_value(json!({"cwd": f.project}));
-    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    // Each call its own context, as each hook process has.
+    let ctx = || Context::new(env.clone(), "test", &input, Duration::from_secs(5));
     let one_call = || {
         let mut packer = Packer::new(2_000);
         let requests = vec![Request::new(&a, "t")];
-        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        let batch = ensure(&ctx(), &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
         batch
             .blocks
             .iter()
@@ -495,7 +496,7 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
     fs::write(&a, lines(400)).unwrap();
     let mut full = Packer::new(10);
     let none = ensure(
-        &ctx,
+        &ctx(),
         &f.target(),
         &[Request::new(&a, "t")],
         Mode::Claim,
@@ -556,4 +557,19 @@ fn a_tool_calls_writes_skip_the_sync_an_activation_makes() {
         crate::file::syncs_on_this_thread() > before,
         "the activation's writes were not synced"
     );
+}
+
+/// A call that decides twice (without the lock, then under it) reads a file once: what it read
+/// stands for the rest of the call, and the next call reads the file again.
+#[test]
+fn a_call_reads_a_file_for_delivery_once() {
+    use crate::delivery::FileBody;
+    let f = fixture();
+    let a = f.cmd("A", "first\n");
+    let ctx = f.ctx();
+    let read = |ctx: &Context| ctx.read_for_delivery(Path::new(&a), 1_000).0;
+    assert_eq!(read(&ctx), FileBody::Text("first\n".into()));
+    fs::write(&a, "second\n").unwrap();
+    assert_eq!(read(&ctx), FileBody::Text("first\n".into()));
+    assert_eq!(read(&f.ctx()), FileBody::Text("second\n".into()));
 }
