@@ -1,5 +1,6 @@
 //! Searches for one byte, with the vector instructions every CPU of the target has (SSE2 on
-//! x86-64, NEON on 64-bit Arm), chosen when the binary is built.
+//! x86-64, NEON on 64-bit Arm), chosen when the binary is built; and the equality of two byte
+//! strings a word at a time.
 //!
 //! The `memchr` crate's own functions choose AVX2 at run time: the first search of a process
 //! asks the CPU for its features with `cpuid`, and in a virtual machine each `cpuid` leaves for
@@ -67,6 +68,21 @@ pub fn find_iter(needle: u8, haystack: &[u8]) -> impl Iterator<Item = usize> + '
         at = found + 1;
         Some(found)
     })
+}
+
+/// Whether `a` and `b` hold the same bytes, compared eight at a time. The equality of slices
+/// and strings ends in the C library's `memcmp`, which musl (the Linux release binaries) runs a
+/// byte at a time: for a state's 300 KB text, or its 5,000 paths compared with a copy, that was
+/// a fifth of a call.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    const WORD: usize = 8;
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |chunk: &[u8]| <[u8; WORD]>::try_from(chunk).map_or(0, u64::from_ne_bytes);
+    let (words_a, words_b) = (a.chunks_exact(WORD), b.chunks_exact(WORD));
+    let tails = words_a.remainder().iter().eq(words_b.remainder());
+    tails && words_a.zip(words_b).all(|(x, y)| word(x) == word(y))
 }
 
 #[cfg(test)]

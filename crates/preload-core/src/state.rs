@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::bytes;
 use crate::file::WriteError;
 use crate::lock::LockError;
 
@@ -80,8 +81,54 @@ pub enum ParseError {
 }
 
 /// A state document: a JSON object whose key order is kept.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct State(pub Map<String, Value>);
+
+/// Equal as JSON objects are (key order aside), with strings compared a word at a time
+/// ([`bytes::same`]): a call tells whether it changed the state by comparing it with a copy,
+/// thousands of paths on a large state.
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        same_object(&self.0, &other.0)
+    }
+}
+
+/// Whether `value` is the string `text` (compared as [`bytes::same`] does: a list of thousands
+/// of paths is searched on every delivery).
+fn is_text(value: &Value, text: &str) -> bool {
+    value
+        .as_str()
+        .is_some_and(|s| bytes::same(s.as_bytes(), text.as_bytes()))
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => bytes::same(x.as_bytes(), y.as_bytes()),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => same_object(x, y),
+        _ => a == b,
+    }
+}
+
+/// Key by key in order while both orders agree, by key lookup once they part.
+fn same_object(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    for ((key_a, a_value), (key_b, b_value)) in a.iter().zip(b) {
+        if !bytes::same(key_a.as_bytes(), key_b.as_bytes()) {
+            return a
+                .iter()
+                .all(|(key, value)| b.get(key).is_some_and(|other| same_value(value, other)));
+        }
+        if !same_value(a_value, b_value) {
+            return false;
+        }
+    }
+    true
+}
 
 impl State {
     /// Parse a document; anything but an object is an error.
@@ -214,7 +261,7 @@ impl State {
     /// Append `item` to the string array `key` unless it is already there; true when added.
     pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
         let items = self.array_mut(key);
-        if items.iter().any(|v| v.as_str() == Some(item)) {
+        if items.iter().any(|v| is_text(v, item)) {
             false
         } else {
             items.push(Value::String(item.to_owned()));
@@ -228,7 +275,7 @@ impl State {
             return false;
         };
         let before = items.len();
-        items.retain(|v| v.as_str() != Some(item));
+        items.retain(|v| !is_text(v, item));
         before != items.len()
     }
 }

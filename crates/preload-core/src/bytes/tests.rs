@@ -1,4 +1,5 @@
-//! Unit tests of `bytes`: the same answers as a plain search, at every length and alignment.
+//! Unit tests of `bytes`: the same answers as a plain search or comparison, at every length and
+//! alignment.
 
 use super::*;
 
@@ -19,5 +20,24 @@ proptest::proptest! {
         proptest::prop_assert_eq!(find(needle, haystack), plain.first().copied());
         proptest::prop_assert_eq!(rfind(needle, haystack), plain.last().copied());
         proptest::prop_assert_eq!(find_iter(needle, haystack).collect::<Vec<_>>(), plain);
+    }
+}
+
+proptest::proptest! {
+    /// Strings that share a prefix and then differ in a byte or in length, within and across
+    /// words: equal exactly when the slices are.
+    #[test]
+    fn same_agrees_with_slice_equality(
+        prefix in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xFF]), 0..12),
+        b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0xFF]), 0..12),
+        skip in 0usize..8,
+    ) {
+        let x = [prefix.as_slice(), &a].concat();
+        let y = [prefix.as_slice(), &b].concat();
+        let x = x.get(skip.min(x.len())..).unwrap_or_default();
+        let y = y.get(skip.min(y.len())..).unwrap_or_default();
+        proptest::prop_assert_eq!(same(x, y), x == y);
+        proptest::prop_assert!(same(x, x));
     }
 }

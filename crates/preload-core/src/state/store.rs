@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{MAX_STATE_BYTES, State, StateError};
+use crate::bytes;
 use crate::file::{self, ReadError};
 use crate::lock::{LockError, StateLock};
 
@@ -258,10 +259,11 @@ fn locked_change<T>(
 ) -> Result<T, StateError> {
     let lock = StateLock::acquire(path, deadline)?;
     let text = load_text(path)?;
-    if read == Some(text.as_str()) {
+    let same = |a: &str, b: &str| bytes::same(a.as_bytes(), b.as_bytes());
+    if read.is_some_and(|read| same(read, &text)) {
         if let Some((state, out)) = known() {
             let rendered = state.to_pretty();
-            if rendered != text {
+            if !same(&rendered, &text) {
                 save_text_locked(path, &rendered, &lock, how.durability)?;
             }
             lock.release();

@@ -350,3 +350,37 @@ fn only_a_durable_write_is_synced() {
     rewrite(&path, soon(), |s| s.set("a", json!(3))).unwrap();
     assert_eq!(syncs(), before + 2, "a re-seed is durable");
 }
+
+fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (0u8..4).prop_map(Value::from),
+        "[ab/]{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::vec(("[ab]{1,2}", inner), 0..4)
+                .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// A state equals another exactly when their JSON objects do, whatever the key order.
+    #[test]
+    fn states_are_equal_as_their_objects_are(
+        a in proptest::collection::vec(("[abc]{1,2}", json_value()), 0..6),
+        b in proptest::collection::vec(("[abc]{1,2}", json_value()), 0..6),
+    ) {
+        let x: Map<String, Value> = a.into_iter().collect();
+        let y: Map<String, Value> = b.into_iter().collect();
+        let reversed: Map<String, Value> =
+            x.iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+        proptest::prop_assert_eq!(State(x.clone()) == State(y.clone()), x == y);
+        proptest::prop_assert!(State(x.clone()) == State(reversed));
+        proptest::prop_assert!(State(x.clone()) == State(x));
+    }
+}
