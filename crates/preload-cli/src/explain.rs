@@ -280,7 +280,7 @@ impl Trial {
             .filter_map(|e| e["file"].as_str().map(|f| self.sandbox.to_sandbox(f)))
             .collect();
         let mut stand_in = State::default();
-        stand_in.set(fields::LIFECYCLE, json!("none"));
+        stand_in.set_lifecycle(&preload_core::state::Lifecycle::None);
         let view = rules::decision_state(
             before.unwrap_or(&stand_in),
             after.unwrap_or(&stand_in),

@@ -15,9 +15,9 @@ use crate::fields;
 use crate::ledger;
 use crate::lock::StateLock;
 use crate::process;
-use crate::session::{self, SEEDING, STATE_FILE};
+use crate::session::{self, STATE_FILE};
 use crate::skill::{self, Skill};
-use crate::state::{self, State};
+use crate::state::{self, Lifecycle, State};
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -111,7 +111,7 @@ pub fn activate_with(
         .as_ref()
         .and_then(|_| ledger::read_seed_parts(&seed_path).ok());
     let (seed, carry) = record.unwrap_or_default();
-    let seed = seed.filter(|s| s.str(fields::LIFECYCLE) == Some(SEEDING));
+    let seed = seed.filter(|s| s.lifecycle() == Some(Lifecycle::Seeding));
     // The owner's context window, when another of its sessions records it, moves here with
     // the owner: what that window holds is not sent again.
     // (Its PID cache names it: nothing is scanned or written to find it.)
@@ -237,7 +237,7 @@ fn activate_state(
 
     s.set(fields::PID, json!(owner));
     s.set(fields::SKILL, json!(skill));
-    s.set(fields::LIFECYCLE, json!("active"));
+    s.set_lifecycle(&Lifecycle::Active);
     s.set(fields::LOADING, json!(true));
     s.set(fields::OVERFLOWED, json!(false));
     s.set(fields::KILL_REQUESTED, json!(false));

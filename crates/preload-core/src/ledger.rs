@@ -25,8 +25,8 @@ use serde_json::Value;
 use crate::context::Context;
 use crate::fields;
 use crate::lock::StateLock;
-use crate::session::{self, PreloadState, SEEDING};
-use crate::state::{self, Durability, State, StateError};
+use crate::session::{self, PreloadState};
+use crate::state::{self, Durability, Lifecycle, State, StateError};
 
 mod calls;
 mod window;
@@ -259,7 +259,7 @@ fn update_session_read<T>(
     };
     let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
     let seed = match state::load(seed_path) {
-        Ok(seed) => Some(seed).filter(|s| s.str(fields::LIFECYCLE) == Some(SEEDING)),
+        Ok(seed) => Some(seed).filter(|s| s.lifecycle() == Some(Lifecycle::Seeding)),
         Err(StateError::Missing { .. }) => None,
         Err(err) => return Err(err),
     };

@@ -16,8 +16,6 @@ pub const NO_AUTO_COMPACT_THRESHOLD: f64 = 0.95;
 pub const OVERFLOW_RULE: &str = "overflow-dehydration";
 /// The Read throttle rule.
 pub const READ_THROTTLE_RULE: &str = "read-throttle";
-/// Lifecycles that count as an active session for `noActiveSession`.
-pub const ACTIVE_LIFECYCLES: [&str; 4] = ["active", "idle", "resuming", "restarting"];
 
 /// Why `guards.json` could not be used (the caller allows).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -87,7 +85,8 @@ pub enum Trigger {
     ContextThreshold(Threshold),
     /// `{noActiveSession: true}` or `{eq: "<lifecycle>"}`.
     Lifecycle {
-        /// Match when the lifecycle is not one of [`ACTIVE_LIFECYCLES`].
+        /// Match when the lifecycle does not hold a session
+        /// ([`crate::state::Lifecycle::holds_session`]).
         no_active_session: bool,
         /// Match on equality.
         eq: Option<String>,

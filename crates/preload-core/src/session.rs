@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::Context;
-use crate::state::{self, Durability, State, StateError};
+use crate::state::{self, Durability, Lifecycle, State, StateError};
 use crate::{fields, file, process};
 
 mod index;
@@ -23,8 +23,6 @@ pub use scan::{cache_file, session_dirs, session_names};
 pub const SEEDS_DIR: &str = ".seeds";
 /// The session state file name.
 pub const STATE_FILE: &str = ".state.json";
-/// `lifecycle` of a seed file.
-pub const SEEDING: &str = "seeding";
 
 /// Largest PID cache file read (it holds one path).
 const CACHE_MAX_BYTES: u64 = 64 * 1024;
@@ -320,7 +318,7 @@ pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
 pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     let mut seed = State::default();
     seed.set(fields::PID, json!(pid));
-    seed.set(fields::LIFECYCLE, json!(SEEDING));
+    seed.set_lifecycle(&Lifecycle::Seeding);
     seed.set(fields::PRELOADED_FILES, json!(preloaded));
     seed.set(fields::PENDING_PRELOADS, json!([]));
     seed.set(fields::TOUCHED_DIRS, json!({}));

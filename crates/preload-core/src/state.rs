@@ -14,9 +14,11 @@ use crate::bytes;
 use crate::file::WriteError;
 use crate::lock::LockError;
 
+mod lifecycle;
 mod peek;
 mod pretty;
 mod store;
+pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
 pub use store::{
     Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_locked,

@@ -28,7 +28,10 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
             no_active_session,
             eq,
         } => {
-            let lifecycle = state.str(fields::LIFECYCLE).unwrap_or("");
+            let lifecycle = state
+                .lifecycle()
+                .map(|l| l.name().to_owned())
+                .unwrap_or_default();
             let mut tests = Vec::new();
             if *no_active_session {
                 tests.push("no active session".to_owned());

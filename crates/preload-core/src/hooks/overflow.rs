@@ -36,7 +36,7 @@ use crate::ledger;
 use crate::rules::{self, Rule};
 use crate::runner::{self, HookEvent, HookSpec};
 use crate::session::{self, PreloadState, STATE_FILE};
-use crate::state::{self, Durability, State};
+use crate::state::{self, Durability, Lifecycle, State};
 use crate::tmux;
 use crate::{Context, HookError, HookInput, HookOutput};
 
@@ -94,7 +94,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         }
         Target::Nowhere => {
             let mut stand_in = State::default();
-            stand_in.set(fields::LIFECYCLE, json!("none"));
+            stand_in.set_lifecycle(&Lifecycle::None);
             stand_in.set(fields::CONTEXT_USAGE, json!(0));
             decide(
                 ctx,
@@ -179,7 +179,7 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
 /// The session at `path` hands over: its lifecycle says so (durably: the next start reads it).
 fn mark_dehydrating(ctx: &Context, path: &Path) {
     let _ = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
-        s.set(fields::LIFECYCLE, json!("dehydrating"));
+        s.set_lifecycle(&Lifecycle::Dehydrating);
     });
 }
 
@@ -346,8 +346,8 @@ fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option
     {
         return Some(Pass::Allow);
     }
-    let lifecycle = s.str(fields::LIFECYCLE).unwrap_or("active");
-    (lifecycle == "dehydrating" || s.flag(fields::KILL_REQUESTED)).then_some(Pass::Allow)
+    let dehydrating = s.lifecycle_or_active() == Lifecycle::Dehydrating;
+    (dehydrating || s.flag(fields::KILL_REQUESTED)).then_some(Pass::Allow)
 }
 
 #[cfg(test)]

@@ -51,9 +51,6 @@ pub fn invoked_skill(prompt: &str) -> Option<&str> {
     skill::is_valid_name(name).then_some(name)
 }
 
-/// Lifecycles that count as a live session for the gate.
-const LIVE: [&str; 4] = ["active", "dehydrating", "resuming", "restarting"];
-
 /// The gate message, when one is due.
 fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
     let Some(dir) = session::find_session(ctx) else {
@@ -66,8 +63,8 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
         ));
     };
     let state = state::load(&dir.join(STATE_FILE))?;
-    let lifecycle = state.str(fields::LIFECYCLE).unwrap_or("active");
-    if LIVE.contains(&lifecycle) {
+    let lifecycle = state.lifecycle_or_active();
+    if lifecycle.is_live() {
         return Ok(None);
     }
     let name = dir

@@ -4,11 +4,9 @@
 use std::fs;
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::fields;
-use crate::session::{self, SEEDING};
-use crate::state::{self, State};
+use crate::session;
+use crate::state::{self, Lifecycle, State};
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
 /// compaction of the conversation put back (the client recalls them from the transcript);
@@ -78,7 +76,7 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
         .collect();
     let pid = s.pid(fields::PID).unwrap_or(0);
     let mut record = State::default();
-    record.set(fields::LIFECYCLE, Value::from(SEEDING));
+    record.set_lifecycle(&Lifecycle::Seeding);
     for key in WINDOW_FIELDS {
         if let Some(value) = s.get(key) {
             record.set(key, value.clone());

@@ -5,11 +5,11 @@ use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 use super::{
-    ACTIVE_LIFECYCLES, DEFAULT_OVERFLOW_THRESHOLD, Mode, NO_AUTO_COMPACT_THRESHOLD, OVERFLOW_RULE,
-    Rule, Threshold, Trigger, Urgency, matches_whitelist, number_of, resolve_payload,
+    DEFAULT_OVERFLOW_THRESHOLD, Mode, NO_AUTO_COMPACT_THRESHOLD, OVERFLOW_RULE, Rule, Threshold,
+    Trigger, Urgency, matches_whitelist, number_of, resolve_payload,
 };
 use crate::fields;
-use crate::state::{self, State, strings_of};
+use crate::state::{self, Lifecycle, State, strings_of};
 
 /// What a rule is evaluated against.
 #[derive(Debug, Clone, Copy)]
@@ -93,9 +93,10 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
             no_active_session,
             eq,
         } => {
-            let lifecycle = state.str(fields::LIFECYCLE).unwrap_or("");
-            (*no_active_session && !ACTIVE_LIFECYCLES.contains(&lifecycle))
-                || eq.as_deref() == Some(lifecycle)
+            let lifecycle = state.lifecycle();
+            let holds = lifecycle.as_ref().is_some_and(Lifecycle::holds_session);
+            (*no_active_session && !holds)
+                || eq.as_deref() == Some(lifecycle.as_ref().map_or("", Lifecycle::name))
         }
         Trigger::Phase(needle) => state
             .str(fields::CURRENT_PHASE)

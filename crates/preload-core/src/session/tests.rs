@@ -198,7 +198,7 @@ fn preload_state_falls_back_to_a_created_seed() {
             .join(format!("{}.json", std::process::id()))
     );
     let seed = state::load(&found.path).unwrap();
-    assert_eq!(seed.str("lifecycle"), Some(SEEDING));
+    assert_eq!(seed.lifecycle(), Some(Lifecycle::Seeding));
     assert_eq!(seed.strings("preloadedFiles").len(), 6);
     assert!(!seed_is_stale(&found.path));
 }

@@ -12,8 +12,6 @@ use crate::state::State;
 pub const UNCOUNTED_TOOLS: [&str; 3] = ["Task", "TaskOutput", "Agent"];
 /// Tools whose path triggers directive discovery.
 pub const DISCOVERY_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
-/// Lifecycles in which nothing is counted and nothing discovered.
-pub const QUIET_LIFECYCLES: [&str; 4] = ["completed", "idle", "restarting", "resuming"];
 
 /// The facts of one tool call.
 #[derive(Debug)]
@@ -97,7 +95,5 @@ pub(super) enum Writes {
 
 /// No counting and no discovery while loading, overflowed or not at work.
 pub(super) fn is_quiet(s: &State) -> bool {
-    s.flag(fields::LOADING)
-        || s.flag(fields::OVERFLOWED)
-        || QUIET_LIFECYCLES.contains(&s.str(fields::LIFECYCLE).unwrap_or("active"))
+    s.flag(fields::LOADING) || s.flag(fields::OVERFLOWED) || s.lifecycle_or_active().is_quiet()
 }

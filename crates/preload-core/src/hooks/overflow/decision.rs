@@ -22,7 +22,7 @@ use crate::paths;
 use crate::preload::{self, Audience, Batch, Request};
 use crate::rules::{self, Facts, Matched, Mode, Rule, Urgency};
 use crate::stash;
-use crate::state::{self, State};
+use crate::state::{self, Lifecycle, State};
 
 /// A tmux paste to send after the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub(super) fn decide(
     let view: Cow<State> = if matches!(target, Target::Seed(_)) || !own_queue.is_empty() {
         let mut v = s.clone();
         if matches!(target, Target::Seed(_)) {
-            v.set(fields::LIFECYCLE, json!("none"));
+            v.set_lifecycle(&Lifecycle::None);
         }
         for path in &own_queue {
             v.push_unique(fields::PENDING_PRELOADS, path);

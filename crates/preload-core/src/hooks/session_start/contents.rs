@@ -97,7 +97,7 @@ impl Plan<'_> {
         if self.source == "compact" {
             fill.batch = reinjected_by_client(ctx, state);
         }
-        let active = session_dir.filter(|_| is_live_lifecycle(state));
+        let active = session_dir.filter(|_| state.lifecycle_or_active().is_live());
         if let Some(dir) = active {
             requests.extend(skill_requests(ctx, state));
             requests.extend(artifact_requests(ctx, state, dir));
@@ -204,14 +204,6 @@ fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
         state.set(fields::RELOADED_SKILLS, serde_json::json!(reloaded));
     }
     preload::record(ctx, state, &requests)
-}
-
-/// Lifecycles in which the session's skill is in use.
-fn is_live_lifecycle(state: &State) -> bool {
-    matches!(
-        state.str(fields::LIFECYCLE),
-        None | Some("active" | "resuming" | "restarting" | "dehydrating")
-    )
 }
 
 /// SKILL.md, its FMT/INV references, the current phase's commands and templates.
