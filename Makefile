@@ -63,6 +63,12 @@ DISPATCH_LIFECYCLE_CASES := 75
 ## registry reachable; `make test E2E_SETUP=0` skips that), so the end-to-end scenarios run.
 E2E_SETUP ?= 1
 
+## The suites that also run against the release binaries `make install` ships (the static musl
+## build on Linux; PRELOAD_TEST_BIN_DIR), after the debug run: every hook suite, and generated
+## lifecycles (RELEASE_LIFECYCLE_CASES of them).
+RELEASE_TESTS := --test tests --test lifecycles
+RELEASE_LIFECYCLE_CASES := 50
+
 test:
 	@if [ "$(E2E_SETUP)" = 1 ]; then tests/e2e/setup.sh --when-possible; fi
 	@rm -rf "$(E2E_STATUS)"; status=0; \
@@ -70,10 +76,14 @@ test:
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) nextest run --workspace --locked --no-fail-fast || status=$$?; \
 		$(CARGO) test --workspace --locked --doc || status=$$?; \
 		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast --test tests --test e2e --test lifecycles -E '$(DISPATCH_FILTER)' || status=$$?; \
+		$(MAKE) --no-print-directory release || status=$$?; \
+		PRELOAD_TEST_BIN_DIR="$(RELEASE_DIR)" PRELOAD_LIFECYCLE_CASES=$(RELEASE_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast $(RELEASE_TESTS) || status=$$?; \
 	else \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --workspace --locked --no-fail-fast || status=$$?; \
 		PRELOAD_WIRING=dispatch $(CARGO) test --locked --no-fail-fast --test tests --test e2e -- $(DISPATCH_SUITES:%=%::) $(DISPATCH_E2E) || status=$$?; \
 		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast --test lifecycles || status=$$?; \
+		$(MAKE) --no-print-directory release || status=$$?; \
+		PRELOAD_TEST_BIN_DIR="$(RELEASE_DIR)" PRELOAD_LIFECYCLE_CASES=$(RELEASE_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) || status=$$?; \
 	fi; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
 	exit $$status
