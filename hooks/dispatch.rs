@@ -2,11 +2,11 @@
 //! runs the event's policies in the wiring table's order and prints one answer.
 #![no_main]
 
-use preload_core::hooks::dispatcher;
-use preload_core::wiring::WIRING;
+use preload_core::policies::per_event;
+use preload_core::primitives::wiring::WIRING;
 
 preload_core::hook_entry!(dispatch);
 
 fn dispatch() -> std::process::ExitCode {
-    dispatcher::main(WIRING)
+    per_event::main(WIRING)
 }

@@ -2,4 +2,4 @@
 //! strategy while `E2E_AUTO_ANSWER` is set; otherwise exits at once without reading stdin.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::hooks::e2e_auto_answer::main);
+preload_core::hook_entry!(preload_core::policies::e2e_auto_answer::main);

@@ -1,4 +1,4 @@
 //! UserPromptSubmit: records a skill expansion's SKILL.md as in context; the session gate.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::hooks::prompt_submit::main);
+preload_core::hook_entry!(preload_core::policies::prompt_submit::main);

@@ -2,4 +2,4 @@
 //! process ends, the owner's seed go; sessions stay.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::hooks::session_end::main);
+preload_core::hook_entry!(preload_core::policies::session_end::main);

@@ -1,4 +1,4 @@
 //! SessionStart (every source; `--chunk I/N` for one of N registrations): standards, the active skill, artifacts, recovery.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::hooks::session_start::main);
+preload_core::hook_entry!(preload_core::policies::session_start::main);

@@ -1,4 +1,4 @@
 //! SubagentStart: gives a starting sub-agent its own start-up context, once per agent.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::hooks::subagent_start::main);
+preload_core::hook_entry!(preload_core::policies::subagent_start::main);

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, bin};

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::time::Duration;
 
-use preload_core::stamps::fnv1a;
+use preload_core::state::stamps::fnv1a;
 use serde_json::json;
 
 use crate::common::{Sandbox, strings};

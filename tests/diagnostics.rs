@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use preload_cli::install::wiring::{BINARIES, WIRING};
-use preload_core::runner::HookEvent;
+use preload_core::pipeline::runner::HookEvent;
 use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};

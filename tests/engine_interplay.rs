@@ -244,9 +244,11 @@ fn the_engines_lock_code_reclaims_a_dead_native_holder_at_once() {
     let sb = Sandbox::bare();
     let file = sb.root().join(".state.json");
     fs::write(&file, "{}").unwrap();
-    let lock =
-        preload_core::lock::StateLock::acquire(&file, Instant::now() + Duration::from_secs(1))
-            .unwrap();
+    let lock = preload_core::primitives::lock::StateLock::acquire(
+        &file,
+        Instant::now() + Duration::from_secs(1),
+    )
+    .unwrap();
     let dir = lock.path().to_path_buf();
     // The holder was killed: its lock stays behind, naming a process that is gone.
     std::mem::forget(lock);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, bin, litter, read_json, strings};
@@ -572,7 +572,7 @@ fn seeds_are_never_aged_by_the_clock() {
     let seeds = sb.sessions.join(".seeds");
     fs::create_dir_all(&seeds).unwrap();
     let live = std::os::unix::process::parent_id();
-    let started = preload_core::process::start_time(live);
+    let started = preload_core::primitives::process::start_time(live);
     let seed = |pid: u32, start: Option<u64>| {
         let path = seeds.join(format!("{pid}.json"));
         let mut doc = json!({"pid": pid, "lifecycle": "seeding", "preloadedFiles": []});
@@ -588,7 +588,7 @@ fn seeds_are_never_aged_by_the_clock() {
     set_time(&dead_seed, SystemTime::now());
     let ahead = seed(
         std::process::id(),
-        preload_core::process::start_time(std::process::id()),
+        preload_core::primitives::process::start_time(std::process::id()),
     );
     set_time(
         &ahead,

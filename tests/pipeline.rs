@@ -736,7 +736,7 @@ fn after_a_compaction_the_clients_own_skill_reload_counts_as_delivered() {
     let start = session_start(&sb, "compact");
     start.assert_contract();
     let text = start.context();
-    let delivered = preload_core::delivery::block_paths(&text);
+    let delivered = preload_core::primitives::delivery::block_paths(&text);
     for name in STANDARDS {
         assert!(
             delivered.iter().any(|f| f.ends_with(name)),
@@ -801,12 +801,12 @@ fn after_a_compaction_the_files_of_the_call_the_client_keeps_are_not_sent_again(
         json!({"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": read,
             "tool_use_id": "toolu_last"}),
     );
-    let kept = preload_core::delivery::block_paths(&carried.context());
+    let kept = preload_core::primitives::delivery::block_paths(&carried.context());
     assert!(!kept.is_empty(), "the call carried files");
     let text = session_start(&sb, "compact").context();
     for file in &kept {
         assert!(
-            !preload_core::delivery::block_paths(&text).contains(file),
+            !preload_core::primitives::delivery::block_paths(&text).contains(file),
             "{file} is in the new context already"
         );
         assert!(strings(&sb.state("test"), "preloadedFiles").contains(file));
@@ -921,14 +921,14 @@ fn after_a_compaction_files_of_an_earlier_call_are_not_counted_as_kept() {
     };
     let read = json!({"file_path": sb.project.join("packages/estimate/src/total.ts")});
     let mut carried =
-        preload_core::delivery::block_paths(&call("Read", &read, "toolu_a").context());
+        preload_core::primitives::delivery::block_paths(&call("Read", &read, "toolu_a").context());
     assert!(!carried.is_empty(), "the first call carried directives");
     // Later calls, up to one that carries no file; the compaction happens after it, so the
     // client keeps that call, not the earlier ones.
     let ls = json!({"command": "ls"});
     let mut quiet = false;
     for i in 0..10 {
-        let files = preload_core::delivery::block_paths(
+        let files = preload_core::primitives::delivery::block_paths(
             &call("Bash", &ls, &format!("toolu_b{i}")).context(),
         );
         if files.is_empty() {
@@ -938,7 +938,8 @@ fn after_a_compaction_files_of_an_earlier_call_are_not_counted_as_kept() {
         carried.extend(files);
     }
     assert!(quiet, "a call that carries no file");
-    let resent = preload_core::delivery::block_paths(&session_start(&sb, "compact").context());
+    let resent =
+        preload_core::primitives::delivery::block_paths(&session_start(&sb, "compact").context());
     let preloaded = strings(&sb.state("test"), "preloadedFiles");
     for file in carried.iter().filter(|f| !resent.contains(f)) {
         assert!(

@@ -18,7 +18,7 @@ fn session_start(sb: &Sandbox, source: &str) -> Answer {
 
 /// The distinct files of a text's `[Preloaded: …]` blocks, parts counted once.
 fn files(text: &str) -> Vec<String> {
-    preload_core::delivery::block_paths(text)
+    preload_core::primitives::delivery::block_paths(text)
 }
 
 const HOOKS: [&str; 4] = [
@@ -153,7 +153,7 @@ fn help_and_version_answer_without_stdin() {
 }
 
 /// Every binary of the release, hooks and `preload` alike.
-use preload_core::wiring::BINARIES;
+use preload_core::primitives::wiring::BINARIES;
 
 #[test]
 fn every_binary_answers_version_while_stdin_stays_open() {

@@ -275,6 +275,6 @@ pub fn headers(text: &str) -> Vec<String> {
             l.strip_prefix("[Preloaded: ")
                 .and_then(|r| r.strip_suffix(']'))
         })
-        .map(|h| preload_core::delivery::header_path(h).to_owned())
+        .map(|h| preload_core::primitives::delivery::header_path(h).to_owned())
         .collect()
 }

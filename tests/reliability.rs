@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use crate::common::{Sandbox, bin, litter, read_json};
@@ -883,7 +883,7 @@ fn core_context(sb: &Sandbox, extra: &[(&str, String)]) -> preload_core::Context
     pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
     let input = preload_core::HookInput::from_value(json!({"cwd": sb.project}));
     preload_core::Context::new(
-        preload_core::env::Env::from_pairs(pairs),
+        preload_core::primitives::env::Env::from_pairs(pairs),
         "reliability",
         &input,
         Duration::from_secs(5),
@@ -906,7 +906,7 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
 /// output; the delivery log holds paths, never contents.
 #[test]
 fn preloads_come_only_from_regular_files_within_the_size_cap() {
-    use preload_core::preload::{self, Mode, Request};
+    use preload_core::pipeline::preload::{self, Mode, Request};
     let sb = Sandbox::new();
     let dir = sb.active_session("contain", &json!({}));
     let fifo = sb.project.join("pipe.md");
@@ -933,7 +933,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
     .iter()
     .map(|p| p.to_string_lossy().into_owned())
     .collect();
-    let target = preload_core::session::PreloadState {
+    let target = preload_core::mechanisms::session::PreloadState {
         path: dir.join(".state.json"),
         is_session: true,
     };
@@ -949,7 +949,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
             preload_core::state::Durability::PerCall,
             |s| {
                 for p in &paths {
-                    s.push_unique(preload_core::fields::PENDING_PRELOADS, p);
+                    s.push_unique(preload_core::state::fields::PENDING_PRELOADS, p);
                 }
             },
         )
@@ -960,7 +960,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
             "rule",
         );
         let batch = within("ensure over hostile files", move || {
-            let mut packer = preload_core::delivery::Packer::new(9_500);
+            let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
             preload::ensure(&ctx, &target, &requests, Mode::Claim, &mut packer).map(|b| b.text())
         })
         .unwrap();
@@ -989,7 +989,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
     );
     // The symlink to an already delivered file is the same file: skipped by inode.
     let ctx = core_context(&sb, &[]);
-    let mut packer = preload_core::delivery::Packer::new(9_500);
+    let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
     let again = preload::ensure(
         &ctx,
         &target,
@@ -1002,7 +1002,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
     // A cap of 10 bytes turns the small file into a pointer too.
     let small_cap = core_context(&sb, &[(env::PRELOAD_MAX_FILE_BYTES, "10".to_owned())]);
     let other = sb.project_file("other.md", "OTHER-CONTENT-MARKER, longer than ten bytes\n");
-    let mut packer = preload_core::delivery::Packer::new(9_500);
+    let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
     let capped = preload::ensure(
         &small_cap,
         &target,
@@ -1036,7 +1036,7 @@ fn references_never_name_a_path() {
     fs::write(outside.join("CMD_ABOVE_ROOT.md"), "x").unwrap();
     sb.directive("commands/CMD_ABOVE_ROOT_ENGINE.md", "x");
     let ctx = core_context(&sb, &[]);
-    let resolver = preload_core::preload::resolver(&ctx);
+    let resolver = preload_core::pipeline::preload::resolver(&ctx);
     let from = sb.project.join("packages/estimate/src/total.ts");
     let names = [
         "ABOVE_ROOT",
@@ -1124,7 +1124,7 @@ fn planted_symlinks_and_fifos_are_never_followed_by_writers() {
     // The state path itself a symlink: replaced, never written through.
     let linked = sb.root().join("linked.json");
     symlink(&victim, &linked).unwrap();
-    preload_core::file::write_atomic(&linked, b"{}").unwrap();
+    preload_core::primitives::file::write_atomic(&linked, b"{}").unwrap();
     assert_eq!(fs::read_to_string(&victim).unwrap(), "KEEP");
     assert!(fs::symlink_metadata(&linked).unwrap().is_file());
     // The PID cache a symlink to the victim.
@@ -1475,7 +1475,7 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
         &json!({"bashCounter": 0, "foreignField": foreign, "taskSummary": "keep me"}),
     );
     let state_path = dir.join(".state.json");
-    let journal = preload_core::counters::journal_of(&state_path);
+    let journal = preload_core::mechanisms::counters::journal_of(&state_path);
     let key = |p: usize| match p % 3 {
         0 => "main".to_owned(),
         _ => format!("sub:agent-{}", p % 8),
@@ -1511,7 +1511,7 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
         });
         let watcher = scope.spawn(|| {
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let pending = preload_core::journal::read(&journal).len();
+                let pending = preload_core::primitives::journal::read(&journal).len();
                 most_pending.fetch_max(pending, std::sync::atomic::Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -1565,13 +1565,13 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
         *expected.entry(key(p)).or_default() += CALLS_EACH as u64;
     }
     let parsed = preload_core::state::load(&state_path).unwrap();
-    let counters = preload_core::counters::current(&state_path, &parsed);
+    let counters = preload_core::mechanisms::counters::current(&state_path, &parsed);
     let main_key = "main.jsonl";
     for (k, n) in &expected {
         let k = if k == "main" { main_key } else { k.as_str() };
         assert_eq!(counters.get(k), *n, "count of {k}");
     }
-    let pending = preload_core::journal::read(&journal).len();
+    let pending = preload_core::primitives::journal::read(&journal).len();
     // One more call, uncontended, folds whatever is left into the state itself.
     let last = run_raw(
         &sb,
@@ -1594,8 +1594,11 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
             "{k} in the state"
         );
     }
-    assert!(preload_core::journal::read(&journal).is_empty());
-    assert!(fs::metadata(&journal).map_or(0, |m| m.len()) <= preload_core::journal::MAX_BYTES);
+    assert!(preload_core::primitives::journal::read(&journal).is_empty());
+    assert!(
+        fs::metadata(&journal).map_or(0, |m| m.len())
+            <= preload_core::primitives::journal::MAX_BYTES
+    );
     assert!(litter(&dir).is_empty(), "{:?}", litter(&dir));
     println!(
         "no lost update: {} hook calls and {} bash increments in {elapsed:?}: all counted; \
@@ -1648,7 +1651,8 @@ fn the_counters_mirror_holds_every_count_of_a_burst() {
         }
         let state = read_json(&state_path);
         let parsed = preload_core::state::load(&state_path).unwrap();
-        let counted = preload_core::counters::current(&state_path, &parsed).get("burst.jsonl");
+        let counted =
+            preload_core::mechanisms::counters::current(&state_path, &parsed).get("burst.jsonl");
         assert_eq!(counted, (round * BURST) as u64, "every count kept");
         let mirrored = state["toolCallsByTranscript"]["burst.jsonl"]
             .as_u64()
@@ -1950,7 +1954,7 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     fs::create_dir_all(&cache_dir).unwrap();
     // The cache file's name: the conversation, the source, and the client process (this one).
     let client = std::process::id();
-    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let started = preload_core::primitives::process::start_time(client).unwrap_or(0);
     let cache_file = |sid: &str| cache_dir.join(format!("{sid}_startup_{client}-{started}.slots"));
     symlink(&victim, cache_file("sid-2")).unwrap();
     let run = start("sid-2", "0/2");
@@ -1991,7 +1995,7 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     // resumable as an ended record.
     let ended: Vec<String> = left
         .iter()
-        .filter(|n| n.ends_with(preload_core::session::ENDED_SUFFIX))
+        .filter(|n| n.ends_with(preload_core::mechanisms::session::ENDED_SUFFIX))
         .cloned()
         .collect();
     assert_eq!(
@@ -1999,7 +2003,7 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
         ["sid-2", "sid-3", "sid-4"].map(|sid| format!(
             "{}.{sid}{}",
             sb.pid,
-            preload_core::session::ENDED_SUFFIX
+            preload_core::mechanisms::session::ENDED_SUFFIX
         )),
         "the replaced conversations' windows"
     );
@@ -2009,7 +2013,7 @@ fn session_start_cache_and_seeds_resist_planted_files_and_litter() {
     assert_eq!(
         left,
         vec![
-            preload_core::lock::SPARE.to_owned(),
+            preload_core::primitives::lock::SPARE.to_owned(),
             format!("{}.carry.json", sb.pid),
             format!("{}.json", sb.pid)
         ],

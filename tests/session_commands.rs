@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use crate::common::{Sandbox, strings};

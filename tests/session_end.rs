@@ -38,7 +38,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         for entry in fs::read_dir(&d).unwrap() {
             let path = entry.unwrap().path();
             // The released lock a directory keeps for its next one holds no one's data.
-            if path.ends_with(preload_core::lock::SPARE) {
+            if path.ends_with(preload_core::primitives::lock::SPARE) {
                 continue;
             }
             if path.is_dir() {

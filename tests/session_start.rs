@@ -159,8 +159,11 @@ fn too_few_slots_point_at_the_rest_which_stays_queued() {
 /// The lock file the registrations of this test process's `sess-1` event take in `dir`.
 fn generation_lock(dir: &std::path::Path, source: &str) -> std::path::PathBuf {
     let client = std::process::id();
-    let started = preload_core::process::start_time(client).unwrap_or(0);
-    preload_core::start_cache::lock_file(dir, &format!("sess-1_{source}_{client}-{started}"))
+    let started = preload_core::primitives::process::start_time(client).unwrap_or(0);
+    preload_core::mechanisms::start_text::lock_file(
+        dir,
+        &format!("sess-1_{source}_{client}-{started}"),
+    )
 }
 
 /// The cache directory `cache/` of `sb`, with the lock of its `startup` event held by this
@@ -230,9 +233,9 @@ fn lock_directories_of_earlier_builds_are_swept() {
     let dir = sb.root().join("cache");
     fs::create_dir_all(&dir).unwrap();
     let client = std::process::id();
-    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let started = preload_core::primitives::process::start_time(client).unwrap_or(0);
     let old = dir.join(format!("sess-0_startup_{client}-{started}.slots.lock"));
-    let spare = dir.join(preload_core::lock::SPARE);
+    let spare = dir.join(preload_core::primitives::lock::SPARE);
     let recent = dir.join("sess-9_startup_1-1.slots.lock");
     for lock in [&old, &spare, &recent] {
         fs::create_dir_all(lock).unwrap();
@@ -291,7 +294,7 @@ fn the_default_cache_directory_is_private() {
         0o700
     );
     let client = std::process::id();
-    let started = preload_core::process::start_time(client).unwrap_or(0);
+    let started = preload_core::primitives::process::start_time(client).unwrap_or(0);
     assert!(
         dir.join(format!("sess-1_startup_{client}-{started}.slots"))
             .is_file()

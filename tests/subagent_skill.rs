@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, strings};

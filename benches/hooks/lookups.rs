@@ -15,7 +15,7 @@ use super::{
     Availability, Case, Error, Verdicts, call_for, measure, ms, run_cases, with, with_call_fields,
 };
 use crate::sandbox::{Sandbox, Sizes};
-use preload_core::env;
+use preload_core::primitives::env;
 
 /// The session counts compared.
 const COUNTS: [usize; 2] = [10, 10_000];

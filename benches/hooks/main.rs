@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use measure::{Call, median};
@@ -503,7 +503,8 @@ fn run_cases(
         prepare(sb, case, None, &mut counter)?;
         let (_, out) = call_for(sb, case, bin, counter).run_timed()?;
         counter += 1;
-        counters.push(std::fs::read(preload_core::counters::file_of(&sb.state_file)).ok());
+        counters
+            .push(std::fs::read(preload_core::mechanisms::counters::file_of(&sb.state_file)).ok());
         rows.push(Row {
             label: case.label.clone(),
             bin: case.bin,

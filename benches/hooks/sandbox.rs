@@ -53,7 +53,7 @@ pub const EXAMPLE_COMMANDS: [&str; 20] = [
     "CMD_WALK_THROUGH_RESULTS",
 ];
 
-use preload_core::session::CORE_STANDARDS;
+use preload_core::mechanisms::session::CORE_STANDARDS;
 
 /// How big a generated sandbox is.
 #[derive(Debug, Clone, Copy)]
@@ -508,15 +508,15 @@ impl Sandbox {
         if lock.exists() {
             let _ = fs::remove_dir_all(&lock);
         }
-        let seed = preload_core::session::seed_path(&self.sessions, std::process::id());
-        let counters_file = preload_core::counters::file_of(&self.state_file);
+        let seed = preload_core::mechanisms::session::seed_path(&self.sessions, std::process::id());
+        let counters_file = preload_core::mechanisms::counters::file_of(&self.state_file);
         if let Some(text) = counters {
             fs::write(&counters_file, text)?;
         }
         let gone = counters.is_none().then_some(counters_file);
         for kept in gone.into_iter().chain([
-            preload_core::counters::journal_of(&self.state_file),
-            preload_core::ledger::carry_path(&seed),
+            preload_core::mechanisms::counters::journal_of(&self.state_file),
+            preload_core::mechanisms::ledger::carry_path(&seed),
             seed,
         ]) {
             match fs::remove_file(&kept) {

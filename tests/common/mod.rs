@@ -15,7 +15,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use assert_cmd::Command;
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 #[path = "../../support/example.rs"]
@@ -489,7 +489,8 @@ impl Sandbox {
             .map(|e| {
                 let mut file = e["file"].as_str().unwrap_or("").to_owned();
                 let source = e["source"].as_str().unwrap_or("");
-                if let Some(agent) = preload_core::delivery::sub_agent_of_source(source) {
+                if let Some(agent) = preload_core::primitives::delivery::sub_agent_of_source(source)
+                {
                     file = format!("{file} (sub-agent {agent})");
                 }
                 (e["hook"].as_str().unwrap_or("").to_owned(), file)
@@ -595,6 +596,6 @@ pub fn litter(dir: &Path) -> Vec<String> {
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains(".lock") || n.contains(".tmp."))
-        .filter(|n| !n.ends_with(preload_core::file::HELD_TEMP_SUFFIX))
+        .filter(|n| !n.ends_with(preload_core::primitives::file::HELD_TEMP_SUFFIX))
         .collect()
 }

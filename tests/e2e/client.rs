@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use preload_core::env;
+use preload_core::primitives::env;
 use serde_json::Value;
 
 use crate::common::repo;

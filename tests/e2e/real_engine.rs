@@ -697,11 +697,11 @@ fn point_plain_resume(j: &Judged) -> Point {
         .iter()
         .rev()
         .skip(1)
-        .flat_map(|c| preload_core::delivery::block_paths(&c.text))
+        .flat_map(|c| preload_core::primitives::delivery::block_paths(&c.text))
         .collect();
     match starts.last() {
         Some(last) if starts.len() >= 3 => {
-            let blocks = preload_core::delivery::block_paths(&last.text);
+            let blocks = preload_core::primitives::delivery::block_paths(&last.text);
             for p in blocks.iter().filter(|p| held.contains(p)) {
                 six.problems.push(format!(
                     "run 3's SessionStart (resume) sends again what the conversation holds: {}",

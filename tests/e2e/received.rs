@@ -113,7 +113,7 @@ impl Received {
                     let after = &rest[at + HEADER.len()..];
                     let end = after.find(['\n', ']']).unwrap_or(after.len());
                     let label = after[..end].to_owned();
-                    let path = preload_core::delivery::header_path(&label).to_owned();
+                    let path = preload_core::primitives::delivery::header_path(&label).to_owned();
                     // Only an absolute path names a delivered file; prose that shows the
                     // header's form (`[Preloaded: …]`) is no block.
                     if path.starts_with('/') {

@@ -286,7 +286,7 @@ pub struct Delivery {
 impl Delivery {
     /// The sub-agent whose context received it, if any.
     pub fn sub_agent(&self) -> Option<&str> {
-        preload_core::delivery::sub_agent_of_source(&self.source)
+        preload_core::primitives::delivery::sub_agent_of_source(&self.source)
     }
 
     /// Whether the hooks recorded a skill the client loaded itself, without a `[Preloaded: …]`

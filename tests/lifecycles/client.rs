@@ -215,7 +215,7 @@ pub fn parse_header(line: &str) -> Option<Reception> {
         }
         None => (inner, None),
     };
-    let path = preload_core::delivery::header_path(rest);
+    let path = preload_core::primitives::delivery::header_path(rest);
     if !path.starts_with('/') {
         return None;
     }

@@ -20,7 +20,7 @@ pub const FOREIGN: (&str, &str) = ("fleetNote", "keep me");
 /// Characters one answer carries (the output budget).
 const BUDGET: usize = 9_000;
 /// The hooks' output budget (`PRELOAD_OUTPUT_BUDGET`'s default).
-const OUTPUT_BUDGET: usize = preload_core::delivery::DEFAULT_BUDGET;
+const OUTPUT_BUDGET: usize = preload_core::primitives::delivery::DEFAULT_BUDGET;
 
 /// A file due in a window.
 #[derive(Debug, Clone)]
@@ -168,7 +168,7 @@ impl World {
     /// Due at SessionStart: the core standards and `docs/TOC.md`; with an active session of
     /// the owner after a compaction or resume, its skill's SKILL.md and current phase.
     pub fn due_at_start(&mut self, slot: usize, source: &str) {
-        let mut paths: Vec<String> = preload_core::session::CORE_STANDARDS
+        let mut paths: Vec<String> = preload_core::mechanisms::session::CORE_STANDARDS
             .iter()
             .map(|rel| self.sb.engine_path(rel))
             .collect();
@@ -254,7 +254,7 @@ impl World {
         // A seed's record is the seed with its carry (stash, part progress, conversation).
         let seed = self.sb.sessions.join(".seeds").join(format!("{pid}.json"));
         crate::world::parse_state(&seed).ok()?;
-        let state = preload_core::ledger::read_seed(&seed).ok()?;
+        let state = preload_core::mechanisms::ledger::read_seed(&seed).ok()?;
         Some((
             format!("sessions/.seeds/{pid}.json"),
             Value::Object(state.0),
@@ -557,9 +557,9 @@ impl World {
                         // kept means in the seed or its carry.
                         let is_seed = file.parent().and_then(Path::file_name)
                             == Some(".seeds".as_ref())
-                            && !preload_core::ledger::is_carry(&file);
+                            && !preload_core::mechanisms::ledger::is_carry(&file);
                         let kept = if is_seed {
-                            preload_core::ledger::read_seed(&file)
+                            preload_core::mechanisms::ledger::read_seed(&file)
                                 .is_ok_and(|seed| seed.get(FOREIGN.0) == Some(&json!(FOREIGN.1)))
                         } else {
                             state[FOREIGN.0] == FOREIGN.1

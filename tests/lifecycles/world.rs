@@ -271,17 +271,17 @@ impl World {
     fn session_start(&mut self, slot: usize, source: &str) {
         self.use_slot(slot);
         // The generated events follow each other in milliseconds; a client's come seconds or
-        // minutes apart, past the SessionStart cache's freshness (`start_cache::FRESH`, 10 s),
+        // minutes apart, past the SessionStart cache's freshness (`start_text::FRESH`, 10 s),
         // within which a second event of the same conversation, source and process (two
         // compactions) would be served the first one's text. Each event gets its own cache,
-        // as if that time had passed; the freshness rule has tests of its own (start_cache).
+        // as if that time had passed; the freshness rule has tests of its own (start_text).
         let n = self.next();
         let cache = self.sb.root().join(format!("start-cache-{n}"));
         self.sb
             .extra_env
-            .retain(|(k, _)| k != preload_core::env::PRELOAD_CACHE_DIR);
+            .retain(|(k, _)| k != preload_core::primitives::env::PRELOAD_CACHE_DIR);
         self.sb.extra_env.push((
-            preload_core::env::PRELOAD_CACHE_DIR.to_owned(),
+            preload_core::primitives::env::PRELOAD_CACHE_DIR.to_owned(),
             cache.to_string_lossy().into_owned(),
         ));
         let answers = hooks::event(
@@ -293,7 +293,7 @@ impl World {
         // A new context window writes the owner's seed fresh (only a session's state is
         // re-seeded in place): the field planted in the old seed goes with it; plant anew.
         let seed = self.sb.seed_path();
-        let carry = preload_core::ledger::carry_path(&seed);
+        let carry = preload_core::mechanisms::ledger::carry_path(&seed);
         self.planted.retain(|f| *f != seed && *f != carry);
         // A loss in the one window stays the same loss when a compaction keeps the killed
         // call (its record names what the killed hook committed); a new conversation ends it.

@@ -23,10 +23,10 @@ use serde_json::Value;
 
 use crate::exit::Exit;
 use crate::install::wiring::{BINARIES, DEFAULT_PREFIX};
-use preload_core::env::{self, Env};
-use preload_core::paths;
-use preload_core::runner;
-use preload_core::session::CORE_STANDARDS;
+use preload_core::mechanisms::session::CORE_STANDARDS;
+use preload_core::pipeline::runner;
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::paths;
 
 /// `preload doctor`.
 #[derive(Debug, Clone, Default, clap::Args)]

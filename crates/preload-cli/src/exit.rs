@@ -3,7 +3,7 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use preload_core::runner;
+use preload_core::pipeline::runner;
 
 /// The exit codes of the `preload` commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

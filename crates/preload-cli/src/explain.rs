@@ -25,13 +25,13 @@ use crate::doctor::sizes::CLIENT_CAP;
 use crate::exit::{self, CommandError, Exit};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::timings::binaries_dir;
-use preload_core::context::Context;
-use preload_core::env::{self, Env};
-use preload_core::fields;
-use preload_core::input::{HookInput, MAX_STDIN_BYTES};
-use preload_core::paths;
-use preload_core::rules::{self as guard_rules, Facts};
-use preload_core::session::{self, PreloadState};
+use preload_core::mechanisms::context::Context;
+use preload_core::mechanisms::session::{self, PreloadState};
+use preload_core::pipeline::rules::{self as guard_rules, Facts};
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::input::{HookInput, MAX_STDIN_BYTES};
+use preload_core::primitives::paths;
+use preload_core::state::fields;
 use preload_core::state::{self, State};
 
 /// `preload explain`.
@@ -230,7 +230,7 @@ impl Trial {
                 &cwd,
                 &stdin,
             )?;
-            let size = preload_core::delivery::chars(&call.text());
+            let size = preload_core::primitives::delivery::chars(&call.text());
             largest = largest.max(size);
             if size == 0 && call.decision().is_none() && call.code == Some(0) {
                 idle += 1;

@@ -4,13 +4,14 @@
 //! Everything derives from the tables in [`wiring`]. The parts: [`binaries`] copies, [`guards`]
 //! writes the default rules, [`merge`] edits the settings document and [`settings`] the file
 //! (with its backups), [`ignore`] the project's ignore rule for seeds, [`shims`] writes the bash
-//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again. [`dispatch`] derives the one-process-per-event wiring of `--dispatch`.
+//! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again.
+//! [`per_event`] derives the one-process-per-event wiring of `--dispatch`.
 
 pub mod binaries;
-pub mod dispatch;
 pub mod guards;
 pub mod ignore;
 pub mod merge;
+pub mod per_event;
 pub mod settings;
 pub mod shims;
 pub mod targets;
@@ -23,8 +24,8 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use preload_core::env::Env;
-use preload_core::paths::EnginePaths;
+use preload_core::primitives::env::Env;
+use preload_core::primitives::paths::EnginePaths;
 
 use crate::exit::{self, CommandError, Exit};
 use binaries::BinaryError;

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use exit::Exit;
-use preload_core::runner;
+use preload_core::pipeline::runner;
 
 pub mod calls;
 pub mod doctor;
@@ -117,7 +117,7 @@ fn noop() -> ExitCode {
     let mut sink = Vec::new();
     let _ = std::io::stdin()
         .lock()
-        .take(preload_core::input::MAX_STDIN_BYTES)
+        .take(preload_core::primitives::input::MAX_STDIN_BYTES)
         .read_to_end(&mut sink);
     runner::print_text("{}");
     Exit::Success.into()

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use preload_core::file;
-use preload_core::file::OpError;
+use preload_core::primitives::file;
+use preload_core::primitives::file::OpError;
 
 use crate::exit::{self, CommandError, Exit};
 use crate::install::binaries::{self, BinaryError};

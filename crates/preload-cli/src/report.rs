@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::exit::{self, CommandError, Exit};
-use preload_core::env::{self, Env};
-use preload_core::report::Report;
+use preload_core::mechanisms::report::Report;
+use preload_core::primitives::env::{self, Env};
 
 /// `preload report`.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -17,11 +17,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use preload_core::context::Context;
-use preload_core::env::{self, Env};
-use preload_core::file::OpError;
-use preload_core::markers;
-use preload_core::session;
+use preload_core::mechanisms::context::Context;
+use preload_core::mechanisms::session;
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::file::OpError;
+use preload_core::primitives::markers;
 
 use mirror::{Copier, LIMITS, replace_path};
 

@@ -18,10 +18,10 @@ use serde_json::json;
 
 use crate::exit::{self, Exit};
 use crate::transition::{self, Outcome, PhaseRequest, proof};
-use preload_core::activation::{self, Failure, Options};
-use preload_core::env::Env;
-use preload_core::input::MAX_STDIN_BYTES;
-use preload_core::runner;
+use preload_core::pipeline::activation::{self, Failure, Options};
+use preload_core::pipeline::runner;
+use preload_core::primitives::env::Env;
+use preload_core::primitives::input::MAX_STDIN_BYTES;
 use preload_core::{Context, HookInput};
 
 /// How long `phase` waits for its proof on stdin (the engine's `read -t 1`).
@@ -153,7 +153,7 @@ fn session_dir_arg(ctx: &Context, arg: &str) -> PathBuf {
     } else {
         ctx.cwd.join(path)
     };
-    preload_core::paths::lexical_clean(&path)
+    preload_core::primitives::paths::lexical_clean(&path)
 }
 
 fn activate_cmd(ctx: &Context, args: &ActivateArgs) -> Result<Outcome, Failure> {

@@ -12,15 +12,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::exit::Exit;
-use preload_core::context::Context;
-use preload_core::delivery;
-use preload_core::env::Env;
-use preload_core::fields;
-use preload_core::input::HookInput;
-use preload_core::packs;
-use preload_core::runner;
-use preload_core::session;
-use preload_core::stamps;
+use preload_core::mechanisms::context::Context;
+use preload_core::mechanisms::packs;
+use preload_core::mechanisms::session;
+use preload_core::pipeline::runner;
+use preload_core::primitives::delivery;
+use preload_core::primitives::env::Env;
+use preload_core::primitives::input::HookInput;
+use preload_core::state::fields;
+use preload_core::state::stamps;
 use preload_core::state::{self, State};
 
 /// `preload status`.
@@ -69,7 +69,7 @@ fn file_entry(path: &str) -> Value {
 /// The status of the owner's session or seed as a JSON value.
 pub fn status(ctx: &Context) -> Value {
     // The project is where a `.claude/` is; without one there is none (as `doctor` says).
-    let project = preload_core::paths::find_project_root(&ctx.cwd);
+    let project = preload_core::primitives::paths::find_project_root(&ctx.cwd);
     let mut out = json!({
         "project": project,
         "cwd": ctx.cwd,

@@ -21,11 +21,11 @@ use crate::calls::{self, CallError};
 use crate::exit::{self, CommandError, Exit};
 use crate::install::wiring::{BINARIES, DEFAULT_PREFIX, WIRING, Wiring};
 use crate::sandbox::{Sandbox, SandboxError};
-use preload_core::context::Context;
-use preload_core::env::{self, Env};
-use preload_core::input::HookInput;
-use preload_core::paths;
-use preload_core::runner::{self, HookEvent};
+use preload_core::mechanisms::context::Context;
+use preload_core::pipeline::runner::{self, HookEvent};
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::input::HookInput;
+use preload_core::primitives::paths;
 
 /// How many times each hook runs by default.
 pub const DEFAULT_RUNS: u16 = 20;

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use preload_core::skill;
+use preload_core::mechanisms::skill;
 use preload_core::state::StateError;
 use proof::ProofError;
 

@@ -10,13 +10,17 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::bytes;
-use crate::file::WriteError;
-use crate::lock::LockError;
+use crate::primitives::bytes;
+use crate::primitives::file::WriteError;
+use crate::primitives::lock::LockError;
 
+pub mod dedup;
+pub mod fields;
 mod lifecycle;
 mod peek;
 mod pretty;
+pub mod refs;
+pub mod stamps;
 mod store;
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};

@@ -21,8 +21,8 @@ use super::Finding;
 use crate::calls::{self, Registration};
 use crate::install::guards::DEFAULT_GUARDS;
 use crate::sandbox::Sandbox;
-use preload_core::env::{self, Env};
-use preload_core::session::CORE_STANDARDS;
+use preload_core::mechanisms::session::CORE_STANDARDS;
+use preload_core::primitives::env::{self, Env};
 
 /// The rule of the default set the canary keeps.
 const PRELOAD_RULE: &str = "preload";

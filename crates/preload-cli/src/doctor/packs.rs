@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::Finding;
-use preload_core::packs::{self, Strategy};
+use preload_core::mechanisms::packs::{self, Strategy};
 
 /// The context-packs files of the project at `root` (or only the global one without a project).
 pub(super) fn check_packs(home: &Path, root: Option<&Path>, findings: &mut Vec<Finding>) {

@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Finding;
-use preload_core::lock::{self, LockHealth};
-use preload_core::session::{self, SEEDS_DIR, STATE_FILE};
+use preload_core::mechanisms::session::{self, SEEDS_DIR, STATE_FILE};
+use preload_core::primitives::lock::{self, LockHealth};
 use preload_core::state::{self, StateError};
 
 /// State files, seeds and lock directories under one sessions directory.

@@ -13,14 +13,14 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::Finding;
-use preload_core::context::Context;
-use preload_core::delivery::{self, FileBody};
-use preload_core::env::Env;
-use preload_core::fields;
-use preload_core::input::HookInput;
-use preload_core::session::{self, CORE_STANDARDS, STATE_FILE};
-use preload_core::skill::{self, Skill};
+use preload_core::mechanisms::context::Context;
+use preload_core::mechanisms::session::{self, CORE_STANDARDS, STATE_FILE};
+use preload_core::mechanisms::skill::{self, Skill};
+use preload_core::primitives::delivery::{self, FileBody};
+use preload_core::primitives::env::Env;
+use preload_core::primitives::input::HookInput;
 use preload_core::state;
+use preload_core::state::fields;
 
 /// Claude Code's cap on one hook output, in characters.
 pub const CLIENT_CAP: usize = 10_000;

@@ -19,7 +19,7 @@ use crate::install::wiring::all_handlers;
 use crate::install::wiring::{
     DISPATCHER, SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
 };
-use preload_core::env::{self, Env};
+use preload_core::primitives::env::{self, Env};
 
 /// The settings files Claude Code merges for this project, the one we wire first.
 pub(super) fn settings_files(

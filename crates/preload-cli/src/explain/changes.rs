@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use preload_core::fields;
 use preload_core::state::State;
+use preload_core::state::fields;
 
 /// The files under `dirs` and their bytes (for the before and after of a run).
 pub fn snapshot(dirs: &[PathBuf]) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use preload_core::fields;
-use preload_core::rules::{self, Facts, Rule, Threshold, Trigger};
+use preload_core::pipeline::rules::{self, Facts, Rule, Threshold, Trigger};
 use preload_core::state::State;
+use preload_core::state::fields;
 
 /// What a rule's trigger tests, with the values it was tested on.
 pub fn condition(rule: &Rule, facts: &Facts) -> String {

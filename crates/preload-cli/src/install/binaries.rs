@@ -7,8 +7,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use preload_core::file;
-use preload_core::file::OpError;
+use preload_core::primitives::file;
+use preload_core::primitives::file::OpError;
 
 use super::wiring::BINARIES;
 

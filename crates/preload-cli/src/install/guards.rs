@@ -3,9 +3,9 @@
 use std::fs;
 use std::path::Path;
 
-use preload_core::file;
-use preload_core::file::OpError;
-use preload_core::paths::EnginePaths;
+use preload_core::primitives::file;
+use preload_core::primitives::file::OpError;
+use preload_core::primitives::paths::EnginePaths;
 
 /// The shipped default rules (`hooks/guards.json`): the engine's own rule set.
 pub const DEFAULT_GUARDS: &str = include_str!("../../../../hooks/guards.json");
@@ -44,7 +44,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let guards = EnginePaths::new(tmp.path()).guards;
         assert!(install_default_guards(tmp.path()).unwrap());
-        let rules = preload_core::rules::parse(&fs::read_to_string(&guards).unwrap()).unwrap();
+        let rules =
+            preload_core::pipeline::rules::parse(&fs::read_to_string(&guards).unwrap()).unwrap();
         assert!(rules.iter().any(|r| r.id == "preload"));
         fs::write(&guards, "[]").unwrap();
         assert!(!install_default_guards(tmp.path()).unwrap());

@@ -11,8 +11,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use preload_core::file::OpError;
-use preload_core::{file, paths};
+use preload_core::primitives::file::OpError;
+use preload_core::primitives::{file, paths};
 
 /// The seeds' directory, relative to the project root.
 pub const SEEDS_PATTERN: &str = "sessions/.seeds/";

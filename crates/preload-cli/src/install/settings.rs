@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use preload_core::file;
-use preload_core::file::OpError;
+use preload_core::primitives::file;
+use preload_core::primitives::file::OpError;
 
 use super::merge::{has_our_handlers, unwire, wire_in};
 use super::wiring::all_handlers;

@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use preload_core::file;
-use preload_core::file::OpError;
+use preload_core::primitives::file;
+use preload_core::primitives::file::OpError;
 
 use super::backup_of;
 use super::binaries::make_executable;

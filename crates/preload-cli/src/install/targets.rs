@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use preload_core::env::{self, Env};
-use preload_core::paths;
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::paths;
 
 use super::shims;
 use super::wiring::DEFAULT_PREFIX;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use preload_core::env::Env;
+use preload_core::primitives::env::Env;
 
 use super::settings::{self, Change, SettingsError};
 use super::shims::{self, ShimError};

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-pub use preload_core::wiring::{
+pub use preload_core::primitives::wiring::{
     BINARIES, DISPATCHER, SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring,
 };
 
@@ -81,7 +81,7 @@ pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
 }
 
 /// How the handlers reach the policies: one binary per row (the default), or one
-/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::dispatch`]).
+/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::per_event`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WiringMode {
     /// One handler per row of [`WIRING`], each its own process.
@@ -111,7 +111,7 @@ pub fn wanted_in(
 ) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     match mode {
         WiringMode::Binaries => wanted(prefix),
-        WiringMode::Dispatch => super::dispatch::groups(prefix),
+        WiringMode::Dispatch => super::per_event::groups(prefix),
     }
 }
 

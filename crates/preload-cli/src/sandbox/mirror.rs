@@ -6,10 +6,10 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use preload_core::discovery::EXCLUDED_DIRS;
-use preload_core::file::OpError;
-use preload_core::lock;
-use preload_core::packs;
+use preload_core::mechanisms::discovery::EXCLUDED_DIRS;
+use preload_core::mechanisms::packs;
+use preload_core::primitives::file::OpError;
+use preload_core::primitives::lock;
 
 use super::SandboxError;
 

@@ -5,8 +5,8 @@
 
 use std::fs;
 
-use preload_core::activation::Failure;
-use preload_core::paths::EnginePaths;
+use preload_core::pipeline::activation::Failure;
+use preload_core::primitives::paths::EnginePaths;
 use serde_json::{Map, Value};
 
 use crate::schema::{self, first_json_block};

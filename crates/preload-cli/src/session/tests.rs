@@ -1,12 +1,12 @@
 //! Unit tests of `preload activate` and `preload phase`, on a temporary home and project.
 
 use super::*;
-use preload_core::activation::activate;
-use preload_core::env;
-use preload_core::fields;
-use preload_core::session;
-use preload_core::session::STATE_FILE;
+use preload_core::mechanisms::session;
+use preload_core::mechanisms::session::STATE_FILE;
+use preload_core::pipeline::activation::activate;
+use preload_core::primitives::env;
 use preload_core::state;
+use preload_core::state::fields;
 use std::fs;
 
 fn setup() -> (tempfile::TempDir, Context, PathBuf) {

@@ -13,12 +13,12 @@ use super::{
     Outcome, Rejection, TransitionError, Verdict, appended, find, judge, label_of, name_of,
     validate_phase,
 };
-use preload_core::clock;
-use preload_core::context::Context;
-use preload_core::delivery::Packer;
-use preload_core::fields;
-use preload_core::preload::{self, Batch, Mode, Request};
-use preload_core::session::STATE_FILE;
+use preload_core::mechanisms::context::Context;
+use preload_core::mechanisms::session::STATE_FILE;
+use preload_core::pipeline::preload::{self, Batch, Mode, Request};
+use preload_core::primitives::clock;
+use preload_core::primitives::delivery::Packer;
+use preload_core::state::fields;
 use preload_core::state::{self, State};
 
 /// A `phase` call.

@@ -13,7 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, proof_block};
-use preload_core::skill;
+use preload_core::mechanisms::skill;
 use preload_core::state::deep_merge;
 
 /// The notice for proof given as `key: value` lines.

@@ -2,11 +2,11 @@
 
 use super::*;
 use preload_core::Context;
-use preload_core::env::{self, Env};
-use preload_core::fields;
-use preload_core::input::HookInput;
-use preload_core::session::STATE_FILE;
+use preload_core::mechanisms::session::STATE_FILE;
+use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::input::HookInput;
 use preload_core::state;
+use preload_core::state::fields;
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::State;
-use crate::fields;
+use crate::state::fields;
 
 /// A state's `lifecycle`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{MAX_STATE_BYTES, State, StateError};
-use crate::bytes;
-use crate::file::{self, ReadError};
-use crate::lock::{LockError, StateLock};
+use crate::primitives::bytes;
+use crate::primitives::file::{self, ReadError};
+use crate::primitives::lock::{LockError, StateLock};
 
 /// Read and parse a state file (a regular file of at most [`MAX_STATE_BYTES`]; a directory,
 /// FIFO or device in its place is reported as corrupt without blocking).
@@ -267,7 +267,7 @@ fn locked_change<T>(
                 save_text_locked(path, &rendered, &lock, how.durability)?;
             }
             lock.release();
-            crate::start::release((state, rendered, text));
+            crate::primitives::system::entry::release((state, rendered, text));
             return Ok(out);
         }
     }
@@ -278,6 +278,6 @@ fn locked_change<T>(
         save_locked(path, &state, &lock, how.durability)?;
     }
     lock.release();
-    crate::start::release((state, before, text));
+    crate::primitives::system::entry::release((state, before, text));
     Ok(out)
 }

@@ -1,7 +1,7 @@
 //! Unit tests of `state`.
 
 use super::*;
-use crate::file;
+use crate::primitives::file;
 use serde_json::json;
 use std::fs;
 use std::time::{Duration, Instant};
@@ -104,7 +104,7 @@ fn update_changes_one_field_and_keeps_the_rest() {
         after.get("zUnknownField"),
         State::parse(REAL_SHAPED).unwrap().get("zUnknownField")
     );
-    assert!(!crate::lock::lock_dir_for(&path).exists());
+    assert!(!crate::primitives::lock::lock_dir_for(&path).exists());
 }
 
 #[test]
@@ -119,7 +119,7 @@ fn corrupt_files_are_never_written() {
         .unwrap_err();
         assert!(matches!(err, StateError::Corrupt { .. }), "{bad:?}: {err}");
         assert_eq!(fs::read_to_string(&path).unwrap(), bad);
-        assert!(!crate::lock::lock_dir_for(&path).exists());
+        assert!(!crate::primitives::lock::lock_dir_for(&path).exists());
     }
 }
 
@@ -205,7 +205,7 @@ fn atomic_write_does_not_follow_a_planted_temp_symlink() {
     fs::write(&target, "keep").unwrap();
     let path = tmp.path().join("s.json");
     // Plant symlinks at the next few temp names.
-    let next = crate::file::next_temp_number();
+    let next = crate::primitives::file::next_temp_number();
     for n in next..next + 4 {
         let name = format!("s.json.tmp.{}.{n}", std::process::id());
         let _ = std::os::unix::fs::symlink(&target, tmp.path().join(name));
@@ -229,7 +229,7 @@ fn nothing_is_committed_after_the_call_deadline() {
         load(&path).unwrap().strings("pendingPreloads"),
         vec!["/a.md"]
     );
-    assert!(!crate::lock::lock_dir_for(&path).exists());
+    assert!(!crate::primitives::lock::lock_dir_for(&path).exists());
     update(&path, soon(), Durability::PerCall, |s| {
         s.remove_item("pendingPreloads", "/a.md")
     })

@@ -1,0 +1,18 @@
+//! Layer 3, the mechanisms: what a context window is made of: [`context`], [`session`],
+//! [`ledger`], [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
+//! [`start_text`], [`dehydrated`], [`reread`], [`work_files`], [`packs`].
+
+pub mod context;
+pub mod counters;
+pub mod dehydrated;
+pub mod discovery;
+pub mod heartbeat;
+pub mod ledger;
+pub mod packs;
+pub mod report;
+pub mod reread;
+pub mod session;
+pub mod skill;
+pub mod start_text;
+pub mod stash;
+pub mod work_files;

@@ -1,0 +1,448 @@
+//! The record of one context window across the files the engine also writes: a session's
+//! `.state.json`, or before activation the owner's seed and its carry.
+//!
+//! The engine's `session.sh activate` keeps only `preloadedFiles`, `pendingPreloads` and
+//! `touchedDirs` of a seed and deletes it; `continue` replaces the first two; both leave the
+//! session without `sessionId`. So a seed holds only what the engine keeps, and everything else
+//! a hook records before activation (stashed injections, part progress, the conversation,
+//! checklists, delivered rules) goes into the seed's carry, `sessions/.seeds/<pid>.carry.json`,
+//! which the engine never touches. The carry also lists the files still owed to the context
+//! (queued, or partly delivered): an activator that marks them delivered (the engine's lists
+//! the six core standards in every fresh state) is corrected.
+//!
+//! The first native write to the owner's session after activation adopts the carry (and a seed
+//! the activator left), under the seed's lock then the session's, and deletes both. Every write
+//! also tags the session with the conversation it serves (`sessionId`): when a different
+//! conversation works in it (a `continue` after a restart), what belonged to the old context
+//! window (part progress, sub-agent records, stashed injections) is let go, and the files the
+//! old stash carried are queued again.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::mechanisms::context::Context;
+use crate::mechanisms::session::{self, PreloadState};
+use crate::primitives::lock::StateLock;
+use crate::state::fields;
+use crate::state::{self, Durability, Lifecycle, State, StateError};
+
+mod calls;
+mod window;
+pub use calls::{KeptCall, note_call_deliveries, note_start_deliveries};
+pub use window::{archive_window, skills_held_at_start};
+
+/// The fields of a seed that the engine's activate reads; everything else lives in the carry.
+pub const SEED_FIELDS: [&str; 6] = [
+    fields::PID,
+    fields::LIFECYCLE,
+    fields::PID_START_TIME,
+    fields::PRELOADED_FILES,
+    fields::PENDING_PRELOADS,
+    fields::TOUCHED_DIRS,
+];
+
+/// The carry of the seed at `seed`: `<pid>.carry.json` next to `<pid>.json`.
+pub fn carry_path(seed: &Path) -> PathBuf {
+    seed.with_extension("carry.json")
+}
+
+/// True for a carry file name.
+pub fn is_carry(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".carry.json"))
+}
+
+/// Read-modify-write of a preload state under its lock: a seed together with its carry, a
+/// session after adopting the owner's carry and tagging the conversation.
+pub fn update<T>(
+    ctx: &Context,
+    target: &PreloadState,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    if target.is_session {
+        update_session(ctx, &target.path, change)
+    } else {
+        update_seed(ctx, &target.path, change)
+    }
+}
+
+/// A seed and its carry as one state.
+fn update_seed<T>(
+    ctx: &Context,
+    path: &Path,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let lock = StateLock::acquire(path, ctx.lock_deadline())?;
+    let seed = state::load(path)?;
+    let carry_file = carry_path(path);
+    let carry = load_carry(&carry_file)?;
+    let mut view = joined(&seed, carry.as_ref());
+    let before = view.clone();
+    let out = change(&mut view);
+    if view != before {
+        let old = (Some(&seed), carry.as_ref());
+        write_seed(&lock, path, &view, old, Durability::PerCall)?;
+    }
+    lock.release();
+    Ok(out)
+}
+
+/// Write a seed view: the carry first (what the engine drops), then the seed itself. `old_seed`
+/// and `old_carry` are the files as read under `lock` (`None`: absent or unread): a file that
+/// would hold what it holds is not written again (a re-seed often changes only the carry's
+/// conversation). Written as `durability` says: durably by SessionStart, per call by a call.
+pub fn write_seed(
+    lock: &StateLock,
+    path: &Path,
+    view: &State,
+    old: (Option<&State>, Option<&State>),
+    durability: Durability,
+) -> Result<(), StateError> {
+    let (old_seed, old_carry) = old;
+    let (seed, carry) = split(view);
+    let carry_file = carry_path(path);
+    match carry {
+        Some(carry) if old_carry != Some(&carry) => {
+            state::save_locked(&carry_file, &carry, lock, durability)?;
+        }
+        Some(_) => {}
+        None => {
+            let _ = fs::remove_file(&carry_file);
+        }
+    }
+    if old_seed == Some(&seed) {
+        return Ok(());
+    }
+    state::save_locked(path, &seed, lock, durability)
+}
+
+/// The owner's seed as one state with its carry, without locking.
+pub fn read_seed(path: &Path) -> Result<State, StateError> {
+    let seed = state::load(path)?;
+    let carry = load_carry(&carry_path(path))?;
+    Ok(joined(&seed, carry.as_ref()))
+}
+
+/// The seed and its carry as they are on disk (for an activator, under the seed's lock); each
+/// `None` when absent.
+pub fn read_seed_parts(path: &Path) -> Result<(Option<State>, Option<State>), StateError> {
+    let seed = match state::load(path) {
+        Ok(seed) => Some(seed),
+        Err(StateError::Missing { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    Ok((seed, load_carry(&carry_path(path))?))
+}
+
+/// The carry, `None` when there is none; a carry that does not parse is an error (and is left).
+fn load_carry(path: &Path) -> Result<Option<State>, StateError> {
+    match state::load(path) {
+        Ok(carry) => Ok(Some(carry)),
+        Err(StateError::Missing { .. }) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// The seed and the carry's fields (the carry's own bookkeeping left out).
+fn joined(seed: &State, carry: Option<&State>) -> State {
+    let mut view = seed.clone();
+    if let Some(carry) = carry {
+        for (key, value) in &carry.0 {
+            if key != fields::OWED && !SEED_FIELDS.contains(&key.as_str()) {
+                view.0.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    view
+}
+
+/// Split a seed view into the seed the engine reads and the carry (`None` when it would hold
+/// nothing but the owner's PID).
+fn split(view: &State) -> (State, Option<State>) {
+    let mut seed = State::default();
+    let mut carry = State::default();
+    for (key, value) in &view.0 {
+        if SEED_FIELDS.contains(&key.as_str()) {
+            seed.0.insert(key.clone(), value.clone());
+        } else {
+            carry.0.insert(key.clone(), value.clone());
+        }
+    }
+    let owed = owed_of(view);
+    if !owed.is_empty() {
+        carry.set(fields::OWED, Value::from(owed));
+    }
+    if carry.0.is_empty() {
+        return (seed, None);
+    }
+    for key in [fields::PID, fields::PID_START_TIME] {
+        if let Some(value) = view.get(key) {
+            carry.0.shift_insert(0, key.to_owned(), value.clone());
+        }
+    }
+    (seed, Some(carry))
+}
+
+/// The files of a record not (fully) in its context window: queued, or partly delivered.
+fn owed_of(view: &State) -> Vec<String> {
+    let mut owed = view.strings(fields::PENDING_PRELOADS);
+    if let Some(Value::Object(parts)) = view.get(fields::PRELOAD_PARTS) {
+        for path in parts.keys() {
+            if !owed.contains(path) {
+                owed.push(path.clone());
+            }
+        }
+    }
+    owed
+}
+
+/// A session: adopt the owner's carry and leftover seed when there are any (seed lock first,
+/// as every activator takes them), tag the conversation, then `change`.
+fn update_session<T>(
+    ctx: &Context,
+    path: &Path,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    update_session_read(ctx, path, None, || None, change)
+}
+
+/// [`update`] of a session for a caller that read its state as the text `read`, found it not
+/// [`is_due`], and made of it what `change` would (`known`; see [`state::update_read`]).
+pub fn update_read<T>(
+    ctx: &Context,
+    target: &PreloadState,
+    read: &str,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    if target.is_session {
+        update_session_read(ctx, &target.path, Some(read), known, change)
+    } else {
+        update_seed(ctx, &target.path, change)
+    }
+}
+
+fn update_session_read<T>(
+    ctx: &Context,
+    path: &Path,
+    read: Option<&str>,
+    known: impl FnOnce() -> Option<(State, T)>,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, StateError> {
+    let seed_path = path
+        .parent()
+        .and_then(Path::parent)
+        .map(|sessions| session::seed_path(sessions, ctx.owner_pid));
+    let leftover = seed_path
+        .as_ref()
+        .filter(|seed| carry_path(seed).is_file() || seed.is_file());
+    let mut tagged = false;
+    let Some(seed_path) = leftover else {
+        // Nothing to adopt: a state read as `read` that the conversation already tags is
+        // what `known` was made from.
+        let out = state::update_read(
+            path,
+            ctx.lock_deadline(),
+            Durability::PerCall,
+            read,
+            known,
+            |s| {
+                tagged = tag_conversation(ctx, s);
+                change(s)
+            },
+        )?;
+        note_conversation(ctx, path, tagged);
+        return Ok(out);
+    };
+    let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
+    let seed = match state::load(seed_path) {
+        Ok(seed) => Some(seed).filter(|s| s.lifecycle() == Some(Lifecycle::Seeding)),
+        Err(StateError::Missing { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    let carry = load_carry(&carry_path(seed_path))?;
+    let out = state::update(path, ctx.lock_deadline(), Durability::PerCall, |s| {
+        tagged = tag_conversation(ctx, s);
+        adopt(s, seed.as_ref(), carry.as_ref());
+        change(s)
+    })?;
+    note_conversation(ctx, path, tagged);
+    if seed.is_some() {
+        let _ = fs::remove_file(seed_path);
+    }
+    let _ = fs::remove_file(carry_path(seed_path));
+    seed_lock.release();
+    Ok(out)
+}
+
+/// Merge what the owner recorded before activation into its session: the seed's three fields
+/// as the engine's activate merges them (when an activator left the seed behind), the fields
+/// kept beside them (in the carry, or in a seed written by an older release), and the owed
+/// files back in the queue and out of `preloadedFiles`.
+pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
+    if let Some(seed) = seed {
+        for item in seed.strings(fields::PRELOADED_FILES) {
+            s.push_unique(fields::PRELOADED_FILES, &item);
+        }
+        for item in seed.strings(fields::PENDING_PRELOADS) {
+            s.push_unique(fields::PENDING_PRELOADS, &item);
+        }
+        if let Some(Value::Object(map)) = seed.get(fields::TOUCHED_DIRS) {
+            let target = s.object_mut(fields::TOUCHED_DIRS);
+            for (k, v) in map {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if seed.is_none() && carry.is_none() {
+        return;
+    }
+    let record = joined(seed.unwrap_or(&State::default()), carry);
+    for key in [
+        fields::DISCOVERED_CHECKLISTS,
+        fields::INVOKED_SKILLS,
+        fields::RELOADED_SKILLS,
+    ] {
+        for item in record.strings(key) {
+            s.push_unique(key, &item);
+        }
+    }
+    for key in [
+        fields::PRELOAD_PARTS,
+        fields::PRELOAD_PARTS_HELD,
+        fields::PRELOAD_PARTS_CUT,
+        fields::INJECTED_RULES,
+        fields::PRELOADED_STAMPS,
+    ] {
+        if let Some(Value::Object(map)) = record.get(key) {
+            let target = s.object_mut(key);
+            for (k, v) in map {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(Value::Array(entries)) = record.get(fields::STASH) {
+        s.array_mut(fields::STASH).extend(entries.iter().cloned());
+    }
+    // The sub-agents' own records go with the window they are part of.
+    for (key, value) in &record.0 {
+        let sub_agents = [
+            fields::PRELOADED_FILES,
+            fields::PRELOAD_PARTS,
+            fields::PRELOAD_PARTS_CUT,
+            fields::PENDING_PRELOADS,
+        ];
+        if sub_agents
+            .iter()
+            .any(|base| fields::is_sub_agent_key(key, base))
+            && s.get(key).is_none()
+        {
+            s.set(key, value.clone());
+        }
+    }
+    if s.get(fields::SESSION_ID).is_none() {
+        if let Some(id) = record.get(fields::SESSION_ID) {
+            s.set(fields::SESSION_ID, id.clone());
+        }
+    }
+    let owed = match carry {
+        Some(carry) => carry.strings(fields::OWED),
+        None => owed_of(&record),
+    };
+    for path in owed {
+        s.remove_item(fields::PRELOADED_FILES, &path);
+        s.push_unique(fields::PENDING_PRELOADS, &path);
+    }
+}
+
+/// True when a write to the session `target` (read as `s`) would adopt the owner's carry or a
+/// leftover seed, or record the conversation.
+pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
+    if !target.is_session {
+        return false;
+    }
+    let leftover = target
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(|sessions| session::seed_path(sessions, ctx.owner_pid))
+        .is_some_and(|seed| seed.is_file() || carry_path(&seed).is_file());
+    leftover
+        || ctx
+            .conversation
+            .as_deref()
+            .is_some_and(|c| s.str(fields::SESSION_ID) != Some(c))
+}
+
+/// Record which conversation the session serves; true when it changed. When another
+/// conversation worked in it before, let its context window go. When none is recorded (the
+/// engine's restart removes it; bash hooks never write it), only the fields no bash writer keeps
+/// (part progress, stamps, sub-agent records) can be told to be stale: they go, and the stash
+/// stays for whoever drains it.
+pub fn tag_conversation(ctx: &Context, s: &mut State) -> bool {
+    let Some(conversation) = ctx.conversation.as_deref() else {
+        return false;
+    };
+    match s.str(fields::SESSION_ID) {
+        Some(id) if id == conversation => return false,
+        Some(_) => new_context_window(s),
+        None => drop_window_fields(s),
+    }
+    s.set(fields::SESSION_ID, Value::from(conversation));
+    true
+}
+
+/// After a write that tagged the session at `path` with the call's conversation: the index.
+fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
+    if let (true, Some(conversation), Some(dir)) =
+        (tagged, ctx.conversation.as_deref(), path.parent())
+    {
+        session::note(dir, &[session::Key::Conversation(conversation)]);
+    }
+}
+
+/// Fields that belong to one context window beyond what the engine itself resets.
+fn is_window_field(key: &str) -> bool {
+    key == fields::PRELOAD_PARTS
+        || key == fields::PRELOAD_PARTS_HELD
+        || key == fields::PRELOAD_PARTS_CUT
+        || key == fields::PRELOADED_STAMPS
+        || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS_CUT)
+        || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
+}
+
+fn drop_window_fields(s: &mut State) {
+    let stale: Vec<String> = s.0.keys().filter(|k| is_window_field(k)).cloned().collect();
+    for key in stale {
+        s.remove(&key);
+    }
+}
+
+/// Let go of the old window's fields (and the old conversation's invoked skills); the files
+/// its stash carried are queued again (the new window has not seen them).
+fn new_context_window(s: &mut State) {
+    drop_window_fields(s);
+    s.remove(fields::INVOKED_SKILLS);
+    s.remove(fields::RELOADED_SKILLS);
+    let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
+        return;
+    };
+    let preloaded = s.strings(fields::PRELOADED_FILES);
+    for entry in &entries {
+        let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
+        for path in crate::primitives::delivery::block_paths(content) {
+            if !preloaded.contains(&path) {
+                s.push_unique(fields::PENDING_PRELOADS, &path);
+            }
+        }
+    }
+    s.set(fields::STASH, Value::Array(Vec::new()));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,386 @@
+//! The record of what each of the main agent's recent tool calls (or a resume's SessionStart)
+//! carried into its context window, and what a compaction keeps of it: the calls of the
+//! client's latest response.
+
+use serde_json::Value;
+
+use crate::primitives::transcript;
+use crate::state::State;
+use crate::state::fields;
+
+/// How many calls' records a window keeps: more than one response holds calls.
+const CALL_RECORDS: usize = 64;
+
+/// Note that the main agent's tool call `call` (its `tool_use_id`) carried `files` in its
+/// answer `text`: several hooks of one call add to its record, each call has its own, the
+/// latest last. A compaction keeps every call of the client's latest response (the client's
+/// transcript names them), or without the transcript the latest call alone: a call that carried
+/// nothing marks the record before it superseded. What the call carried of a file cut in parts
+/// is noted by which parts it carried (see `Carried`).
+pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String], text: &str) {
+    let Some(call) = call.filter(|c| !c.is_empty()) else {
+        return;
+    };
+    let carried = Carried::of(s, files, text);
+    if carried.is_empty() {
+        // Every PreToolUse comes here: the records are marked in place, not copied.
+        let Some(Value::Array(records)) = s.0.get_mut(fields::CALL_DELIVERIES) else {
+            return;
+        };
+        let known = records.iter().any(|r| record_id(r) == Some(call));
+        match records.last_mut() {
+            Some(last) if !known && !is_superseded(last) => {
+                last[fields::CALL_SUPERSEDED] = Value::from(call);
+            }
+            _ => {}
+        }
+        return;
+    }
+    let mut records = records_of(s);
+    let at = records.iter().position(|r| record_id(r) == Some(call));
+    let index = at.unwrap_or_else(|| {
+        records.push(serde_json::json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
+        records.len() - 1
+    });
+    carried.add_to(&mut records[index]);
+    let excess = records.len().saturating_sub(CALL_RECORDS);
+    records.drain(..excess);
+    s.set(fields::CALL_DELIVERIES, Value::from(records));
+}
+
+/// What one answer carried into the context window, as a compaction that keeps it counts it.
+#[derive(Debug, Default)]
+struct Carried {
+    /// Files whole.
+    files: Vec<String>,
+    /// Files of which it carried the first parts, their part progress saying how many.
+    begun: Vec<(String, u64)>,
+    /// Files of which it carried the first parts of a cut whose next part waits in the stash.
+    stashed: Vec<String>,
+    /// Files of which it carried later parts `a` to `b` of `n`, the earlier ones not: a
+    /// compaction keeps those, and the file goes on with the others.
+    held: Vec<(String, [u64; 3])>,
+}
+
+impl Carried {
+    fn of(s: &State, files: &[String], text: &str) -> Self {
+        let cut = cut_files(text);
+        let mut carried = Self {
+            files: files
+                .iter()
+                .filter(|f| !cut.iter().any(|c| &c.path == *f))
+                .cloned()
+                .collect(),
+            ..Self::default()
+        };
+        for c in cut {
+            if c.first > 1 {
+                // Every delivery cuts a file the same way (the stash's cuts too), so the others
+                // can be cut again for the new window (a cut of another number of parts is not
+                // held: see `preload::parts_held`).
+                carried
+                    .held
+                    .push((c.path, [c.first as u64, c.last as u64, c.n as u64]));
+                continue;
+            }
+            // Its first parts (never all of them: `cut_files` leaves whole cuts out).
+            let progress = s
+                .get(fields::PRELOAD_PARTS)
+                .and_then(|p| p.get(&c.path))
+                .and_then(Value::as_u64);
+            if progress == Some(c.last as u64) {
+                carried.begun.push((c.path, c.last as u64));
+                continue;
+            }
+            let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
+            if main_stash(s)
+                .iter()
+                .any(|e| stash_text(e).starts_with(&next))
+            {
+                carried.stashed.push(c.path);
+            }
+        }
+        carried
+    }
+
+    fn is_empty(&self) -> bool {
+        self.files.is_empty()
+            && self.begun.is_empty()
+            && self.stashed.is_empty()
+            && self.held.is_empty()
+    }
+
+    /// Add it to a call's record.
+    fn add_to(self, record: &mut Value) {
+        // Several hooks of one call may each carry some of a file's later parts: the record
+        // holds the run from the lowest to the highest.
+        let held: Vec<(String, Value)> = self
+            .held
+            .into_iter()
+            .map(|(path, [a, b, n])| {
+                let before = record
+                    .get(fields::CALL_HELD)
+                    .and_then(|h| h.get(&path))
+                    .and_then(fields::part_run);
+                let range = match before {
+                    Some([c, d, m]) if m == n => [a.min(c), b.max(d), n],
+                    _ => [a, b, n],
+                };
+                (path, Value::from(range.to_vec()))
+            })
+            .collect();
+        let mut add = |key: &str, items: Vec<String>| {
+            if items.is_empty() {
+                return;
+            }
+            let mut all = crate::state::strings_of(record.get(key));
+            for item in items {
+                if !all.contains(&item) {
+                    all.push(item);
+                }
+            }
+            record[key] = Value::from(all);
+        };
+        add(fields::CALL_FILES, self.files);
+        add(fields::CALL_STASHED, self.stashed);
+        let mut add_map = |key: &str, items: Vec<(String, Value)>| {
+            if items.is_empty() {
+                return;
+            }
+            let mut map = record
+                .get(key)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            map.extend(items);
+            record[key] = Value::Object(map);
+        };
+        add_map(
+            fields::CALL_PARTS,
+            self.begun
+                .into_iter()
+                .map(|(p, done)| (p, Value::from(done)))
+                .collect(),
+        );
+        add_map(fields::CALL_HELD, held);
+    }
+}
+
+/// The window's call records, the latest last.
+fn records_of(s: &State) -> Vec<Value> {
+    s.get(fields::CALL_DELIVERIES)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A record's call.
+fn record_id(record: &Value) -> Option<&str> {
+    record.get(fields::CALL_ID).and_then(Value::as_str)
+}
+
+/// Whether a later call started after the record's.
+fn is_superseded(record: &Value) -> bool {
+    record.get(fields::CALL_SUPERSEDED).is_some()
+}
+
+/// The latest call the records know of: the one that superseded the last record, or its own.
+fn latest_known(records: &[Value]) -> Option<&str> {
+    let last = records.last()?;
+    last.get(fields::CALL_SUPERSEDED)
+        .and_then(Value::as_str)
+        .or_else(|| record_id(last))
+}
+
+/// The main agent's stash entries of `s`.
+fn main_stash(s: &State) -> Vec<&Value> {
+    s.get(fields::STASH)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| fields::StashEntry::agent_of(e).is_empty())
+        .collect()
+}
+
+/// The text of a stash entry.
+fn stash_text(entry: &Value) -> &str {
+    fields::StashEntry::content_of(entry)
+}
+
+/// What the client keeps of a context window at a compaction: the calls of its latest
+/// response, with what the hooks added to them (their records stay: until another response
+/// replaces it, a second compaction keeps the same calls).
+#[derive(Debug, Default)]
+pub struct KeptCall {
+    /// The files they carried whole.
+    pub files: Vec<String>,
+    /// The files of which they carried the first parts, and how many.
+    parts: Vec<(String, u64)>,
+    /// The files of which they carried the first parts of a cut waiting in the stash.
+    stashed: Vec<String>,
+    /// The stash entries holding those cuts' other parts.
+    stash: Vec<Value>,
+    /// The files of which they carried later parts only: `[a, b, n]`.
+    held: Vec<(String, Value)>,
+}
+
+impl KeptCall {
+    /// The calls of the window `s` a compaction keeps: a resume's SessionStart texts when no
+    /// call came after them; else the calls of the latest response, as the client's transcript
+    /// (`in_flight`) names them; without it, the latest call, unless a later one carried nothing.
+    ///
+    /// The client writes its transcript behind: when the transcript does not name the latest
+    /// call the records know of yet, the calls it does not name (the records after the last one
+    /// it does) are the latest response's.
+    pub fn of(s: &State, in_flight: Option<&transcript::Calls>) -> Self {
+        let records = records_of(s);
+        let latest = records.last().filter(|r| !is_superseded(r));
+        let resumed = latest
+            .and_then(record_id)
+            .is_some_and(|id| id.starts_with(RESUME_RECORD_PREFIX));
+        let named = |r: &Value, ids: &dyn Fn(&str) -> bool| record_id(r).is_some_and(ids);
+        let chosen: Vec<&Value> = match in_flight {
+            Some(calls) if !resumed => {
+                let current = latest_known(&records).is_none_or(|id| calls.seen.contains(id));
+                if current {
+                    records
+                        .iter()
+                        .filter(|r| named(r, &|id| calls.latest.iter().any(|c| c == id)))
+                        .collect()
+                } else {
+                    let after = records
+                        .iter()
+                        .rposition(|r| named(r, &|id| calls.seen.contains(id)))
+                        .map_or(0, |i| i + 1);
+                    records[after..].iter().collect()
+                }
+            }
+            _ => latest.into_iter().collect(),
+        };
+        let mut kept = Self::default();
+        for record in chosen {
+            for file in crate::state::strings_of(record.get(fields::CALL_FILES)) {
+                if !kept.files.contains(&file) {
+                    kept.files.push(file);
+                }
+            }
+            for path in crate::state::strings_of(record.get(fields::CALL_STASHED)) {
+                if !kept.stashed.contains(&path) {
+                    kept.stashed.push(path);
+                }
+            }
+            if let Some(parts) = record.get(fields::CALL_PARTS).and_then(Value::as_object) {
+                for (path, done) in parts {
+                    if let Some(done) = done.as_u64() {
+                        kept.parts.retain(|(p, _)| p != path);
+                        kept.parts.push((path.clone(), done));
+                    }
+                }
+            }
+            if let Some(held) = record.get(fields::CALL_HELD).and_then(Value::as_object) {
+                for (path, range) in held {
+                    kept.held.retain(|(p, _)| p != path);
+                    kept.held.push((path.clone(), range.clone()));
+                }
+            }
+        }
+        kept.stash = main_stash(s)
+            .into_iter()
+            .filter(|e| {
+                let text = stash_text(e);
+                kept.stashed
+                    .iter()
+                    .any(|path| text.starts_with(&format!("[Preloaded: {path} (part ")))
+            })
+            .cloned()
+            .collect();
+        kept
+    }
+
+    /// Put it into the new context window `s`: its files in context; the files it began, their
+    /// progress kept and the rest queued; the files it carried later parts of, those parts held
+    /// and the file queued for the others; the cuts waiting in the stash, their files in context
+    /// and their other parts still stashed.
+    pub fn carry_into(&self, s: &mut State) {
+        for file in self.files.iter().chain(&self.stashed) {
+            s.push_unique(fields::PRELOADED_FILES, file);
+        }
+        for (path, done) in &self.parts {
+            s.object_mut(fields::PRELOAD_PARTS)
+                .insert(path.clone(), Value::from(*done));
+            s.push_unique(fields::PENDING_PRELOADS, path);
+        }
+        for (path, range) in &self.held {
+            s.object_mut(fields::PRELOAD_PARTS_HELD)
+                .insert(path.clone(), range.clone());
+            s.push_unique(fields::PENDING_PRELOADS, path);
+        }
+        s.array_mut(fields::STASH)
+            .extend(self.stash.iter().cloned());
+    }
+}
+
+/// The record of a resume's SessionStart texts: `session-start(resume)`.
+const RESUME_RECORD_PREFIX: &str = "session-start(";
+
+/// Note that SessionStart `source` (a resume) delivered `files`. The client holds a
+/// SessionStart's contexts until its next request; when it compacts before that request (a
+/// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
+/// the summary, in the new context window, like the calls a compaction happens after. The
+/// record replaces the tool calls': they belong to the client process that is gone.
+pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String], text: &str) {
+    let mut record = serde_json::json!({
+        fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
+        fields::CALL_FILES: [],
+    });
+    Carried::of(s, files, text).add_to(&mut record);
+    s.set(fields::CALL_DELIVERIES, Value::from(vec![record]));
+}
+
+/// Of a file a text holds some labelled parts of, but not every one of the `n`: the run of
+/// parts it holds from its lowest on without a gap (the rest went out, or goes out, with other
+/// answers).
+struct Cut {
+    path: String,
+    n: usize,
+    /// The lowest part it holds (1-based).
+    first: usize,
+    /// The last part of the run from `first` on.
+    last: usize,
+}
+
+/// The files of which `text` holds some labelled parts (`(part i/n)`) but not every one.
+fn cut_files(text: &str) -> Vec<Cut> {
+    let mut parts: Vec<(String, usize, Vec<usize>)> = Vec::new();
+    for inner in crate::primitives::delivery::headers(text) {
+        let Some((_, label)) = inner.rsplit_once(" (part ") else {
+            continue;
+        };
+        let Some((i, n)) = label
+            .strip_suffix(')')
+            .and_then(|l| l.split_once('/'))
+            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        else {
+            continue;
+        };
+        let path = crate::primitives::delivery::header_path(inner);
+        match parts.iter_mut().find(|(p, ..)| p == path) {
+            Some((_, _, seen)) => seen.push(i),
+            None => parts.push((path.to_owned(), n, vec![i])),
+        }
+    }
+    parts
+        .into_iter()
+        .filter(|(_, n, seen)| !(1..=*n).all(|i| seen.contains(&i)))
+        .filter_map(|(path, n, seen)| {
+            let first = seen.iter().copied().filter(|i| *i >= 1).min()?;
+            let last = (first..=n).take_while(|i| seen.contains(i)).last()?;
+            Some(Cut {
+                path,
+                n,
+                first,
+                last,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,201 @@
+//! Unit tests of `ledger`.
+
+use super::*;
+use serde_json::json;
+
+fn state(v: Value) -> State {
+    match v {
+        Value::Object(map) => State(map),
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[test]
+fn a_seed_keeps_only_what_the_engine_reads() {
+    let view = state(json!({
+        "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "pendingPreloads": ["/b"],
+        "touchedDirs": {}, "preloadParts": {"/c": 2}, "pendingAllowInjections": [{"content": "x"}],
+        "sessionId": "conv"
+    }));
+    let (seed, carry) = split(&view);
+    assert_eq!(
+        seed.0.keys().collect::<Vec<_>>(),
+        [
+            "pid",
+            "lifecycle",
+            "preloadedFiles",
+            "pendingPreloads",
+            "touchedDirs"
+        ]
+    );
+    let carry = carry.unwrap();
+    assert_eq!(carry.strings(fields::OWED), ["/b", "/c"]);
+    assert_eq!(carry.str("sessionId"), Some("conv"));
+    assert_eq!(carry.pid("pid"), Some(5));
+    let back = joined(&seed, Some(&carry));
+    assert_eq!(back.get("preloadParts"), view.get("preloadParts"));
+    assert!(back.get(fields::OWED).is_none());
+}
+
+#[test]
+fn adoption_puts_owed_files_back_in_the_queue() {
+    // The engine's fresh state lists the six standards as delivered; two never went out.
+    let mut s = state(json!({
+        "pid": 5, "preloadedFiles": ["/std/COMMANDS.md", "/std/SIGILS.md", "/std/INVARIANTS.md"],
+        "pendingPreloads": ["/std/SIGILS.md"]
+    }));
+    let carry = state(json!({
+        "pid": 5, "owed": ["/std/SIGILS.md", "/std/INVARIANTS.md"],
+        "preloadParts": {"/std/INVARIANTS.md": 1},
+        "pendingAllowInjections": [{"ruleId": "preload", "content": "[Preloaded: /d.md]\nd", "agentId": ""}],
+        "sessionId": "conv", "injectedRules": {"synthesis-commands": true}
+    }));
+    adopt(&mut s, None, Some(&carry));
+    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/std/COMMANDS.md"]);
+    assert_eq!(
+        s.strings(fields::PENDING_PRELOADS),
+        ["/std/SIGILS.md", "/std/INVARIANTS.md"]
+    );
+    assert_eq!(
+        s.get(fields::PRELOAD_PARTS),
+        Some(&json!({"/std/INVARIANTS.md": 1}))
+    );
+    assert_eq!(
+        s.get(fields::STASH).and_then(Value::as_array).map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(s.str("sessionId"), Some("conv"));
+    assert_eq!(
+        s.get(fields::INJECTED_RULES),
+        Some(&json!({"synthesis-commands": true}))
+    );
+}
+
+#[test]
+fn another_conversation_lets_the_old_window_go() {
+    let mut s = state(json!({
+        "sessionId": "old", "preloadedFiles": ["/kept"], "preloadParts": {"/big": 3},
+        "preloadedFiles_sub:a1": ["/x"],
+        "pendingAllowInjections": [
+            {"ruleId": "preload", "content": "[Preloaded: /stashed.md]\nbody", "agentId": ""},
+            {"ruleId": "heartbeat-warn", "content": "[warn: heartbeat]", "agentId": ""}
+        ]
+    }));
+    new_context_window(&mut s);
+    assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
+    assert_eq!(s.strings(fields::PENDING_PRELOADS), ["/stashed.md"]);
+    assert_eq!(s.get(fields::STASH), Some(&json!([])));
+    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/kept"]);
+}
+
+#[test]
+fn a_seed_file_that_would_not_change_is_not_written_again() {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let seed_file = dir.path().join("5.json");
+    let carry_file = carry_path(&seed_file);
+    let inode = |path: &Path| fs::metadata(path).unwrap().ino();
+    let lock = StateLock::acquire(&seed_file, Instant::now() + Duration::from_secs(2)).unwrap();
+    let first = state(json!({
+        "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "sessionId": "one"
+    }));
+    write_seed(&lock, &seed_file, &first, (None, None), Durability::Durable).unwrap();
+    let (seed_ino, carry_ino) = (inode(&seed_file), inode(&carry_file));
+
+    // A new conversation: only the carry's sessionId differs.
+    let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
+    let mut second = first.clone();
+    second.set("sessionId", json!("two"));
+    write_seed(
+        &lock,
+        &seed_file,
+        &second,
+        (old_seed.as_ref(), old_carry.as_ref()),
+        Durability::Durable,
+    )
+    .unwrap();
+    assert_eq!(
+        inode(&seed_file),
+        seed_ino,
+        "the unchanged seed was rewritten"
+    );
+    assert_ne!(
+        inode(&carry_file),
+        carry_ino,
+        "the changed carry was not written"
+    );
+    assert_eq!(read_seed(&seed_file).unwrap(), second);
+
+    // A changed seed is written.
+    let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
+    let carry_ino = inode(&carry_file);
+    let mut third = second.clone();
+    third.set(fields::PRELOADED_FILES, json!(["/a", "/b"]));
+    write_seed(
+        &lock,
+        &seed_file,
+        &third,
+        (old_seed.as_ref(), old_carry.as_ref()),
+        Durability::Durable,
+    )
+    .unwrap();
+    assert_ne!(
+        inode(&seed_file),
+        seed_ino,
+        "the changed seed was not written"
+    );
+    assert_eq!(
+        inode(&carry_file),
+        carry_ino,
+        "the unchanged carry was rewritten"
+    );
+    assert_eq!(read_seed(&seed_file).unwrap(), third);
+    lock.release();
+}
+
+/// The calls a compaction keeps, by what the client's transcript says.
+#[test]
+fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_behind() {
+    let calls = |latest: &[&str], seen: &[&str]| crate::primitives::transcript::Calls {
+        latest: latest.iter().map(|c| (*c).to_owned()).collect(),
+        seen: seen.iter().map(|c| (*c).to_owned()).collect(),
+    };
+    let mut s = State::default();
+    note_call_deliveries(
+        &mut s,
+        Some("A"),
+        &["/a".to_owned()],
+        "[Preloaded: /a]\nx\n",
+    );
+    note_call_deliveries(
+        &mut s,
+        Some("B"),
+        &["/b".to_owned()],
+        "[Preloaded: /b]\ny\n",
+    );
+    note_call_deliveries(
+        &mut s,
+        Some("C"),
+        &["/c".to_owned()],
+        "[Preloaded: /c]\nz\n",
+    );
+    let kept =
+        |s: &State, c: Option<&crate::primitives::transcript::Calls>| KeptCall::of(s, c).files;
+    // B and C answered one response, and the transcript says so.
+    assert_eq!(
+        kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))),
+        ["/b", "/c"]
+    );
+    // The transcript holds A's response only so far: the calls after it are the latest.
+    assert_eq!(kept(&s, Some(&calls(&["A"], &["A"]))), ["/b", "/c"]);
+    // No transcript: the latest call alone.
+    assert_eq!(kept(&s, None), ["/c"]);
+    // A later call D carried nothing: the transcript that names it keeps nothing of the others,
+    // and one that does not name it yet keeps what came after what it names (nothing here).
+    note_call_deliveries(&mut s, Some("D"), &[], "");
+    assert!(kept(&s, Some(&calls(&["D"], &["A", "B", "C", "D"]))).is_empty());
+    assert!(kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))).is_empty());
+    assert!(kept(&s, None).is_empty());
+}

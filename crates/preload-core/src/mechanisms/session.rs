@@ -1,0 +1,448 @@
+//! Which state file a hook works on: the owner's active session (`session.sh find`), else the
+//! per-process seed `sessions/.seeds/<owner-pid>.json`, created on demand.
+
+use std::fs;
+use std::ops::Not;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mechanisms::context::Context;
+use crate::primitives::{file, process};
+use crate::state::fields;
+use crate::state::{self, Durability, Lifecycle, State, StateError};
+
+mod index;
+mod scan;
+pub use index::{DIR as INDEX_DIR, Key};
+use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
+pub use scan::{cache_file, session_dirs, session_names};
+
+/// Directory of seed files inside a sessions directory.
+pub const SEEDS_DIR: &str = ".seeds";
+/// The session state file name.
+pub const STATE_FILE: &str = ".state.json";
+
+/// Largest PID cache file read (it holds one path).
+const CACHE_MAX_BYTES: u64 = 64 * 1024;
+
+/// The six core standards, relative to `~/.claude/.directives`.
+pub const CORE_STANDARDS: [&str; 6] = [
+    "COMMANDS.md",
+    "INVARIANTS.md",
+    "SIGILS.md",
+    "commands/CMD_DEHYDRATE.md",
+    "commands/CMD_RESUME_SESSION.md",
+    "commands/CMD_PARSE_PARAMETERS.md",
+];
+
+/// The normalised paths of the core standards (`get_session_start_seeds`).
+pub fn core_seeds(ctx: &Context) -> Vec<String> {
+    CORE_STANDARDS
+        .iter()
+        .map(|rel| ctx.normalize(&ctx.paths.directives.join(rel).to_string_lossy()))
+        .collect()
+}
+
+/// The state file hooks read and write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreloadState {
+    /// The file.
+    pub path: PathBuf,
+    /// True for a session `.state.json`, false for a seed.
+    pub is_session: bool,
+}
+
+/// The owner's active session directory, as `session.sh find` resolves it: the PID cache;
+/// then the session of the owner's fleet pane (`fleet.sh pane-id`, `fleetPaneId`), unless
+/// another live process holds it; then a state whose `pid` is the owner; then one whose
+/// `lastKnownPid` is (unless another live process holds it). Beyond the engine, a conversation
+/// that comes back in a new process (`--resume`, a compaction after a restart) finds the session
+/// it ran in (`sessionId`, or the engine's transcript key) when that session's owner is gone,
+/// and takes it over. The cache is rewritten on success.
+///
+/// Past the PID cache, the session index names the candidates (checked against their states);
+/// only when it names none that is the owner's are all states read, which rebuilds the index.
+pub fn find_session(ctx: &Context) -> Option<PathBuf> {
+    let pid = ctx.owner_pid;
+    let cache = cache_file(ctx);
+    let cached = cached_session(ctx);
+    if let Some(dir) = &cached {
+        if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(pid) {
+            return Some(dir.clone());
+        }
+    }
+    // Without a session, every call would read every state again. A session becomes this
+    // owner's through activation, which writes the PID cache (`session.sh activate` and
+    // `continue`, `preload activate`), or in a new session directory; so while neither the
+    // cache nor the sessions directories changed since a scan that found nothing for this
+    // owner (with the same pane and conversation), the answer stands.
+    let roots = ctx.sessions_dirs();
+    let none = no_session_file(ctx);
+    let print = fingerprint(ctx, &roots, &cache).to_string();
+    if file::read_text(&none, CACHE_MAX_BYTES).is_some_and(|t| t.trim() == print) {
+        return None;
+    }
+    let pane = fleet_pane(ctx);
+    if let (Some(dir), Some(pane)) = (&cached, pane.as_deref()) {
+        if let Some(state) =
+            peek_fields(&dir.join(STATE_FILE), &[fields::PID, fields::FLEET_PANE_ID])
+        {
+            if state.str(fields::FLEET_PANE_ID) == Some(pane) {
+                return held_elsewhere(&state, pid).not().then(|| dir.clone());
+            }
+        }
+    }
+    let seeker = Seeker {
+        pid,
+        pane: pane.as_deref(),
+        conversation: ctx.conversation.as_deref(),
+    };
+    let answer = seeker.through_index(&roots).unwrap_or_else(|| {
+        // The index directory is made before the fingerprint of the scan's answer (making it
+        // changes the sessions directory), so the scan does not make its own answer stale.
+        for root in &roots {
+            index::prepare(root);
+        }
+        let print = fingerprint(ctx, &roots, &cache).to_string();
+        match seeker.scan(&roots) {
+            Scan::Nothing => {
+                let _ = file::write_cache(&none, format!("{print}\n").as_bytes());
+                Scan::Nothing
+            }
+            other => other,
+        }
+    });
+    let found = match answer {
+        Scan::Found(found) => found,
+        Scan::Conversation(found) => take_over(ctx, &found)?,
+        Scan::Nothing | Scan::Held => return None,
+    };
+    remember(ctx, &found);
+    let _ = fs::remove_file(&none);
+    Some(found)
+}
+
+/// [`find_session`] for a caller that reads the session's state next: when the PID cache names
+/// a session this owner holds (the common case), its state is read once, here, and returned
+/// with it; otherwise the state is `None` and the caller reads it.
+pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>)> {
+    if let Some(dir) = cached_session(ctx) {
+        if let Ok(read) = state::load_read(&dir.join(STATE_FILE)) {
+            if read.state.pid(fields::PID) == Some(ctx.owner_pid) {
+                return Some((dir, Some(read)));
+            }
+        }
+    }
+    find_session(ctx).map(|dir| (dir, None))
+}
+
+/// The session directory the owner's PID cache names (`session.sh find`'s first answer, not
+/// yet checked against its state).
+pub fn cached_session(ctx: &Context) -> Option<PathBuf> {
+    file::read_text(&cache_file(ctx), CACHE_MAX_BYTES)
+        .map(|t| PathBuf::from(t.trim()))
+        .filter(|d| !d.as_os_str().is_empty())
+}
+
+/// Write the owner's PID cache (`session.sh find`'s) and index entry: `dir` is its session.
+/// The index learns the PID only from a state that holds it (a session found by its last-known
+/// PID is indexed by that).
+pub fn remember(ctx: &Context, dir: &Path) {
+    let _ = file::write_cache(&cache_file(ctx), format!("{}\n", dir.display()).as_bytes());
+    if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(ctx.owner_pid) {
+        note(dir, &[Key::Pid(ctx.owner_pid)]);
+    }
+}
+
+/// Note in the session index that the session in `dir` now holds `keys` (after the state write
+/// that made it so; the index is checked on every use, so a note is only ever a hint).
+pub fn note(dir: &Path, keys: &[Key]) {
+    index::record(dir, keys);
+}
+
+/// How long `fleet.sh pane-id` may take.
+const FLEET_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The owner's fleet pane as the engine's `fleet.sh pane-id` prints it, when that script is
+/// installed (`~/.claude/scripts/fleet.sh`) and names one within its time limit.
+pub fn fleet_pane(ctx: &Context) -> Option<String> {
+    let script = ctx.paths.claude.join("scripts/fleet.sh");
+    if !script.is_file() {
+        return None;
+    }
+    let limit = Instant::now() + FLEET_TIMEOUT;
+    let deadline = limit.min(ctx.deadline);
+    let out = process::output_within(
+        Command::new(&script).arg("pane-id").current_dir(&ctx.cwd),
+        deadline,
+    )?;
+    let pane = out.lines().next()?.trim().to_owned();
+    (!pane.is_empty()).then_some(pane)
+}
+
+/// True when a process other than `owner` holds the state and is alive.
+fn held_elsewhere(state: &State, owner: u32) -> bool {
+    state
+        .pid(fields::PID)
+        .is_some_and(|holder| holder != owner && process::is_alive(holder))
+}
+
+/// A conversation's session whose owner is gone becomes this owner's (as the engine's
+/// `continue` and restore do): `pid` set, the old owner kept in `lastKnownPid`.
+fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
+    let owner = ctx.owner_pid;
+    let path = dir.join(STATE_FILE);
+    let taken = state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
+        if held_elsewhere(s, owner) {
+            return false;
+        }
+        if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
+            s.set(fields::LAST_KNOWN_PID, json!(old));
+        }
+        s.set(fields::PID, json!(owner));
+        true
+    });
+    matches!(taken, Ok(true)).then(|| dir.to_path_buf())
+}
+
+/// `<cache>.none`: the fingerprint of the sessions when a scan last found nothing for the owner.
+fn no_session_file(ctx: &Context) -> PathBuf {
+    let mut name = cache_file(ctx).into_os_string();
+    name.push(".none");
+    PathBuf::from(name)
+}
+
+/// Whether `state` holds the context window of conversation `conversation` for this owner: it
+/// names the conversation, and no other live process owns it.
+fn holds_conversation(ctx: &Context, state: &State, conversation: &str) -> bool {
+    state.str(fields::SESSION_ID) == Some(conversation)
+        && !state
+            .pid(fields::PID)
+            .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
+}
+
+/// Whether the session in `dir` holds the context window of conversation `conversation` (see
+/// [`find_conversation`]): one look at its state.
+pub fn serves_conversation(ctx: &Context, dir: &Path, conversation: &str) -> bool {
+    !conversation.is_empty()
+        && keys_of(dir).is_some_and(|state| holds_conversation(ctx, &state, conversation))
+}
+
+/// The state that holds the context window of Claude Code conversation `conversation`
+/// (`sessionId`): a session first, then a seed; never one owned by another live process.
+///
+/// Used on `resume`, when the client replays that conversation: what the state says is in
+/// context is in the replayed transcript. The session index names the session; when it names
+/// none that holds the conversation, every state is read (and the index rebuilt).
+pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadState> {
+    if conversation.is_empty() {
+        return None;
+    }
+    let holds = |state: &State| holds_conversation(ctx, state, conversation);
+    let as_session = |dir: &Path| PreloadState {
+        path: dir.join(STATE_FILE),
+        is_session: true,
+    };
+    let roots = ctx.sessions_dirs();
+    let indexed = roots
+        .iter()
+        .filter_map(|root| index::lookup(root, Key::Conversation(conversation)))
+        .find(|dir| keys_of(dir).is_some_and(|s| holds(&s)));
+    if let Some(dir) = indexed {
+        return Some(as_session(&dir));
+    }
+    let surveyed = survey(&roots);
+    let scanned = surveyed
+        .iter()
+        .flat_map(|(_, states)| states)
+        .find(|(_, state)| holds(state));
+    if let Some((dir, _)) = scanned {
+        return Some(as_session(dir));
+    }
+    roots.iter().find_map(|root| {
+        let mut seeds: Vec<PathBuf> = fs::read_dir(root.join(SEEDS_DIR))
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        seeds.sort();
+        // The conversation of a seed is kept in its carry (`<pid>.carry.json`); a seed whose
+        // process ended left one whole record (`<pid>.ended.json`).
+        seeds.into_iter().find_map(|file| {
+            let name = file.to_str()?;
+            let seed = match name.strip_suffix(".carry.json") {
+                Some(stem) => PathBuf::from(format!("{stem}.json")),
+                None if name.ends_with(ENDED_SUFFIX) => file.clone(),
+                None => return None,
+            };
+            let held = peek(&file)
+                .filter(|text| text.contains(conversation))
+                .and_then(|text| {
+                    State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()
+                })
+                .is_some_and(|state| holds(&state));
+            (held && seed.is_file()).then_some(PreloadState {
+                path: seed,
+                is_session: false,
+            })
+        })
+    })
+}
+
+/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
+pub const ENDED_SUFFIX: &str = ".ended.json";
+
+/// How long the record of an ended process is kept for a `--resume` of its conversation:
+/// Claude Code's own default for keeping conversations (`cleanupPeriodDays`, 30 days).
+pub const ENDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
+/// always gone: its age, not its PID, says when it can go).
+fn ended_record_expired(path: &Path) -> bool {
+    fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|modified| crate::primitives::clock::age(modified) > ENDED_RETENTION)
+}
+
+/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
+pub fn ended_path(seed: &Path) -> PathBuf {
+    seed.with_extension(&ENDED_SUFFIX[1..])
+}
+
+/// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
+pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
+    sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))
+}
+
+/// A fresh seed document for `pid` with `preloaded` already in context.
+pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
+    let mut seed = State::default();
+    seed.set(fields::PID, json!(pid));
+    seed.set_lifecycle(&Lifecycle::Seeding);
+    seed.set(fields::PRELOADED_FILES, json!(preloaded));
+    seed.set(fields::PENDING_PRELOADS, json!([]));
+    seed.set(fields::TOUCHED_DIRS, json!({}));
+    own_seed(&mut seed, pid);
+    seed
+}
+
+/// Make `seed` the seed of process `pid` (its PID and start time).
+pub fn own_seed(seed: &mut State, pid: u32) {
+    seed.set(fields::PID, json!(pid));
+    match process::start_time(pid) {
+        Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
+        None => {
+            seed.remove(fields::PID_START_TIME);
+        }
+    }
+}
+
+/// `find_preload_state()`: the owner's session state, else its seed, else a new seed.
+///
+/// `None` when the project has no sessions directory (no engine here: stay silent).
+pub fn find_preload_state(ctx: &Context) -> Result<Option<PreloadState>, StateError> {
+    if let Some(dir) = find_session(ctx) {
+        let path = dir.join(STATE_FILE);
+        if path.is_file() {
+            return Ok(Some(PreloadState {
+                path,
+                is_session: true,
+            }));
+        }
+    }
+    let Some(sessions) = ctx.sessions_dir() else {
+        return Ok(None);
+    };
+    let path = seed_path(&sessions, ctx.owner_pid);
+    if !path.exists() {
+        let seeds_dir = sessions.join(SEEDS_DIR);
+        fs::create_dir_all(&seeds_dir).map_err(|source| StateError::Io {
+            action: "create",
+            path: seeds_dir.clone(),
+            source,
+        })?;
+        state::create_if_absent(
+            &path,
+            &new_seed(ctx.owner_pid, &core_seeds(ctx)),
+            ctx.lock_deadline(),
+        )?;
+    }
+    Ok(Some(PreloadState {
+        path,
+        is_session: false,
+    }))
+}
+
+/// The owner's session state or existing seed, without creating anything.
+pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
+    if let Some(dir) = find_session(ctx) {
+        let path = dir.join(STATE_FILE);
+        if path.is_file() {
+            return Some(PreloadState {
+                path,
+                is_session: true,
+            });
+        }
+    }
+    let path = seed_path(&ctx.sessions_dir()?, ctx.owner_pid);
+    path.is_file().then_some(PreloadState {
+        path,
+        is_session: false,
+    })
+}
+
+/// True when the seed at `path` belongs to a dead process or to an earlier process that had the
+/// same PID.
+pub fn seed_is_stale(path: &Path) -> bool {
+    let Some(text) = peek(path) else {
+        return false;
+    };
+    let Ok(seed) = State::parse(&text) else {
+        return false;
+    };
+    let pid = seed
+        .pid(fields::PID)
+        .or_else(|| path.file_stem()?.to_str()?.parse().ok());
+    let Some(pid) = pid else { return true };
+    let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
+    !process::is_same_live_process(pid, started)
+}
+
+/// Delete stale seeds (and leftover temporary files) under `<sessions>/.seeds`; returns how
+/// many seeds were removed. Corrupt seeds are left for `preload doctor`.
+pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
+    let dir = sessions_dir.join(SEEDS_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.contains(".tmp.") {
+            // Temporaries of killed writers: swept below.
+            continue;
+        }
+        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it. The
+        // record of an ended process waits for a `--resume` of its conversation as long as the
+        // client keeps the conversation's transcript.
+        let stale = if name.ends_with(ENDED_SUFFIX) {
+            ended_record_expired(&path)
+        } else {
+            seed_is_stale(&path)
+        };
+        if Path::new(&name).extension().is_some_and(|e| e == "json")
+            && stale
+            && fs::remove_file(&path).is_ok()
+            && !name.ends_with(".carry.json")
+        {
+            removed += 1;
+        }
+    }
+    file::remove_orphans(&dir);
+    removed
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,301 @@
+//! One pass over a list of requests: dedup against the context, parts, packing into the budget, recording.
+
+use std::path::Path;
+
+use super::source::{self, Source};
+use super::{
+    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_cut, parts_done,
+    parts_held, resolver, set_parts_cut, set_parts_done,
+};
+use crate::mechanisms::context::Context;
+use crate::primitives::delivery::{self, Event, FileBody, Packer};
+use crate::state::State;
+use crate::state::dedup::{Hit, InContext};
+use crate::state::refs::Resolver;
+use crate::state::stamps;
+
+/// One ensure pass over a state.
+pub(super) struct Pass<'a> {
+    ctx: &'a Context,
+    pub(super) in_context: InContext,
+    resolver: Resolver,
+    pub(super) max_bytes: u64,
+    pub(super) batch: Batch,
+    /// Field of the audience's files in context.
+    preloaded_key: String,
+    /// Field of the audience's part progress.
+    parts_key: String,
+    /// Field of how many parts the audience's files going out in parts were cut into.
+    cut_key: String,
+    /// Field of the audience's own queue.
+    queue_key: String,
+    /// True for the main agent, whose deliveries are stamped for change detection.
+    stamps: bool,
+}
+
+impl<'a> Pass<'a> {
+    pub(super) fn new(ctx: &'a Context, audience: Audience<'_>) -> Self {
+        let preloaded_key = audience.preloaded_key();
+        Self {
+            ctx,
+            in_context: InContext::new(&preloaded_key),
+            resolver: resolver(ctx),
+            max_bytes: ctx.max_file_bytes(),
+            batch: Batch::default(),
+            preloaded_key,
+            parts_key: audience.parts_key(),
+            cut_key: audience.cut_key(),
+            queue_key: audience.queue_key(),
+            stamps: audience == Audience::Main,
+        }
+    }
+
+    /// Take a file out of the audience's queue.
+    fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
+        state.remove_item(&self.queue_key, path);
+        state.remove_item(&self.queue_key, requested);
+    }
+
+    /// Already in context: note it, and drop a stale queue entry.
+    pub(super) fn skip(
+        &mut self,
+        state: &mut State,
+        request: &Request,
+        path: &str,
+        hit: Hit,
+    ) -> Outcome {
+        let event = if hit == Hit::Inode {
+            Event::SkipInode
+        } else {
+            Event::SkipDedup
+        };
+        self.batch.note(event, path, &request.source, hit.as_str());
+        self.unqueue(state, path, &request.path);
+        Outcome::InContext(hit)
+    }
+
+    /// Queue for the next tool call.
+    pub(super) fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
+        if state.push_unique(&self.queue_key, path) {
+            self.batch
+                .note(Event::QueuePending, path, &request.source, "new");
+            Outcome::Queued
+        } else {
+            Outcome::AlreadyQueued
+        }
+    }
+
+    /// Record as in context a file the client delivered itself.
+    pub(super) fn record(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
+        let found = source::read(self.ctx, path, self.max_bytes);
+        if found.body == FileBody::Unavailable {
+            return Outcome::Unavailable;
+        }
+        set_parts_done(state, &self.parts_key, path, None);
+        clear_parts_held(state, &self.cut_key, path);
+        state.push_unique(&self.preloaded_key, path);
+        self.unqueue(state, path, &request.path);
+        self.in_context.add(path, &self.ctx.file_ids);
+        self.stamp(state, path, &found);
+        self.batch
+            .note(Event::DirectDeliver, path, &request.source, "new");
+        if let FileBody::Text(text) = &found.body {
+            self.queue_references(state, path, text);
+        }
+        Outcome::Delivered
+    }
+
+    /// Record (or forget) what a delivery of `path` sent, for the main agent.
+    fn stamp(&self, state: &mut State, path: &str, found: &Source) {
+        if !self.stamps {
+            return;
+        }
+        match &found.stamp {
+            Some(stamp) => stamps::set(state, path, stamp),
+            None => stamps::remove(state, path),
+        }
+    }
+
+    /// The header notes of a delivery of `path`: the source's own, and `updated` when what the
+    /// main agent was sent before differs.
+    fn labels_of(&self, state: &State, path: &str, found: &Source) -> Vec<String> {
+        let mut labels = found.labels.clone();
+        if self.stamps {
+            if let (Some(before), Some(now), FileBody::Text(text)) =
+                (stamps::get(state, path), &found.stamp, &found.body)
+            {
+                if !before.matches(now, text) {
+                    labels.insert(0, delivery::LABEL_UPDATED.to_owned());
+                }
+            }
+        }
+        labels
+    }
+
+    /// The blocks `path` goes out in, its labels in their headers, whether it starts again, and
+    /// whether it is marked updated; `None` when there is nothing to send. A file that changed
+    /// while it went out in parts is cut another way now: it starts again from its first part,
+    /// marked updated (the parts out are of the old text), and so are its later parts.
+    fn parts_of(
+        &self,
+        state: &State,
+        path: &str,
+        found: &Source,
+    ) -> Option<(Vec<String>, bool, bool)> {
+        let cut = |labels: &[String]| {
+            let shown = delivery::labelled(path, labels);
+            match &found.body {
+                FileBody::Text(text) => {
+                    delivery::file_parts(&shown, text, delivery::part_size(self.ctx.part_budget))
+                }
+                FileBody::TooLarge(size) => {
+                    vec![delivery::pointer_block(&shown, *size, self.max_bytes)]
+                }
+                FileBody::Unavailable | FileBody::Empty => Vec::new(),
+            }
+        };
+        let mut labels = self.labels_of(state, path, found);
+        let mut parts = cut(&labels);
+        if parts.is_empty() {
+            return None;
+        }
+        let before = parts_cut(state, &self.cut_key, path);
+        let again = before.is_some_and(|(n, _)| n != parts.len());
+        let marked = before.is_some_and(|(n, updated)| updated && n == parts.len());
+        let updated = labels.iter().any(|l| l == delivery::LABEL_UPDATED);
+        if (again || marked) && !updated {
+            labels.insert(0, delivery::LABEL_UPDATED.to_owned());
+            parts = cut(&labels);
+        }
+        Some((parts, again, again || marked || updated))
+    }
+
+    /// Deliver as much of the file as the budget holds; track it in the same state.
+    pub(super) fn deliver(
+        &mut self,
+        state: &mut State,
+        request: &Request,
+        path: &str,
+        mode: Mode,
+        packer: &mut Packer,
+    ) -> Outcome {
+        let found = source::read(self.ctx, path, self.max_bytes);
+        let Some((mut parts, again, updated)) = self.parts_of(state, path, &found) else {
+            self.unqueue(state, path, &request.path);
+            set_parts_done(state, &self.parts_key, path, None);
+            clear_parts_held(state, &self.cut_key, path);
+            return Outcome::Unavailable;
+        };
+        let content = match &found.body {
+            FileBody::Text(text) => Some(text.as_str()),
+            _ => None,
+        };
+        let total = parts.len();
+        // Parts the window already holds (kept by a compaction) are passed over.
+        let held = if self.stamps && !again {
+            parts_held(state, path, total)
+        } else {
+            None
+        };
+        let past_held = |i: usize| match held {
+            Some((start, end)) if (start..end).contains(&i) => end,
+            _ => i,
+        };
+        // Starting again, the old progress stays until a part of the new cut is out (so the next
+        // call starts again too, marked updated, when none fits now).
+        let first = if again {
+            0
+        } else {
+            parts_done(state, &self.parts_key, path).min(total.saturating_sub(1))
+        };
+        let shadow = if first == 0 {
+            override_of(state, path)
+        } else {
+            None
+        };
+        if let Some(global) = &shadow {
+            parts[0] = format!("[Override: shadows {global}]\n{}", parts[0]);
+        }
+        let mut next = past_held(first);
+        let mut sent = Vec::new();
+        while next < total && packer.try_add(parts[next].clone()) {
+            sent.push(next);
+            next = past_held(next + 1);
+        }
+        if sent.is_empty() && next < total {
+            // Nothing fit: stays queued for the next call, and the log says why.
+            if state.push_unique(&self.queue_key, path) {
+                self.batch
+                    .note(Event::QueuePending, path, &request.source, "deferred");
+            }
+            self.batch.note(
+                Event::OverBudget,
+                path,
+                &request.source,
+                delivery::CARRIED_OVER,
+            );
+            return Outcome::Queued;
+        }
+        if again {
+            // The parts the window held were of the old text.
+            clear_parts_held(state, &self.cut_key, path);
+        }
+        if let (true, Some(&from), Some(&to)) = (total > 1, sent.first(), sent.last()) {
+            let note = delivery::split_note(from + 1, to + 1, total);
+            self.batch
+                .note(Event::OverBudget, path, &request.source, &note);
+        }
+        if let Some(global) = &shadow {
+            self.batch.note(Event::OverrideDetect, path, global, "new");
+        }
+        for i in sent {
+            self.batch.blocks.push(std::mem::take(&mut parts[i]));
+        }
+        if next < total {
+            set_parts_done(state, &self.parts_key, path, Some(next));
+            set_parts_cut(state, &self.cut_key, path, Some((total, updated)));
+            state.push_unique(&self.queue_key, path);
+            return Outcome::Partial;
+        }
+        // Fully out: into the audience's files in context, out of the queue, in the same write.
+        set_parts_done(state, &self.parts_key, path, None);
+        clear_parts_held(state, &self.cut_key, path);
+        state.push_unique(&self.preloaded_key, path);
+        self.unqueue(state, path, &request.path);
+        self.in_context.add(path, &self.ctx.file_ids);
+        self.stamp(state, path, &found);
+        let event = if mode == Mode::Direct {
+            Event::DirectDeliver
+        } else {
+            Event::ClaimDeliver
+        };
+        self.batch.note(event, path, &request.source, "new");
+        // The pipeline is the recursion: a delivered file's references are queued once.
+        if let Some(text) = content {
+            self.queue_references(state, path, text);
+        }
+        Outcome::Delivered
+    }
+
+    /// Queue the resolved references of a delivered file that are neither in context nor
+    /// queued, in the audience's own queue.
+    pub(super) fn queue_references(&mut self, state: &mut State, path: &str, text: &str) {
+        let source = format!("resolve_refs({})", file_name(path));
+        for found in self.resolver.references_of(Path::new(path), text) {
+            let found = self.ctx.normalize(&found.to_string_lossy());
+            if self
+                .in_context
+                .check(state, &found, &self.ctx.file_ids)
+                .is_none()
+                && state.push_unique(&self.queue_key, &found)
+            {
+                self.batch.note(Event::ResolveRef, &found, &source, "new");
+                self.batch.note(Event::QueuePending, &found, &source, "new");
+            }
+        }
+    }
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

@@ -1,0 +1,575 @@
+//! Unit tests of `preload`.
+
+use super::*;
+use crate::primitives::env::{self, Env};
+use crate::primitives::input::HookInput;
+use crate::state;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+    state: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let project = tmp.path().join("proj");
+    fs::create_dir_all(home.join(".claude/engine/.directives/commands")).unwrap();
+    fs::create_dir_all(project.join(".claude")).unwrap();
+    fs::create_dir_all(project.join("sessions/s")).unwrap();
+    let state = project.join("sessions/s/.state.json");
+    fs::write(
+        &state,
+        "{\"pid\": 1, \"preloadedFiles\": [], \"pendingPreloads\": []}",
+    )
+    .unwrap();
+    Fixture {
+        _tmp: tmp,
+        home,
+        project,
+        state,
+    }
+}
+
+impl Fixture {
+    fn cmd(&self, name: &str, body: &str) -> String {
+        let p = self
+            .home
+            .join(".claude/engine/.directives/commands")
+            .join(format!("CMD_{name}.md"));
+        fs::write(&p, body).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+    fn ctx(&self) -> Context {
+        let env = Env::from_pairs([(env::HOME, self.home.to_string_lossy().into_owned())]);
+        let input = HookInput::from_value(json!({"cwd": self.project}));
+        Context::new(env, "test", &input, Duration::from_secs(5))
+    }
+    fn target(&self) -> PreloadState {
+        PreloadState {
+            path: self.state.clone(),
+            is_session: true,
+        }
+    }
+    fn load(&self) -> State {
+        state::load(&self.state).unwrap()
+    }
+}
+
+#[test]
+fn queued_files_go_out_most_urgent_first() {
+    let f = fixture();
+    let cmd = f.cmd("CURRENT", "# current");
+    let past = f.cmd("PAST", "# past");
+    std::os::unix::fs::symlink(
+        f.home.join(".claude/engine/.directives"),
+        f.home.join(".claude/.directives"),
+    )
+    .unwrap();
+    let standard = f.home.join(".claude/engine/.directives/COMMANDS.md");
+    fs::write(&standard, "# commands").unwrap();
+    let directive = f.project.join(".directives/AGENTS.md");
+    fs::create_dir_all(directive.parent().unwrap()).unwrap();
+    fs::write(&directive, "# agents").unwrap();
+    let ctx = f.ctx();
+    let d = ctx.normalize(&directive.to_string_lossy());
+    let state = State::parse(
+        &json!({
+            "skill": "x", "currentPhase": "2: Now",
+            "phases": [
+                {"label": "1", "name": "Before", "steps": ["§CMD_PAST"]},
+                {"label": "2", "name": "Now", "steps": ["§CMD_CURRENT"]}
+            ],
+            "touchedDirs": {f.project.to_string_lossy(): [d]},
+            "preloadParts": {"/big.md": 1}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let order = [
+        "/ref.md".to_owned(),
+        past.clone(),
+        d.clone(),
+        cmd.clone(),
+        standard.to_string_lossy().into_owned(),
+        "/big.md".to_owned(),
+    ];
+    let requests = order
+        .iter()
+        .map(|p| Request::new(p.as_str(), "t"))
+        .collect();
+    let ranked: Vec<String> = by_priority(&ctx, &state, requests)
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    // A begun reference goes first among the references, never ahead of the current phase.
+    let expected = [
+        standard.to_string_lossy().into_owned(),
+        cmd,
+        d,
+        "/big.md".to_owned(),
+        "/ref.md".to_owned(),
+        past,
+    ];
+    assert_eq!(ranked, expected);
+}
+
+#[test]
+fn direct_delivery_tracks_and_queues_references() {
+    let f = fixture();
+    let a = f.cmd("A", "# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n");
+    let b = f.cmd("B", "# B\n");
+    let ctx = f.ctx();
+    let mut packer = Packer::new(9_500);
+    let batch = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&a, "t")],
+        Mode::Direct,
+        &mut packer,
+    )
+    .unwrap();
+    assert_eq!(
+        batch.text(),
+        format!("[Preloaded: {a}]\n# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n")
+    );
+    let s = f.load();
+    assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a.clone()]);
+    assert_eq!(
+        s.strings(fields::PENDING_PRELOADS),
+        vec![b.clone()],
+        "self-reference not queued, B queued"
+    );
+    // Second pass: A skipped, B claimed from the queue.
+    let mut packer = Packer::new(9_500);
+    let again = ensure(
+        &ctx,
+        &f.target(),
+        &pending_requests(&ctx, &f.load(), "rule"),
+        Mode::Claim,
+        &mut packer,
+    )
+    .unwrap();
+    assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
+    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+}
+
+#[test]
+fn recorded_files_count_as_in_context_and_queue_their_references() {
+    let f = fixture();
+    let b = f.cmd("B", "# B\n");
+    let a = f.cmd("A", "# A uses §CMD_B\n");
+    let ctx = f.ctx();
+    let batch = state::update(
+        &f.state,
+        ctx.lock_deadline(),
+        state::Durability::PerCall,
+        |s| {
+            record(
+                &ctx,
+                s,
+                &[Request::new(&a, "expansion"), Request::new(&a, "again")],
+            )
+        },
+    )
+    .unwrap();
+    assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+    assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
+    let s = f.load();
+    assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a]);
+    assert_eq!(s.strings(fields::PENDING_PRELOADS), vec![b]);
+    assert!(batch.blocks.is_empty(), "recording prints nothing");
+}
+
+#[test]
+fn a_sub_agent_gets_its_own_copy_and_leaves_the_queue() {
+    let f = fixture();
+    let a = f.cmd("A", "# A");
+    fs::write(&f.state, format!("{{\"pendingPreloads\": [\"{a}\"]}}")).unwrap();
+    let ctx = f.ctx();
+    let claim = |audience| {
+        let mut packer = Packer::new(9_500);
+        let requests = pending_requests(&ctx, &f.load(), "rule");
+        state::update(
+            &f.state,
+            ctx.lock_deadline(),
+            state::Durability::PerCall,
+            |s| apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience),
+        )
+        .unwrap()
+    };
+    let sub = claim(Audience::SubAgent("a1"));
+    assert_eq!(sub.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+    assert_eq!(
+        delivery::sub_agent_of_source(&sub.events[0].source),
+        Some("a1")
+    );
+    let s = f.load();
+    assert_eq!(s.strings("preloadedFiles_sub:a1"), vec![a.clone()]);
+    assert_eq!(
+        s.strings(fields::PENDING_PRELOADS),
+        vec![a.clone()],
+        "the queue stays for the main agent"
+    );
+    assert!(s.strings(fields::PRELOADED_FILES).is_empty());
+    assert_eq!(claim(Audience::SubAgent("a1")).delivered().count(), 0);
+    assert_eq!(claim(Audience::SubAgent("a2")).delivered().count(), 1);
+    let main = claim(Audience::Main);
+    assert_eq!(main.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
+    assert_eq!(delivery::sub_agent_of_source(&main.events[0].source), None);
+    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+}
+
+#[test]
+fn a_cycle_terminates_with_each_file_queued_once() {
+    let f = fixture();
+    let a = f.cmd("A", "§CMD_B §CMD_A");
+    let b = f.cmd("B", "§CMD_A §CMD_B");
+    let ctx = f.ctx();
+    let mut delivered = Vec::new();
+    let mut queued = 0;
+    let mut requests = vec![Request::new(&a, "start")];
+    for _ in 0..10 {
+        let mut packer = Packer::new(9_500);
+        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        queued += batch
+            .events
+            .iter()
+            .filter(|e| e.event == Event::QueuePending)
+            .count();
+        delivered.extend(batch.delivered().map(str::to_owned));
+        requests = pending_requests(&ctx, &f.load(), "rule");
+        if requests.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(delivered, vec![a, b]);
+    assert_eq!(queued, 1, "only B is ever queued");
+    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+}
+
+#[test]
+fn queue_mode_skips_files_in_context_and_duplicates() {
+    let f = fixture();
+    let a = f.cmd("A", "a");
+    let ctx = f.ctx();
+    let mut packer = Packer::new(9_500);
+    let reqs = [Request::new(&a, "p1"), Request::new(&a, "p1")];
+    let batch = ensure(&ctx, &f.target(), &reqs, Mode::Queue, &mut packer).unwrap();
+    assert_eq!(batch.outcomes[0].1, Outcome::Queued);
+    assert_eq!(batch.outcomes[1].1, Outcome::AlreadyQueued);
+    ensure(
+        &ctx,
+        &f.target(),
+        &pending_requests(&ctx, &f.load(), "r"),
+        Mode::Claim,
+        &mut packer,
+    )
+    .unwrap();
+    let batch = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&a, "p2")],
+        Mode::Queue,
+        &mut packer,
+    )
+    .unwrap();
+    assert_eq!(batch.outcomes[0].1, Outcome::InContext(Hit::Path));
+    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+}
+
+#[test]
+fn budget_carries_over_and_large_files_go_in_parts() {
+    let f = fixture();
+    let big = (0..300).fold(String::new(), |mut acc, i| {
+        let _ = writeln!(acc, "line {i} of a long command file");
+        acc
+    });
+    let a = f.cmd("BIG", &big);
+    let small = f.cmd("SMALL", "small");
+    // Outputs of 2,000 characters: parts of 1,000 (room for a banner or a rule beside one).
+    let env = Env::from_pairs([
+        (env::HOME, f.home.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": f.project}));
+    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let mut calls = 0;
+    let mut parts_seen = Vec::new();
+    let mut requests = vec![Request::new(&a, "t"), Request::new(&small, "t")];
+    while !requests.is_empty() && calls < 20 {
+        calls += 1;
+        let mut packer = Packer::new(2_000);
+        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        assert!(delivery::chars(&batch.text()) <= 2_000);
+        parts_seen.extend(
+            batch
+                .blocks
+                .iter()
+                .map(|b| b.lines().next().unwrap().to_owned()),
+        );
+        requests = pending_requests(&ctx, &f.load(), "rule");
+    }
+    let s = f.load();
+    assert!(
+        s.strings(fields::PRELOADED_FILES).contains(&a)
+            && s.strings(fields::PRELOADED_FILES).contains(&small)
+    );
+    assert!(
+        s.get(fields::PRELOAD_PARTS).is_none(),
+        "progress removed once complete"
+    );
+    let n = parts_seen
+        .iter()
+        .filter(|h| h.contains("CMD_BIG.md (part"))
+        .count();
+    assert!(n > 2);
+    assert!(
+        parts_seen
+            .iter()
+            .any(|h| h.ends_with(&format!("(part {n}/{n})]")))
+    );
+}
+
+#[test]
+fn missing_files_leave_the_queue_and_oversized_go_as_pointer() {
+    let f = fixture();
+    let ctx = f.ctx();
+    fs::write(
+        &f.state,
+        format!(
+            "{{\"pendingPreloads\": [\"{}/nope.md\"]}}",
+            f.project.display()
+        ),
+    )
+    .unwrap();
+    let mut packer = Packer::new(9_500);
+    ensure(
+        &ctx,
+        &f.target(),
+        &pending_requests(&ctx, &f.load(), "r"),
+        Mode::Claim,
+        &mut packer,
+    )
+    .unwrap();
+    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+    assert!(f.load().strings(fields::PRELOADED_FILES).is_empty());
+    let huge = f.cmd("HUGE", &"x".repeat(300 * 1024));
+    let batch = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&huge, "t")],
+        Mode::Direct,
+        &mut packer,
+    )
+    .unwrap();
+    assert!(batch.text().contains("not inlined"));
+    assert!(batch.text().len() < 1_000);
+}
+
+#[test]
+fn local_command_shadowing_a_global_one_is_labelled() {
+    let f = fixture();
+    let global = f.cmd("X", "global");
+    let local_dir = f.project.join(".directives/commands");
+    fs::create_dir_all(&local_dir).unwrap();
+    fs::write(local_dir.join("CMD_X.md"), "local").unwrap();
+    let local = ctx_norm(&f, &local_dir.join("CMD_X.md"));
+    fs::write(&f.state, format!("{{\"preloadedFiles\": [\"{global}\"]}}")).unwrap();
+    let mut packer = Packer::new(9_500);
+    let batch = ensure(
+        &f.ctx(),
+        &f.target(),
+        &[Request::new(&local, "t")],
+        Mode::Direct,
+        &mut packer,
+    )
+    .unwrap();
+    assert!(batch.text().starts_with(&format!(
+        "[Override: shadows {global}]\n[Preloaded: {local}]\nlocal"
+    )));
+}
+
+fn ctx_norm(f: &Fixture, p: &Path) -> String {
+    f.ctx().normalize(&p.to_string_lossy())
+}
+
+#[test]
+fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_the_others() {
+    let f = fixture();
+    let big = (0..300).fold(String::new(), |mut acc, i| {
+        let _ = writeln!(acc, "line {i} of a long command file");
+        acc
+    });
+    let a = f.cmd("BIG", &big);
+    let env = Env::from_pairs([
+        (env::HOME, f.home.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": f.project}));
+    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let total = delivery::file_parts(&a, &big, delivery::part_size(ctx.part_budget)).len();
+    assert!(total > 4, "{total} parts");
+    // A compaction kept parts 2 and 3: the window needs part 1 and parts 4 on.
+    let mut s = f.load();
+    s.object_mut(fields::PRELOAD_PARTS_HELD)
+        .insert(a.clone(), json!([2, 3, total]));
+    state::save(&f.state, &s, state::Durability::PerCall).unwrap();
+    let mut seen = Vec::new();
+    let mut requests = vec![Request::new(&a, "t")];
+    for _ in 0..20 {
+        if requests.is_empty() {
+            break;
+        }
+        let mut packer = Packer::new(2_000);
+        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        seen.extend(
+            batch
+                .blocks
+                .iter()
+                .map(|b| b.lines().next().unwrap().to_owned()),
+        );
+        requests = pending_requests(&ctx, &f.load(), "rule");
+    }
+    let expected: Vec<String> = (1..=total)
+        .filter(|i| !(2..=3).contains(i))
+        .map(|i| format!("[Preloaded: {a} (part {i}/{total})]"))
+        .collect();
+    assert_eq!(seen, expected);
+    let s = f.load();
+    assert!(s.strings(fields::PRELOADED_FILES).contains(&a));
+    assert!(
+        s.get(fields::PRELOAD_PARTS_HELD).is_none(),
+        "forgotten once whole"
+    );
+}
+
+#[test]
+fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
+    let f = fixture();
+    let lines = |n: usize| {
+        (0..n).fold(String::new(), |mut acc, i| {
+            let _ = writeln!(acc, "line {i} of a long command file");
+            acc
+        })
+    };
+    let a = f.cmd("BIG", &lines(150));
+    let env = Env::from_pairs([
+        (env::HOME, f.home.to_string_lossy().into_owned()),
+        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
+    ]);
+    let input = HookInput::from_value(json!({"cwd": f.project}));
+    // Each call its own context, as each hook process has.
+    let ctx = || Context::new(env.clone(), "test", &input, Duration::from_secs(5));
+    let one_call = || {
+        let mut packer = Packer::new(2_000);
+        let requests = vec![Request::new(&a, "t")];
+        let batch = ensure(&ctx(), &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        batch
+            .blocks
+            .iter()
+            .map(|b| b.lines().next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let total = |h: &str| -> usize {
+        h.rsplit('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(")]")
+            .parse()
+            .unwrap()
+    };
+    let first = one_call();
+    assert!(first[0].contains(" (part 1/"), "{first:?}");
+    assert!(
+        first.len() < total(&first[0]),
+        "not all of it at once: {first:?}"
+    );
+    // The file grows before its next part: cut another way, it starts again, even when the
+    // first call after has no room for it.
+    fs::write(&a, lines(400)).unwrap();
+    let mut full = Packer::new(10);
+    let none = ensure(
+        &ctx(),
+        &f.target(),
+        &[Request::new(&a, "t")],
+        Mode::Claim,
+        &mut full,
+    )
+    .unwrap();
+    assert!(none.blocks.is_empty());
+    let again = one_call();
+    assert!(again[0].contains(" (updated) (part 1/"), "{again:?}");
+    assert!(
+        total(&again[0]) > total(&first[0]),
+        "{first:?} then {again:?}"
+    );
+    // Its later parts are marked the same way.
+    let rest = one_call();
+    assert!(
+        !rest.is_empty() && rest.iter().all(|h| h.contains(" (updated) (part ")),
+        "{rest:?}"
+    );
+}
+
+/// The writes a tool call makes (a delivery, a claim from the queue) are not synced; an
+/// activation's are (docs/reliability.md, "Writes").
+#[test]
+fn a_tool_calls_writes_skip_the_sync_an_activation_makes() {
+    let f = fixture();
+    let a = f.cmd("A", "# A\nUses §CMD_B.\n");
+    f.cmd("B", "# B\n");
+    let ctx = f.ctx();
+    let before = crate::primitives::file::syncs_on_this_thread();
+    let first = ensure(
+        &ctx,
+        &f.target(),
+        &[Request::new(&a, "t")],
+        Mode::Direct,
+        &mut Packer::new(9_500),
+    )
+    .unwrap();
+    let claimed = ensure(
+        &ctx,
+        &f.target(),
+        &pending_requests(&ctx, &f.load(), "rule"),
+        Mode::Claim,
+        &mut Packer::new(9_500),
+    )
+    .unwrap();
+    assert_eq!(first.delivered().count() + claimed.delivered().count(), 2);
+    assert_eq!(f.load().strings(fields::PRELOADED_FILES).len(), 2);
+    assert_eq!(
+        crate::primitives::file::syncs_on_this_thread(),
+        before,
+        "a tool call's write was synced"
+    );
+    let dir = f.project.join("sessions/2026_11_28_NEW");
+    crate::pipeline::activation::activate(&ctx, &dir, Some("do")).unwrap();
+    assert!(dir.join(crate::mechanisms::session::STATE_FILE).is_file());
+    assert!(
+        crate::primitives::file::syncs_on_this_thread() > before,
+        "the activation's writes were not synced"
+    );
+}
+
+/// A call that decides twice (without the lock, then under it) reads a file once: what it read
+/// stands for the rest of the call, and the next call reads the file again.
+#[test]
+fn a_call_reads_a_file_for_delivery_once() {
+    use crate::primitives::delivery::FileBody;
+    let f = fixture();
+    let a = f.cmd("A", "first\n");
+    let ctx = f.ctx();
+    let read = |ctx: &Context| ctx.read_for_delivery(Path::new(&a), 1_000).0;
+    assert_eq!(read(&ctx), FileBody::Text("first\n".into()));
+    fs::write(&a, "second\n").unwrap();
+    assert_eq!(read(&ctx), FileBody::Text("first\n".into()));
+    assert_eq!(read(&f.ctx()), FileBody::Text("second\n".into()));
+}

@@ -1,0 +1,354 @@
+//! `preload-overflow` (`PreToolUse` `*`): the guard engine of `guards.json`.
+//!
+//! One call: the `engine log` / `engine session` bypasses, then ONE locked update of the state
+//! that does the lifecycle bypasses, the per-agent tool-call counter, directive discovery, rule
+//! evaluation, the preload rule's claim and the stash of allow-rule content. Events are logged
+//! and tmux pastes sent only after that write.
+//!
+//! Which state: the owner's session; else, before activation, its seed (discovery and the preload
+//! rule work on the seed, and rules see `lifecycle: "none"`, so the session gate applies); else a
+//! stand-in with `lifecycle: "none"` and `contextUsage: 0` that is never written. A project
+//! without a `sessions/` directory has no engine: the hook prints nothing.
+//!
+//! This module finds the state and runs the call on it; what the rules decide on that state,
+//! and what goes into the answer and the stash, is in its `decision` module.
+
+mod call;
+mod decision;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use serde_json::json;
+
+use self::call::{Call, EngineCommand, Target, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
+use self::decision::{Plan, decide};
+use crate::mechanisms::counters;
+use crate::mechanisms::ledger;
+use crate::mechanisms::session::{self, PreloadState, STATE_FILE};
+use crate::pipeline::activation;
+use crate::pipeline::rules::{self, Rule};
+use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::primitives::clock;
+use crate::primitives::delivery::Event;
+use crate::primitives::env;
+use crate::primitives::file;
+use crate::primitives::tmux;
+use crate::state::fields;
+use crate::state::{self, Durability, Lifecycle, State};
+use crate::{Context, HookError, HookInput, HookOutput};
+
+/// The binary.
+pub const SPEC: HookSpec = HookSpec {
+    name: "overflow",
+    event: HookEvent::PreToolUse,
+    help: "preload-overflow: PreToolUse hook (matcher *), the guard engine.
+
+Counts tool calls per agent, discovers directives for Read/Edit/Write/Glob/Grep, evaluates
+~/.claude/engine/guards.json (overflow, session gate, heartbeat, preload, ...) and allows or
+denies the call. Allow-rule content (preloaded files, warnings) is stashed for preload-injections.
+
+Reads stdin: tool_name, tool_input, transcript_path, agent_id, cwd.
+Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE,
+     DISABLE_AUTO_COMPACT=1 (overflow threshold 0.95), TMUX/TMUX_PANE (paste rules),
+     PRELOAD_AUTO_ACTIVATE=1 (create an ad-hoc /do session when none exists),
+     PRELOAD_OUTPUT_BUDGET, PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS, PRELOAD_TEST_LOG,
+     HOOK_DEBUG.
+Files: guards.json, engine/config.sh (OVERFLOW_THRESHOLD), the session .state.json or
+       sessions/.seeds/<pid>.json and its .lock directory.",
+};
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    runner::main(&SPEC, handle)
+}
+
+/// Decide on one tool call.
+pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
+    let Some(sessions) = ctx.sessions_dir() else {
+        return Ok(HookOutput::Silent);
+    };
+    let call = Call::new(input);
+    let engine = engine_command(&call);
+    let rules = load_rules(ctx);
+    let (target, read) = locate(ctx, &sessions)?;
+    let plan = match &target {
+        Target::Session(dir) => {
+            let path = dir.join(STATE_FILE);
+            let read = match read {
+                Some(read) => read,
+                None => state::load_read(&path)?,
+            };
+            session_call(ctx, &call, &rules, &path, read, engine)?
+        }
+        Target::Seed(path) => {
+            let record = PreloadState {
+                path: path.clone(),
+                is_session: false,
+            };
+            ledger::update(ctx, &record, |s| {
+                decide(ctx, &call, &rules, s, &target, engine, Writes::Allowed)
+            })?
+        }
+        Target::Nowhere => {
+            let mut stand_in = State::default();
+            stand_in.set_lifecycle(&Lifecycle::None);
+            stand_in.set(fields::CONTEXT_USAGE, json!(0));
+            decide(
+                ctx,
+                &call,
+                &rules,
+                &mut stand_in,
+                &target,
+                engine,
+                Writes::Impossible,
+            )
+        }
+    };
+    let is_session = matches!(target, Target::Session(_));
+    plan.batch.log(ctx, is_session);
+    for (file, source) in &plan.stashed {
+        ctx.log
+            .record(Event::StashInject, file, source, is_session, "new");
+    }
+    for paste in &plan.pastes {
+        tmux::paste(&ctx.env, &paste.text, paste.interrupt);
+    }
+    Ok(match plan.deny {
+        Some(reason) => HookOutput::Deny(reason),
+        None if plan.direct.is_empty() => HookOutput::Allow(None),
+        None => HookOutput::Allow(Some(plan.direct.join("\n\n"))),
+    })
+}
+
+/// The rules of `guards.json`; missing, empty or malformed means none.
+fn load_rules(ctx: &Context) -> Vec<Rule> {
+    file::read_text(&ctx.paths.guards, state::MAX_STATE_BYTES)
+        .and_then(|text| rules::parse(&text).ok())
+        .unwrap_or_default()
+}
+
+/// The state file of the call, with the session's state when finding it read it already.
+fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<state::Read>), HookError> {
+    if let Some((dir, read)) = session::find_session_state(ctx) {
+        if read.is_some() || dir.join(STATE_FILE).is_file() {
+            return Ok((Target::Session(dir), read));
+        }
+    }
+    // The session this process last used, now unreadable: fail open rather than gate.
+    if let Some(text) = file::read_text(&session::cache_file(ctx), state::MAX_STATE_BYTES) {
+        let cached = Path::new(text.trim()).join(STATE_FILE);
+        if let Err(err @ state::StateError::Corrupt { .. }) = state::load(&cached) {
+            return Err(err.into());
+        }
+    }
+    if ctx.env.is_one(env::PRELOAD_AUTO_ACTIVATE) {
+        if let Some(dir) = auto_activate(ctx, sessions)? {
+            return Ok((Target::Session(dir), None));
+        }
+    }
+    let seed = session::seed_path(sessions, ctx.owner_pid);
+    let target = if seed.is_file() {
+        Target::Seed(seed)
+    } else {
+        Target::Nowhere
+    };
+    Ok((target, None))
+}
+
+/// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): activate `sessions/YYYY_MM_DD_ADHOC` as a `/do` session
+/// owned by this process, taking over the seed's tracking (the shared activation). `None` when
+/// that directory already has a state (someone else's).
+fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, HookError> {
+    let (y, m, d, ..) = clock::utc_parts(ctx.now);
+    let dir = sessions.join(format!("{y:04}_{m:02}_{d:02}_ADHOC"));
+    let path = dir.join(STATE_FILE);
+    if fs::symlink_metadata(&path).is_ok() {
+        return Ok(None);
+    }
+    activation::activate(ctx, &dir, Some("do")).map_err(|f| HookError::Other(f.to_string()))?;
+    // An ad-hoc session has no phases to load: count and discover from the first call.
+    state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
+        s.remove(fields::LOADING);
+    })?;
+    Ok(Some(dir))
+}
+
+/// The session at `path` hands over: its lifecycle says so (durably: the next start reads it).
+fn mark_dehydrating(ctx: &Context, path: &Path) {
+    let _ = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
+        s.set_lifecycle(&Lifecycle::Dehydrating);
+    });
+}
+
+/// A call in the owner's session, whose state `read` was read once, without the lock, and the
+/// call decided on that read; the counters go to their own file (see [`counters`]). The lock is taken only
+/// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
+/// conversation's records), and then the decision is made again on what the locked read finds
+/// unless that is what was decided on.
+/// When the lock cannot be had in time, the answer still stands on the unlocked read: the
+/// rules' verdict, allow-rule text in the answer itself, queued files left queued.
+fn session_call(
+    ctx: &Context,
+    call: &Call,
+    rules: &[Rule],
+    path: &Path,
+    read: state::Read,
+    engine: Option<EngineCommand>,
+) -> Result<Plan, HookError> {
+    let state::Read { state: read, text } = read;
+    let record = PreloadState {
+        path: path.to_path_buf(),
+        is_session: true,
+    };
+    if let Some(pass) = pass_through(call, &read, engine) {
+        if pass == Pass::Dehydrating {
+            mark_dehydrating(ctx, path);
+        }
+        return Ok(Plan::default());
+    }
+    let view = match &count_of(call, &read, engine) {
+        Some(delta) => Some(counters::update(
+            path,
+            &read,
+            ctx.lock_deadline(),
+            ctx.deadline,
+            delta,
+        )?),
+        None => None,
+    };
+    let mut base = read;
+    let mirrored = view.as_ref().is_some_and(|view| view.mirror(&mut base));
+    let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    if view.as_ref().is_some_and(counters::Counters::pending) {
+        // The count went to the journal: the latch, which the lock needs too, is busy past
+        // the deadline. Decide on what was read, write nothing.
+        return Ok(decide(
+            ctx,
+            call,
+            rules,
+            &mut base,
+            &target,
+            engine,
+            Writes::Impossible,
+        ));
+    }
+    let mut trial = base.clone();
+    let plan = decide(
+        ctx,
+        call,
+        rules,
+        &mut trial,
+        &target,
+        engine,
+        Writes::Allowed,
+    );
+    let due = ledger::is_due(ctx, &record, &base);
+    // Under the lock: the counters as they are then, not this call's view of them.
+    let mirror = |s: &mut State| {
+        if view.is_some() {
+            counters::mirror_latest(path, s);
+        }
+    };
+    if trial == base && !due {
+        if mirrored {
+            // Only the counters' mirror for the engine's readers: never worth a wait (a native
+            // holder of the lock took it after this count, and mirrors it).
+            let known = || {
+                let mut s = base;
+                mirror(&mut s);
+                Some((s, ()))
+            };
+            let _ = state::update_read(
+                path,
+                Instant::now(),
+                Durability::PerCall,
+                Some(&text),
+                known,
+                mirror,
+            );
+        }
+        return Ok(plan);
+    }
+    let change = |s: &mut State| {
+        mirror(s);
+        decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
+    };
+    let locked = if due {
+        ledger::update(ctx, &record, change)
+    } else {
+        // While the file is what was read, the trial's decision stands.
+        let known = || {
+            let mut s = trial;
+            mirror(&mut s);
+            Some((s, plan))
+        };
+        ledger::update_read(ctx, &record, &text, known, change)
+    };
+    match locked {
+        Ok(plan) => Ok(plan),
+        Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
+            let mut unlocked = base;
+            Ok(decide(
+                ctx,
+                call,
+                rules,
+                &mut unlocked,
+                &target,
+                engine,
+                Writes::Impossible,
+            ))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// What the call does to the session's counters: `engine log` starts its agent over, a tool
+/// call counts unless the session is quiet or the tool is never counted.
+fn count_of(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<counters::Delta> {
+    if engine == Some(EngineCommand::Log) {
+        return Some(counters::Delta::Reset {
+            key: call.key.clone(),
+            main: !call.is_sub(),
+        });
+    }
+    let counted = !is_quiet(s) && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
+    counted.then(|| counters::Delta::Count {
+        key: call.key.clone(),
+        main: !call.is_sub(),
+        tool: call.tool.to_owned(),
+        edited: call.input.tool_input_str("file_path").map(str::to_owned),
+    })
+}
+
+/// Lifecycle bypasses: the call is allowed with no rule evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Allowed as it is.
+    Allow,
+    /// `engine session dehydrate` not recognised as an engine command (a prefix before it):
+    /// the session is marked dehydrating.
+    Dehydrating,
+}
+
+fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<Pass> {
+    if engine == Some(EngineCommand::Dehydrate) {
+        return Some(Pass::Dehydrating);
+    }
+    if call.tool == "Skill"
+        && call.input.tool_input_str("skill") == Some("session")
+        && call
+            .input
+            .tool_input_str("args")
+            .is_some_and(|a| a.contains("continue"))
+    {
+        return Some(Pass::Allow);
+    }
+    let dehydrating = s.lifecycle_or_active() == Lifecycle::Dehydrating;
+    (dehydrating || s.flag(fields::KILL_REQUESTED)).then_some(Pass::Allow)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,385 @@
+//! What the guard engine decides on one state: directive discovery for the call's path, the
+//! rules' verdict, the deny reason, the preload rule's claim, and the allow rules' content
+//! stashed for the agent's `PostToolUse` (or handed out at once when the state cannot be
+//! written).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::call::{Call, DISCOVERY_TOOLS, EngineCommand, Target, Writes, is_quiet};
+use crate::Context;
+use crate::mechanisms::discovery::{self, Accept, Scope};
+use crate::mechanisms::heartbeat;
+use crate::mechanisms::ledger;
+use crate::mechanisms::packs::Moment;
+use crate::mechanisms::stash;
+use crate::pipeline::preload::{self, Audience, Batch, Request};
+use crate::pipeline::rules::{self, Facts, Matched, Mode, Rule, Urgency};
+use crate::primitives::clock;
+use crate::primitives::delivery::{self, MIN_BUDGET, Packer, chars};
+use crate::primitives::env;
+use crate::primitives::paths;
+use crate::state::fields::{self, StashEntry};
+use crate::state::{self, Lifecycle, State};
+
+/// A tmux paste to send after the write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Paste {
+    /// The text typed.
+    pub(super) text: String,
+    /// Clear what the pane is doing first.
+    pub(super) interrupt: bool,
+}
+
+/// What one decision produced.
+#[derive(Debug, Default)]
+pub(super) struct Plan {
+    /// The deny reason, when the call is denied.
+    pub(super) deny: Option<String>,
+    /// The files discovered, claimed or queued.
+    pub(super) batch: Batch,
+    /// `(file, source)` of every file stashed.
+    pub(super) stashed: Vec<(String, String)>,
+    /// Pastes to send after the write.
+    pub(super) pastes: Vec<Paste>,
+    /// Allow-rule text handed out in this answer (when the state could not be written).
+    pub(super) direct: Vec<String>,
+}
+
+/// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
+/// done before (see [`super::session_call`]).
+pub(super) fn decide(
+    ctx: &Context,
+    call: &Call,
+    rules: &[Rule],
+    s: &mut State,
+    target: &Target,
+    engine: Option<EngineCommand>,
+    writes: Writes,
+) -> Plan {
+    let mut plan = Plan::default();
+    if writes == Writes::Allowed && !matches!(target, Target::Nowhere) && !call.is_sub() {
+        // This call is the latest now: what an earlier one carried is not what a compaction
+        // keeps, even when no hook of this call gets to add to the record (one killed).
+        ledger::note_call_deliveries(s, call.input.tool_use_id(), &[], "");
+        // A file in context that changed on disk goes out again, with this call.
+        plan.batch.extend(preload::requeue_changed(ctx, s));
+    }
+    if writes == Writes::Allowed
+        && engine.is_none()
+        && !matches!(target, Target::Nowhere)
+        && !is_quiet(s)
+        && !call.is_sub()
+        && DISCOVERY_TOOLS.contains(&call.tool)
+    {
+        discover(ctx, call, s, &mut plan);
+    }
+    // Rules see the session, or (before activation) the seed as "no session"; a sub-agent's
+    // preload rule sees its own queue beside the main agent's.
+    let own_queue = call
+        .agent
+        .map(|id| s.strings(&Audience::SubAgent(id).queue_key()))
+        .unwrap_or_default();
+    let view: Cow<State> = if matches!(target, Target::Seed(_)) || !own_queue.is_empty() {
+        let mut v = s.clone();
+        if matches!(target, Target::Seed(_)) {
+            v.set_lifecycle(&Lifecycle::None);
+        }
+        for path in &own_queue {
+            v.push_unique(fields::PENDING_PRELOADS, path);
+        }
+        Cow::Owned(v)
+    } else {
+        Cow::Borrowed(&*s)
+    };
+    let facts = Facts {
+        state: &view,
+        counter_key: Some(&call.key),
+        tool: Some(call.tool),
+        overflow_threshold: rules::overflow_threshold(
+            ctx.env.is_one(env::DISABLE_AUTO_COMPACT),
+            ctx.config().get("OVERFLOW_THRESHOLD"),
+        ),
+    };
+    let mut matched = rules::evaluate(rules, &facts);
+    drop(view);
+    if call.is_sub() {
+        // Sub-agents keep their own heartbeat only: no overflow or read throttle. Their preload
+        // claims fill their own context and leave the queue to the main agent.
+        matched.retain(|m| m.id != rules::OVERFLOW_RULE && m.id != rules::READ_THROTTLE_RULE);
+    }
+    if engine.is_some() {
+        // An engine command is never held up; only what is queued rides along.
+        matched.retain(|m| m.mode == Mode::Preload);
+    }
+    let mut verdict = rules::compose(matched, call.tool, call.input.tool_input());
+    if engine.is_some() {
+        verdict.allow.extend(std::mem::take(&mut verdict.deny));
+    }
+    let session_dir = match target {
+        Target::Session(dir) => Some(dir.as_path()),
+        _ => None,
+    };
+    let mut delivered: Vec<String> = Vec::new();
+    if !verdict.deny.is_empty() {
+        plan.deny = Some(deny_reason(
+            ctx,
+            call,
+            s,
+            session_dir,
+            &verdict.deny,
+            writes,
+            &mut plan,
+        ));
+        delivered.extend(verdict.deny.iter().map(|m| m.id.clone()));
+    }
+    if !matches!(target, Target::Nowhere) {
+        delivered.extend(stash_allow(
+            ctx,
+            call,
+            s,
+            session_dir,
+            &verdict.allow,
+            writes,
+            &mut plan,
+        ));
+        if !delivered.is_empty() && writes == Writes::Allowed {
+            let injected = s.object_mut(fields::INJECTED_RULES);
+            for id in &delivered {
+                injected.insert(id.clone(), json!(true));
+            }
+            s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
+        }
+    }
+    plan
+}
+
+fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
+    let Some(raw) = call
+        .input
+        .tool_input_str("file_path")
+        .or_else(|| call.input.tool_input_str("path"))
+    else {
+        return;
+    };
+    // The context packs of the path (`path:GLOB`), queued once per context window.
+    let touched = paths::lexical_clean(&ctx.cwd.join(paths::expand_tilde(raw, &ctx.paths.home)));
+    let packs = preload::pack_requests(
+        ctx,
+        s,
+        Audience::Main,
+        Moment::Path(&touched),
+        "context-pack(path)",
+    );
+    if !packs.is_empty() {
+        let mut packer = Packer::new(ctx.budget);
+        plan.batch.extend(preload::apply(
+            ctx,
+            s,
+            &packs,
+            preload::Mode::Queue,
+            &mut packer,
+        ));
+    }
+    let scope = Scope {
+        claude_dir: ctx.paths.claude.clone(),
+        project_root: Some(ctx.project_root.clone()),
+        home: ctx.paths.home.clone(),
+        cwd: ctx.cwd.clone(),
+        physical_dirs: ctx.physical_dirs.clone(),
+    };
+    // The skill's declared directives surface with the core ones (seed case 4.1: a read of a
+    // file finds the package's PITFALLS.md). A checklist is a gate on changing code: it is
+    // armed by an Edit or Write only, as in the engine.
+    let declared = s.strings(fields::DIRECTIVES);
+    let accept = Accept {
+        declared: if matches!(call.tool, "Edit" | "Write") {
+            declared
+        } else {
+            declared
+                .into_iter()
+                .filter(|d| d != discovery::CHECKLIST)
+                .collect()
+        },
+    };
+    let Some(found) = discovery::discover(s, &scope, raw, &accept) else {
+        return;
+    };
+    let source = format!("directive_discovery({})", found.dir);
+    let requests: Vec<Request> = found
+        .files
+        .iter()
+        .map(|f| Request::new(f.as_str(), source.as_str()))
+        .collect();
+    let mut packer = Packer::new(ctx.budget);
+    plan.batch.extend(preload::apply(
+        ctx,
+        s,
+        &requests,
+        preload::Mode::Queue,
+        &mut packer,
+    ));
+}
+
+/// Claim a preload rule's files within `room` characters; the blocks, or none when there is no
+/// room (the files stay queued).
+fn claim(
+    ctx: &Context,
+    call: &Call,
+    s: &mut State,
+    rule: &Matched,
+    room: usize,
+    writes: Writes,
+    plan: &mut Plan,
+) -> Vec<String> {
+    if room < MIN_BUDGET || writes == Writes::Impossible {
+        return Vec::new();
+    }
+    let source = format!("overflow({})", rule.id);
+    let requests: Vec<Request> = rule
+        .preload_files()
+        .iter()
+        .map(|f| Request::new(f.as_str(), source.as_str()))
+        .collect();
+    let requests = preload::by_priority(ctx, s, requests);
+    let mut packer = Packer::new(room);
+    let audience = call.agent.map_or(Audience::Main, Audience::SubAgent);
+    let batch = preload::apply_for(
+        ctx,
+        s,
+        &requests,
+        preload::Mode::Claim,
+        &mut packer,
+        audience,
+    );
+    let blocks = batch.blocks.clone();
+    plan.batch.extend(batch);
+    blocks
+}
+
+/// The text of an inline, read or paste rule, heartbeat rules enriched.
+fn text_of(
+    ctx: &Context,
+    call: &Call,
+    s: &State,
+    session_dir: Option<&Path>,
+    rule: &Matched,
+    blocking: bool,
+) -> Option<String> {
+    let text = rules::rule_text(rule, blocking)?;
+    match session_dir {
+        Some(dir) if rule.mode == Mode::Inline && rule.id.starts_with("heartbeat-") => {
+            let count = if call.is_sub() {
+                rules::counter(s, &call.key)
+            } else {
+                s.number(fields::TOOL_CALLS_SINCE_LAST_LOG)
+                    .map_or(0, state::whole)
+            };
+            Some(heartbeat::enrich(&text, s, dir, &ctx.cwd, ctx.now, count))
+        }
+        _ => Some(text),
+    }
+}
+
+fn deny_reason(
+    ctx: &Context,
+    call: &Call,
+    s: &mut State,
+    session_dir: Option<&Path>,
+    deny: &[Matched],
+    writes: Writes,
+    plan: &mut Plan,
+) -> String {
+    let ids: Vec<&str> = deny.iter().map(|m| m.id.as_str()).collect();
+    let header = format!("[block: {}]", ids.join(", "));
+    let texts: Vec<Option<String>> = deny
+        .iter()
+        .map(|m| text_of(ctx, call, s, session_dir, m, true))
+        .collect();
+    let fixed: usize = chars(&header) + texts.iter().flatten().map(|t| chars(t) + 1).sum::<usize>();
+    let mut parts = Vec::with_capacity(deny.len());
+    for (rule, text) in deny.iter().zip(texts) {
+        if rule.urgency.is_blocking() && rule.mode == Mode::Paste {
+            plan.pastes.push(Paste {
+                text: text.clone().unwrap_or_default(),
+                interrupt: rule.urgency == Urgency::Interrupt,
+            });
+        }
+        if let Some(t) = text {
+            parts.push(t);
+        } else {
+            let room = ctx.budget.saturating_sub(fixed + 1);
+            let blocks = claim(ctx, call, s, rule, room, writes, plan);
+            if !blocks.is_empty() {
+                parts.push(delivery::join_blocks(&blocks));
+            }
+        }
+    }
+    let mut reason = header;
+    for part in parts.iter().filter(|p| !p.is_empty()) {
+        reason.push('\n');
+        reason.push_str(part);
+    }
+    reason
+}
+
+/// Stash the allow rules' content for this agent; returns the ids of the rules delivered.
+///
+/// A denied call gets no `PostToolUse`, so nothing is claimed for it: queued files stay queued
+/// for the next call that runs. When the state cannot be written, rule text goes out in this
+/// answer instead of the stash, and nothing is claimed.
+fn stash_allow(
+    ctx: &Context,
+    call: &Call,
+    s: &mut State,
+    session_dir: Option<&Path>,
+    allow: &[Matched],
+    writes: Writes,
+    plan: &mut Plan,
+) -> Vec<String> {
+    let denied = plan.deny.is_some();
+    let allow: Vec<&Matched> = allow
+        .iter()
+        .filter(|m| !(denied && m.mode == Mode::Preload))
+        .collect();
+    let agent = call.agent.unwrap_or("");
+    let texts: Vec<Option<String>> = allow
+        .iter()
+        .map(|m| text_of(ctx, call, s, session_dir, m, false))
+        .collect();
+    if writes == Writes::Impossible {
+        plan.direct.extend(texts.into_iter().flatten());
+        return Vec::new();
+    }
+    let waiting = stash::waiting(s, agent);
+    let fresh: usize = texts.iter().flatten().map(|t| chars(t) + 2).sum();
+    let mut delivered = Vec::new();
+    let mut entries = Vec::new();
+    for (rule, text) in allow.iter().zip(texts) {
+        let content = if let Some(t) = text {
+            if rule.mode == Mode::Paste {
+                plan.pastes.push(Paste {
+                    text: t.clone(),
+                    interrupt: false,
+                });
+            }
+            t
+        } else {
+            let room = ctx.budget.saturating_sub(waiting + fresh);
+            let blocks = claim(ctx, call, s, rule, room, writes, plan);
+            for path in blocks.iter().flat_map(|b| delivery::block_paths(b)) {
+                plan.stashed.push((path, format!("overflow({})", rule.id)));
+            }
+            delivery::join_blocks(&blocks)
+        };
+        if content.is_empty() {
+            continue;
+        }
+        delivered.push(rule.id.clone());
+        entries.push(StashEntry::new(&rule.id, &content, agent));
+    }
+    stash::push(s, &entries);
+    delivered
+}

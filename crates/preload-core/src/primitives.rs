@@ -1,0 +1,25 @@
+//! Layer 5, the primitives: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`],
+//! [`lock`], [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`],
+//! [`tmux`], [`rng`], [`choice`], [`memo`], [`bytes`], [`transcript`], [`wiring`], and
+//! [`system`], which holds all the `unsafe`.
+
+pub mod artifacts;
+pub mod bytes;
+pub mod choice;
+pub mod clock;
+pub mod delivery;
+pub mod env;
+pub mod file;
+pub mod input;
+pub mod journal;
+pub mod layout;
+pub mod lock;
+pub mod markers;
+pub mod memo;
+pub mod paths;
+pub mod process;
+pub mod rng;
+pub mod system;
+pub mod tmux;
+pub mod transcript;
+pub mod wiring;

@@ -1,0 +1,155 @@
+//! Unit tests of `refs`.
+
+use super::*;
+
+fn names(text: &str) -> Vec<String> {
+    scan(text)
+        .into_iter()
+        .map(|r| format!("{}{}", r.kind.prefix(), r.name))
+        .collect()
+}
+
+#[test]
+fn bare_references_are_found_in_order_once() {
+    let text = "Run §CMD_ASK_ROUND then §FMT_LOG and §INV_X1; again §CMD_ASK_ROUND.";
+    assert_eq!(names(text), ["CMD_ASK_ROUND", "FMT_LOG", "INV_X1"]);
+}
+
+#[test]
+fn fenced_and_backticked_references_are_inert() {
+    let text = "Execute §CMD_REAL_REF.\nSee `§CMD_MENTION_ONLY` here.\n```json\n{\"steps\": [\"§CMD_IN_FENCE\"]}\n```\nAfter §INV_AFTER.\n  ```\n§CMD_INDENTED_FENCE\n  ```\n";
+    assert_eq!(names(text), ["CMD_REAL_REF", "INV_AFTER"]);
+}
+
+#[test]
+fn lowercase_suffixes_are_dropped_with_their_underscore() {
+    assert_eq!(
+        names("§CMD_GENERATE_DEBRIEF_file and §CMD_X_"),
+        ["CMD_GENERATE_DEBRIEF", "CMD_X"]
+    );
+    assert!(names("§CMD_lower §CMD_ §XYZ_A ¶INV_DEF").is_empty());
+}
+
+#[test]
+fn unmatched_backtick_keeps_the_rest() {
+    assert_eq!(names("a ` b §CMD_KEPT"), ["CMD_KEPT"]);
+}
+
+fn touch(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, "x").unwrap();
+}
+
+#[test]
+fn walk_up_prefers_the_nearest_directives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("proj");
+    let home_claude = tmp.path().join("home/.claude");
+    let engine = home_claude.join("engine/.directives");
+    touch(&engine.join("commands/CMD_A.md"));
+    touch(&engine.join("commands/CMD_ONLY_GLOBAL.md"));
+    touch(&root.join(".directives/commands/CMD_A.md"));
+    touch(&root.join("pkg/.directives/commands/CMD_A.md"));
+    let resolver = Resolver {
+        project_root: Some(root.clone()),
+        claude_dir: home_claude.clone(),
+        engine_directives: engine.clone(),
+        seen: crate::primitives::paths::PhysicalDirs::default(),
+    };
+    let a = Reference {
+        kind: Kind::Cmd,
+        name: "A".into(),
+    };
+    assert_eq!(
+        resolver.resolve(&a, &root.join("pkg/src")),
+        Some(root.join("pkg/.directives/commands/CMD_A.md"))
+    );
+    assert_eq!(
+        resolver.resolve(&a, &root.join("other")),
+        Some(root.join(".directives/commands/CMD_A.md"))
+    );
+    let g = Reference {
+        kind: Kind::Cmd,
+        name: "ONLY_GLOBAL".into(),
+    };
+    assert_eq!(
+        resolver.resolve(&g, &root.join("pkg")),
+        Some(engine.join("commands/CMD_ONLY_GLOBAL.md"))
+    );
+    let missing = Reference {
+        kind: Kind::Fmt,
+        name: "NOPE".into(),
+    };
+    assert_eq!(resolver.resolve(&missing, &root), None);
+    // Outside both caps: the file's own directory, then the engine.
+    assert_eq!(
+        resolver.resolve(&a, Path::new("/")),
+        Some(engine.join("commands/CMD_A.md"))
+    );
+}
+
+#[test]
+fn skill_files_contribute_no_command_references() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = tmp.path().join("e");
+    touch(&engine.join("commands/CMD_A.md"));
+    touch(&engine.join("formats/FMT_B.md"));
+    let resolver = Resolver {
+        project_root: None,
+        claude_dir: tmp.path().join("c"),
+        engine_directives: engine.clone(),
+        seen: crate::primitives::paths::PhysicalDirs::default(),
+    };
+    let text = "§CMD_A and §FMT_B";
+    assert_eq!(
+        resolver.references_of(&tmp.path().join("s/SKILL.md"), text),
+        vec![engine.join("formats/FMT_B.md")]
+    );
+    assert_eq!(
+        resolver
+            .references_of(&tmp.path().join("s/OTHER.md"), text)
+            .len(),
+        2
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn scanner_never_panics_and_names_are_safe(text in "\\PC{0,400}") {
+        for r in scan(&text) {
+            proptest::prop_assert!(r.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+            proptest::prop_assert!(!r.name.ends_with('_'));
+        }
+    }
+
+    #[test]
+    fn references_inside_backticks_never_count(name in "[A-Z][A-Z0-9_]{0,10}[A-Z0-9]") {
+        let text = format!("`§CMD_{name}`\n```\n§CMD_{name}\n```\n");
+        proptest::prop_assert!(scan(&text).is_empty());
+    }
+}
+
+/// The scanner's definition, line by line: fence lines toggle, other lines outside fences have
+/// their backtick spans removed and are scanned.
+fn scan_by_lines(text: &str) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            scan_line(&strip_backticks(line), &mut out);
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    /// Searching for the next `§` or fence finds what walking every line finds.
+    #[test]
+    fn the_scan_finds_what_a_walk_over_every_line_finds(
+        text in "(§CMD_A|§FMT_B1|§INV_C_x|§|```|`|\n|\r\n| |\u{2003}|x|é|ç|¨){0,80}"
+    ) {
+        proptest::prop_assert_eq!(scan(&text), scan_by_lines(&text));
+    }
+}
