@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use preload_core::refs;
+use preload_core::state::refs;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
