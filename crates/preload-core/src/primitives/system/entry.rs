@@ -13,12 +13,8 @@
 //! process with status 101, as a panicking `fn main` does. Since the process ends with its
 //! call, [`release`] leaves large plain data to the exit instead of freeing it piece by piece.
 //!
-//! Built for musl (the Linux release binaries, see the Makefile), the process's allocator is
-//! dlmalloc: musl's own maps and unmaps memory for blocks a hook frees and asks again for
-//! (about 80 `mmap` and `munmap` in one `preload-overflow` call, against 5).
-//!
-//! Part of the one module allowed `unsafe` ([`super`]): the C `main`, the signal's
-//! disposition and the allocator.
+//! Part of the one module allowed `unsafe` ([`super`]): the C `main` and the signal's
+//! disposition.
 
 use std::ffi::{CStr, c_char, c_int};
 use std::io::Write;
@@ -146,8 +142,3 @@ mod tests {
         assert_eq!(drops.load(Ordering::Relaxed), 2);
     }
 }
-
-/// The allocator of a musl build (see the module's documentation).
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
