@@ -113,19 +113,22 @@ impl State {
 mod tests {
     use super::Lifecycle;
 
+    /// Every name the hooks know, and one they do not.
+    const NAMES: [&str; 9] = [
+        "active",
+        "idle",
+        "completed",
+        "dehydrating",
+        "resuming",
+        "restarting",
+        "seeding",
+        "none",
+        "paused",
+    ];
+
     #[test]
     fn every_name_reads_back_as_itself() {
-        for name in [
-            "active",
-            "idle",
-            "completed",
-            "dehydrating",
-            "resuming",
-            "restarting",
-            "seeding",
-            "none",
-            "paused",
-        ] {
+        for name in NAMES {
             assert_eq!(Lifecycle::parse(name).name(), name);
         }
         assert_eq!(
@@ -137,20 +140,10 @@ mod tests {
     #[test]
     fn the_three_questions_as_the_engine_answers_them() {
         let which = |ask: fn(&Lifecycle) -> bool| -> Vec<&'static str> {
-            [
-                "active",
-                "idle",
-                "completed",
-                "dehydrating",
-                "resuming",
-                "restarting",
-                "seeding",
-                "none",
-                "paused",
-            ]
-            .into_iter()
-            .filter(|name| ask(&Lifecycle::parse(name)))
-            .collect()
+            NAMES
+                .into_iter()
+                .filter(|name| ask(&Lifecycle::parse(name)))
+                .collect()
         };
         assert_eq!(
             which(Lifecycle::is_live),
