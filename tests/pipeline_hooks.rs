@@ -673,3 +673,29 @@ fn activate_and_phase_on_a_session_sh_state() {
     assert_eq!(code, 1);
     assert_eq!(fs::read_to_string(dir.join(".state.json")).unwrap(), "{bad");
 }
+
+/// `preload` started under a hook binary's name (as the release installs it, one binary under
+/// every name) is that hook: its version, its help. `make test` runs every hook suite against
+/// those names too (`RELEASE_TESTS`).
+#[test]
+fn preload_started_under_a_hook_name_is_that_hook() {
+    use std::os::unix::process::CommandExt;
+    for name in BINARIES.iter().filter(|name| **name != "preload") {
+        let run = |flag: &str| {
+            let out = std::process::Command::new(crate::common::bin("preload"))
+                .arg0(name)
+                .arg(flag)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name} {flag}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(
+            run("--version"),
+            format!("{name} {}\n", env!("CARGO_PKG_VERSION"))
+        );
+        let help = run("--help");
+        assert!(help.starts_with(name), "{name}: {help}");
+    }
+}

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 
 use exit::Exit;
 use preload_core::pipeline::runner;
+use preload_core::primitives::system::entry;
 
 pub mod calls;
 pub mod doctor;
@@ -81,9 +82,11 @@ enum Command {
     Noop,
 }
 
-/// Entry point of the `preload` binary.
+/// Entry point of the `preload` binary: the arguments its entry was given
+/// (`entry::args`: the binary starts without the standard library's start-up).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = std::iter::once("preload").chain(entry::args().iter().map(String::as_str));
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version go to stdout (exit 0); a usage error to stderr (exit 2).

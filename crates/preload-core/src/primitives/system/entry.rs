@@ -33,6 +33,22 @@ static ONE_CALL: AtomicBool = AtomicBool::new(false);
 /// The arguments after the program's name, as [`run`] was given them.
 static ARGS: OnceLock<Vec<String>> = OnceLock::new();
 
+/// The file name the program was started as, as [`run`] was given it.
+static PROGRAM: OnceLock<String> = OnceLock::new();
+
+/// The file name the process was started as (the last part of its `argv[0]`): the one release
+/// binary is installed under every hook binary's name, and runs the hook it is called as.
+pub fn program() -> &'static str {
+    PROGRAM.get_or_init(|| {
+        let first = std::env::args().next().unwrap_or_default();
+        name_of(&first).to_owned()
+    })
+}
+
+fn name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 /// The process's arguments after the program's name (lossy UTF-8). A hook binary's are those
 /// its C `main` was given: musl, unlike glibc, does not hand them to the standard library
 /// before `main`, so `std::env::args` is empty in a musl build without the standard library's
@@ -60,8 +76,8 @@ macro_rules! hook_entry {
     };
 }
 
-/// Run `hook` as the whole process and return its exit status: 0 for
-/// [`ExitCode::SUCCESS`], 1 for any other code (the hooks use no other), 101 after a panic.
+/// Run `hook` as the whole process and return its exit status: the code it returned, 101
+/// after a panic.
 ///
 /// # Safety
 ///
@@ -69,6 +85,11 @@ macro_rules! hook_entry {
 /// arguments the C runtime passes `main`.
 pub unsafe fn run(hook: fn() -> ExitCode, count: c_int, vector: *const *const c_char) -> c_int {
     let count = usize::try_from(count).unwrap_or(0);
+    if count > 0 {
+        // SAFETY: entry 0 is one of the first `count` valid strings (this function's contract).
+        let first = unsafe { CStr::from_ptr(*vector) };
+        let _ = PROGRAM.set(name_of(&String::from_utf8_lossy(first.to_bytes())).to_owned());
+    }
     let given = (1..count)
         .map(|i| {
             // SAFETY: `i < count`, and each of the first `count` entries is a valid string
@@ -84,8 +105,10 @@ pub unsafe fn run(hook: fn() -> ExitCode, count: c_int, vector: *const *const c_
     open_closed_standard_descriptors();
     ONE_CALL.store(true, Ordering::Relaxed);
     let status = match std::panic::catch_unwind(hook) {
-        Ok(code) if code == ExitCode::SUCCESS => 0,
-        Ok(_) => 1,
+        // The code itself: `ExitCode` says what it is only by comparison.
+        Ok(code) => (0..=u8::MAX)
+            .find(|n| ExitCode::from(*n) == code)
+            .map_or(1, c_int::from),
         Err(_) => PANICKED,
     };
     let _ = std::io::stdout().flush();
