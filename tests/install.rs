@@ -792,3 +792,51 @@ fn make_test_installs_the_pinned_client_when_it_can_and_goes_on_without_npm() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("no npm here"), "{text}");
 }
+
+/// The release is one binary under every name (`make release`): installed, the names are one
+/// file again, hard links to the first copy, and a second install writes nothing.
+#[test]
+fn one_binary_under_every_name_is_installed_as_one_file() {
+    use preload_cli::install::binaries::install_binaries;
+    use preload_core::primitives::wiring::BINARIES;
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (from, prefix) = (tmp.path().join("release"), tmp.path().join("bin"));
+    fs::create_dir_all(&from).unwrap();
+    let release = |text: &str| {
+        let one = from.join("preload.new");
+        fs::write(&one, text).unwrap();
+        for name in BINARIES {
+            let _ = fs::remove_file(from.join(name));
+            fs::hard_link(&one, from.join(name)).unwrap();
+        }
+        fs::remove_file(one).unwrap();
+    };
+    let inodes = || -> std::collections::BTreeSet<u64> {
+        BINARIES
+            .iter()
+            .map(|name| fs::metadata(prefix.join(name)).unwrap().ino())
+            .collect()
+    };
+    release("#!/bin/sh\necho one\n");
+    assert_eq!(install_binaries(&from, &prefix).unwrap(), BINARIES.len());
+    assert_eq!(inodes().len(), 1, "one file under every name");
+    assert_eq!(
+        install_binaries(&from, &prefix).unwrap(),
+        0,
+        "nothing changed"
+    );
+    // A new release: every name gets it, still one file, and the old file is left whole for a
+    // hook still running it.
+    let old = fs::File::open(prefix.join("preload")).unwrap();
+    release("#!/bin/sh\necho two\n");
+    assert_eq!(install_binaries(&from, &prefix).unwrap(), BINARIES.len());
+    assert_eq!(inodes().len(), 1);
+    for name in BINARIES {
+        assert_eq!(
+            fs::read_to_string(prefix.join(name)).unwrap(),
+            "#!/bin/sh\necho two\n"
+        );
+    }
+    assert!(!inodes().contains(&old.metadata().unwrap().ino()));
+}

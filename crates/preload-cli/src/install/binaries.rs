@@ -1,7 +1,8 @@
 //! Copying the binaries into the install directory.
 //!
 //! All of [`BINARIES`] or none; a changed file is renamed over the old one, so a running hook
-//! keeps its own copy.
+//! keeps its own copy. Names that are one file where they come from (the release is one binary
+//! under every name) are one file where they go: hard links to the first copy.
 
 use std::fs;
 use std::io;
@@ -46,9 +47,23 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
     }
     fs::create_dir_all(prefix).map_err(OpError::at("create", prefix))?;
     let mut copied = 0;
+    // Each source file installed so far, by its identity, with where it went.
+    let mut installed: Vec<(FileId, PathBuf)> = Vec::new();
     for name in BINARIES {
         let source = from.join(name);
         let target = prefix.join(name);
+        let id = file_id(&source).map_err(OpError::at("read", &source))?;
+        if let Some((_, first)) = installed.iter().find(|(known, _)| *known == id) {
+            if file_id(&target).ok() == file_id(first).ok() {
+                continue;
+            }
+            if link_over(first, &target).is_ok() {
+                copied += 1;
+                continue;
+            }
+            // No hard links here: a copy of its own, as below.
+        }
+        installed.push((id, target.clone()));
         let bytes = fs::read(&source).map_err(OpError::at("read", &source))?;
         if fs::read(&target).is_ok_and(|old| old == bytes) {
             continue;
@@ -61,6 +76,25 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
         copied += 1;
     }
     Ok(copied)
+}
+
+/// A file's identity: its device and inode.
+type FileId = (u64, u64);
+
+fn file_id(path: &Path) -> io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Make `target` another name of `first`: a hard link made under a temporary name, renamed
+/// over `target` (a running hook keeps its own copy).
+fn link_over(first: &Path, target: &Path) -> io::Result<()> {
+    let temp = file::temp_path(target);
+    fs::hard_link(first, &temp)?;
+    fs::rename(&temp, target).inspect_err(|_| {
+        let _ = fs::remove_file(&temp);
+    })
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
