@@ -62,18 +62,19 @@ fn identifier_at(text: &str) -> &str {
 fn use_tree(text: &str) -> Vec<ModPath> {
     fn parse(text: &str, at: &mut usize, base: &ModPath, out: &mut Vec<ModPath>) {
         let bytes = text.as_bytes();
-        let mut path = base.clone();
-        loop {
-            while *at < bytes.len() && bytes[*at].is_ascii_whitespace() {
+        let skip_space = |at: &mut usize| {
+            while bytes.get(*at).is_some_and(u8::is_ascii_whitespace) {
                 *at += 1;
             }
+        };
+        let mut path = base.clone();
+        loop {
+            skip_space(at);
             if bytes.get(*at) == Some(&b'{') {
                 *at += 1;
                 loop {
                     parse(text, at, &path, out);
-                    while *at < bytes.len() && bytes[*at].is_ascii_whitespace() {
-                        *at += 1;
-                    }
+                    skip_space(at);
                     match bytes.get(*at) {
                         Some(b',') => *at += 1,
                         Some(b'}') => {
@@ -82,9 +83,8 @@ fn use_tree(text: &str) -> Vec<ModPath> {
                         }
                         _ => return,
                     }
-                    while *at < bytes.len() && bytes[*at].is_ascii_whitespace() {
-                        *at += 1;
-                    }
+                    // A trailing comma before the group closes.
+                    skip_space(at);
                     if bytes.get(*at) == Some(&b'}') {
                         *at += 1;
                         return;

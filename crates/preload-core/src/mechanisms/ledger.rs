@@ -83,8 +83,14 @@ fn update_seed<T>(
     let before = view.clone();
     let out = change(&mut view);
     if view != before {
-        let old = (Some(&seed), carry.as_ref());
-        write_seed(&lock, path, &view, old, Durability::PerCall)?;
+        write_seed(
+            &lock,
+            path,
+            &view,
+            Some(&seed),
+            carry.as_ref(),
+            Durability::PerCall,
+        )?;
     }
     lock.release();
     Ok(out)
@@ -98,10 +104,10 @@ pub fn write_seed(
     lock: &StateLock,
     path: &Path,
     view: &State,
-    old: (Option<&State>, Option<&State>),
+    old_seed: Option<&State>,
+    old_carry: Option<&State>,
     durability: Durability,
 ) -> Result<(), StateError> {
-    let (old_seed, old_carry) = old;
     let (seed, carry) = split(view);
     let carry_file = carry_path(path);
     match carry {
@@ -243,17 +249,13 @@ fn update_session_read<T>(
     let Some(seed_path) = leftover else {
         // Nothing to adopt: a state read as `read` that the conversation already tags is
         // what `known` was made from.
-        let out = state::update_read(
-            path,
-            ctx.lock_deadline(),
-            Durability::PerCall,
-            read,
-            known,
-            |s| {
-                tagged = tag_conversation(ctx, s);
-                change(s)
-            },
-        )?;
+        let tag_and_change = |s: &mut State| {
+            tagged = tag_conversation(ctx, s);
+            change(s)
+        };
+        let deadline = ctx.lock_deadline();
+        let per_call = Durability::PerCall;
+        let out = state::update_read(path, deadline, per_call, read, known, tag_and_change)?;
         note_conversation(ctx, path, tagged);
         return Ok(out);
     };

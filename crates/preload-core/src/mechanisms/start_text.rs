@@ -73,7 +73,7 @@ pub enum StartCacheError {
         /// Why.
         source: MarkerError,
     },
-    /// The cache's lock was not had in time.
+    /// The cache's lock could not be taken.
     #[error("cannot lock cache {path}: {source}")]
     Lock {
         /// The cache file.
@@ -228,20 +228,15 @@ impl StartCache {
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
-        let unusable = |errno: Errno| StartCacheError::Lock {
-            path: self.path.clone(),
-            source: LockError::Create {
-                path: self.lock.clone(),
-                source: errno.into(),
-            },
-        };
-        let file = open_lock(&self.lock).map_err(|source| StartCacheError::Lock {
+        let unusable = |source: std::io::Error| StartCacheError::Lock {
             path: self.path.clone(),
             source: LockError::Create {
                 path: self.lock.clone(),
                 source,
             },
-        })?;
+        };
+        let failed = |(_, errno): (fs::File, Errno)| unusable(errno.into());
+        let file = open_lock(&self.lock).map_err(unusable)?;
         let lock = match take(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => lock,
             Err((file, Errno::EWOULDBLOCK)) => {
@@ -249,14 +244,16 @@ impl StartCache {
                 if let Some(blocks) = codec::read(&self.path, chunk, budget) {
                     return Ok(Lookup::Found(blocks));
                 }
-                let shared = take(file, FlockArg::LockShared).map_err(|(_, e)| unusable(e))?;
+                let shared = take(file, FlockArg::LockShared).map_err(failed)?;
                 if let Some(blocks) = codec::read(&self.path, chunk, budget) {
                     return Ok(Lookup::Found(blocks));
                 }
-                let file = shared.unlock().map_err(|(_, e)| unusable(e))?;
-                take(file, FlockArg::LockExclusive).map_err(|(_, e)| unusable(e))?
+                let file = shared
+                    .unlock()
+                    .map_err(|(_, errno)| unusable(errno.into()))?;
+                take(file, FlockArg::LockExclusive).map_err(failed)?
             }
-            Err((_, errno)) => return Err(unusable(errno)),
+            Err(err) => return Err(failed(err)),
         };
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));

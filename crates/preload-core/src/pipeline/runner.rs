@@ -120,7 +120,7 @@ pub enum HookError {
 /// Log an answer whose text is over the call's output budget (nothing is cut: the packing
 /// upstream splits files and carries them over; this line says when that was not enough).
 fn log_oversize(ctx: &Context, output: &HookOutput) {
-    let size = crate::primitives::delivery::chars(output.text());
+    let size = answer::chars_of(output);
     if size > ctx.budget {
         let note = crate::primitives::delivery::output_note(size, ctx.budget);
         ctx.log.record(

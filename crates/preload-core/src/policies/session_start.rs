@@ -405,7 +405,8 @@ fn write_seed(ctx: &Context, path: &Path, seed: &State) -> bool {
             &lock,
             path,
             seed,
-            (old_seed.as_ref().ok(), old_carry.as_ref().ok()),
+            old_seed.as_ref().ok(),
+            old_carry.as_ref().ok(),
             state::Durability::Durable,
         )
         .is_ok();

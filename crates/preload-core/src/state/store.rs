@@ -114,30 +114,13 @@ impl Durability {
     }
 }
 
-/// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`]) has
-/// passed.
-fn check_in_time(path: &Path) -> Result<(), StateError> {
-    if COMMIT_BY
-        .with(Cell::get)
-        .is_some_and(|by| Instant::now() >= by)
-    {
-        return Err(StateError::Late {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(())
-}
-
 /// Write `state` to `path` atomically: a temporary file in the same directory, synced as
 /// `durability` says, renamed over `path`.
 ///
 /// Refused with [`StateError::Late`] once this thread's commit deadline ([`commit_before`])
 /// has passed.
 pub fn save(path: &Path, state: &State, durability: Durability) -> Result<(), StateError> {
-    check_in_time(path)?;
-    let bytes = state.to_pretty();
-    file::write_atomic_with(path, bytes.as_bytes(), durability.options(), || true)?;
-    Ok(())
+    publish(path, &state.to_pretty(), durability, || true).map(|_| ())
 }
 
 /// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
@@ -158,16 +141,39 @@ fn save_text_locked(
     lock: &StateLock,
     durability: Durability,
 ) -> Result<(), StateError> {
-    check_in_time(path)?;
     // Checked as late as possible: right before the rename that publishes the new version.
-    let still_held = || lock.still_held();
-    if file::write_atomic_with(path, text.as_bytes(), durability.options(), still_held)? {
+    if publish(path, text, durability, || lock.still_held())? {
         Ok(())
     } else {
         Err(StateError::Lock(LockError::Lost {
             path: lock.path().to_path_buf(),
         }))
     }
+}
+
+/// The one write of a state's text: refused once this thread's commit deadline
+/// ([`commit_before`]) has passed; published only when `still_ok` holds right before the
+/// rename (false when it did not).
+fn publish(
+    path: &Path,
+    text: &str,
+    durability: Durability,
+    still_ok: impl FnOnce() -> bool,
+) -> Result<bool, StateError> {
+    if COMMIT_BY
+        .with(Cell::get)
+        .is_some_and(|by| Instant::now() >= by)
+    {
+        return Err(StateError::Late {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(file::write_atomic_with(
+        path,
+        text.as_bytes(),
+        durability.options(),
+        still_ok,
+    )?)
 }
 
 /// Create `path` with `state` unless it already exists (durably: an activation's first write);

@@ -101,7 +101,7 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     let first = state(json!({
         "pid": 5, "lifecycle": "seeding", "preloadedFiles": ["/a"], "sessionId": "one"
     }));
-    write_seed(&lock, &seed_file, &first, (None, None), Durability::Durable).unwrap();
+    write_seed(&lock, &seed_file, &first, None, None, Durability::Durable).unwrap();
     let (seed_ino, carry_ino) = (inode(&seed_file), inode(&carry_file));
 
     // A new conversation: only the carry's sessionId differs.
@@ -112,7 +112,8 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
         &lock,
         &seed_file,
         &second,
-        (old_seed.as_ref(), old_carry.as_ref()),
+        old_seed.as_ref(),
+        old_carry.as_ref(),
         Durability::Durable,
     )
     .unwrap();
@@ -137,7 +138,8 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
         &lock,
         &seed_file,
         &third,
-        (old_seed.as_ref(), old_carry.as_ref()),
+        old_seed.as_ref(),
+        old_carry.as_ref(),
         Durability::Durable,
     )
     .unwrap();
