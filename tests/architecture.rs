@@ -451,7 +451,10 @@ fn source_files_stay_small() {
 fn state_keys() -> BTreeSet<String> {
     let text = fs::read_to_string(core_src().join("state/fields.rs")).unwrap();
     text.lines()
-        .filter(|l| l.trim_start().starts_with("pub const "))
+        .filter(|l| {
+            let l = l.trim_start();
+            l.starts_with("pub const ") || l.starts_with("pub(crate) const ")
+        })
         .filter_map(|l| l.split('"').nth(1))
         .filter(|key| key.chars().any(|c| c.is_ascii_uppercase()))
         .map(str::to_owned)

@@ -949,7 +949,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
             preload_core::state::Durability::PerCall,
             |s| {
                 for p in &paths {
-                    s.push_unique(preload_core::state::fields::PENDING_PRELOADS, p);
+                    s.add_path(preload_core::state::QUEUED, p);
                 }
             },
         )

@@ -33,6 +33,7 @@ use preload_core::primitives::input::{HookInput, MAX_STDIN_BYTES};
 use preload_core::primitives::paths;
 use preload_core::state::fields;
 use preload_core::state::{self, State};
+use preload_core::state::{IN_CONTEXT, QUEUED};
 
 /// `preload explain`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -148,8 +149,8 @@ fn describe_state(
         get(fields::SKILL),
         get(fields::CURRENT_PHASE),
         get(fields::LIFECYCLE),
-        state.strings(fields::PRELOADED_FILES).len(),
-        state.strings(fields::PENDING_PRELOADS).len(),
+        state.path_list(IN_CONTEXT).len(),
+        state.path_list(QUEUED).len(),
         state
             .get(fields::STASH)
             .and_then(Value::as_array)

@@ -22,6 +22,7 @@ use preload_core::primitives::input::HookInput;
 use preload_core::state::fields;
 use preload_core::state::stamps;
 use preload_core::state::{self, State};
+use preload_core::state::{IN_CONTEXT, QUEUED};
 
 /// `preload status`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -100,7 +101,7 @@ pub fn status(ctx: &Context) -> Value {
         (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),
     });
     let (loaded_packs, files): (Vec<String>, Vec<String>) = state
-        .strings(fields::PRELOADED_FILES)
+        .path_list(IN_CONTEXT)
         .into_iter()
         .partition(|p| packs::is_key(p));
     let preloaded: Vec<Value> = files.iter().map(|p| file_entry(p)).collect();
@@ -109,7 +110,7 @@ pub fn status(ctx: &Context) -> Value {
         .map(|key| pack_entry(ctx, &state, key))
         .collect();
     let pending: Vec<Value> = state
-        .strings(fields::PENDING_PRELOADS)
+        .path_list(QUEUED)
         .iter()
         .map(|p| file_entry(p))
         .collect();
@@ -168,7 +169,7 @@ fn stashed(state: &State) -> Vec<Value> {
 /// Characters the preloaded files put in context (content only, as delivered).
 fn context_chars(state: &State, max: u64) -> usize {
     state
-        .strings(fields::PRELOADED_FILES)
+        .path_list(IN_CONTEXT)
         .iter()
         .map(|p| match delivery::read_for_delivery(Path::new(p), max) {
             delivery::FileBody::Text(t) => delivery::chars(delivery::trim_trailing_newlines(&t)),

@@ -16,12 +16,14 @@ use crate::primitives::lock::LockError;
 
 pub mod dedup;
 pub mod fields;
+pub mod files;
 mod lifecycle;
 mod peek;
 mod pretty;
 pub mod refs;
 pub mod stamps;
 mod store;
+pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
 pub use store::{

@@ -6,6 +6,7 @@
 //! standards, every skill's SKILL.md, its phases' commands and its templates, and whatever the
 //! project's sessions have queued (`pendingPreloads`).
 
+use preload_core::state::QUEUED;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +21,6 @@ use preload_core::primitives::delivery::{self, FileBody};
 use preload_core::primitives::env::Env;
 use preload_core::primitives::input::HookInput;
 use preload_core::state;
-use preload_core::state::fields;
 
 /// Claude Code's cap on one hook output, in characters.
 pub const CLIENT_CAP: usize = 10_000;
@@ -69,12 +69,7 @@ pub fn candidates(ctx: &Context) -> Vec<PathBuf> {
     for sessions in ctx.sessions_dirs() {
         for dir in session::session_dirs(&sessions) {
             if let Ok(state) = state::load(&dir.join(STATE_FILE)) {
-                out.extend(
-                    state
-                        .strings(fields::PENDING_PRELOADS)
-                        .into_iter()
-                        .map(PathBuf::from),
-                );
+                out.extend(state.path_list(QUEUED).into_iter().map(PathBuf::from));
             }
         }
     }

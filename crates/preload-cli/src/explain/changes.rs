@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use preload_core::state::State;
 use preload_core::state::fields;
+use preload_core::state::{IN_CONTEXT, Paths, QUEUED};
 
 /// The files under `dirs` and their bytes (for the before and after of a run).
 pub fn snapshot(dirs: &[PathBuf]) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -126,8 +127,8 @@ pub fn render_events(events: &[Value]) -> String {
     out
 }
 
-fn strings(state: Option<&State>, key: &str) -> Vec<String> {
-    state.map(|s| s.strings(key)).unwrap_or_default()
+fn paths(state: Option<&State>, list: Paths<'_>) -> Vec<String> {
+    state.map(|s| s.path_list(list)).unwrap_or_default()
 }
 
 fn len_of(state: Option<&State>, key: &str) -> usize {
@@ -154,19 +155,13 @@ pub fn render_state_diff(
             }
         }
     };
-    let (old, new) = (
-        strings(before, fields::PRELOADED_FILES),
-        strings(after, fields::PRELOADED_FILES),
-    );
+    let (old, new) = (paths(before, IN_CONTEXT), paths(after, IN_CONTEXT));
     list(
         "preloadedFiles, added",
         new.iter().filter(|f| !old.contains(f)).cloned().collect(),
         &mut out,
     );
-    let (old, new) = (
-        strings(before, fields::PENDING_PRELOADS),
-        strings(after, fields::PENDING_PRELOADS),
-    );
+    let (old, new) = (paths(before, QUEUED), paths(after, QUEUED));
     list(
         "pendingPreloads, added",
         new.iter().filter(|f| !old.contains(f)).cloned().collect(),
@@ -184,8 +179,8 @@ pub fn render_state_diff(
         }
     }
     let shown = [
-        fields::PRELOADED_FILES,
-        fields::PENDING_PRELOADS,
+        &IN_CONTEXT.key(),
+        &QUEUED.key(),
         fields::STASH,
         fields::TOUCHED_DIRS,
         fields::INJECTED_RULES,

@@ -4,6 +4,7 @@
 //! The decision itself is the rule engine's ([`rules::evaluate`], [`rules::compose`]); this
 //! module only describes each trigger with the values it was tested on.
 
+use preload_core::state::QUEUED;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -142,9 +143,9 @@ pub fn explain_rules(
 /// queued) and the once-only rules as they stood before it.
 pub fn decision_state(before: &State, after: &State, queued: &[String]) -> State {
     let mut view = after.clone();
-    let mut pending = before.strings(fields::PENDING_PRELOADS);
+    let mut pending = before.path_list(QUEUED);
     for file in after
-        .strings(fields::PENDING_PRELOADS)
+        .path_list(QUEUED)
         .into_iter()
         .chain(queued.iter().cloned())
     {
@@ -152,7 +153,7 @@ pub fn decision_state(before: &State, after: &State, queued: &[String]) -> State
             pending.push(file);
         }
     }
-    view.set(fields::PENDING_PRELOADS, Value::from(pending));
+    view.set_paths(QUEUED, pending);
     match before.get(fields::INJECTED_RULES) {
         Some(v) => view.set(fields::INJECTED_RULES, v.clone()),
         None => {
@@ -223,7 +224,7 @@ mod tests {
         let before = state(&json!({"pendingPreloads": ["/a"], "injectedRules": {"r": true}}));
         let after = state(&json!({"pendingPreloads": [], "toolCallsByTranscript": {"t": 1}}));
         let view = decision_state(&before, &after, &["/b".to_owned()]);
-        assert_eq!(view.strings(fields::PENDING_PRELOADS), ["/a", "/b"]);
+        assert_eq!(view.path_list(QUEUED), ["/a", "/b"]);
         assert_eq!(view.get(fields::INJECTED_RULES), Some(&json!({"r": true})));
         assert_eq!(rules::counter(&view, "t"), 1);
     }

@@ -7,6 +7,7 @@ use preload_core::pipeline::activation::activate;
 use preload_core::primitives::env;
 use preload_core::state;
 use preload_core::state::fields;
+use preload_core::state::{IN_CONTEXT, QUEUED};
 use std::fs;
 
 fn setup() -> (tempfile::TempDir, Context, PathBuf) {
@@ -60,13 +61,13 @@ fn activate_creates_the_fields_the_hooks_read_and_merges_the_seed() {
             .unwrap()
             .ends_with("skills/implement/assets/T.md")
     );
-    let preloaded = s.strings(fields::PRELOADED_FILES);
+    let preloaded = s.path_list(IN_CONTEXT);
     assert_eq!(
         preloaded.len(),
         7,
         "six seeds + the seed's SKILL.md: {preloaded:?}"
     );
-    assert_eq!(s.strings(fields::PENDING_PRELOADS), vec!["/x/q.md"]);
+    assert_eq!(s.path_list(QUEUED), vec!["/x/q.md"]);
     assert!(s.get("touchedDirs").unwrap().get("/d").is_some());
     assert_eq!(
         s.get("pendingAllowInjections")

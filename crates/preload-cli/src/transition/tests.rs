@@ -6,7 +6,6 @@ use preload_core::mechanisms::session::STATE_FILE;
 use preload_core::primitives::env::{self, Env};
 use preload_core::primitives::input::HookInput;
 use preload_core::state;
-use preload_core::state::fields;
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -310,7 +309,7 @@ fn an_accepted_transition_records_the_proof_and_queues_the_phase_commands() {
     assert_eq!(entry["phase"], "1: Interrogation");
     assert_eq!(entry["proof"], json!({"mode": "quick", "intentDone": true}));
     assert_eq!(entry["ts"], s["lastHeartbeat"]);
-    let pending: Vec<String> = state::strings_of(s.get(fields::PENDING_PRELOADS));
+    let pending = state::strings_of(s.get("pendingPreloads"));
     let names: Vec<&str> = pending
         .iter()
         .map(|p| p.rsplit('/').next().unwrap())
@@ -337,12 +336,12 @@ fn files_already_in_context_are_not_queued_and_staying_needs_no_proof() {
     w.cmd("LOG", r#"{"required": ["logged"]}"#);
     let intent = w.commands.canonicalize().unwrap().join("CMD_INTENT.md");
     let mut s = w.state();
-    s[fields::PRELOADED_FILES] = json!([intent]);
+    s["preloadedFiles"] = json!([intent]);
     fs::write(w.dir.join(STATE_FILE), s.to_string()).unwrap();
     let out = w.phase("1: Interrogation", None, None);
     assert!(!out.refused, "{}", out.stderr);
     let s = w.state();
-    let pending = state::strings_of(s.get(fields::PENDING_PRELOADS));
+    let pending = state::strings_of(s.get("pendingPreloads"));
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert!(pending[0].ends_with("CMD_LOG.md"));
     assert_eq!(s["phaseHistory"], json!(["1: Interrogation"]));

@@ -26,7 +26,7 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, PreloadState};
 use crate::primitives::lock::StateLock;
 use crate::state::fields;
-use crate::state::{self, Durability, Lifecycle, State, StateError};
+use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
 
 mod calls;
 mod window;
@@ -194,7 +194,7 @@ fn split(view: &State) -> (State, Option<State>) {
 
 /// The files of a record not (fully) in its context window: queued, or partly delivered.
 fn owed_of(view: &State) -> Vec<String> {
-    let mut owed = view.strings(fields::PENDING_PRELOADS);
+    let mut owed = view.path_list(QUEUED);
     if let Some(Value::Object(parts)) = view.get(fields::PRELOAD_PARTS) {
         for path in parts.keys() {
             if !owed.contains(path) {
@@ -286,11 +286,11 @@ fn update_session_read<T>(
 /// files back in the queue and out of `preloadedFiles`.
 pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     if let Some(seed) = seed {
-        for item in seed.strings(fields::PRELOADED_FILES) {
-            s.push_unique(fields::PRELOADED_FILES, &item);
+        for item in seed.path_list(IN_CONTEXT) {
+            s.add_path(IN_CONTEXT, &item);
         }
-        for item in seed.strings(fields::PENDING_PRELOADS) {
-            s.push_unique(fields::PENDING_PRELOADS, &item);
+        for item in seed.path_list(QUEUED) {
+            s.add_path(QUEUED, &item);
         }
         if let Some(Value::Object(map)) = seed.get(fields::TOUCHED_DIRS) {
             let target = s.object_mut(fields::TOUCHED_DIRS);
@@ -355,8 +355,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         None => owed_of(&record),
     };
     for path in owed {
-        s.remove_item(fields::PRELOADED_FILES, &path);
-        s.push_unique(fields::PENDING_PRELOADS, &path);
+        s.owe(Audience::Main, &path);
     }
 }
 
@@ -434,12 +433,12 @@ fn new_context_window(s: &mut State) {
     let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
         return;
     };
-    let preloaded = s.strings(fields::PRELOADED_FILES);
+    let preloaded = s.path_list(IN_CONTEXT);
     for entry in &entries {
         let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
         for path in crate::primitives::delivery::block_paths(content) {
             if !preloaded.contains(&path) {
-                s.push_unique(fields::PENDING_PRELOADS, &path);
+                s.add_path(QUEUED, &path);
             }
         }
     }

@@ -13,6 +13,7 @@ use crate::mechanisms::context::Context;
 use crate::primitives::{file, process};
 use crate::state::fields;
 use crate::state::{self, Durability, Lifecycle, State, StateError};
+use crate::state::{IN_CONTEXT, QUEUED};
 
 mod index;
 mod scan;
@@ -320,8 +321,8 @@ pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     let mut seed = State::default();
     seed.set(fields::PID, json!(pid));
     seed.set_lifecycle(&Lifecycle::Seeding);
-    seed.set(fields::PRELOADED_FILES, json!(preloaded));
-    seed.set(fields::PENDING_PRELOADS, json!([]));
+    seed.set_paths(IN_CONTEXT, preloaded);
+    seed.clear_paths(QUEUED);
     seed.set(fields::TOUCHED_DIRS, json!({}));
     own_seed(&mut seed, pid);
     seed

@@ -18,6 +18,7 @@ use crate::primitives::lock::StateLock;
 use crate::primitives::process;
 use crate::state::fields;
 use crate::state::{self, Lifecycle, State};
+use crate::state::{IN_CONTEXT, QUEUED};
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -282,14 +283,15 @@ fn activate_state(
     if holder != Some(owner) {
         start_window(ctx, dir, s);
     }
-    for (key, value) in [
-        (fields::PRELOADED_FILES, json!(session::core_seeds(ctx))),
-        (fields::TOUCHED_DIRS, json!({})),
-        (fields::PENDING_PRELOADS, json!([])),
-        (fields::STASH, json!([])),
-    ] {
-        if s.get(key).is_none() {
-            s.set(key, value);
+    let defaults = [
+        (IN_CONTEXT.key(), json!(session::core_seeds(ctx))),
+        (fields::TOUCHED_DIRS.into(), json!({})),
+        (QUEUED.key(), json!([])),
+        (fields::STASH.into(), json!([])),
+    ];
+    for (key, value) in defaults {
+        if s.get(&key).is_none() {
+            s.set(&key, value);
         }
     }
     ledger::adopt(s, seed, carry);
@@ -309,8 +311,8 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     if let Some(sessions) = dir.parent() {
         ledger::archive_window(sessions, s, ctx.conversation.as_deref().unwrap_or(""));
     }
-    s.set(fields::PRELOADED_FILES, json!(session::core_seeds(ctx)));
-    s.set(fields::PENDING_PRELOADS, json!([]));
+    s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
+    s.clear_paths(QUEUED);
     s.set(fields::TOUCHED_DIRS, json!({}));
     s.set(fields::STASH, json!([]));
     for key in [

@@ -12,10 +12,12 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::session::PreloadState;
 use crate::pipeline::runner::HookError;
 use crate::primitives::delivery::{self, Event, Packer};
+pub use crate::state::Audience;
 use crate::state::State;
 use crate::state::dedup::Hit;
 use crate::state::fields;
 use crate::state::refs::Resolver;
+use crate::state::{IN_CONTEXT, Paths};
 
 mod priority;
 pub use priority::{Priority, by_priority};
@@ -30,56 +32,6 @@ pub use changed::{CHANGED_SOURCE, requeue_changed};
 
 mod due;
 pub use due::pack_requests;
-
-/// Whose context window a pass fills.
-///
-/// The main agent's context is tracked in `preloadedFiles` and its queue is `pendingPreloads`:
-/// a file leaves the queue only once it is in context. A sub-agent has a context window of its
-/// own, tracked in `preloadedFiles_sub:<agent_id>` (like the engine's per-agent
-/// `lastEditFile_<key>`), and a queue of its own, `pendingPreloads_sub:<agent_id>`: it gets its
-/// own copy of what the main agent's queue holds, and never takes anything out of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience<'a> {
-    /// The main agent.
-    Main,
-    /// A sub-agent, by `agent_id`.
-    SubAgent(&'a str),
-}
-
-impl Audience<'_> {
-    /// The state field of this audience's files in context.
-    pub fn preloaded_key(self) -> String {
-        match self {
-            Self::Main => fields::PRELOADED_FILES.to_owned(),
-            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOADED_FILES, id),
-        }
-    }
-
-    /// The state field of this audience's part progress.
-    fn parts_key(self) -> String {
-        match self {
-            Self::Main => fields::PRELOAD_PARTS.to_owned(),
-            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOAD_PARTS, id),
-        }
-    }
-
-    /// The state field of how many parts this audience's files going out in parts were cut
-    /// into.
-    fn cut_key(self) -> String {
-        match self {
-            Self::Main => fields::PRELOAD_PARTS_CUT.to_owned(),
-            Self::SubAgent(id) => fields::sub_agent_key(fields::PRELOAD_PARTS_CUT, id),
-        }
-    }
-
-    /// The state field of this audience's own queue.
-    pub fn queue_key(self) -> String {
-        match self {
-            Self::Main => fields::PENDING_PRELOADS.to_owned(),
-            Self::SubAgent(id) => fields::sub_agent_key(fields::PENDING_PRELOADS, id),
-        }
-    }
-}
 
 /// How requested files are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +164,7 @@ fn override_of(state: &State, normalized: &str) -> Option<String> {
     }
     let suffix = format!("{ENGINE_COMMANDS}{name}");
     state
-        .strings(fields::PRELOADED_FILES)
+        .path_list(IN_CONTEXT)
         .into_iter()
         .find(|p| p.ends_with(&suffix))
 }
@@ -376,7 +328,7 @@ pub fn pending_requests_for(
     audience: Audience<'_>,
 ) -> Vec<Request> {
     let requests = state
-        .strings(&audience.queue_key())
+        .path_list(Paths::Queued(audience))
         .into_iter()
         .map(|p| Request::new(p, source))
         .collect();

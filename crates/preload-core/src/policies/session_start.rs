@@ -19,7 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use self::contents::{Fill, Plan};
 use crate::mechanisms::dehydrated;
@@ -34,6 +34,7 @@ use crate::primitives::transcript;
 use crate::state::fields;
 use crate::state::stamps;
 use crate::state::{self, State, StateError};
+use crate::state::{IN_CONTEXT, QUEUED};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// Characters kept free in the last slot for the overflow pointer.
@@ -213,7 +214,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
             let _ = fs::remove_file(ledger::carry_path(old));
         }
         let why = format!("session-start({source})");
-        for file in seed.strings(fields::PRELOADED_FILES) {
+        for file in seed.path_list(IN_CONTEXT) {
             ctx.log.record(Event::Seed, &file, &why, is_session, "new");
         }
     }
@@ -279,11 +280,7 @@ fn fill_session(
             let kept = ledger::KeptCall::of(s, plan.in_flight.as_ref());
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
-                .get(fields::PRELOADED_FILES)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
+                .paths(IN_CONTEXT)
                 .filter(|p| packs::is_key(p))
                 .map(str::to_owned)
                 .collect();
@@ -308,7 +305,7 @@ fn fill_session(
         if plan.recovery.is_some_and(|r| r.state == path) {
             s.remove(fields::DEHYDRATED_CONTEXT);
         }
-        (fill, s.strings(fields::PRELOADED_FILES))
+        (fill, s.path_list(IN_CONTEXT))
     });
     match result {
         Ok(filled) => {
@@ -376,9 +373,9 @@ fn runner_note(ctx: &Context, message: &str) {
 
 /// The fields a new context window clears.
 fn reset(state: &mut State) {
-    state.set(fields::PRELOADED_FILES, json!([]));
+    state.clear_paths(IN_CONTEXT);
     state.set(fields::TOUCHED_DIRS, json!({}));
-    state.set(fields::PENDING_PRELOADS, json!([]));
+    state.clear_paths(QUEUED);
     state.set(fields::STASH, json!([]));
     state.remove(fields::PRELOAD_PARTS);
     state.remove(fields::PRELOAD_PARTS_HELD);

@@ -9,6 +9,7 @@
 //! replaces the engine's `subagent-start-context.sh`, which sent every file of the main agent's
 //! record but three standards, without a budget.
 
+use crate::state::IN_CONTEXT;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -91,7 +92,7 @@ fn requests(ctx: &Context, s: &State, agent: &str, kind: &str) -> Vec<Request> {
         Moment::SubAgent(kind),
         &source,
     ));
-    let held = s.strings(fields::PRELOADED_FILES);
+    let held = s.path_list(IN_CONTEXT);
     if let Some(Value::Object(dirs)) = s.get(fields::TOUCHED_DIRS) {
         for path in dirs.values().flat_map(|v| state::strings_of(Some(v))) {
             if held.contains(&path) && !out.iter().any(|r| r.path == path) {

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::primitives::memo::Memo;
-use crate::state::State;
+use crate::state::{Paths, State};
 
 /// How a candidate matched something already in context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,10 +236,10 @@ impl Names {
 }
 
 impl InContext {
-    /// The files in context are the strings of `state[key]`.
-    pub fn new(key: &str) -> Self {
+    /// The files in context are the paths of `list`.
+    pub fn new(list: Paths<'_>) -> Self {
         Self {
-            key: key.to_owned(),
+            key: list.key().into_owned(),
             inodes: None,
             checks: 0,
             names: None,

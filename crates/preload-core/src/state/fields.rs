@@ -98,10 +98,10 @@ pub const REQUIRED_FILES: &str = "requiredFiles";
 
 // What is in the context window, and what waits.
 
-/// Normalised paths in the context window.
-pub const PRELOADED_FILES: &str = "preloadedFiles";
-/// Paths queued for delivery.
-pub const PENDING_PRELOADS: &str = "pendingPreloads";
+/// Normalised paths in the context window (read and written as [`crate::state::Paths`]).
+pub(crate) const PRELOADED_FILES: &str = "preloadedFiles";
+/// Paths queued for delivery (read and written as [`crate::state::Paths`]).
+pub(crate) const PENDING_PRELOADS: &str = "pendingPreloads";
 /// Ours: `{path: parts out}` of files delivered in parts.
 pub const PRELOAD_PARTS: &str = "preloadParts";
 /// Ours: `{path: [a, b, n]}`, parts `a` to `b` of a file's `n` labelled parts that the context

@@ -2,6 +2,7 @@
 //! carried into its context window, and what a compaction keeps of it: the calls of the
 //! client's latest response.
 
+use crate::state::{IN_CONTEXT, QUEUED};
 use serde_json::Value;
 
 use crate::primitives::transcript;
@@ -303,17 +304,17 @@ impl KeptCall {
     /// and their other parts still stashed.
     pub fn carry_into(&self, s: &mut State) {
         for file in self.files.iter().chain(&self.stashed) {
-            s.push_unique(fields::PRELOADED_FILES, file);
+            s.add_path(IN_CONTEXT, file);
         }
         for (path, done) in &self.parts {
             s.object_mut(fields::PRELOAD_PARTS)
                 .insert(path.clone(), Value::from(*done));
-            s.push_unique(fields::PENDING_PRELOADS, path);
+            s.add_path(QUEUED, path);
         }
         for (path, range) in &self.held {
             s.object_mut(fields::PRELOAD_PARTS_HELD)
                 .insert(path.clone(), range.clone());
-            s.push_unique(fields::PENDING_PRELOADS, path);
+            s.add_path(QUEUED, path);
         }
         s.array_mut(fields::STASH)
             .extend(self.stash.iter().cloned());

@@ -51,9 +51,9 @@ fn adoption_puts_owed_files_back_in_the_queue() {
         "sessionId": "conv", "injectedRules": {"synthesis-commands": true}
     }));
     adopt(&mut s, None, Some(&carry));
-    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/std/COMMANDS.md"]);
+    assert_eq!(s.path_list(IN_CONTEXT), ["/std/COMMANDS.md"]);
     assert_eq!(
-        s.strings(fields::PENDING_PRELOADS),
+        s.path_list(QUEUED),
         ["/std/SIGILS.md", "/std/INVARIANTS.md"]
     );
     assert_eq!(
@@ -83,9 +83,9 @@ fn another_conversation_lets_the_old_window_go() {
     }));
     new_context_window(&mut s);
     assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
-    assert_eq!(s.strings(fields::PENDING_PRELOADS), ["/stashed.md"]);
+    assert_eq!(s.path_list(QUEUED), ["/stashed.md"]);
     assert_eq!(s.get(fields::STASH), Some(&json!([])));
-    assert_eq!(s.strings(fields::PRELOADED_FILES), ["/kept"]);
+    assert_eq!(s.path_list(IN_CONTEXT), ["/kept"]);
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     let (old_seed, old_carry) = read_seed_parts(&seed_file).unwrap();
     let carry_ino = inode(&carry_file);
     let mut third = second.clone();
-    third.set(fields::PRELOADED_FILES, json!(["/a", "/b"]));
+    third.set_paths(IN_CONTEXT, ["/a", "/b"]);
     write_seed(
         &lock,
         &seed_file,

@@ -10,8 +10,8 @@ use super::source;
 use crate::mechanisms::context::Context;
 use crate::primitives::delivery::{Event, FileBody};
 use crate::state::State;
-use crate::state::fields;
 use crate::state::stamps;
+use crate::state::{Audience, IN_CONTEXT, QUEUED};
 
 /// The `source` of the queue events of changed files.
 pub const CHANGED_SOURCE: &str = "changed-on-disk";
@@ -25,8 +25,8 @@ pub fn requeue_changed(ctx: &Context, state: &mut State) -> Batch {
     if keys.is_empty() {
         return batch;
     }
-    let preloaded = state.strings(fields::PRELOADED_FILES);
-    let pending = state.strings(fields::PENDING_PRELOADS);
+    let preloaded = state.path_list(IN_CONTEXT);
+    let pending = state.path_list(QUEUED);
     for key in keys {
         if !preloaded.contains(&key) {
             if !pending.contains(&key) {
@@ -48,8 +48,7 @@ pub fn requeue_changed(ctx: &Context, state: &mut State) -> Batch {
             }
             (Some(_), _) => {
                 // The old stamp stays: the delivery compares against it to say `updated`.
-                state.remove_item(fields::PRELOADED_FILES, &key);
-                state.push_unique(fields::PENDING_PRELOADS, &key);
+                state.owe(Audience::Main, &key);
                 batch.note(Event::QueuePending, &key, CHANGED_SOURCE, "updated");
             }
             // Gone, or no longer followed: nothing to send.

@@ -4,7 +4,7 @@
 use super::{Audience, Request};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::packs::Moment;
-use crate::state::State;
+use crate::state::{Paths, State};
 
 /// One request per pack due at `moment` that `audience` has neither in context nor queued.
 pub fn pack_requests(
@@ -18,10 +18,11 @@ pub fn pack_requests(
     if due.is_empty() {
         return Vec::new();
     }
-    let held = state.strings(&audience.preloaded_key());
-    let queued = state.strings(&audience.queue_key());
     due.into_iter()
-        .filter(|p| !held.contains(&p.key) && !queued.contains(&p.key))
+        .filter(|p| {
+            !state.has_path(Paths::InContext(audience), &p.key)
+                && !state.has_path(Paths::Queued(audience), &p.key)
+        })
         .map(|p| Request::new(p.key.clone(), source))
         .collect()
 }

@@ -9,51 +9,48 @@ use super::{
 };
 use crate::mechanisms::context::Context;
 use crate::primitives::delivery::{self, Event, FileBody, Packer};
-use crate::state::State;
 use crate::state::dedup::{Hit, InContext};
+use crate::state::fields;
 use crate::state::refs::Resolver;
 use crate::state::stamps;
+use crate::state::{Paths, State};
 
 /// One ensure pass over a state.
-pub(super) struct Pass<'a> {
+pub(super) struct Pass<'a, 'w> {
     ctx: &'a Context,
     pub(super) in_context: InContext,
     resolver: Resolver,
     pub(super) max_bytes: u64,
     pub(super) batch: Batch,
-    /// Field of the audience's files in context.
-    preloaded_key: String,
+    /// Whose context window the pass fills.
+    audience: Audience<'w>,
     /// Field of the audience's part progress.
     parts_key: String,
     /// Field of how many parts the audience's files going out in parts were cut into.
     cut_key: String,
-    /// Field of the audience's own queue.
-    queue_key: String,
     /// True for the main agent, whose deliveries are stamped for change detection.
     stamps: bool,
 }
 
-impl<'a> Pass<'a> {
-    pub(super) fn new(ctx: &'a Context, audience: Audience<'_>) -> Self {
-        let preloaded_key = audience.preloaded_key();
+impl<'a, 'w> Pass<'a, 'w> {
+    pub(super) fn new(ctx: &'a Context, audience: Audience<'w>) -> Self {
         Self {
             ctx,
-            in_context: InContext::new(&preloaded_key),
+            in_context: InContext::new(Paths::InContext(audience)),
             resolver: resolver(ctx),
             max_bytes: ctx.max_file_bytes(),
             batch: Batch::default(),
-            preloaded_key,
-            parts_key: audience.parts_key(),
-            cut_key: audience.cut_key(),
-            queue_key: audience.queue_key(),
+            audience,
+            parts_key: audience.key(fields::PRELOAD_PARTS).into_owned(),
+            cut_key: audience.key(fields::PRELOAD_PARTS_CUT).into_owned(),
             stamps: audience == Audience::Main,
         }
     }
 
     /// Take a file out of the audience's queue.
     fn unqueue(&self, state: &mut State, path: &str, requested: &str) {
-        state.remove_item(&self.queue_key, path);
-        state.remove_item(&self.queue_key, requested);
+        state.remove_path(Paths::Queued(self.audience), path);
+        state.remove_path(Paths::Queued(self.audience), requested);
     }
 
     /// Already in context: note it, and drop a stale queue entry.
@@ -76,7 +73,7 @@ impl<'a> Pass<'a> {
 
     /// Queue for the next tool call.
     pub(super) fn queue(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
-        if state.push_unique(&self.queue_key, path) {
+        if state.add_path(Paths::Queued(self.audience), path) {
             self.batch
                 .note(Event::QueuePending, path, &request.source, "new");
             Outcome::Queued
@@ -93,7 +90,7 @@ impl<'a> Pass<'a> {
         }
         set_parts_done(state, &self.parts_key, path, None);
         clear_parts_held(state, &self.cut_key, path);
-        state.push_unique(&self.preloaded_key, path);
+        state.add_path(Paths::InContext(self.audience), path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
         self.stamp(state, path, &found);
@@ -224,7 +221,7 @@ impl<'a> Pass<'a> {
         }
         if sent.is_empty() && next < total {
             // Nothing fit: stays queued for the next call, and the log says why.
-            if state.push_unique(&self.queue_key, path) {
+            if state.add_path(Paths::Queued(self.audience), path) {
                 self.batch
                     .note(Event::QueuePending, path, &request.source, "deferred");
             }
@@ -254,13 +251,13 @@ impl<'a> Pass<'a> {
         if next < total {
             set_parts_done(state, &self.parts_key, path, Some(next));
             set_parts_cut(state, &self.cut_key, path, Some((total, updated)));
-            state.push_unique(&self.queue_key, path);
+            state.add_path(Paths::Queued(self.audience), path);
             return Outcome::Partial;
         }
         // Fully out: into the audience's files in context, out of the queue, in the same write.
         set_parts_done(state, &self.parts_key, path, None);
         clear_parts_held(state, &self.cut_key, path);
-        state.push_unique(&self.preloaded_key, path);
+        state.add_path(Paths::InContext(self.audience), path);
         self.unqueue(state, path, &request.path);
         self.in_context.add(path, &self.ctx.file_ids);
         self.stamp(state, path, &found);
@@ -287,7 +284,7 @@ impl<'a> Pass<'a> {
                 .in_context
                 .check(state, &found, &self.ctx.file_ids)
                 .is_none()
-                && state.push_unique(&self.queue_key, &found)
+                && state.add_path(Paths::Queued(self.audience), &found)
             {
                 self.batch.note(Event::ResolveRef, &found, &source, "new");
                 self.batch.note(Event::QueuePending, &found, &source, "new");

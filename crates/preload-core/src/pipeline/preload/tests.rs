@@ -4,6 +4,7 @@ use super::*;
 use crate::primitives::env::{self, Env};
 use crate::primitives::input::HookInput;
 use crate::state;
+use crate::state::QUEUED;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::PathBuf;
@@ -140,9 +141,9 @@ fn direct_delivery_tracks_and_queues_references() {
         format!("[Preloaded: {a}]\n# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n")
     );
     let s = f.load();
-    assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a.clone()]);
+    assert_eq!(s.path_list(IN_CONTEXT), vec![a.clone()]);
     assert_eq!(
-        s.strings(fields::PENDING_PRELOADS),
+        s.path_list(QUEUED),
         vec![b.clone()],
         "self-reference not queued, B queued"
     );
@@ -157,7 +158,7 @@ fn direct_delivery_tracks_and_queues_references() {
     )
     .unwrap();
     assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
-    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+    assert!(f.load().path_list(QUEUED).is_empty());
 }
 
 #[test]
@@ -182,8 +183,8 @@ fn recorded_files_count_as_in_context_and_queue_their_references() {
     assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
     assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
     let s = f.load();
-    assert_eq!(s.strings(fields::PRELOADED_FILES), vec![a]);
-    assert_eq!(s.strings(fields::PENDING_PRELOADS), vec![b]);
+    assert_eq!(s.path_list(IN_CONTEXT), vec![a]);
+    assert_eq!(s.path_list(QUEUED), vec![b]);
     assert!(batch.blocks.is_empty(), "recording prints nothing");
 }
 
@@ -213,17 +214,17 @@ fn a_sub_agent_gets_its_own_copy_and_leaves_the_queue() {
     let s = f.load();
     assert_eq!(s.strings("preloadedFiles_sub:a1"), vec![a.clone()]);
     assert_eq!(
-        s.strings(fields::PENDING_PRELOADS),
+        s.path_list(QUEUED),
         vec![a.clone()],
         "the queue stays for the main agent"
     );
-    assert!(s.strings(fields::PRELOADED_FILES).is_empty());
+    assert!(s.path_list(IN_CONTEXT).is_empty());
     assert_eq!(claim(Audience::SubAgent("a1")).delivered().count(), 0);
     assert_eq!(claim(Audience::SubAgent("a2")).delivered().count(), 1);
     let main = claim(Audience::Main);
     assert_eq!(main.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
     assert_eq!(delivery::sub_agent_of_source(&main.events[0].source), None);
-    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+    assert!(f.load().path_list(QUEUED).is_empty());
 }
 
 #[test]
@@ -251,7 +252,7 @@ fn a_cycle_terminates_with_each_file_queued_once() {
     }
     assert_eq!(delivered, vec![a, b]);
     assert_eq!(queued, 1, "only B is ever queued");
-    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+    assert!(f.load().path_list(QUEUED).is_empty());
 }
 
 #[test]
@@ -281,7 +282,7 @@ fn queue_mode_skips_files_in_context_and_duplicates() {
     )
     .unwrap();
     assert_eq!(batch.outcomes[0].1, Outcome::InContext(Hit::Path));
-    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
+    assert!(f.load().path_list(QUEUED).is_empty());
 }
 
 #[test]
@@ -317,10 +318,7 @@ fn budget_carries_over_and_large_files_go_in_parts() {
         requests = pending_requests(&ctx, &f.load(), "rule");
     }
     let s = f.load();
-    assert!(
-        s.strings(fields::PRELOADED_FILES).contains(&a)
-            && s.strings(fields::PRELOADED_FILES).contains(&small)
-    );
+    assert!(s.path_list(IN_CONTEXT).contains(&a) && s.path_list(IN_CONTEXT).contains(&small));
     assert!(
         s.get(fields::PRELOAD_PARTS).is_none(),
         "progress removed once complete"
@@ -358,8 +356,8 @@ fn missing_files_leave_the_queue_and_oversized_go_as_pointer() {
         &mut packer,
     )
     .unwrap();
-    assert!(f.load().strings(fields::PENDING_PRELOADS).is_empty());
-    assert!(f.load().strings(fields::PRELOADED_FILES).is_empty());
+    assert!(f.load().path_list(QUEUED).is_empty());
+    assert!(f.load().path_list(IN_CONTEXT).is_empty());
     let huge = f.cmd("HUGE", &"x".repeat(300 * 1024));
     let batch = ensure(
         &ctx,
@@ -443,7 +441,7 @@ fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_th
         .collect();
     assert_eq!(seen, expected);
     let s = f.load();
-    assert!(s.strings(fields::PRELOADED_FILES).contains(&a));
+    assert!(s.path_list(IN_CONTEXT).contains(&a));
     assert!(
         s.get(fields::PRELOAD_PARTS_HELD).is_none(),
         "forgotten once whole"
@@ -544,7 +542,7 @@ fn a_tool_calls_writes_skip_the_sync_an_activation_makes() {
     )
     .unwrap();
     assert_eq!(first.delivered().count() + claimed.delivered().count(), 2);
-    assert_eq!(f.load().strings(fields::PRELOADED_FILES).len(), 2);
+    assert_eq!(f.load().path_list(IN_CONTEXT).len(), 2);
     assert_eq!(
         crate::primitives::file::syncs_on_this_thread(),
         before,

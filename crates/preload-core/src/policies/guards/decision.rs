@@ -23,6 +23,7 @@ use crate::primitives::env;
 use crate::primitives::paths;
 use crate::state::fields::{self, StashEntry};
 use crate::state::{self, Lifecycle, State};
+use crate::state::{Paths, QUEUED};
 
 /// A tmux paste to send after the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +81,7 @@ pub(super) fn decide(
     // preload rule sees its own queue beside the main agent's.
     let own_queue = call
         .agent
-        .map(|id| s.strings(&Audience::SubAgent(id).queue_key()))
+        .map(|id| s.path_list(Paths::Queued(Audience::SubAgent(id))))
         .unwrap_or_default();
     let view: Cow<State> = if matches!(target, Target::Seed(_)) || !own_queue.is_empty() {
         let mut v = s.clone();
@@ -88,7 +89,7 @@ pub(super) fn decide(
             v.set_lifecycle(&Lifecycle::None);
         }
         for path in &own_queue {
-            v.push_unique(fields::PENDING_PRELOADS, path);
+            v.add_path(QUEUED, path);
         }
         Cow::Owned(v)
     } else {

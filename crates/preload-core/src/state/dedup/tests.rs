@@ -27,7 +27,7 @@ fn hardlink_and_directory_symlink_are_the_same_file() {
 
     let ids = FileIds::default();
     let mut s = state_with(&[&original]);
-    let mut set = InContext::new("preloadedFiles");
+    let mut set = InContext::new(crate::state::IN_CONTEXT);
     let check = |set: &mut InContext, s: &State, p: &std::path::Path| {
         set.check(s, &p.to_string_lossy(), &ids)
     };
@@ -54,7 +54,7 @@ fn a_symlink_under_another_name_is_the_same_file() {
     let alias = tmp.path().join("ALIAS.md");
     std::os::unix::fs::symlink(&real, &alias).unwrap();
     let s = state_with(&[&real]);
-    let mut set = InContext::new("preloadedFiles");
+    let mut set = InContext::new(crate::state::IN_CONTEXT);
     let got = set.check(&s, &alias.to_string_lossy(), &FileIds::default());
     assert_eq!(got, Some(Hit::Inode));
 }
@@ -62,7 +62,7 @@ fn a_symlink_under_another_name_is_the_same_file() {
 #[test]
 fn missing_files_never_match_by_inode() {
     let s = state_with(&[std::path::Path::new("/nope/a.md")]);
-    let mut set = InContext::new("preloadedFiles");
+    let mut set = InContext::new(crate::state::IN_CONTEXT);
     assert_eq!(set.check(&s, "/nope/b.md", &FileIds::default()), None);
 }
 
@@ -94,7 +94,7 @@ proptest::proptest! {
             .collect();
         state.set("preloadedFiles", json!(filler));
         let ids = FileIds::default();
-        let mut pass = InContext::new("preloadedFiles");
+        let mut pass = InContext::new(crate::state::IN_CONTEXT);
         pass.expect(expected);
         for (op, i) in ops {
             let path = &paths[i];
@@ -107,7 +107,7 @@ proptest::proptest! {
                     state.remove_item("preloadedFiles", path);
                 }
                 _ => {
-                    let scanned = InContext::new("preloadedFiles").check(&state, path, &ids);
+                    let scanned = InContext::new(crate::state::IN_CONTEXT).check(&state, path, &ids);
                     proptest::prop_assert_eq!(pass.check(&state, path, &ids), scanned);
                 }
             }
@@ -122,7 +122,7 @@ fn a_pass_that_expects_many_checks_indexes_at_its_first() {
     state.set("preloadedFiles", json!(filler));
     let ids = FileIds::default();
     for (expected, indexed) in [(SCANS_BEFORE_INDEX, false), (SCANS_BEFORE_INDEX + 1, true)] {
-        let mut pass = InContext::new("preloadedFiles");
+        let mut pass = InContext::new(crate::state::IN_CONTEXT);
         pass.expect(expected);
         assert_eq!(pass.check(&state, "/p/F7.md", &ids), Some(Hit::Path));
         assert_eq!(pass.names.is_some(), indexed, "expecting {expected}");
