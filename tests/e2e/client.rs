@@ -249,6 +249,7 @@ pub fn start(
         .env("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder")
         .env(env::PRELOAD_TEST_LOG, log)
         .env(env::TMPDIR, sandbox.root())
+        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1")

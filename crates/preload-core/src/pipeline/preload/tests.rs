@@ -48,7 +48,13 @@ impl Fixture {
         p.to_string_lossy().into_owned()
     }
     fn ctx(&self) -> Context {
-        let env = Env::from_pairs([(env::HOME, self.home.to_string_lossy().into_owned())]);
+        let env = Env::from_pairs([
+            (env::HOME, self.home.to_string_lossy().into_owned()),
+            (
+                env::CLAUDE_SESSION_CACHE_DIR,
+                self.home.to_string_lossy().into_owned(),
+            ),
+        ]);
         let input = HookInput::from_value(json!({"cwd": self.project}));
         Context::new(env, "test", &input, Duration::from_secs(5))
     }
