@@ -58,8 +58,7 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 ## The scenarios that also run with `preload install --dispatch` (PRELOAD_WIRING=dispatch: one
 ## process per event): the pipeline suites, and every real-client scenario of the product's own
 ## wiring (not the `if` filters, which only the per-binary wiring has, nor the plugin's; the
-## real-engine ones are opt-in). Under dispatch a file may arrive up to DISPATCH_GRACE ordinary
-## calls later (tests/e2e/scenario.rs), still exactly once.
+## real-engine ones are opt-in), held to the same windows as the per-binary wiring.
 DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
 DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness::
 space := $(empty) $(empty)

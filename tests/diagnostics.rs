@@ -284,14 +284,14 @@ fn the_canary_passes_with_the_built_binaries_and_catches_a_broken_one() {
         "{}",
         good.stdout
     );
-    // The same binaries, but an injections hook that answers nothing.
+    // The same binaries, but a guard hook that answers nothing.
     let broken = sb.root().join("broken");
     fs::create_dir_all(&broken).unwrap();
     for name in BINARIES {
         std::os::unix::fs::symlink(built().join(name), broken.join(name)).unwrap();
     }
-    fs::remove_file(broken.join("preload-injections")).unwrap();
-    let script = broken.join("preload-injections");
+    fs::remove_file(broken.join("preload-overflow")).unwrap();
+    let script = broken.join("preload-overflow");
     fs::write(&script, "#!/bin/sh\ncat >/dev/null\n").unwrap();
     fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let bad = preload(

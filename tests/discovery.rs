@@ -240,6 +240,15 @@ fn deliver(sb: &Sandbox) -> String {
     out.context()
 }
 
+/// One allowed call as the client makes it: what its PreToolUse answer and its PostToolUse
+/// answer carried.
+#[allow(clippy::needless_pass_by_value)]
+fn round(sb: &Sandbox, tool: &str, input: Value) -> String {
+    let answer = call(sb, tool, input);
+    assert!(allowed(&answer), "{}", answer.reason());
+    format!("{}\n{}", answer.context(), deliver(sb))
+}
+
 /// Seed 4.1, as the seed writes it: the agent *reads* `packages/estimate/src/parser.ts`, and
 /// discovery finds both `INVARIANTS.md` files (package and project) plus the package's
 /// `PITFALLS.md` (a directive the skill declares); all three are delivered exactly once.
@@ -247,19 +256,13 @@ fn deliver(sb: &Sandbox) -> String {
 fn multi_level_walk_up_delivers_each_directive_once() {
     let sb = pipeline_session();
     let parser = p(&sb, "packages/estimate/src/parser.ts");
-    assert!(allowed(&call(&sb, "Read", json!({"file_path": parser}))));
     // More than one output holds: what does not fit goes out with the next calls, each once.
-    let mut text = deliver(&sb);
+    let mut text = round(&sb, "Read", json!({"file_path": parser}));
     for _ in 0..3 {
         if strings(&sb.state("s"), "pendingPreloads").is_empty() {
             break;
         }
-        assert!(allowed(&call(
-            &sb,
-            "Bash",
-            json!({"command": "git status"})
-        )));
-        text.push_str(&deliver(&sb));
+        text.push_str(&round(&sb, "Bash", json!({"command": "git status"})));
     }
     for rel in [
         ".directives/INVARIANTS.md",
@@ -431,21 +434,22 @@ fn rapid_phase_transitions_are_delivered_in_one_batch() {
     state["currentPhase"] = json!("3: Execution");
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
 
-    // The next call claims them in one stash entry, the current phase's first, as many as
-    // the output holds; the rest follow on the next calls. Every one goes out once.
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "git status"})
-    )));
+    // The next call claims them, the current phase's first, as many as its PreToolUse answer
+    // holds, and as many again in one stash entry for its PostToolUse; the rest follow on the
+    // next calls. Every one goes out once.
+    let first = call(&sb, "Bash", json!({"command": "git status"}));
+    assert!(allowed(&first));
+    for name in ["SELECT_EXECUTION_PATH", "APPEND_LOG"] {
+        let current = sb.engine_path(&format!("commands/CMD_{name}.md"));
+        assert!(
+            first.context().contains(&format!("[Preloaded: {current}]")),
+            "the current phase's commands go first: {}",
+            first.context()
+        );
+    }
     let state = sb.state("s");
-    assert_eq!(stash(&state).len(), 1, "one batch");
-    let current = sb.engine_path("commands/CMD_SELECT_EXECUTION_PATH.md");
-    assert!(
-        strings(&state, "preloadedFiles").contains(&current),
-        "the current phase's command goes first"
-    );
-    let mut text = deliver(&sb);
+    assert!(stash(&state).len() <= 1, "one batch for PostToolUse");
+    let mut text = format!("{}\n{}", first.context(), deliver(&sb));
     for _ in 0..4 {
         if queued
             .iter()
@@ -453,12 +457,7 @@ fn rapid_phase_transitions_are_delivered_in_one_batch() {
         {
             break;
         }
-        assert!(allowed(&call(
-            &sb,
-            "Bash",
-            json!({"command": "git status"})
-        )));
-        text.push_str(&deliver(&sb));
+        text.push_str(&round(&sb, "Bash", json!({"command": "git status"})));
     }
     for path in &queued {
         assert_eq!(

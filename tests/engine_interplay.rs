@@ -42,13 +42,14 @@ fn post(sb: &Sandbox, tool: &str, input: &Value, response: &Value) -> String {
 }
 
 /// One tool call as the client makes it: PreToolUse, then (when allowed) the PostToolUse hooks.
-/// What reached the model: the deny reason, or the PostToolUse texts.
+/// What reached the model: the deny reason, or the PreToolUse and PostToolUse texts.
 fn call(sb: &Sandbox, tool: &str, input: &Value) -> (bool, String) {
     let guard = pre(sb, tool, input);
     if guard.decision() == "deny" {
         return (false, guard.reason());
     }
-    (true, post(sb, tool, input, &json!({"stdout": ""})))
+    let after = post(sb, tool, input, &json!({"stdout": ""}));
+    (true, format!("{}\n{after}", guard.context()))
 }
 
 fn read(sb: &Sandbox, rel: &str) -> Value {

@@ -59,14 +59,15 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
     );
     assert!(text.contains("  match  preload (allow, preload"), "{text}");
     assert!(text.contains("verdict: allow; speaking: preload"), "{text}");
-    // The discovered directives go first; the queued command waits for the next call.
+    // The discovered directives go first, with this call's own answer; the queued command
+    // waits for PostToolUse.
     let discovered = sb
         .project
         .join("packages/estimate/.directives/INVARIANTS.md")
         .display()
         .to_string();
     assert!(
-        section("stashed for PostToolUse").contains(&discovered),
+        section("delivered in these answers").contains(&discovered),
         "{text}"
     );
     assert!(
@@ -81,10 +82,18 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         section("skipped, already delivered").contains(&known),
         "{text}"
     );
+    // The largest answer is the guard's, which carries the discovered directives.
+    let largest: usize = text
+        .split("output size: the largest answer is ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(largest > 0 && largest <= 9_500, "{text}");
     assert!(
-        text.contains(
-            "output size: the largest answer is 0 characters; budget 9500, Claude Code's cap 10000"
-        ),
+        text.contains(&format!(
+            "output size: the largest answer is {largest} characters; budget 9500, Claude Code's cap 10000"
+        )),
         "{text}"
     );
     assert!(

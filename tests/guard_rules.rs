@@ -218,17 +218,19 @@ fn a_custom_preload_rule_matches_once() {
         &json!([{"id": "toc", "trigger": {"type": "phase", "condition": {"matches": "X"}},
             "payload": {"preload": [file]}, "mode": "preload", "urgency": "allow", "inject": "once"}]),
     );
-    call(&sb, "Bash", json!({"command": "ls"}));
-    call(&sb, "Bash", json!({"command": "ls"}));
-    let state = sb.state("s");
-    let entries = stash(&state);
-    assert_eq!(entries.len(), 1);
+    let first = call(&sb, "Bash", json!({"command": "ls"}));
+    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    // The call's own PreToolUse answer carries the file; nothing is left for the stash.
     assert!(
-        entries[0]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("[Preloaded: {}]\n# Docs", file.display()))
+        first
+            .context()
+            .starts_with(&format!("[Preloaded: {}]\n# Docs", file.display())),
+        "{}",
+        first.context()
     );
+    assert_eq!(second.context(), "");
+    let state = sb.state("s");
+    assert!(stash(&state).is_empty(), "{state}");
     assert!(strings(&state, "preloadedFiles").contains(&file.to_string_lossy().into_owned()));
     assert_eq!(state["injectedRules"]["toc"], true);
 }
@@ -308,19 +310,22 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
         pending.push(f.to_string_lossy().into_owned());
     }
     sb.active_session("s", &json!({"pendingPreloads": pending}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    let first = call(&sb, "Bash", json!({"command": "ls"}));
+    let carried = first.context().chars().count();
+    assert!(carried > 0 && carried <= 9_500, "{carried}");
     let state = sb.state("s");
-    let content = stash(&state)[0]["content"]
-        .as_str()
-        .unwrap()
-        .chars()
-        .count();
+    let stashed = stash(&state);
+    assert_eq!(stashed.len(), 1);
+    let content = stashed[0]["content"].as_str().unwrap().chars().count();
     assert!(content <= 9_500, "{content}");
     let left = strings(&state, "pendingPreloads").len();
     assert!(left > 0 && left < 12, "{left} left");
-    // A second call with the stash not yet drained adds nothing more.
-    call(&sb, "Bash", json!({"command": "ls"}));
-    assert_eq!(strings(&sb.state("s"), "pendingPreloads").len(), left);
+    // A second call with the stash not yet drained carries more in its own answer, and
+    // stashes nothing more.
+    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    assert!(second.context().chars().count() <= 9_500);
+    assert_eq!(stash(&sb.state("s")), stashed);
+    assert!(strings(&sb.state("s"), "pendingPreloads").len() < left);
     let mut rounds = 0;
     while !strings(&sb.state("s"), "pendingPreloads").is_empty() && rounds < 12 {
         let out = sb.run("preload-injections", json!({"tool_name": "Bash"}));
@@ -371,13 +376,15 @@ fn before_activation_the_seed_lends_its_queue_and_the_gate_applies() {
         seed.get("toolCallsByTranscript").is_none(),
         "no heartbeat before a session"
     );
-    // The next call that runs claims them, and its PostToolUse hands them out.
-    assert!(allowed(&call(&sb, "Skill", json!({"skill": "implement"}))));
+    // The next call that runs claims them: its answer carries them.
+    let next = call(&sb, "Skill", json!({"skill": "implement"}));
+    assert!(allowed(&next));
     let out = sb.run("preload-injections", json!({"tool_name": "Skill"}));
-    assert!(out.context().contains(&format!("[Preloaded: {toc}]")));
+    let text = format!("{}\n{}", next.context(), out.context());
+    assert!(text.contains(&format!("[Preloaded: {toc}]")), "{text}");
     assert!(
-        out.context()
-            .contains("estimate/.directives/INVARIANTS.md]")
+        text.contains("estimate/.directives/INVARIANTS.md]"),
+        "{text}"
     );
     assert!(sb.events().iter().all(|e| e["sessionExists"] == false));
 }

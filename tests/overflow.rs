@@ -246,23 +246,62 @@ fn stale_new_and_missing_pending_files() {
         "s",
         &json!({"preloadedFiles": [old], "pendingPreloads": [old, a, b, missing]}),
     );
-    assert!(allowed(&call(&sb, "Bash", json!({"command": "ls"}))));
+    let answer = call(&sb, "Bash", json!({"command": "ls"}));
+    assert!(allowed(&answer));
     let state = sb.state("s");
     assert!(strings(&state, "pendingPreloads").is_empty(), "{state}");
     let in_context = strings(&state, "preloadedFiles");
     assert!(in_context.contains(&a) && in_context.contains(&b) && !in_context.contains(&missing));
     assert_eq!(in_context.iter().filter(|p| **p == old).count(), 1);
+    // The call's own answer carries them; nothing waits in the stash.
+    let content = answer.context();
+    assert!(
+        content.starts_with(&format!("[Preloaded: {a}]\n")),
+        "{content}"
+    );
+    assert!(
+        content.contains(&format!("[Preloaded: {b}]\n")),
+        "{content}"
+    );
+    assert!(stash(&state).is_empty(), "{state}");
+    assert_eq!(sb.delivery_count("/.directives/AGENTS.md"), 1);
+    assert!(
+        sb.events()
+            .iter()
+            .any(|e| e["event"] == "claim-deliver" && e["file"] == a.as_str())
+    );
+}
+
+/// `PRELOAD_PRETOOLUSE_CONTEXT=0` (a client that drops a PreToolUse context): the due files
+/// go out with PostToolUse only, through the stash; the answer carries none.
+#[test]
+fn without_the_pretooluse_channel_due_files_wait_in_the_stash() {
+    let mut sb = Sandbox::new();
+    let a = sb
+        .project
+        .join(".directives/AGENTS.md")
+        .to_string_lossy()
+        .into_owned();
+    sb.active_session("s", &json!({"pendingPreloads": [a]}));
+    sb.extra_env
+        .push(("PRELOAD_PRETOOLUSE_CONTEXT".into(), "0".into()));
+    let answer = call(&sb, "Bash", json!({"command": "ls"}));
+    assert!(allowed(&answer));
+    assert_eq!(answer.context(), "");
+    let state = sb.state("s");
     let content = stash(&state)[0]["content"].as_str().unwrap().to_owned();
     assert!(
         content.starts_with(&format!("[Preloaded: {a}]\n")),
         "{content}"
     );
-    assert_eq!(sb.delivery_count("/.directives/AGENTS.md"), 1);
     assert!(
         sb.events()
             .iter()
             .any(|e| e["event"] == "stash-inject" && e["file"] == a.as_str())
     );
+    let post = sb.run("preload-injections", json!({"tool_name": "Bash"}));
+    assert!(post.context().contains(&format!("[Preloaded: {a}]")));
+    assert_eq!(sb.delivery_count("/.directives/AGENTS.md"), 1);
 }
 
 #[test]
@@ -590,7 +629,7 @@ fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
         .into_owned();
     sb.active_session("s", &json!({"pendingPreloads": [toc]}));
     let file = sb.project.join("packages/estimate/src/parser.ts");
-    sub_call(&sb, "a1", "Read", json!({"file_path": file}));
+    let answer = sub_call(&sb, "a1", "Read", json!({"file_path": file}));
     let state = sb.state("s");
     assert!(
         state
@@ -598,16 +637,13 @@ fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
             .and_then(Value::as_object)
             .is_none_or(serde_json::Map::is_empty)
     );
-    // The sub-agent got its own copy; the queue stays for the main agent.
-    let entries = stash(&state);
-    assert_eq!(entries.len(), 1, "{state}");
-    assert_eq!(entries[0]["agentId"], "a1");
+    // The sub-agent got its own copy, in its call's answer; the queue stays for the main agent.
     assert!(
-        entries[0]["content"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("[Preloaded: {toc}]"))
+        answer.context().contains(&format!("[Preloaded: {toc}]")),
+        "{}",
+        answer.context()
     );
+    assert!(stash(&state).is_empty(), "{state}");
     assert_eq!(strings(&state, "preloadedFiles_sub:a1"), vec![toc.clone()]);
     assert_eq!(strings(&state, "pendingPreloads"), vec![toc.clone()]);
     assert!(!strings(&state, "preloadedFiles").contains(&toc));
@@ -615,18 +651,18 @@ fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
         "preload-injections",
         json!({"tool_name": "Read", "agent_id": "a1"}),
     );
-    assert!(sub.context().contains("[Preloaded: "));
+    assert_eq!(sub.context(), "");
     // A second sub-agent call does not deliver it to the sub-agent again.
-    sub_call(&sb, "a1", "Bash", json!({"command": "ls"}));
+    let again = sub_call(&sb, "a1", "Bash", json!({"command": "ls"}));
+    assert!(!again.context().contains(&toc));
     assert!(stash(&sb.state("s")).is_empty());
     // The main agent's next call claims it for the main context.
-    call(&sb, "Bash", json!({"command": "ls"}));
+    let main = call(&sb, "Bash", json!({"command": "ls"}));
+    assert!(main.context().contains(&format!("[Preloaded: {toc}]")));
     let state = sb.state("s");
     assert!(strings(&state, "preloadedFiles").contains(&toc));
     assert!(strings(&state, "pendingPreloads").is_empty());
-    assert_eq!(stash(&state)[0]["agentId"], "");
-    sb.run("preload-injections", json!({"tool_name": "Bash"}));
-    assert!(stash(&sb.state("s")).is_empty());
+    assert!(stash(&state).is_empty());
     sub_call(&sb, "a1", "Edit", json!({"file_path": file}));
     assert_eq!(
         sb.state("s")["lastEditFile_sub:a1"],

@@ -28,15 +28,12 @@ fn two_clients_at_once_in_one_project_keep_their_own_context() {
         .iter()
         .zip(files)
         .map(|(name, file)| {
-            ModelServer::start(
-                Script::main(vec![
-                    activate_of(name),
-                    phase_of(name, "1: Interrogation"),
-                    read(&s.world, file),
-                    bash(&format!("ls sessions/{name}")),
-                ])
-                .padded(s.grace()),
-            )
+            ModelServer::start(Script::main(vec![
+                activate_of(name),
+                phase_of(name, "1: Interrogation"),
+                read(&s.world, file),
+                bash(&format!("ls sessions/{name}")),
+            ]))
         })
         .collect();
     let logs: Vec<_> = names

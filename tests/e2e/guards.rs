@@ -31,10 +31,7 @@ fn the_session_gate_denies_until_the_model_activates() {
         bash("ls packages/estimate"),
         read(&s.world, "packages/estimate/src/total.ts"),
     ];
-    s.run(
-        Script::main(steps).padded(s.grace()),
-        "Add a total to the estimate.",
-    );
+    s.run(Script::main(steps), "Add a total to the estimate.");
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the main conversation");
 

@@ -69,13 +69,6 @@ struct Conversation {
     steps: VecDeque<Step>,
 }
 
-/// `calls` ordinary tool calls that do nothing (`true` in Bash), to go on after a script.
-pub fn more_calls(calls: usize) -> Vec<Step> {
-    (1..=calls)
-        .map(|i| bash(&format!("true # call {i} after the script")))
-        .collect()
-}
-
 /// What the model will say, per conversation.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
@@ -92,15 +85,6 @@ impl Script {
                 steps: steps.into(),
             }],
         }
-    }
-
-    /// Every conversation goes on for `calls` more ordinary tool calls ([`more_calls`]) before
-    /// it ends.
-    pub fn padded(mut self, calls: usize) -> Self {
-        for conversation in &mut self.conversations {
-            conversation.steps.extend(more_calls(calls));
-        }
-        self
     }
 
     /// Adds a sub-agent conversation named `name`, recognised by `marker` in its first user

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::client::{self, Options, Run};
-use crate::common::Wiring;
 use crate::model::{ModelServer, Request, Script, Step, bash, tool};
 use crate::received::Received;
 use crate::support::{
@@ -126,18 +125,6 @@ impl Scenario {
         self.run_with(script, prompt, &Options::default())
     }
 
-    /// The ordinary tool calls a file may arrive later than the per-binary wiring delivers it:
-    /// [`DISPATCH_GRACE`] under `preload install --dispatch`, 0 otherwise. A scenario that
-    /// allows it goes on for as many calls more (`Script::padded`), so a late file still
-    /// arrives within the run.
-    pub fn grace(&self) -> usize {
-        if self.world.sandbox.wiring == Wiring::Dispatch {
-            DISPATCH_GRACE
-        } else {
-            0
-        }
-    }
-
     /// One client run with `options`; must exit 0.
     pub fn run_with(&self, script: Script, prompt: &str, options: &Options) -> Run {
         self.server.set_script(script);
@@ -237,7 +224,7 @@ impl Scenario {
         let entered = got
             .bash_call(&needle)
             .unwrap_or_else(|| panic!("{}: {what}: no transition to {label}", self.name));
-        let calls = PHASE_CALLS + self.grace();
+        let calls = PHASE_CALLS;
         let by = got.after_ordinary_calls(entered, calls);
         let when = format!("within {calls} ordinary tool calls of entering {label}");
         assert_clean(
@@ -252,9 +239,3 @@ impl Scenario {
 
 /// How many ordinary tool calls after entering a phase its commands may take to reach the model.
 pub const PHASE_CALLS: usize = 2;
-
-/// How many ordinary tool calls later a file may arrive under `preload install --dispatch`:
-/// its one answer per event holds 10,000 characters where the per-binary wiring has one per
-/// binary, so a call that delivers a phase's commands, templates and queued files at once hands
-/// part of them out on the next calls (docs/install.md). Each file still arrives exactly once.
-pub const DISPATCH_GRACE: usize = 3;

@@ -5,8 +5,7 @@
 use serde_json::json;
 
 use crate::client::Options;
-use crate::common::Wiring;
-use crate::model::{Script, Step, bash, heavy, more_calls, tool};
+use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
 use crate::support::{
@@ -240,7 +239,7 @@ pub fn check_implement_lifecycle(s: &Scenario) {
         ..Options::default()
     };
     let run = s.run_with(
-        Script::main(implement_lifecycle(&s.world)).padded(s.grace()),
+        Script::main(implement_lifecycle(&s.world)),
         IMPLEMENT_PROMPT,
         &options,
     );
@@ -264,11 +263,8 @@ pub fn check_implement_lifecycle(s: &Scenario) {
     for stage in &stages {
         let from = stage.from.map_or(0, call);
         let by = match stage.by {
-            By::Call(needle) if s.grace() == 0 => call(needle),
-            By::Call(needle) => got.after_ordinary_calls(call(needle), s.grace()),
-            By::PhaseCalls(needle) => {
-                got.after_ordinary_calls(call(needle), PHASE_CALLS + s.grace())
-            }
+            By::Call(needle) => call(needle),
+            By::PhaseCalls(needle) => got.after_ordinary_calls(call(needle), PHASE_CALLS),
         };
         timing.extend(got.check_arrives_within(&stage.files, from, by, stage.when));
     }
@@ -662,7 +658,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
         read(&s.world, "docs/TOC.md"),
         read(&s.world, "packages/estimate/src/total.ts"),
     ];
-    s.run(Script::main(steps).padded(s.grace()), IMPLEMENT_PROMPT);
+    s.run(Script::main(steps), IMPLEMENT_PROMPT);
     let (requests, saved) = s.requests();
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
@@ -678,17 +674,11 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
         "{}: kept across the compaction with the calls in flight: {kept:?}",
         s.name
     ));
-    // Each of these only the read beside it discovers: both kept means both calls were. (Under
-    // `--dispatch` one answer per event shares one budget, and a directive may wait a call.)
-    let own_files = if s.world.sandbox.wiring == Wiring::Dispatch {
-        Vec::new()
-    } else {
-        vec![
-            "docs/.directives/INVARIANTS.md",
-            "packages/estimate/.directives/INVARIANTS.md",
-        ]
-    };
-    for own in own_files {
+    // Each of these only the read beside it discovers: both kept means both calls were.
+    for own in [
+        "docs/.directives/INVARIANTS.md",
+        "packages/estimate/.directives/INVARIANTS.md",
+    ] {
         let path = s.world.sandbox.project.join(own).display().to_string();
         assert!(
             kept.contains(&path),
@@ -726,9 +716,7 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
             "move to planning and survey the package.",
         ),
     ];
-    let mut sub = vec![phase("2: Planning"), bash("ls packages/estimate")];
-    // Under the dispatch wiring the sub-agent may need a few calls more for its phase's files.
-    sub.extend(more_calls(s.grace()));
+    let sub = vec![phase("2: Planning"), bash("ls packages/estimate")];
     s.run(
         Script::main(main).agent("sub", MARKER, sub),
         IMPLEMENT_PROMPT,
@@ -832,7 +820,7 @@ fn parallel_tool_calls_deliver_each_file_once() {
         ),
     ]);
     let steps = vec![activate(), phase("1: Interrogation"), together, bash("ls")];
-    s.run(Script::main(steps).padded(s.grace()), IMPLEMENT_PROMPT);
+    s.run(Script::main(steps), IMPLEMENT_PROMPT);
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the main conversation");
     let p = s.paths();

@@ -411,3 +411,51 @@ fn a_file_that_changes_while_a_sub_agent_gets_its_parts_starts_again() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: the PreToolUse answer of the call that activates carried files while the owner had
+/// no session yet; the activation took the seed's queue and stash but not its call records, so
+/// a compaction that kept that call sent its files again. A session adopts the seed's call
+/// records with the rest. Found by seed 20240601, once PreToolUse answers carried files.
+#[test]
+fn a_compaction_keeps_what_the_activating_calls_pretooluse_answer_carried() {
+    let ops = vec![Call(0, Read, 0), Activate(0, Implement), Compact(0)];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a file going out in parts through the stash was queued again (it changed), and the
+/// next call's PreToolUse answer carried its last part while the parts before it still waited
+/// in the stash; a compaction that kept that call held parts 4 and 2 of 4. A file with parts
+/// waiting in the stash goes on there, in order. Found by seed 20240601 (`--dispatch`), once
+/// PreToolUse answers carried files.
+#[test]
+fn a_file_with_parts_in_the_stash_is_not_carried_ahead_of_them() {
+    let ops = vec![
+        Activate(0, Implement),
+        Phase(0, 0),
+        Call(0, Read, 0),
+        Grow(crate::ops::Big::Interrogate, 3),
+        Activate(0, Implement),
+        SkillCall(0, Implement),
+        Compact(0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: one call's PreToolUse answer carried part 3 of a file and stashed part 4; under
+/// `--dispatch` PostToolUse had no room left for part 4, and another hook of that PostToolUse
+/// sent part 5: a compaction that kept the call held parts 3 and 5 of 5. A part a PreToolUse
+/// answer carries is followed by the next on the next call. Found by seed 20240601
+/// (`--dispatch`), once PreToolUse answers carried files.
+#[test]
+fn a_part_the_pretooluse_answer_carries_is_not_followed_by_a_stashed_one() {
+    let ops = vec![
+        Grow(crate::ops::Big::ParseParameters, 4),
+        Activate(0, Implement),
+        Call(0, Read, 0),
+        SkillCall(0, Implement),
+        Compact(0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

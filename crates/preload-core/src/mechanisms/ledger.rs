@@ -30,7 +30,7 @@ use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, St
 
 mod calls;
 mod window;
-pub use calls::{KeptCall, note_call_deliveries, note_start_deliveries};
+pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
 pub use window::{archive_window, skills_held_at_start};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
@@ -329,6 +329,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     if let Some(Value::Array(entries)) = record.get(fields::STASH) {
         s.array_mut(fields::STASH).extend(entries.iter().cloned());
     }
+    adopt_call_records(s, &record);
     // The sub-agents' own records go with the window they are part of.
     for (key, value) in &record.0 {
         let sub_agents = [

@@ -37,6 +37,18 @@ pub fn waiting(state: &State, agent: &str) -> usize {
     }
 }
 
+/// The files whose blocks (or parts) wait in `agent`'s entries.
+pub fn waiting_files(state: &State, agent: &str) -> Vec<String> {
+    match state.get(fields::STASH) {
+        Some(Value::Array(entries)) => entries
+            .iter()
+            .filter(|e| StashEntry::agent_of(e) == agent)
+            .flat_map(|e| delivery::block_paths(StashEntry::content_of(e)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Take `agent`'s entries that fit `budget` characters out of the stash; their texts, in
 /// order, or `None` when the state has no stash.
 ///

@@ -118,8 +118,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     }
     Ok(match plan.deny {
         Some(reason) => HookOutput::Deny(reason),
-        None if plan.direct.is_empty() => HookOutput::Allow(None),
-        None => HookOutput::Allow(Some(plan.direct.join("\n\n"))),
+        None => HookOutput::Allow(plan.context()),
     })
 }
 

@@ -40,6 +40,9 @@ pub const PRELOAD_LOCK_TIMEOUT_MS: &str = "PRELOAD_LOCK_TIMEOUT_MS";
 pub const PRELOAD_MAX_FILE_BYTES: &str = "PRELOAD_MAX_FILE_BYTES";
 /// `1` lets the guard engine auto-activate an ad-hoc `/do` session when none exists.
 pub const PRELOAD_AUTO_ACTIVATE: &str = "PRELOAD_AUTO_ACTIVATE";
+/// `0` keeps due files out of PreToolUse answers (a client older than Claude Code 2.1.9 drops
+/// a PreToolUse context): they then go out with PostToolUse only.
+pub const PRELOAD_PRETOOLUSE_CONTEXT: &str = "PRELOAD_PRETOOLUSE_CONTEXT";
 /// Directory of the SessionStart text cache shared by the `--chunk` registrations.
 pub const PRELOAD_CACHE_DIR: &str = "PRELOAD_CACHE_DIR";
 /// Directory of the compaction markers (default `${TMPDIR:-/tmp}/claude-preload-<uid>`).
@@ -78,6 +81,7 @@ pub const ALL: &[&str] = &[
     PRELOAD_LOCK_TIMEOUT_MS,
     PRELOAD_MAX_FILE_BYTES,
     PRELOAD_AUTO_ACTIVATE,
+    PRELOAD_PRETOOLUSE_CONTEXT,
     PRELOAD_CACHE_DIR,
     PRELOAD_MARKER_DIR,
     PRELOAD_LEGACY_MARKER_DIR,

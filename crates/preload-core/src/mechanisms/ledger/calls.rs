@@ -167,6 +167,28 @@ impl Carried {
     }
 }
 
+/// Take the call records of `from` (a seed or its carry, adopted by a session) into `s`: the
+/// calls `s` does not know follow its own, the latest last, as many as a window keeps. A call
+/// whose PreToolUse answer carried files while the owner had no session yet is then the
+/// session's latest call, which a compaction keeps.
+pub fn adopt_call_records(s: &mut State, from: &State) {
+    let adopted = records_of(from);
+    if adopted.is_empty() {
+        return;
+    }
+    let mut records = records_of(s);
+    for record in adopted {
+        let known =
+            record_id(&record).is_some_and(|id| records.iter().any(|r| record_id(r) == Some(id)));
+        if !known {
+            records.push(record);
+        }
+    }
+    let excess = records.len().saturating_sub(CALL_RECORDS);
+    records.drain(..excess);
+    s.set(fields::CALL_DELIVERIES, Value::from(records));
+}
+
 /// The window's call records, the latest last.
 fn records_of(s: &State) -> Vec<Value> {
     s.get(fields::CALL_DELIVERIES)

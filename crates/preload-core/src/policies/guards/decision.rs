@@ -17,13 +17,17 @@ use crate::mechanisms::packs::Moment;
 use crate::mechanisms::stash;
 use crate::pipeline::preload::{self, Audience, Batch, Request};
 use crate::pipeline::rules::{self, Facts, Matched, Mode, Rule, Urgency};
+use crate::pipeline::runner::answer::SEPARATOR;
 use crate::primitives::clock;
-use crate::primitives::delivery::{self, MIN_BUDGET, Packer, chars};
+use crate::primitives::delivery::{self, Packer, chars};
 use crate::primitives::env;
 use crate::primitives::paths;
 use crate::state::fields::{self, StashEntry};
 use crate::state::{self, Lifecycle, State};
 use crate::state::{Paths, QUEUED};
+
+mod claim;
+use claim::{claim, claim_twice, requests_of};
 
 /// A tmux paste to send after the write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +51,20 @@ pub(super) struct Plan {
     pub(super) pastes: Vec<Paste>,
     /// Allow-rule text handed out in this answer (when the state could not be written).
     pub(super) direct: Vec<String>,
+    /// Blocks of the due files this answer carries (the PreToolUse channel).
+    pub(super) carried: Vec<String>,
+}
+
+impl Plan {
+    /// The context of this call's PreToolUse answer: what it carries, or the allow rules' text
+    /// when the state could not be written; `None` when it says nothing.
+    pub(super) fn context(&self) -> Option<String> {
+        let mut parts = self.direct.clone();
+        if !self.carried.is_empty() {
+            parts.push(delivery::join_blocks(&self.carried));
+        }
+        (!parts.is_empty()).then(|| parts.join(SEPARATOR))
+    }
 }
 
 /// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
@@ -224,42 +242,6 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
     ));
 }
 
-/// Claim a preload rule's files within `room` characters; the blocks, or none when there is no
-/// room (the files stay queued).
-fn claim(
-    ctx: &Context,
-    call: &Call,
-    s: &mut State,
-    rule: &Matched,
-    room: usize,
-    writes: Writes,
-    plan: &mut Plan,
-) -> Vec<String> {
-    if room < MIN_BUDGET || writes == Writes::Impossible {
-        return Vec::new();
-    }
-    let source = format!("overflow({})", rule.id);
-    let requests: Vec<Request> = rule
-        .preload_files()
-        .iter()
-        .map(|f| Request::new(f.as_str(), source.as_str()))
-        .collect();
-    let requests = preload::by_priority(ctx, s, requests);
-    let mut packer = Packer::new(room);
-    let audience = call.agent.map_or(Audience::Main, Audience::SubAgent);
-    let batch = preload::apply_for(
-        ctx,
-        s,
-        &requests,
-        preload::Mode::Claim,
-        &mut packer,
-        audience,
-    );
-    let blocks = batch.blocks.clone();
-    plan.batch.extend(batch);
-    blocks
-}
-
 /// The text of an inline, read or paste rule, heartbeat rules enriched.
 fn text_of(
     ctx: &Context,
@@ -312,9 +294,12 @@ fn deny_reason(
             parts.push(t);
         } else {
             let room = ctx.budget.saturating_sub(fixed + 1);
-            let blocks = claim(ctx, call, s, rule, room, writes, plan);
-            if !blocks.is_empty() {
-                parts.push(delivery::join_blocks(&blocks));
+            if writes == Writes::Allowed {
+                let claimed = claim(ctx, call, s, &requests_of(ctx, s, rule), room);
+                if !claimed.blocks.is_empty() {
+                    parts.push(claimed.text());
+                }
+                plan.batch.extend(claimed);
             }
         }
     }
@@ -369,9 +354,15 @@ fn stash_allow(
             t
         } else {
             let room = ctx.budget.saturating_sub(waiting + fresh);
-            let blocks = claim(ctx, call, s, rule, room, writes, plan);
+            let carried_before = plan.carried.len();
+            let blocks = claim_twice(ctx, call, s, rule, room, writes, plan);
             for path in blocks.iter().flat_map(|b| delivery::block_paths(b)) {
                 plan.stashed.push((path, format!("overflow({})", rule.id)));
+            }
+            if plan.carried.len() > carried_before && blocks.is_empty() {
+                // All of it went out with this answer.
+                delivered.push(rule.id.clone());
+                continue;
             }
             delivery::join_blocks(&blocks)
         };
