@@ -8,6 +8,7 @@ mod common;
 mod architecture;
 mod auto_answer;
 mod changes;
+mod codex;
 mod compaction;
 mod diagnostics;
 mod discovery;

@@ -15,6 +15,9 @@ use crate::primitives::paths::{self, PhysicalDirs};
 use crate::state::State;
 use crate::state::fields;
 
+mod touched;
+pub use touched::{FILE_TOOLS, Touched, touched};
+
 /// The checklist file name (tracked for the deactivation gate).
 pub const CHECKLIST: &str = "CHECKLIST.md";
 /// Directive names every caller accepts.

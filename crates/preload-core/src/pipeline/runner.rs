@@ -228,11 +228,12 @@ pub fn run(event: HookEvent, policies: &[Policy]) -> ExitCode {
     if env.get(env::HOOK_DEBUG).is_none() {
         std::panic::set_hook(Box::new(|_| {}));
     }
-    let nothing = answer_if_late(event, &[], event);
+    let agent = env.agent();
+    let nothing = answer_if_late(event, &[], event, agent);
     if let Err(err) = watchdog::arm(STDIN_TIMEOUT, &nothing) {
         // Without a watchdog there is no bound on the call: answer now.
         debug_note(&env, name_of(policies), &err.to_string());
-        emit(render(event, &fail_open(event)));
+        emit(render(event, &fail_open(event), agent));
         return ExitCode::SUCCESS;
     }
     let input = match HookInput::read_from(std::io::stdin().lock()) {
@@ -254,7 +255,7 @@ pub fn run(event: HookEvent, policies: &[Policy]) -> ExitCode {
             };
             debug_note(&env, name_of(policies), &why);
             watchdog::disarm();
-            emit(render(event, &fail_open(event)));
+            emit(render(event, &fail_open(event), agent));
             return ExitCode::SUCCESS;
         }
     };
@@ -265,7 +266,7 @@ pub fn run(event: HookEvent, policies: &[Policy]) -> ExitCode {
             let budget = budget_for(&env, policy.event);
             let mut ctx = Context::new(env.clone(), policy.name, &input, budget);
             ctx.budget = share(ctx.budget, used);
-            let late = answer_if_late(event, &outputs, policy.event);
+            let late = answer_if_late(event, &outputs, policy.event, agent);
             let _ = watchdog::arm(budget + GRACE, &late);
             crate::state::commit_before(Some(ctx.deadline));
             let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -294,7 +295,7 @@ pub fn run(event: HookEvent, policies: &[Policy]) -> ExitCode {
     // From here on this process answers; a signal already sent is handled before this returns.
     watchdog::disarm();
     crate::state::commit_before(None);
-    emit(merge(event, &outputs).render(event));
+    emit(merge(event, &outputs).render(event, agent));
     ExitCode::SUCCESS
 }
 

@@ -43,6 +43,9 @@ pub const PRELOAD_AUTO_ACTIVATE: &str = "PRELOAD_AUTO_ACTIVATE";
 /// `0` keeps due files out of PreToolUse answers (a client older than Claude Code 2.1.9 drops
 /// a PreToolUse context): they then go out with PostToolUse only.
 pub const PRELOAD_PRETOOLUSE_CONTEXT: &str = "PRELOAD_PRETOOLUSE_CONTEXT";
+/// The client that runs the hooks: `codex` for the Codex CLI (`preload install --agent codex`
+/// writes it into every command); unset for Claude Code.
+pub const PRELOAD_AGENT: &str = "PRELOAD_AGENT";
 /// Directory of the SessionStart text cache shared by the `--chunk` registrations.
 pub const PRELOAD_CACHE_DIR: &str = "PRELOAD_CACHE_DIR";
 /// Directory of the compaction markers (default `${TMPDIR:-/tmp}/claude-preload-<uid>`).
@@ -82,6 +85,7 @@ pub const ALL: &[&str] = &[
     PRELOAD_MAX_FILE_BYTES,
     PRELOAD_AUTO_ACTIVATE,
     PRELOAD_PRETOOLUSE_CONTEXT,
+    PRELOAD_AGENT,
     PRELOAD_CACHE_DIR,
     PRELOAD_MARKER_DIR,
     PRELOAD_LEGACY_MARKER_DIR,
@@ -92,6 +96,18 @@ pub const ALL: &[&str] = &[
 ];
 
 use std::collections::HashMap;
+
+/// The client that runs the hooks: the same events and JSON, with a few differences in what
+/// an answer may say and in the tools a hook sees (docs/agents.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Claude Code.
+    ClaudeCode,
+    /// The Codex CLI: its shell is `Bash` (`tool_input.command`), its edits `apply_patch` (the
+    /// patch in `tool_input.command`), and a PreToolUse `allow` without `updatedInput` is an
+    /// error to it that drops the answer's context.
+    Codex,
+}
 
 /// A snapshot of the environment variables the hooks read.
 ///
@@ -139,6 +155,14 @@ impl Env {
     /// The value of `name` parsed as a number, when it parses.
     pub fn number<T: std::str::FromStr>(&self, name: &str) -> Option<T> {
         self.get(name).and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The client that runs the hooks ([`PRELOAD_AGENT`]).
+    pub fn agent(&self) -> Agent {
+        match self.get(PRELOAD_AGENT) {
+            Some("codex") => Agent::Codex,
+            _ => Agent::ClaudeCode,
+        }
     }
 
     /// Set a variable (tests and the command-line tool).

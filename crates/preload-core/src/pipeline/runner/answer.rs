@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::HookEvent;
 use crate::primitives::delivery::{self, MIN_BUDGET};
+use crate::primitives::env::Agent;
 
 /// What goes between two policies' texts: blocks stay one blank line apart.
 pub const SEPARATOR: &str = "\n\n";
@@ -53,9 +54,9 @@ pub fn fail_open(event: HookEvent) -> HookOutput {
     }
 }
 
-/// Render `output` alone as the one JSON line for `event`, or nothing.
-pub fn render(event: HookEvent, output: &HookOutput) -> Option<String> {
-    merge(event, std::slice::from_ref(output)).render(event)
+/// Render `output` alone as the one JSON line for `event`, as `agent` reads it, or nothing.
+pub fn render(event: HookEvent, output: &HookOutput, agent: Agent) -> Option<String> {
+    merge(event, std::slice::from_ref(output)).render(event, agent)
 }
 
 /// The output budget of the next policy when the ones before it used `used` characters of
@@ -135,8 +136,10 @@ pub fn merge(event: HookEvent, outputs: &[HookOutput]) -> Merged {
 }
 
 impl Merged {
-    /// The one JSON line for `event`, or nothing.
-    pub fn render(&self, event: HookEvent) -> Option<String> {
+    /// The one JSON line for `event`, as `agent` reads it, or nothing. Codex takes a PreToolUse
+    /// `allow` without `updatedInput` for an error and drops the answer's context: to it an
+    /// allowed call's answer says no decision.
+    pub fn render(&self, event: HookEvent, agent: Agent) -> Option<String> {
         let mut answer = Map::new();
         if !self.blocks.is_empty() {
             answer.insert("decision".into(), json!("block"));
@@ -151,10 +154,10 @@ impl Merged {
                     json!(self.reasons.join(SEPARATOR)),
                 );
             }
-            Some(Decision::Allow) => {
+            Some(Decision::Allow) if agent == Agent::ClaudeCode => {
                 specific.insert("permissionDecision".into(), json!("allow"));
             }
-            None => {}
+            Some(Decision::Allow) | None => {}
         }
         if !self.contexts.is_empty() {
             specific.insert(
@@ -174,11 +177,16 @@ impl Merged {
 
 /// The answer printed should the policy after `outputs` outlive its budget: theirs merged,
 /// that one failing open, a newline after it.
-pub(super) fn answer_if_late(event: HookEvent, outputs: &[HookOutput], late: HookEvent) -> Vec<u8> {
+pub(super) fn answer_if_late(
+    event: HookEvent,
+    outputs: &[HookOutput],
+    late: HookEvent,
+    agent: Agent,
+) -> Vec<u8> {
     let mut so_far = outputs.to_vec();
     so_far.push(fail_open(late));
     merge(event, &so_far)
-        .render(event)
+        .render(event, agent)
         .map(|line| format!("{line}\n").into_bytes())
         .unwrap_or_default()
 }

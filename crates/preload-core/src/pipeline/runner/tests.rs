@@ -1,31 +1,55 @@
 //! Unit tests of `runner`.
 
 use super::*;
+use crate::primitives::env::Agent;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 #[test]
 fn pre_tool_use_always_decides() {
-    let allow = render(HookEvent::PreToolUse, &HookOutput::Silent);
+    let allow = render(
+        HookEvent::PreToolUse,
+        &HookOutput::Silent,
+        Agent::ClaudeCode,
+    );
     assert_eq!(allow, None);
-    let allow = render(HookEvent::PreToolUse, &fail_open(HookEvent::PreToolUse)).unwrap();
+    let allow = render(
+        HookEvent::PreToolUse,
+        &fail_open(HookEvent::PreToolUse),
+        Agent::ClaudeCode,
+    )
+    .unwrap();
     assert_eq!(
         allow,
         r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#
     );
-    let ctx = render(HookEvent::PreToolUse, &HookOutput::Context(String::new())).unwrap();
+    let ctx = render(
+        HookEvent::PreToolUse,
+        &HookOutput::Context(String::new()),
+        Agent::ClaudeCode,
+    )
+    .unwrap();
     assert_eq!(ctx, allow);
 }
 
 #[test]
 fn context_is_compact_with_event_name() {
-    let line = render(HookEvent::PostToolUse, &HookOutput::Context("a\nb".into())).unwrap();
+    let line = render(
+        HookEvent::PostToolUse,
+        &HookOutput::Context("a\nb".into()),
+        Agent::ClaudeCode,
+    )
+    .unwrap();
     assert!(!line.contains('\n'));
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
     assert_eq!(v["hookSpecificOutput"]["additionalContext"], "a\nb");
     assert_eq!(
-        render(HookEvent::PostToolUse, &HookOutput::Context(String::new())),
+        render(
+            HookEvent::PostToolUse,
+            &HookOutput::Context(String::new()),
+            Agent::ClaudeCode
+        ),
         None
     );
 }
@@ -33,14 +57,25 @@ fn context_is_compact_with_event_name() {
 #[test]
 fn deny_and_block_shapes() {
     let v: Value = serde_json::from_str(
-        &render(HookEvent::PreToolUse, &HookOutput::Deny("r".into())).unwrap(),
+        &render(
+            HookEvent::PreToolUse,
+            &HookOutput::Deny("r".into()),
+            Agent::ClaudeCode,
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "r");
-    let v: Value =
-        serde_json::from_str(&render(HookEvent::Stop, &HookOutput::Block("r".into())).unwrap())
-            .unwrap();
+    let v: Value = serde_json::from_str(
+        &render(
+            HookEvent::Stop,
+            &HookOutput::Block("r".into()),
+            Agent::ClaudeCode,
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert_eq!(v, json!({"decision": "block", "reason": "r"}));
 }
 
@@ -128,7 +163,12 @@ fn child_run(name: &str, close_stdin: bool) -> (String, Option<i32>, Duration) {
 #[test]
 fn a_handler_past_its_budget_is_answered_for_without_a_thread() {
     let (out, code, took) = watchdog_child(true);
-    let allow = render(HookEvent::PreToolUse, &HookOutput::Allow(None)).unwrap();
+    let allow = render(
+        HookEvent::PreToolUse,
+        &HookOutput::Allow(None),
+        Agent::ClaudeCode,
+    )
+    .unwrap();
     // The test harness prints its own lines around the child's answer.
     assert_eq!(
         out.matches("hookSpecificOutput").count(),
@@ -168,7 +208,12 @@ fn an_answer_committed_in_time_goes_out_however_late_it_is_printed() {
 #[test]
 fn a_stdin_that_never_closes_is_answered_for() {
     let (out, code, took) = watchdog_child(false);
-    let allow = render(HookEvent::PreToolUse, &HookOutput::Allow(None)).unwrap();
+    let allow = render(
+        HookEvent::PreToolUse,
+        &HookOutput::Allow(None),
+        Agent::ClaudeCode,
+    )
+    .unwrap();
     assert_eq!(
         out.matches("hookSpecificOutput").count(),
         1,

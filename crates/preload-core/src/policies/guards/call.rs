@@ -10,8 +10,6 @@ use crate::state::fields;
 
 /// Tools that never count toward the heartbeat.
 pub const UNCOUNTED_TOOLS: [&str; 3] = ["Task", "TaskOutput", "Agent"];
-/// Tools whose path triggers directive discovery.
-pub const DISCOVERY_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 
 /// The facts of one tool call.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::call::{Call, DISCOVERY_TOOLS, EngineCommand, Target, Writes, is_quiet};
+use super::call::{Call, EngineCommand, Target, Writes, is_quiet};
 use crate::Context;
 use crate::mechanisms::discovery::{self, Accept, Scope};
 use crate::mechanisms::heartbeat;
@@ -91,9 +91,13 @@ pub(super) fn decide(
         && !matches!(target, Target::Nowhere)
         && !is_quiet(s)
         && !call.is_sub()
-        && DISCOVERY_TOOLS.contains(&call.tool)
     {
-        discover(ctx, call, s, &mut plan);
+        // The paths the call touches: a file tool's own, or (Codex) what its shell reads and
+        // its patch names.
+        let touched = discovery::touched(ctx.env.agent(), call.input);
+        for raw in &touched.paths {
+            discover(ctx, raw, touched.edits, s, &mut plan);
+        }
     }
     // Rules see the session, or (before activation) the seed as "no session"; a sub-agent's
     // preload rule sees its own queue beside the main agent's.
@@ -175,14 +179,8 @@ pub(super) fn decide(
     plan
 }
 
-fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
-    let Some(raw) = call
-        .input
-        .tool_input_str("file_path")
-        .or_else(|| call.input.tool_input_str("path"))
-    else {
-        return;
-    };
+/// Discovery for one path the call touches (`edits`: the call changes it).
+fn discover(ctx: &Context, raw: &str, edits: bool, s: &mut State, plan: &mut Plan) {
     // The context packs of the path (`path:GLOB`), queued once per context window.
     let touched = paths::lexical_clean(&ctx.cwd.join(paths::expand_tilde(raw, &ctx.paths.home)));
     let packs = preload::pack_requests(
@@ -211,10 +209,10 @@ fn discover(ctx: &Context, call: &Call, s: &mut State, plan: &mut Plan) {
     };
     // The skill's declared directives surface with the core ones (seed case 4.1: a read of a
     // file finds the package's PITFALLS.md). A checklist is a gate on changing code: it is
-    // armed by an Edit or Write only, as in the engine.
+    // armed by an edit only (Edit or Write; Codex's apply_patch), as in the engine.
     let declared = s.strings(fields::DIRECTIVES);
     let accept = Accept {
-        declared: if matches!(call.tool, "Edit" | "Write") {
+        declared: if edits {
             declared
         } else {
             declared

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::pipeline::runner::policy::{Policy, matches};
+use crate::primitives::env::Agent;
 use crate::{Context, HookInput};
 use std::sync::Arc;
 
@@ -33,8 +34,8 @@ fn one_output_merged_alone_is_what_its_binary_prints() {
     for event in EVENTS {
         for output in outputs() {
             assert_eq!(
-                merge(event, std::slice::from_ref(&output)).render(event),
-                render(event, &output),
+                merge(event, std::slice::from_ref(&output)).render(event, Agent::ClaudeCode),
+                render(event, &output, Agent::ClaudeCode),
                 "{event:?} {output:?}"
             );
         }
@@ -45,9 +46,13 @@ fn one_output_merged_alone_is_what_its_binary_prints() {
 fn silent_policies_add_nothing() {
     for event in EVENTS {
         for output in outputs() {
-            let alone = render(event, &output);
+            let alone = render(event, &output, Agent::ClaudeCode);
             let padded = [HookOutput::Silent, output.clone(), HookOutput::Silent];
-            assert_eq!(merge(event, &padded).render(event), alone, "{event:?}");
+            assert_eq!(
+                merge(event, &padded).render(event, Agent::ClaudeCode),
+                alone,
+                "{event:?}"
+            );
         }
     }
 }
@@ -68,7 +73,7 @@ fn deny_wins_and_keeps_every_reason_and_context_in_order() {
                 HookOutput::Allow(None),
             ],
         )
-        .render(HookEvent::PreToolUse),
+        .render(HookEvent::PreToolUse, Agent::ClaudeCode),
     );
     assert_eq!(
         v,
@@ -90,7 +95,7 @@ fn contexts_join_in_order_with_a_blank_line() {
                 HookOutput::Context("[Preloaded: /b]\nB\n".into()),
             ],
         )
-        .render(HookEvent::PostToolUse),
+        .render(HookEvent::PostToolUse, Agent::ClaudeCode),
     );
     assert_eq!(
         v["hookSpecificOutput"]["additionalContext"],
@@ -110,7 +115,7 @@ fn blocks_join_and_sit_beside_context() {
                 HookOutput::Block("two".into()),
             ],
         )
-        .render(HookEvent::PostToolUse),
+        .render(HookEvent::PostToolUse, Agent::ClaudeCode),
     );
     assert_eq!(v["decision"], "block");
     assert_eq!(v["reason"], "one\n\ntwo");
@@ -120,9 +125,10 @@ fn blocks_join_and_sit_beside_context() {
 #[test]
 fn nothing_said_prints_nothing() {
     for event in EVENTS {
-        assert_eq!(merge(event, &[]).render(event), None);
+        assert_eq!(merge(event, &[]).render(event, Agent::ClaudeCode), None);
         assert_eq!(
-            merge(event, &[HookOutput::Silent, HookOutput::Silent]).render(event),
+            merge(event, &[HookOutput::Silent, HookOutput::Silent])
+                .render(event, Agent::ClaudeCode),
             None
         );
     }
@@ -199,7 +205,9 @@ fn later_policies_share_what_is_left_of_the_budget() {
         HookOutput::Context("de".into()),
     ];
     let total = outputs.iter().fold(0, used_after);
-    let v = parsed(merge(HookEvent::PostToolUse, &outputs).render(HookEvent::PostToolUse));
+    let v = parsed(
+        merge(HookEvent::PostToolUse, &outputs).render(HookEvent::PostToolUse, Agent::ClaudeCode),
+    );
     let text = v["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap();
@@ -213,19 +221,52 @@ fn a_late_policy_leaves_the_answers_before_it_and_fails_open() {
         HookEvent::PreToolUse,
         &before,
         HookEvent::PreToolUse,
+        Agent::ClaudeCode,
     ))
     .unwrap();
     assert!(line.ends_with('\n'));
     let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "no");
-    let none = answer_if_late(HookEvent::PostToolUse, &[], HookEvent::PostToolUse);
+    let none = answer_if_late(
+        HookEvent::PostToolUse,
+        &[],
+        HookEvent::PostToolUse,
+        Agent::ClaudeCode,
+    );
     assert!(none.is_empty(), "nothing said, nothing printed");
     let allow = String::from_utf8(answer_if_late(
         HookEvent::PreToolUse,
         &[],
         HookEvent::PreToolUse,
+        Agent::ClaudeCode,
     ))
     .unwrap();
     assert!(allow.contains("\"allow\""), "{allow}");
+}
+
+/// Codex takes a PreToolUse `allow` without `updatedInput` for an error and drops the
+/// answer's context: to it an allowed call's answer carries the context alone, and a deny is
+/// a deny.
+#[test]
+fn codex_hears_no_allow_decision() {
+    let pre = HookEvent::PreToolUse;
+    let allow = HookOutput::Allow(Some("[Preloaded: /a]\nA\n".into()));
+    let line = render(pre, &allow, Agent::Codex).unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v,
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "additionalContext": "[Preloaded: /a]\nA\n"}})
+    );
+    let claude: Value =
+        serde_json::from_str(&render(pre, &allow, Agent::ClaudeCode).unwrap()).unwrap();
+    assert_eq!(claude["hookSpecificOutput"]["permissionDecision"], "allow");
+    assert_eq!(render(pre, &HookOutput::Allow(None), Agent::Codex), None);
+    assert_eq!(render(pre, &fail_open(pre), Agent::Codex), None);
+    let deny: Value =
+        serde_json::from_str(&render(pre, &HookOutput::Deny("no".into()), Agent::Codex).unwrap())
+            .unwrap();
+    assert_eq!(deny["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(deny["hookSpecificOutput"]["permissionDecisionReason"], "no");
 }
