@@ -19,6 +19,7 @@ mod explain;
 mod faults;
 mod guard_rules;
 mod install;
+mod install_codex;
 mod install_files;
 mod long_texts;
 mod overflow;

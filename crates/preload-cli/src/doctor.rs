@@ -7,6 +7,7 @@
 //! end to end in a throwaway sandbox (`canary`).
 
 pub mod canary;
+mod codex;
 mod packs;
 pub mod plugins;
 mod sessions;
@@ -41,6 +42,10 @@ pub struct DoctorArgs {
     /// PreToolUse round trip must each deliver a known file exactly once.
     #[arg(long)]
     pub canary: bool,
+    /// The client whose wiring must be there (Codex: its hooks.json instead of Claude Code's
+    /// settings; a Codex wiring found is checked either way).
+    #[arg(long, value_enum, default_value_t)]
+    pub agent: crate::install::AgentArg,
 }
 
 /// How bad a finding is.
@@ -167,7 +172,11 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
     if args.canary {
         canary::check_canary(&prefix, &mut findings);
     }
-    wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
+    let codex = args.agent == crate::install::AgentArg::Codex;
+    if !codex {
+        wiring::check_settings(&settings_files, &plugins, &home, &mut findings);
+    }
+    codex::check_codex(vars, cwd, codex, &mut findings);
     check_engine(&home, &mut findings);
     packs::check_packs(&home, project_root.as_deref(), &mut findings);
     sizes::check_sizes(vars, cwd, &mut findings);

@@ -8,6 +8,7 @@
 //! [`per_event`] derives the one-process-per-event wiring of `--dispatch`.
 
 pub mod binaries;
+pub mod codex;
 pub mod guards;
 pub mod ignore;
 pub mod merge;
@@ -32,8 +33,8 @@ use binaries::BinaryError;
 use guards::GuardsError;
 use settings::{Change, SettingsError};
 use shims::ShimError;
-use targets::{Targets, TargetsError};
-use wiring::{BINARIES, WiringMode};
+use targets::{Scope, Targets, TargetsError};
+use wiring::{Agent, BINARIES, WiringMode};
 
 /// Suffix of the backup kept next to a settings file or a replaced script.
 pub const BACKUP_SUFFIX: &str = ".preload-backup";
@@ -57,15 +58,46 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The client whose hooks file is wired (`--agent`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentArg {
+    /// Claude Code: `.claude/settings.local.json` (`--global`: `~/.claude/settings.json`).
+    #[default]
+    ClaudeCode,
+    /// The Codex CLI: `.codex/hooks.json` (`--global`: `$CODEX_HOME/hooks.json`).
+    Codex,
+}
+
+impl From<AgentArg> for Agent {
+    fn from(arg: AgentArg) -> Self {
+        match arg {
+            AgentArg::ClaudeCode => Self::ClaudeCode,
+            AgentArg::Codex => Self::Codex,
+        }
+    }
+}
+
 /// `preload install`: where the binaries and the wiring go.
+#[allow(clippy::struct_excessive_bools)] // Its command-line flags.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct InstallArgs {
     /// Where the binaries go (default: ~/.claude/engine/bin).
     #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
     pub prefix: Option<PathBuf>,
-    /// The settings file to wire (default: the project's .claude/settings.local.json).
+    /// The settings file to wire (default: the project's .claude/settings.local.json; with
+    /// --agent codex, the project's .codex/hooks.json).
     #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
     pub settings: Option<PathBuf>,
+    /// The client to wire.
+    #[arg(long, value_enum, default_value_t)]
+    pub agent: AgentArg,
+    /// Wire the user-level file (`~/.claude/settings.json`; with --agent codex,
+    /// `$CODEX_HOME/hooks.json`) instead of the project's.
+    #[arg(long, conflicts_with = "settings")]
+    pub global: bool,
+    /// With --agent codex: turn Codex's hooks on where its config.toml turns them off.
+    #[arg(long)]
+    pub enable: bool,
     /// Leave the settings alone and replace the engine's hook scripts by shims instead.
     #[arg(long)]
     pub shims: bool,
@@ -99,9 +131,15 @@ pub enum InstallError {
         /// The hooks directory looked in.
         dir: std::path::PathBuf,
     },
+    /// `--shims` or `--enable` with an agent they do not apply to: nothing was changed.
+    #[error("{0}; nothing changed")]
+    Usage(&'static str),
     /// The binaries were not copied.
     #[error(transparent)]
     Binaries(#[from] BinaryError),
+    /// Codex's config.toml was not changed.
+    #[error(transparent)]
+    Codex(#[from] codex::CodexError),
     /// The default rules were not written.
     #[error(transparent)]
     Guards(#[from] GuardsError),
@@ -116,7 +154,7 @@ pub enum InstallError {
 impl CommandError for InstallError {
     fn exit(&self) -> Exit {
         match self {
-            Self::Targets(_) => Exit::Usage,
+            Self::Targets(_) | Self::Usage(_) => Exit::Usage,
             _ => Exit::Failure,
         }
     }
@@ -124,9 +162,14 @@ impl CommandError for InstallError {
 
 /// Run `preload install`.
 pub fn run(opts: &InstallArgs) -> ExitCode {
-    let result = Targets::resolve(
+    let scope = Scope {
+        agent: opts.agent.into(),
+        global: opts.global,
+    };
+    let result = Targets::resolve_for(
         opts.prefix.as_deref(),
         opts.settings.as_deref(),
+        scope,
         &Env::from_process(),
         &crate::process_cwd(),
     )
@@ -141,12 +184,20 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
     } else {
         WiringMode::Binaries
     };
+    let agent = Agent::from(opts.agent);
+    if agent == Agent::Codex && opts.shims {
+        return Err(InstallError::Usage(
+            "--shims replaces the Claude Code engine's bash hooks; Codex has none to replace",
+        ));
+    }
+    if agent != Agent::Codex && opts.enable {
+        return Err(InstallError::Usage(
+            "--enable applies to --agent codex only",
+        ));
+    }
     if opts.print {
-        let text = settings::to_pretty(
-            &json!({ "hooks": wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode) }),
-            b"  ",
-        );
-        return Ok(vec![text]);
+        let hooks = wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode, agent);
+        return Ok(vec![settings::to_pretty(&json!({ "hooks": hooks }), b"  ")]);
     }
     // A settings file that cannot be wired stops install before anything is copied, and so
     // does `--shims` with no engine script to replace.
@@ -184,8 +235,13 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
             }
         ));
     }
-    let change =
-        settings::install_settings_in(&targets.settings, &targets.prefix, !opts.shims, mode)?;
+    let change = settings::install_settings_in(
+        &targets.settings,
+        &targets.prefix,
+        !opts.shims,
+        mode,
+        agent,
+    )?;
     let what = match (change, opts.shims, mode) {
         (Change::Unchanged, false, _) => "already wired, nothing changed",
         (Change::Unchanged, true, _) => "no native wiring to remove",
@@ -203,6 +259,9 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
             backup_of(&targets.settings).display(),
             previous_of(&targets.settings).display()
         ));
+    }
+    if agent == Agent::Codex {
+        lines.extend(codex::after_install(targets, opts.enable)?);
     }
     lines.push("check with: preload doctor".into());
     Ok(lines)

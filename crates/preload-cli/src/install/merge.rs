@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::wiring::{
-    WiringMode, all_handlers, group, matcher_of, our_binary, replaced_script, wanted_in,
+    Agent, WiringMode, all_handlers, group, matcher_of, our_binary, replaced_script, wanted_for,
 };
 
 /// True when two matchers select the same calls (no matcher and `*` both match everything).
@@ -143,11 +143,23 @@ fn insert(
 /// wiring of ours removed). With `native` false only the removal of our handlers happens
 /// (`--shims`, where the bash handlers stay and run the shims).
 pub fn wire(settings: &Value, prefix: &str, native: bool) -> Value {
-    wire_in(settings, prefix, native, WiringMode::Binaries)
+    wire_in(
+        settings,
+        prefix,
+        native,
+        WiringMode::Binaries,
+        Agent::ClaudeCode,
+    )
 }
 
-/// [`wire`] with the handlers of `mode`.
-pub fn wire_in(settings: &Value, prefix: &str, native: bool, mode: WiringMode) -> Value {
+/// [`wire`] with the handlers of `mode`, as `agent` runs them.
+pub fn wire_in(
+    settings: &Value,
+    prefix: &str,
+    native: bool,
+    mode: WiringMode,
+    agent: Agent,
+) -> Value {
     let mut doc = match settings {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -167,7 +179,7 @@ pub fn wire_in(settings: &Value, prefix: &str, native: bool, mode: WiringMode) -
         };
         let stripped = strip(hooks, drop);
         if native {
-            for (event, matcher, handlers) in wanted_in(prefix, mode) {
+            for (event, matcher, handlers) in wanted_for(prefix, mode, agent) {
                 let at = stripped
                     .first
                     .iter()

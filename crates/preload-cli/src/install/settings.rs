@@ -19,7 +19,9 @@ use preload_core::primitives::file::OpError;
 
 use super::merge::{has_our_handlers, unwire, wire_in};
 use super::wiring::all_handlers;
-use super::wiring::{TEMPLATE_PREFIX, WiringMode, hooks_value, our_binary};
+use super::wiring::{
+    Agent, TEMPLATE_PREFIX, WiringMode, agent_of, hooks_value, our_binary, program_of,
+};
 use super::{backup_of, previous_of};
 
 /// Why a settings file was not read or written.
@@ -186,20 +188,28 @@ pub enum Change {
 
 /// Wire the settings file; keeps the backup. `native` false only removes our handlers.
 pub fn install_settings(path: &Path, prefix: &Path, native: bool) -> Result<Change, SettingsError> {
-    install_settings_in(path, prefix, native, WiringMode::Binaries)
+    install_settings_in(
+        path,
+        prefix,
+        native,
+        WiringMode::Binaries,
+        Agent::ClaudeCode,
+    )
 }
 
-/// [`install_settings`] with the handlers of `mode`.
+/// [`install_settings`] with the handlers of `mode`, as `agent` runs them (a Claude Code
+/// settings file, or a Codex `hooks.json`: the same `hooks` object).
 pub fn install_settings_in(
     path: &Path,
     prefix: &Path,
     native: bool,
     mode: WiringMode,
+    agent: Agent,
 ) -> Result<Change, SettingsError> {
     let file = read_settings(path)?;
     let old = file.text.clone().unwrap_or_default();
     let layout = Layout::of(&old);
-    let new_doc = wire_in(&file.doc, &prefix.to_string_lossy(), native, mode);
+    let new_doc = wire_in(&file.doc, &prefix.to_string_lossy(), native, mode, agent);
     let new = layout.render(&new_doc);
     if file.text.as_deref() == Some(new.as_str()) || (file.text.is_none() && !native) {
         return Ok(Change::Unchanged);
@@ -241,7 +251,8 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
         let installed_prefix = installed_prefix(&file.doc);
         if let Some(prefix) = installed_prefix {
             let mode = WiringMode::of(&file.doc);
-            let expected = Layout::of(text).render(&wire_in(doc, &prefix, true, mode));
+            let agent = agent_of(&file.doc);
+            let expected = Layout::of(text).render(&wire_in(doc, &prefix, true, mode, agent));
             if expected == current {
                 keep_previous(path, Some(&current))?;
                 if text.is_empty() {
@@ -264,12 +275,12 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
 }
 
 /// The directory our handlers' commands live in, when they all agree.
-fn installed_prefix(settings: &Value) -> Option<String> {
+pub fn installed_prefix(settings: &Value) -> Option<String> {
     let mut dirs = all_handlers(settings)
         .filter(|(_, _, h)| our_binary(h).is_some())
         .filter_map(|(_, _, h)| {
-            let cmd = h.get("command")?.as_str()?;
-            Path::new(cmd)
+            let program = program_of(h)?;
+            Path::new(&program)
                 .parent()
                 .map(|p| p.to_string_lossy().into_owned())
         });

@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use preload_core::primitives::env::Env;
 
+use super::AgentArg;
 use super::settings::{self, Change, SettingsError};
 use super::shims::{self, ShimError};
-use super::targets::{Targets, TargetsError};
+use super::targets::{Scope, Targets, TargetsError};
+use super::wiring::Agent;
 use crate::exit::{self, CommandError, Exit};
 
 /// `preload uninstall`.
@@ -16,9 +18,17 @@ pub struct UninstallArgs {
     /// Where the binaries were installed (default: ~/.claude/engine/bin).
     #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
     pub prefix: Option<PathBuf>,
-    /// The settings file to unwire (default: the project's .claude/settings.local.json).
+    /// The settings file to unwire (default: the project's .claude/settings.local.json; with
+    /// --agent codex, the project's .codex/hooks.json).
     #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
     pub settings: Option<PathBuf>,
+    /// The client to unwire.
+    #[arg(long, value_enum, default_value_t)]
+    pub agent: AgentArg,
+    /// Unwire the user-level file (`~/.claude/settings.json`; with --agent codex,
+    /// `$CODEX_HOME/hooks.json`) instead of the project's.
+    #[arg(long, conflicts_with = "settings")]
+    pub global: bool,
 }
 
 /// Why uninstall stopped.
@@ -46,18 +56,23 @@ impl CommandError for UninstallError {
 
 /// Run `preload uninstall`.
 pub fn run(args: &UninstallArgs) -> ExitCode {
-    let result = Targets::resolve(
+    let scope = Scope {
+        agent: args.agent.into(),
+        global: args.global,
+    };
+    let result = Targets::resolve_for(
         args.prefix.as_deref(),
         args.settings.as_deref(),
+        scope,
         &Env::from_process(),
         &crate::process_cwd(),
     )
     .map_err(UninstallError::from)
-    .and_then(|targets| uninstall(&targets));
+    .and_then(|targets| uninstall(&targets, scope.agent));
     exit::finish("uninstall", result.map(|lines| lines.join("\n")))
 }
 
-fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
+fn uninstall(targets: &Targets, agent: Agent) -> Result<Vec<String>, UninstallError> {
     let mut lines = Vec::new();
     let change = settings::uninstall_settings(&targets.settings)?;
     lines.push(format!(
@@ -75,9 +90,11 @@ fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
             super::previous_of(&targets.settings).display()
         ));
     }
+    // The seeds' ignore rule and the shims belong to the Claude Code wiring.
     let rule = targets
         .project
         .as_deref()
+        .filter(|_| agent == Agent::ClaudeCode)
         .and_then(super::ignore::IgnoreRule::for_project);
     if let Some(rule) = rule {
         match rule.remove() {
@@ -90,7 +107,11 @@ fn uninstall(targets: &Targets) -> Result<Vec<String>, UninstallError> {
             Err(err) => lines.push(format!("ignore: {err}; the rule stays")),
         }
     }
-    let restored = shims::uninstall_shims(&targets.hooks_dir())?;
+    let restored = if agent == Agent::ClaudeCode {
+        shims::uninstall_shims(&targets.hooks_dir())?
+    } else {
+        Vec::new()
+    };
     if !restored.is_empty() {
         lines.push(format!("shims: {} engine scripts restored", restored.len()));
     }

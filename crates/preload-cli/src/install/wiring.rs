@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+pub use preload_core::primitives::env::Agent;
 pub use preload_core::primitives::wiring::{
     BINARIES, DISPATCHER, SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring,
 };
@@ -63,13 +64,13 @@ pub(super) fn wanted(prefix: &str) -> Vec<(&'static str, Option<&'static str>, V
 
 /// The `hooks` object for binaries in `prefix`.
 pub fn hooks_value(prefix: &str) -> Value {
-    hooks_value_in(prefix, WiringMode::Binaries)
+    hooks_value_in(prefix, WiringMode::Binaries, Agent::ClaudeCode)
 }
 
-/// The `hooks` object for binaries in `prefix`, wired in `mode`.
-pub fn hooks_value_in(prefix: &str, mode: WiringMode) -> Value {
+/// The `hooks` object for binaries in `prefix`, wired in `mode` for `agent`.
+pub fn hooks_value_in(prefix: &str, mode: WiringMode, agent: Agent) -> Value {
     let mut hooks = Map::new();
-    for (event, matcher, handlers) in wanted_in(prefix, mode) {
+    for (event, matcher, handlers) in wanted_for(prefix, mode, agent) {
         let list = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -115,6 +116,124 @@ pub fn wanted_in(
     }
 }
 
+/// [`wanted_in`], the handlers as `agent` runs them ([`for_agent`]).
+pub fn wanted_for(
+    prefix: &str,
+    mode: WiringMode,
+    agent: Agent,
+) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
+    let mut groups = wanted_in(prefix, mode);
+    if agent == Agent::Codex {
+        for (event, _, handlers) in &mut groups {
+            // Rows that differ only in their `if` filter become one handler.
+            let mut once: Vec<Value> = Vec::with_capacity(handlers.len());
+            for handler in handlers.iter() {
+                let codex = codex_handler(handler, event);
+                if !once.contains(&codex) {
+                    once.push(codex);
+                }
+            }
+            *handlers = once;
+        }
+    }
+    groups
+}
+
+/// What every command of a Codex wiring starts with: the hooks then speak Codex's dialect
+/// ([`Agent::Codex`]).
+pub const CODEX_MARK: &str = "PRELOAD_AGENT=codex";
+
+/// The Claude Code `handler` (exec form: `command` and `args`; an `if` filter) as Codex runs
+/// it: one command line (Codex runs `$SHELL -lc <command>`) that names the agent, its words
+/// quoted for the shell; no `if` (Codex has none: the hooks tell an engine command from any
+/// other call themselves, as under `--dispatch`); `SessionEnd` within the 3 s Codex allows it.
+fn codex_handler(handler: &Value, event: &str) -> Value {
+    let mut line = String::from(CODEX_MARK);
+    let command = handler.get("command").and_then(Value::as_str).unwrap_or("");
+    let args = handler
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    for word in std::iter::once(command).chain(args) {
+        line.push(' ');
+        line.push_str(&shell_word(word));
+    }
+    let timeout = handler.get("timeout").and_then(Value::as_u64).unwrap_or(10);
+    let timeout = if event == "SessionEnd" {
+        timeout.min(3)
+    } else {
+        timeout
+    };
+    json!({"type": "command", "command": line, "timeout": timeout})
+}
+
+/// `word` as one shell word: as it is when it needs no quoting, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./-:=@%+,".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The program a handler runs: its `command` itself in exec form (`args` beside it, spaces and
+/// all), else the first word of the command line after its variable assignments, unquoted.
+pub fn program_of(handler: &Value) -> Option<String> {
+    let command = handler.get("command")?.as_str()?;
+    Some(if handler.get("args").is_some() {
+        command.to_owned()
+    } else {
+        command_program(command)
+    })
+}
+
+fn command_program(command: &str) -> String {
+    let mut rest = command.trim_start();
+    loop {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..word_end];
+        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        if !is_assignment || word_end == rest.len() {
+            break;
+        }
+        rest = rest[word_end..].trim_start();
+    }
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => out.extend(chars.by_ref().take_while(|q| *q != '\'')),
+            '"' => out.extend(chars.by_ref().take_while(|q| *q != '"')),
+            c if c.is_whitespace() => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The agent a hooks document is wired for: Codex when a handler of ours names it.
+pub fn agent_of(doc: &Value) -> Agent {
+    let codex = all_handlers(doc).any(|(_, _, h)| {
+        our_binary(h).is_some()
+            && h.get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.trim_start().starts_with(CODEX_MARK))
+    });
+    if codex {
+        Agent::Codex
+    } else {
+        Agent::ClaudeCode
+    }
+}
+
 /// A handler group of a settings file: its matcher (when it has one) and its handlers.
 pub(super) fn group(matcher: Option<&str>, handlers: Vec<Value>) -> Value {
     let mut g = Map::new();
@@ -127,11 +246,8 @@ pub(super) fn group(matcher: Option<&str>, handlers: Vec<Value>) -> Value {
 
 /// The binary a handler runs, when it is one of ours.
 pub fn our_binary(handler: &Value) -> Option<&'static str> {
-    let command = handler.get("command")?.as_str()?;
-    let first = command.split_whitespace().next()?;
-    let name = Path::new(first.trim_matches(|c| c == '"' || c == '\''))
-        .file_name()?
-        .to_str()?;
+    let program = program_of(handler)?;
+    let name = Path::new(&program).file_name()?.to_str()?;
     WIRING
         .iter()
         .map(|w| w.binary)

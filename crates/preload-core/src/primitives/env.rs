@@ -46,6 +46,8 @@ pub const PRELOAD_PRETOOLUSE_CONTEXT: &str = "PRELOAD_PRETOOLUSE_CONTEXT";
 /// The client that runs the hooks: `codex` for the Codex CLI (`preload install --agent codex`
 /// writes it into every command); unset for Claude Code.
 pub const PRELOAD_AGENT: &str = "PRELOAD_AGENT";
+/// The Codex CLI's home (default `~/.codex`): its user-level `hooks.json`.
+pub const CODEX_HOME: &str = "CODEX_HOME";
 /// Directory of the SessionStart text cache shared by the `--chunk` registrations.
 pub const PRELOAD_CACHE_DIR: &str = "PRELOAD_CACHE_DIR";
 /// Directory of the compaction markers (default `${TMPDIR:-/tmp}/claude-preload-<uid>`).
@@ -86,6 +88,7 @@ pub const ALL: &[&str] = &[
     PRELOAD_AUTO_ACTIVATE,
     PRELOAD_PRETOOLUSE_CONTEXT,
     PRELOAD_AGENT,
+    CODEX_HOME,
     PRELOAD_CACHE_DIR,
     PRELOAD_MARKER_DIR,
     PRELOAD_LEGACY_MARKER_DIR,

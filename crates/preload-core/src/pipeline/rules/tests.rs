@@ -182,6 +182,7 @@ fn payload_references_resolve_whole_and_inline() {
 fn primary_fields() {
     for (tool, field) in [
         ("Bash", Some("command")),
+        ("apply_patch", Some("command")),
         ("Read", Some("file_path")),
         ("Edit", Some("file_path")),
         ("Write", Some("file_path")),

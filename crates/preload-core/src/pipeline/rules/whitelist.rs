@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 /// The `tool_input` field a `Tool(glob)` whitelist entry is matched against.
 pub fn primary_field(tool: &str) -> Option<&'static str> {
     match tool {
-        "Bash" => Some("command"),
+        // Codex's shell is `Bash` too; its `apply_patch` carries the patch in `command`.
+        "Bash" | "apply_patch" => Some("command"),
         "Read" | "Edit" | "Write" => Some("file_path"),
         "Skill" => Some("skill"),
         "Glob" | "Grep" => Some("pattern"),

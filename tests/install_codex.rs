@@ -1,0 +1,241 @@
+//! `preload install --agent codex`: the Codex CLI's `hooks.json` wired from the same table,
+//! uninstalled, printed, refused when broken, checked by `preload doctor --agent codex`.
+
+use std::fs;
+use std::path::PathBuf;
+
+use preload_cli::install::backup_of;
+use preload_cli::install::wiring::{all_handlers, our_binary};
+use serde_json::Value;
+
+use crate::common::{Answer, Sandbox, bin, read_json};
+
+fn built() -> PathBuf {
+    bin("preload").parent().unwrap().to_path_buf()
+}
+
+fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
+    sb.run_raw("preload", args, "")
+}
+
+fn install(sb: &Sandbox, more: &[&str]) -> Answer {
+    let prefix = built();
+    let mut args = vec![
+        "install",
+        "--agent",
+        "codex",
+        "--prefix",
+        prefix.to_str().unwrap(),
+    ];
+    args.extend(more);
+    preload(sb, &args)
+}
+
+/// Every handler of ours: (event, matcher, command); and whether any is in exec form or
+/// filtered.
+fn handlers(doc: &Value) -> Vec<(String, String, String)> {
+    all_handlers(doc)
+        .filter(|(_, _, h)| our_binary(h).is_some())
+        .map(|(e, m, h)| {
+            assert!(h.get("args").is_none() && h.get("if").is_none(), "{h}");
+            assert_eq!(h["type"], "command");
+            (
+                e.to_owned(),
+                m.to_owned(),
+                h["command"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn install_wires_the_projects_codex_hooks_and_uninstall_takes_them_out() {
+    let sb = Sandbox::bare();
+    let file = sb.project.join(".codex/hooks.json");
+    let out = install(&sb, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("trust"), "{}", out.stdout);
+    let doc = read_json(&file);
+    let wired = handlers(&doc);
+    let prefix = built().display().to_string();
+    for (_, _, command) in &wired {
+        assert!(
+            command.starts_with(&format!("PRELOAD_AGENT=codex {prefix}/preload-")),
+            "{command}"
+        );
+    }
+    // Codex allows SessionEnd 3 s.
+    let end = &doc["hooks"]["SessionEnd"][0]["hooks"][0];
+    assert!(end["timeout"].as_u64().unwrap() <= 3, "{end}");
+    // Every event and binary of the table, the 32 SessionStart registrations, no twice.
+    let events: std::collections::BTreeSet<&str> = wired.iter().map(|(e, ..)| e.as_str()).collect();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+        "SubagentStart",
+    ] {
+        assert!(events.contains(event), "{event}: {events:?}");
+    }
+    let chunks = wired
+        .iter()
+        .filter(|(_, _, c)| c.contains("preload-session-start --chunk"))
+        .count();
+    assert_eq!(chunks, 32);
+    let mut unique = wired.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), wired.len(), "a handler twice: {wired:?}");
+    // A second install changes nothing; uninstall leaves no file where there was none.
+    let before = fs::read_to_string(&file).unwrap();
+    let again = install(&sb, &[]);
+    assert!(
+        again.stdout.contains("already wired, nothing changed"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(fs::read_to_string(&file).unwrap(), before);
+    let out = preload(&sb, &["uninstall", "--agent", "codex"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!file.exists());
+    // Claude Code's settings were never touched.
+    assert!(!sb.project.join(".claude/settings.local.json").exists());
+}
+
+#[test]
+fn install_keeps_foreign_codex_hooks_and_the_global_file_is_codex_home() {
+    let mut sb = Sandbox::bare();
+    let codex_home = sb.root().join("codex-home");
+    sb.extra_env
+        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
+    let file = codex_home.join("hooks.json");
+    fs::create_dir_all(&codex_home).unwrap();
+    let foreign = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}, "x": 1}"#;
+    fs::write(&file, foreign).unwrap();
+    assert_eq!(install(&sb, &["--global"]).code, 0);
+    let doc = read_json(&file);
+    assert!(!handlers(&doc).is_empty());
+    assert_eq!(doc["x"], 1);
+    assert!(doc.to_string().contains("notify-send done"));
+    assert!(!sb.project.join(".codex/hooks.json").exists());
+    assert_eq!(
+        preload(&sb, &["uninstall", "--agent", "codex", "--global"]).code,
+        0
+    );
+    assert_eq!(
+        fs::read_to_string(&file).unwrap(),
+        foreign,
+        "restored byte for byte"
+    );
+}
+
+#[test]
+fn print_changes_nothing_and_a_broken_file_is_refused() {
+    let sb = Sandbox::bare();
+    let file = sb.project.join(".codex/hooks.json");
+    let out = install(&sb, &["--print"]);
+    assert_eq!(out.code, 0);
+    let printed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(!handlers(&printed).is_empty());
+    assert!(!file.exists());
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, "{\"hooks\": ").unwrap();
+    let out = install(&sb, &[]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
+    assert_eq!(fs::read_to_string(&file).unwrap(), "{\"hooks\": ");
+    assert!(!backup_of(&file).exists());
+    let shims = install(&sb, &["--shims"]);
+    assert_eq!(shims.code, 2, "{}", shims.stderr);
+}
+
+#[test]
+fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
+    let mut sb = Sandbox::bare();
+    let codex_home = sb.root().join("codex-home");
+    sb.extra_env
+        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
+    fs::create_dir_all(&codex_home).unwrap();
+    let config = codex_home.join("config.toml");
+    fs::write(&config, "model = \"m\"\n\n[features]\nhooks = false\n").unwrap();
+    let out = install(&sb, &[]);
+    assert!(out.stdout.contains("turns hooks off"), "{}", out.stdout);
+    let doctor = preload(
+        &sb,
+        &[
+            "doctor",
+            "--agent",
+            "codex",
+            "--prefix",
+            built().to_str().unwrap(),
+        ],
+    );
+    assert!(
+        doctor.stdout.contains("FAIL  codex:") && doctor.stdout.contains("turns hooks off"),
+        "{}",
+        doctor.stdout
+    );
+    let out = install(&sb, &["--enable"]);
+    assert!(out.stdout.contains("hooks turned on"), "{}", out.stdout);
+    assert_eq!(
+        fs::read_to_string(&config).unwrap(),
+        "model = \"m\"\n\n[features]\nhooks = true\n"
+    );
+    let claude = preload(
+        &sb,
+        &["install", "--enable", "--prefix", built().to_str().unwrap()],
+    );
+    assert_eq!(claude.code, 2);
+}
+
+#[test]
+fn doctor_checks_the_codex_wiring_registration_by_registration() {
+    let sb = Sandbox::bare();
+    let doctor = || {
+        preload(
+            &sb,
+            &[
+                "doctor",
+                "--agent",
+                "codex",
+                "--prefix",
+                built().to_str().unwrap(),
+            ],
+        )
+    };
+    let none = doctor();
+    assert!(
+        none.stdout
+            .contains("FAIL  codex: no hooks.json wires the preload hooks"),
+        "{}",
+        none.stdout
+    );
+    assert_eq!(install(&sb, &[]).code, 0);
+    let ok = doctor();
+    assert!(
+        ok.stdout.contains("wires every registration once"),
+        "{}",
+        ok.stdout
+    );
+    assert!(!ok.stdout.contains("FAIL  codex"), "{}", ok.stdout);
+    let file = sb.project.join(".codex/hooks.json");
+    let mut doc = read_json(&file);
+    doc["hooks"]["PreToolUse"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    fs::write(&file, doc.to_string()).unwrap();
+    let missing = doctor();
+    assert!(
+        missing
+            .stdout
+            .contains("preload-overflow (PreToolUse, matcher *) is not wired"),
+        "{}",
+        missing.stdout
+    );
+    assert_eq!(missing.code, 1);
+}
