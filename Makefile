@@ -63,8 +63,11 @@ DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay l
 DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness::
 space := $(empty) $(empty)
 DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/)) | binary(lifecycles)
-## Generated lifecycles under --dispatch in make test (the per-binary run has 150).
+## Generated lifecycles under --dispatch in make test (the per-binary run has 150), and as the
+## Codex CLI runs the hooks (PRELOAD_CLIENT=codex: its shell and patches, no skills, a compaction
+## that keeps no call).
 DISPATCH_LIFECYCLE_CASES := 75
+CODEX_LIFECYCLE_CASES := 50
 
 ## make test first installs the pinned Claude Code client into .e2e/ when it can (npm and its
 ## registry reachable; `make test E2E_SETUP=0` skips that), so the end-to-end scenarios run.
@@ -83,12 +86,14 @@ test:
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) nextest run --workspace --locked --no-fail-fast || status=$$?; \
 		$(CARGO) test --workspace --locked --doc || status=$$?; \
 		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast --test tests --test e2e --test lifecycles -E '$(DISPATCH_FILTER)' || status=$$?; \
+		PRELOAD_CLIENT=codex PRELOAD_LIFECYCLE_CASES=$(CODEX_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast --test lifecycles -E 'test(generated_lifecycles)' || status=$$?; \
 		$(MAKE) --no-print-directory release || status=$$?; \
 		PRELOAD_TEST_BIN_DIR="$(RELEASE_DIR)" PRELOAD_LIFECYCLE_CASES=$(RELEASE_LIFECYCLE_CASES) $(CARGO) nextest run --locked --no-fail-fast $(RELEASE_TESTS) || status=$$?; \
 	else \
 		PRELOAD_E2E_STATUS="$(E2E_STATUS)" $(CARGO) test --workspace --locked --no-fail-fast || status=$$?; \
 		PRELOAD_WIRING=dispatch $(CARGO) test --locked --no-fail-fast --test tests --test e2e -- $(DISPATCH_SUITES:%=%::) $(DISPATCH_E2E) || status=$$?; \
 		PRELOAD_WIRING=dispatch PRELOAD_LIFECYCLE_CASES=$(DISPATCH_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast --test lifecycles || status=$$?; \
+		PRELOAD_CLIENT=codex PRELOAD_LIFECYCLE_CASES=$(CODEX_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast --test lifecycles generated_lifecycles || status=$$?; \
 		$(MAKE) --no-print-directory release || status=$$?; \
 		PRELOAD_TEST_BIN_DIR="$(RELEASE_DIR)" PRELOAD_LIFECYCLE_CASES=$(RELEASE_LIFECYCLE_CASES) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) || status=$$?; \
 	fi; \
@@ -96,15 +101,17 @@ test:
 	exit $$status
 
 ## make soak [MINUTES=10]: the generated lifecycles (tests/lifecycles) against the model of the
-## Claude Code client, new seeds until the time is up: MINUTES in all, half of it with the hook
-## binaries and half with PRELOAD_WIRING=dispatch. Each run prints its seed; a failure prints the
-## seed, the shrunk sequence as Rust code for tests/lifecycles/regressions.rs and the invariant.
+## client, new seeds until the time is up: MINUTES in all, a third of it each with the hook
+## binaries, with PRELOAD_WIRING=dispatch, and as the Codex CLI runs them (PRELOAD_CLIENT=codex).
+## Each run prints its seed; a failure prints the seed, the shrunk sequence as Rust code for
+## tests/lifecycles/regressions.rs and the invariant.
 MINUTES ?= 10
 soak:
-	@half=$$(( $(MINUTES) * 30 )); status=0; \
-	echo "soak: $(MINUTES) minutes, $$half s per wiring"; \
-	PRELOAD_SOAK_SECONDS=$$half $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
-	PRELOAD_WIRING=dispatch PRELOAD_SOAK_SECONDS=$$half $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
+	@third=$$(( $(MINUTES) * 20 )); status=0; \
+	echo "soak: $(MINUTES) minutes, $$third s per wiring and client"; \
+	PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
+	PRELOAD_WIRING=dispatch PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
+	PRELOAD_CLIENT=codex PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
 	exit $$status
 
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and

@@ -23,8 +23,13 @@ fn bash_matches(input: &Value, prefixes: &[&str]) -> bool {
     prefixes.iter().any(|p| command.trim_start().starts_with(p))
 }
 
-/// The registrations of `event` for `input` on `wiring`.
-pub fn registrations(wiring: Wiring, event: &str, input: &Value) -> Vec<Reg> {
+/// The variable `preload install --agent codex` writes into every command.
+pub const AGENT_ENV: &str = "PRELOAD_AGENT";
+
+/// The registrations of `event` for `input` on `wiring`; `codex`: as `preload install --agent
+/// codex` wires them (no `if` filters: the templates and phase-commands hooks start on every
+/// shell call and tell an engine command themselves).
+pub fn registrations(wiring: Wiring, codex: bool, event: &str, input: &Value) -> Vec<Reg> {
     let tool = input["tool_name"].as_str().unwrap_or("");
     let chunks = preload_cli::install::wiring::SESSION_START_CHUNKS;
     if wiring == Wiring::Dispatch {
@@ -71,10 +76,12 @@ pub fn registrations(wiring: Wiring, event: &str, input: &Value) -> Vec<Reg> {
                 "engine session continue ",
                 "preload activate ",
             ];
-            if tool == "Skill" || (tool == "Bash" && bash_matches(input, &activation)) {
+            let bash = tool == "Bash";
+            if tool == "Skill" || (bash && (codex || bash_matches(input, &activation))) {
                 regs.push(reg("preload-templates", &[]));
             }
-            if tool == "Bash" && bash_matches(input, &["engine session phase ", "preload phase "]) {
+            let phase = ["engine session phase ", "preload phase "];
+            if bash && (codex || bash_matches(input, &phase)) {
                 regs.push(reg("preload-phase-commands", &[]));
             }
             regs.push(reg("preload-injections", &[]));
@@ -164,7 +171,11 @@ pub fn event(
     kill: Option<(usize, Duration)>,
 ) -> Vec<(String, Answer)> {
     let input = completed(sb, input);
-    let regs = registrations(sb.wiring, event, &input);
+    let codex = sb
+        .extra_env
+        .iter()
+        .any(|(k, v)| k == AGENT_ENV && v == "codex");
+    let regs = registrations(sb.wiring, codex, event, &input);
     std::thread::scope(|scope| {
         let handles: Vec<_> = regs
             .iter()

@@ -459,3 +459,18 @@ fn a_part_the_pretooluse_answer_carries_is_not_followed_by_a_stashed_one() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// The Codex CLI's compaction keeps no call (its summary replaces the whole history): what the
+/// latest call's answers carried goes out again in the new window. Fails when the hooks count
+/// the latest call as kept, as Claude Code's compaction does.
+#[test]
+fn a_codex_compaction_sends_what_the_latest_call_carried_again() {
+    let ops = vec![Activate(0, Implement), Call(0, Read, 0), Compact(0)];
+    for wiring in [
+        crate::common::Wiring::Binaries,
+        crate::common::Wiring::Dispatch,
+    ] {
+        crate::run::play_through_as(crate::world::Client::Codex, wiring, &ops)
+            .unwrap_or_else(|r| panic!("{r}"));
+    }
+}

@@ -40,7 +40,16 @@ pub fn play_through(ops: &[Op]) -> Result<(), String> {
 
 /// [`play_through`] on `wiring`, whatever the run's.
 pub fn play_through_on(wiring: crate::common::Wiring, ops: &[Op]) -> Result<(), String> {
-    let mut world = World::new();
+    play_through_as(crate::world::Client::of_run(), wiring, ops)
+}
+
+/// [`play_through_on`] for `client`, whatever the run's.
+pub fn play_through_as(
+    client: crate::world::Client,
+    wiring: crate::common::Wiring,
+    ops: &[Op],
+) -> Result<(), String> {
+    let mut world = World::for_client(client);
     world.sb.wiring = wiring;
     let all: Vec<Op> = std::iter::once(Op::Startup(0))
         .chain(ops.iter().cloned())
@@ -82,7 +91,11 @@ pub fn report(world: &World, problems: &[String]) -> String {
     for p in problems {
         let _ = writeln!(out, "  {p}");
     }
-    let _ = writeln!(out, "STEPS (wiring {:?}):", world.sb.wiring);
+    let _ = writeln!(
+        out,
+        "STEPS (wiring {:?}, client {:?}):",
+        world.sb.wiring, world.client
+    );
     for (i, s) in world.steps.iter().enumerate() {
         let _ = writeln!(out, "  {i:>3}. {s}");
     }
@@ -156,9 +169,10 @@ pub fn run_seed(seed: u64, cases: u32) -> Result<(), String> {
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(reason, ops)) => Err(format!(
-            "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed}), wiring {:?} ====\n\
+            "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed}), wiring {:?}, client {:?} ====\n\
              shrunk sequence for regressions.rs:\n\n{}\n    crate::run::play(&ops).unwrap_or_else(|r| panic!(\"{{r}}\"));\n\n{}",
             crate::common::Wiring::of_run(),
+            crate::world::Client::of_run(),
             ops::as_rust(&ops),
             reason.message()
         )),
@@ -176,8 +190,9 @@ fn generated_lifecycles_keep_the_promise() {
     let cases = env_num("PRELOAD_LIFECYCLE_CASES")
         .map_or(DEFAULT_CASES, |c| u32::try_from(c).unwrap_or(u32::MAX));
     eprintln!(
-        "lifecycles: seed {seed}, {cases} cases, wiring {:?}",
-        crate::common::Wiring::of_run()
+        "lifecycles: seed {seed}, {cases} cases, wiring {:?}, client {:?}",
+        crate::common::Wiring::of_run(),
+        crate::world::Client::of_run()
     );
     if let Err(report) = run_seed(seed, cases) {
         panic!("{report}");
@@ -195,8 +210,9 @@ fn soak(time: Duration) {
     while start.elapsed() < time {
         let seed = base.wrapping_mul(1_000).wrapping_add(runs);
         eprintln!(
-            "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4), wiring {:?}",
-            crate::common::Wiring::of_run()
+            "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4), wiring {:?}, client {:?}",
+            crate::common::Wiring::of_run(),
+            crate::world::Client::of_run()
         );
         if let Err(report) = run_seed(seed, 4) {
             eprintln!("{report}");

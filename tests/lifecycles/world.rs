@@ -25,10 +25,33 @@ pub const TARGETS: [&str; 6] = [
     "packages/ledger/notes/deep/log.md",
 ];
 
+/// The client a lifecycle plays (`PRELOAD_CLIENT=codex`: the Codex CLI; else Claude Code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Claude Code.
+    ClaudeCode,
+    /// The Codex CLI, as `preload install --agent codex` wires it (docs/agents.md): its shell
+    /// reads and patches instead of the file tools, no skills and no `/clear`, and a compaction
+    /// that keeps no call.
+    Codex,
+}
+
+impl Client {
+    /// The client this test run plays.
+    pub fn of_run() -> Self {
+        match std::env::var("PRELOAD_CLIENT").as_deref() {
+            Ok("codex") => Self::Codex,
+            _ => Self::ClaudeCode,
+        }
+    }
+}
+
 /// The world of one generated case.
 pub struct World {
     /// The sandbox.
     pub sb: Sandbox,
+    /// The client played.
+    pub client: Client,
     /// The client processes of slots 0 and 1.
     pub procs: [Option<Process>; 2],
     /// Conversations left behind (the latest transcript of each).
@@ -83,7 +106,15 @@ impl World {
     /// A sandbox with the example, a second package with directives, and a suffixed command
     /// in `/implement`'s phase 4.
     pub fn new() -> Self {
-        let sb = Sandbox::new();
+        Self::for_client(Client::of_run())
+    }
+
+    /// [`World::new`] for `client`.
+    pub fn for_client(client: Client) -> Self {
+        let mut sb = Sandbox::new();
+        if client == Client::Codex {
+            sb.extra_env.push((hooks::AGENT_ENV.into(), "codex".into()));
+        }
         sb.project_file(
             "packages/ledger/.directives/INVARIANTS.md",
             "# Ledger invariants\n\nEvery entry balances.\n",
@@ -102,6 +133,7 @@ impl World {
         fs::write(&skill, text).unwrap();
         Self {
             sb,
+            client,
             procs: [None, None],
             ended: Vec::new(),
             steps: Vec::new(),
@@ -162,7 +194,13 @@ impl World {
             let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
             self.record_before[slot] = self.record_of(pid).map_or(Value::Null, |(_, r)| r);
         }
+        let codex_lacks = matches!(
+            op,
+            Op::Clear(_) | Op::SlashSkill(..) | Op::SkillCall(..) | Op::SubSkill(..)
+        );
         let done = match op {
+            // Codex has no skills to call or expand, and no `/clear`.
+            _ if self.client == Client::Codex && codex_lacks => false,
             Op::Startup(s) => self.startup(key(*s)),
             Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
             Op::Clear(s) => self.clear(key(*s)),
@@ -463,7 +501,12 @@ impl World {
         let home = self.sb.home.clone();
         let p = self.procs[slot].as_mut().unwrap();
         let held = client::skills_the_conversation_holds(p);
-        let kept: Vec<Entry> = p.window.kept_by_compaction();
+        // Codex's summary replaces the whole history, the calls in flight included.
+        let kept: Vec<Entry> = if self.client == Client::Codex {
+            Vec::new()
+        } else {
+            p.window.kept_by_compaction()
+        };
         let mut window = Window {
             entries: kept,
             exchange: p.window.exchange,
@@ -717,6 +760,22 @@ impl World {
     fn tool_input(&self, t: Tool, n: usize) -> (String, Value) {
         let file = self.sb.project.join(TARGETS[n % TARGETS.len()]);
         let dir = file.parent().unwrap().to_path_buf();
+        if self.client == Client::Codex {
+            // Codex reads through its shell and edits with apply_patch.
+            let (file, dir) = (file.display(), dir.display());
+            let command = match t {
+                Tool::Read => format!("sed -n 1,200p {file}"),
+                Tool::Edit | Tool::Write => {
+                    let patch = format!(
+                        "*** Begin Patch\n*** Update File: {file}\n@@\n-a\n+b\n*** End Patch\n"
+                    );
+                    return ("apply_patch".into(), json!({"command": patch}));
+                }
+                Tool::Grep => format!("rg -n total {dir}"),
+                Tool::Glob | Tool::Ls => format!("ls {dir}"),
+            };
+            return ("Bash".into(), json!({"command": command}));
+        }
         match t {
             Tool::Read => ("Read".into(), json!({"file_path": file})),
             Tool::Edit => (

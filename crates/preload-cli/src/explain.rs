@@ -32,8 +32,7 @@ use preload_core::primitives::env::{self, Env};
 use preload_core::primitives::input::{HookInput, MAX_STDIN_BYTES};
 use preload_core::primitives::paths;
 use preload_core::state::fields;
-use preload_core::state::{self, State};
-use preload_core::state::{IN_CONTEXT, QUEUED};
+use preload_core::state::{self, IN_CONTEXT, QUEUED, State};
 
 /// `preload explain`.
 #[derive(Debug, Clone, Default, clap::Args)]

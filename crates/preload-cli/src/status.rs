@@ -21,8 +21,7 @@ use preload_core::primitives::env::Env;
 use preload_core::primitives::input::HookInput;
 use preload_core::state::fields;
 use preload_core::state::stamps;
-use preload_core::state::{self, State};
-use preload_core::state::{IN_CONTEXT, QUEUED};
+use preload_core::state::{self, IN_CONTEXT, QUEUED, State};
 
 /// `preload status`.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -277,7 +277,7 @@ fn fill_session(
             }
             // The client keeps the calls a compaction happened after, with what the hooks added
             // to them: those files are in the new context window from its start.
-            let kept = ledger::KeptCall::of(s, plan.in_flight.as_ref());
+            let kept = ledger::KeptCall::of(s, plan.in_flight.as_ref(), ctx.env.agent());
             // The packs the compacted window held come again (the summary does not keep them).
             carried = s
                 .paths(IN_CONTEXT)

@@ -2,12 +2,12 @@
 //! carried into its context window, and what a compaction keeps of it: the calls of the
 //! client's latest response.
 
-use crate::state::{IN_CONTEXT, QUEUED};
 use serde_json::Value;
 
+use crate::primitives::env::Agent;
 use crate::primitives::transcript;
-use crate::state::State;
 use crate::state::fields;
+use crate::state::{IN_CONTEXT, QUEUED, State};
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -255,7 +255,13 @@ impl KeptCall {
     /// The client writes its transcript behind: when the transcript does not name the latest
     /// call the records know of yet, the calls it does not name (the records after the last one
     /// it does) are the latest response's.
-    pub fn of(s: &State, in_flight: Option<&transcript::Calls>) -> Self {
+    ///
+    /// The Codex CLI keeps no call: its summary replaces the whole history, the calls in flight
+    /// included.
+    pub fn of(s: &State, in_flight: Option<&transcript::Calls>, agent: Agent) -> Self {
+        if agent == Agent::Codex {
+            return Self::default();
+        }
         let records = records_of(s);
         let latest = records.last().filter(|r| !is_superseded(r));
         let resumed = latest

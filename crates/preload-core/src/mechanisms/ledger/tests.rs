@@ -183,8 +183,9 @@ fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_
         &["/c".to_owned()],
         "[Preloaded: /c]\nz\n",
     );
-    let kept =
-        |s: &State, c: Option<&crate::primitives::transcript::Calls>| KeptCall::of(s, c).files;
+    let kept = |s: &State, c: Option<&crate::primitives::transcript::Calls>| {
+        KeptCall::of(s, c, crate::primitives::env::Agent::ClaudeCode).files
+    };
     // B and C answered one response, and the transcript says so.
     assert_eq!(
         kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))),
@@ -200,4 +201,20 @@ fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_
     assert!(kept(&s, Some(&calls(&["D"], &["A", "B", "C", "D"]))).is_empty());
     assert!(kept(&s, Some(&calls(&["C", "B"], &["A", "B", "C"]))).is_empty());
     assert!(kept(&s, None).is_empty());
+}
+
+/// The Codex CLI's compaction replaces the whole history with its summary: no call is kept,
+/// so what the latest call carried goes out again in the new window.
+#[test]
+fn a_codex_compaction_keeps_no_call() {
+    use crate::primitives::env::Agent;
+    let mut s = State::default();
+    note_call_deliveries(
+        &mut s,
+        Some("call_1"),
+        &["/a".to_owned()],
+        "[Preloaded: /a]\nx\n",
+    );
+    assert_eq!(KeptCall::of(&s, None, Agent::ClaudeCode).files, ["/a"]);
+    assert!(KeptCall::of(&s, None, Agent::Codex).files.is_empty());
 }

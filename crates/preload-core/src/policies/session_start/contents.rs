@@ -304,7 +304,7 @@ pub(super) fn window_seed(
             let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
             let mut seed = session::new_seed(ctx.owner_pid, &[]);
             if let Some(old) = &old {
-                ledger::KeptCall::of(old, in_flight).carry_into(&mut seed);
+                ledger::KeptCall::of(old, in_flight, ctx.env.agent()).carry_into(&mut seed);
             }
             // The calls the client keeps, and the skills its process holds (put back now).
             let carried = [
