@@ -116,7 +116,7 @@ pub fn wanted_in(
     }
 }
 
-/// [`wanted_in`], the handlers as `agent` runs them ([`for_agent`]).
+/// [`wanted_in`], the handlers as `agent` runs them (for Codex: one command line each).
 pub fn wanted_for(
     prefix: &str,
     mode: WiringMode,
