@@ -1,6 +1,6 @@
-//! End-to-end scenarios: the real Claude Code client runs a scripted lifecycle against a scripted
-//! model on loopback, with the product's hooks installed the way users install them; the
-//! scenarios judge what the model received. See `docs/e2e.md`.
+//! End-to-end scenarios: the real Claude Code client (and the real Codex CLI, `codex`) runs a
+//! scripted lifecycle against a scripted model on loopback, with the product's hooks installed
+//! the way users install them; the scenarios judge what the model received. See `docs/e2e.md`.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,6 +15,9 @@
 mod common;
 
 mod client;
+mod codex;
+mod codex_client;
+mod codex_model;
 mod filters;
 mod fleet;
 mod guards;

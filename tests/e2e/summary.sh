@@ -25,13 +25,13 @@ done
 if [ "$total" -eq 0 ]; then
   echo "e2e: no end-to-end scenario was run (none left a record in $dir)"
 elif [ "$ran" -eq "$total" ]; then
-  echo "e2e: all $total end-to-end scenarios ran against the real Claude Code client"
+  echo "e2e: all $total end-to-end scenarios ran against the real clients (Claude Code and the Codex CLI)"
 else
   why="$(printf '%s' "$reasons" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)$/\2 (\1)/' \
     | awk 'NR > 1 { printf "; " } { printf "%s", $0 }')"
   hint=""
   if [ "$client_missing" -eq 1 ]; then
-    hint=" To run them: make e2e-setup (installs the pinned client into .e2e/), then make test"
+    hint=" To run them: make e2e-setup (installs the pinned clients into .e2e/), then make test"
   fi
   echo "e2e: $ran of $total end-to-end scenarios ran; $((total - ran)) did not: $why.$hint"
 fi

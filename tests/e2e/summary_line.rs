@@ -38,7 +38,7 @@ fn the_summary_counts_each_reason_once_and_parts_them_with_a_semicolon_and_a_spa
         line,
         format!(
             "e2e: 1 of 4 end-to-end scenarios ran; 3 did not: {ENGINE_NOT_SET} (1); {client} (2). \
-             To run them: make e2e-setup (installs the pinned client into .e2e/), then make test"
+             To run them: make e2e-setup (installs the pinned clients into .e2e/), then make test"
         )
     );
 }
@@ -51,6 +51,6 @@ fn the_summary_names_the_setup_only_when_the_client_is_missing_and_says_when_all
     );
     assert_eq!(
         summary(&[("a", "ran"), ("b", "ran")]),
-        "e2e: all 2 end-to-end scenarios ran against the real Claude Code client"
+        "e2e: all 2 end-to-end scenarios ran against the real clients (Claude Code and the Codex CLI)"
     );
 }

@@ -1,0 +1,273 @@
+//! The real Codex CLI: where it is installed, whether it starts, its private `CODEX_HOME`
+//! pointed at the scripted model, and one bounded `codex exec` run.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use preload_core::primitives::env;
+
+use crate::client::Run;
+use crate::codex_model::CodexModel;
+use crate::common::repo;
+use crate::support::{REQUIRE_ENV, notice, record, required};
+use crate::world::World;
+
+/// The Codex CLI version the Codex scenarios are written against (`make e2e-setup` installs
+/// exactly this).
+pub const CODEX_VERSION: &str = "0.171.0";
+/// Names the Codex executable to use instead of the project-local install.
+pub const CODEX_ENV: &str = "PRELOAD_E2E_CODEX";
+/// The model name the scripted provider serves: one of the client's bundled models, whose
+/// metadata offers the `apply_patch` tool (an unknown name gets none).
+pub const MODEL: &str = "gpt-5.5";
+/// The variable the provider's key is read from (`env_key`); the scripted model ignores it.
+const KEY_ENV: &str = "PRELOAD_E2E_MODEL_KEY";
+/// The auto-compaction limit every run gets: above what a scripted conversation holds, below
+/// what a heavy answer reports (`codex_model::HEAVY_INPUT_TOKENS`).
+pub const COMPACT_LIMIT: u64 = 200_000;
+/// How long one client run may take before it is killed.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `codex --version` may take when the harness checks that the client starts.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+/// What makes the Codex scenarios run.
+const HINT: &str = "`make e2e-setup` installs the pinned Codex CLI into .e2e/ (or set \
+                    PRELOAD_E2E_CODEX to a codex executable)";
+
+/// The client executable, checked to start, or why there is none. Probed once per process.
+pub fn locate() -> Result<PathBuf, String> {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let path = find()?;
+            probe(&path)?;
+            Ok(path)
+        })
+        .clone()
+}
+
+/// The client for `scenario`. When it cannot run (missing, or it does not start), fails with
+/// the reason under `PRELOAD_E2E=require`, else prints the reason and returns `None`; records
+/// either way for the summary line. A product failure is never a reason: the scenario runs.
+pub fn codex_or_skip(scenario: &str) -> Option<PathBuf> {
+    match locate() {
+        Ok(path) => {
+            record(scenario, "ran");
+            Some(path)
+        }
+        Err(reason) if required() => {
+            record(scenario, &format!("failed: {reason}"));
+            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {HINT}");
+        }
+        Err(reason) => {
+            notice(&format!("SKIPPED {scenario}: {reason}; {HINT}"));
+            record(scenario, &format!("skipped: {reason}"));
+            None
+        }
+    }
+}
+
+fn find() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(CODEX_ENV).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{CODEX_ENV}={} is not a file", path.display()))
+        };
+    }
+    // The native binary of the platform package (the npm wrapper only starts it).
+    let local = repo().join(".e2e/node_modules/@openai");
+    let candidates = [
+        local.join("codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
+        local.join("codex-linux-arm64/vendor/aarch64-unknown-linux-musl/bin/codex"),
+        local.join("codex-darwin-arm64/vendor/aarch64-apple-darwin/bin/codex"),
+        local.join("codex-darwin-x64/vendor/x86_64-apple-darwin/bin/codex"),
+    ];
+    candidates
+        .iter()
+        .find(|c| fs::metadata(c).is_ok_and(|m| m.is_file() && m.len() > 1 << 20))
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "the Codex CLI {CODEX_VERSION} is not installed in .e2e/ and {CODEX_ENV} is not \
+                 set"
+            )
+        })
+}
+
+/// `codex --version` must start and answer in a clean environment; the project-local install
+/// must be the pinned version.
+fn probe(codex: &Path) -> Result<(), String> {
+    let home = tempfile::tempdir().map_err(|e| format!("temporary HOME for the probe: {e}"))?;
+    let mut child = Command::new(codex)
+        .arg("--version")
+        .env_clear()
+        .env(env::HOME, home.path())
+        .env("CODEX_HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the Codex CLI {} does not start: {e}", codex.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the Codex CLI {} did not answer `--version` within {PROBE_TIMEOUT:?}",
+                    codex.display()
+                ));
+            }
+        }
+    };
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("the Codex CLI's `--version`: {e}"))?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !status.success() {
+        return Err(format!(
+            "the Codex CLI {} failed to start ({status}): {}",
+            codex.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let pinned = std::env::var_os(CODEX_ENV).is_none_or(|p| p.is_empty());
+    if pinned && version != format!("codex-cli {CODEX_VERSION}") {
+        return Err(format!(
+            "the Codex CLI in .e2e/ is {version:?}, the scenarios are pinned to {CODEX_VERSION}"
+        ));
+    }
+    Ok(())
+}
+
+/// The client's private `CODEX_HOME` (`<sandbox>/codex-home`): its `config.toml` names the
+/// scripted model as the only provider, runs every command without asking and outside a
+/// sandbox, compacts past [`COMPACT_LIMIT`] tokens, and trusts the world's project, without
+/// which the client skips the project's `.codex/hooks.json`.
+pub fn codex_home(world: &World, model: &CodexModel) -> PathBuf {
+    let home = world.sandbox.root().join("codex-home");
+    fs::create_dir_all(&home).expect("CODEX_HOME");
+    let project = toml_string(&world.sandbox.project.to_string_lossy());
+    let config = format!(
+        "model = \"{MODEL}\"\n\
+         model_provider = \"scripted\"\n\
+         approval_policy = \"never\"\n\
+         sandbox_mode = \"danger-full-access\"\n\
+         model_auto_compact_token_limit = {COMPACT_LIMIT}\n\
+         \n\
+         [model_providers.scripted]\n\
+         name = \"Scripted model\"\n\
+         base_url = {url}\n\
+         env_key = \"{KEY_ENV}\"\n\
+         wire_api = \"responses\"\n\
+         \n\
+         [projects.{project}]\n\
+         trust_level = \"trusted\"\n",
+        url = toml_string(&model.base_url()),
+    );
+    fs::write(home.join("config.toml"), config).expect("config.toml");
+    home
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+/// How one client run starts, beyond the prompt.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Mode {
+    /// `codex exec <prompt>`: a new conversation.
+    #[default]
+    New,
+    /// `codex exec resume --last <prompt>`: the latest conversation goes on.
+    ResumeLast,
+}
+
+/// One `codex exec` run of `prompt` in the world's project against the scripted model, with
+/// the world's `HOME`, `PATH` and delivery log and the private `CODEX_HOME`; killed after
+/// [`RUN_TIMEOUT`]. The hooks run without review (`--dangerously-bypass-hook-trust`):
+/// reviewing is the user's step, and install says so.
+pub fn run(codex: &Path, world: &World, codex_home: &Path, prompt: &str, mode: Mode) -> Run {
+    let sandbox = &world.sandbox;
+    let n = world.next_run();
+    let out_path = sandbox.root().join(format!("codex-{n}.out"));
+    let err_path = sandbox.root().join(format!("codex-{n}.err"));
+    let mut cmd = Command::new(codex);
+    cmd.arg("exec");
+    if matches!(mode, Mode::ResumeLast) {
+        cmd.args(["resume", "--last"]);
+    }
+    cmd.args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"])
+        .arg(prompt)
+        .env_clear()
+        .env(env::HOME, &sandbox.home)
+        .env("CODEX_HOME", codex_home)
+        .env("PATH", world.path_var())
+        .env("SHELL", "/bin/bash")
+        .env(KEY_ENV, "e2e-placeholder")
+        .env(env::PRELOAD_TEST_LOG, &sandbox.log)
+        .env(env::TMPDIR, sandbox.root())
+        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&world.cwd)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).expect("client stdout file"))
+        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn the Codex CLI");
+    let pid = child.id();
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if started.elapsed() < RUN_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    Run {
+        code,
+        pid,
+        stdout: fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: fs::read_to_string(&err_path).unwrap_or_default(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// The lines where the client reports a hook it took for failed (`hook: <Event> Failed`): an
+/// answer it rejected, such as a PreToolUse `allow` without `updatedInput`, whose context it
+/// then drops.
+pub fn failed_hooks(run: &Run) -> Vec<String> {
+    run.stdout
+        .lines()
+        .chain(run.stderr.lines())
+        .filter(|l| l.starts_with("hook: ") && l.trim_end().ends_with(" Failed"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The conversation (thread) id the client printed (`session id: …`).
+pub fn session_id(run: &Run) -> Option<String> {
+    run.stdout
+        .lines()
+        .chain(run.stderr.lines())
+        .find_map(|l| l.strip_prefix("session id: "))
+        .map(|s| s.trim().to_owned())
+}
