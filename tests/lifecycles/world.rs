@@ -32,7 +32,8 @@ pub enum Client {
     ClaudeCode,
     /// The Codex CLI, as `preload install --agent codex` wires it (docs/agents.md): its shell
     /// reads and patches instead of the file tools, no skills and no `/clear`, and a compaction
-    /// that keeps no call.
+    /// that keeps no call. Confirmed by `e2e::codex` (the compaction by
+    /// `codex_compaction_reseeds_the_new_window_once`).
     Codex,
 }
 
