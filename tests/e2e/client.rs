@@ -75,18 +75,39 @@ fn is_native(path: &Path) -> bool {
 /// `claude --version` must start and answer in a clean environment; the project-local install
 /// must be the pinned version.
 fn probe(claude: &Path) -> Result<(), String> {
+    let version = version_of(claude, "the client", |cmd, _| {
+        cmd.env("DISABLE_AUTOUPDATER", "1");
+    })?;
+    let pinned = std::env::var_os(CLIENT_ENV).is_none_or(|p| p.is_empty());
+    if pinned && !version.starts_with(CLIENT_VERSION) {
+        return Err(format!(
+            "the client in .e2e/ is {version:?}, the scenarios are pinned to {CLIENT_VERSION}"
+        ));
+    }
+    Ok(())
+}
+
+/// What `program --version` prints, run in a clean environment (a temporary `HOME`,
+/// `PATH=/usr/bin:/bin`, and what `more` adds, given that home); or why not: it did not start,
+/// did not answer within [`PROBE_TIMEOUT`], or failed. `what` names it in the reasons.
+pub fn version_of(
+    program: &Path,
+    what: &str,
+    more: impl FnOnce(&mut Command, &Path),
+) -> Result<String, String> {
     let home = tempfile::tempdir().map_err(|e| format!("temporary HOME for the probe: {e}"))?;
-    let mut child = Command::new(claude)
-        .arg("--version")
+    let mut cmd = Command::new(program);
+    cmd.arg("--version")
         .env_clear()
         .env(env::HOME, home.path())
         .env("PATH", "/usr/bin:/bin")
-        .env("DISABLE_AUTOUPDATER", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    more(&mut cmd, home.path());
+    let mut child = cmd
         .spawn()
-        .map_err(|e| format!("the client {} does not start: {e}", claude.display()))?;
+        .map_err(|e| format!("{what} {} does not start: {e}", program.display()))?;
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -98,30 +119,23 @@ fn probe(claude: &Path) -> Result<(), String> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "the client {} did not answer `--version` within {PROBE_TIMEOUT:?}",
-                    claude.display()
+                    "{what} {} did not answer `--version` within {PROBE_TIMEOUT:?}",
+                    program.display()
                 ));
             }
         }
     };
     let output = child
         .wait_with_output()
-        .map_err(|e| format!("the client's `--version`: {e}"))?;
-    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        .map_err(|e| format!("{what}'s `--version`: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "the client {} failed to start ({status}): {}",
-            claude.display(),
+            "{what} {} failed to start ({status}): {}",
+            program.display(),
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let pinned = std::env::var_os(CLIENT_ENV).is_none_or(|p| p.is_empty());
-    if pinned && !version.starts_with(CLIENT_VERSION) {
-        return Err(format!(
-            "the client in .e2e/ is {version:?}, the scenarios are pinned to {CLIENT_VERSION}"
-        ));
-    }
-    Ok(())
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// The outcome of one client run.

@@ -12,7 +12,6 @@ use preload_core::primitives::env;
 use crate::client::Run;
 use crate::codex_model::CodexModel;
 use crate::common::repo;
-use crate::support::{REQUIRE_ENV, notice, record, required};
 use crate::world::World;
 
 /// The Codex CLI version the Codex scenarios are written against (`make e2e-setup` installs
@@ -30,8 +29,6 @@ const KEY_ENV: &str = "PRELOAD_E2E_MODEL_KEY";
 pub const COMPACT_LIMIT: u64 = 200_000;
 /// How long one client run may take before it is killed.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long `codex --version` may take when the harness checks that the client starts.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 /// What makes the Codex scenarios run.
 const HINT: &str = "`make e2e-setup` installs the pinned Codex CLI into .e2e/ (or set \
                     PRELOAD_E2E_CODEX to a codex executable)";
@@ -52,21 +49,7 @@ pub fn locate() -> Result<PathBuf, String> {
 /// the reason under `PRELOAD_E2E=require`, else prints the reason and returns `None`; records
 /// either way for the summary line. A product failure is never a reason: the scenario runs.
 pub fn codex_or_skip(scenario: &str) -> Option<PathBuf> {
-    match locate() {
-        Ok(path) => {
-            record(scenario, "ran");
-            Some(path)
-        }
-        Err(reason) if required() => {
-            record(scenario, &format!("failed: {reason}"));
-            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {HINT}");
-        }
-        Err(reason) => {
-            notice(&format!("SKIPPED {scenario}: {reason}; {HINT}"));
-            record(scenario, &format!("skipped: {reason}"));
-            None
-        }
-    }
+    crate::support::run_or_skip(scenario, locate(), HINT)
 }
 
 fn find() -> Result<PathBuf, String> {
@@ -101,46 +84,9 @@ fn find() -> Result<PathBuf, String> {
 /// `codex --version` must start and answer in a clean environment; the project-local install
 /// must be the pinned version.
 fn probe(codex: &Path) -> Result<(), String> {
-    let home = tempfile::tempdir().map_err(|e| format!("temporary HOME for the probe: {e}"))?;
-    let mut child = Command::new(codex)
-        .arg("--version")
-        .env_clear()
-        .env(env::HOME, home.path())
-        .env("CODEX_HOME", home.path())
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("the Codex CLI {} does not start: {e}", codex.display()))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the Codex CLI {} did not answer `--version` within {PROBE_TIMEOUT:?}",
-                    codex.display()
-                ));
-            }
-        }
-    };
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("the Codex CLI's `--version`: {e}"))?;
-    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    if !status.success() {
-        return Err(format!(
-            "the Codex CLI {} failed to start ({status}): {}",
-            codex.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
+    let version = crate::client::version_of(codex, "the Codex CLI", |cmd, home| {
+        cmd.env("CODEX_HOME", home);
+    })?;
     let pinned = std::env::var_os(CODEX_ENV).is_none_or(|p| p.is_empty());
     if pinned && version != format!("codex-cli {CODEX_VERSION}") {
         return Err(format!(

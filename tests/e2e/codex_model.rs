@@ -1,33 +1,24 @@
-//! A scripted model for the Codex CLI on loopback: a tiny HTTP/1.1 server speaking the
-//! Responses API's streaming format (`POST /v1/responses`, server-sent `data:` lines) well
-//! enough for `codex exec`, answering from a script of steps and recording every request; and
-//! the conversation one request carries, read into the [`Received`] the checks of the Claude
-//! Code scenarios take.
-//!
-//! Bounds, as for the Messages API model: it listens on `127.0.0.1:0` only, stops by itself
-//! after [`LIFETIME`], answers at most [`MAX_REQUESTS`] requests, reads with timeouts and caps
-//! request sizes.
+//! A scripted model for the Codex CLI on loopback ([`crate::loopback`]) speaking the Responses
+//! API's streaming format (`POST /v1/responses`, server-sent `data:` lines) well enough for
+//! `codex exec`, answering from a script of steps (the server records every request; it stops
+//! by itself after [`LIFETIME`]); and the conversation one request carries, read into the
+//! [`Received`] the checks of the Claude Code scenarios take.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use crate::loopback::{Answer, Handler, Loopback};
 
 use crate::model::{self, Kind, Request};
 use crate::received::{Message, Received};
 
 /// How long a server lives at most, whatever the test does.
 pub const LIFETIME: Duration = Duration::from_secs(150);
-/// How many requests a server answers at most (a runaway loop ends here).
-pub const MAX_REQUESTS: usize = 200;
-/// Largest request body read.
-const MAX_BODY: usize = 32 << 20;
 /// What the client's compaction request asks for (its last user message).
 pub const COMPACTION_MARKER: &str = "CONTEXT CHECKPOINT COMPACTION";
 /// The summary the scripted model gives when the client compacts.
@@ -107,176 +98,51 @@ impl Script {
     }
 }
 
-struct Shared {
+/// The Responses API model the server answers with: its script and the ids it hands out.
+struct Responses {
     script: Mutex<Script>,
-    requests: Mutex<Vec<Request>>,
-    stop: AtomicBool,
-    served: AtomicUsize,
     ids: AtomicUsize,
-    deadline: Instant,
+}
+
+impl Handler for Responses {
+    fn answer(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
+        let (kind, status, content_type, body) = answer(method, path, body, self);
+        Answer {
+            kind,
+            status,
+            content_type,
+            headers: "cache-control: no-cache\r\n",
+            body,
+        }
+    }
 }
 
 /// The running server; stops when dropped.
-pub struct CodexModel {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
-}
+pub struct CodexModel(Loopback<Responses>);
 
 impl CodexModel {
     /// Starts a server on `127.0.0.1:0` with an empty script, for [`LIFETIME`] at most.
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
-        let addr = listener.local_addr().expect("local addr");
-        let shared = Arc::new(Shared {
+        let model = Responses {
             script: Mutex::new(Script::default()),
-            requests: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
-            served: AtomicUsize::new(0),
             ids: AtomicUsize::new(0),
-            deadline: Instant::now() + LIFETIME,
-        });
-        let accept_shared = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || accept_loop(&listener, &accept_shared));
-        Self {
-            addr,
-            shared,
-            thread: Some(thread),
-        }
+        };
+        Self(Loopback::start(model, LIFETIME))
     }
 
     /// The provider's `base_url` for the client's `config.toml`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.0.addr())
     }
 
     /// Replaces the script (for the next client run).
     pub fn set_script(&self, script: Script) {
-        *self.shared.script.lock().expect("script lock") = script;
+        *self.0.handler().script.lock().expect("script lock") = script;
     }
 
     /// Every request recorded so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
-        self.shared.requests.lock().expect("requests lock").clone()
-    }
-}
-
-impl Drop for CodexModel {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    let mut workers = Vec::new();
-    while !shared.stop.load(Ordering::SeqCst) && Instant::now() < shared.deadline {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if !peer.ip().is_loopback() || shared.served.load(Ordering::SeqCst) >= MAX_REQUESTS
-                {
-                    continue;
-                }
-                let shared = Arc::clone(shared);
-                workers.push(std::thread::spawn(move || {
-                    let _ = serve(stream, &shared);
-                }));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-        }
-    }
-    for worker in workers {
-        let _ = worker.join();
-    }
-}
-
-/// Serves one connection: one request, one answer, then close.
-fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(20)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(20)))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_owned();
-    let path = parts.next().unwrap_or_default().to_owned();
-    let mut length = 0usize;
-    let mut chunked = false;
-    let mut header_bytes = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 {
-            break;
-        }
-        header_bytes += header.len();
-        let header = header.trim_end();
-        if header.is_empty() || header_bytes > 256 << 10 {
-            break;
-        }
-        let (name, value) = header.split_once(':').unwrap_or((header, ""));
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        if name == "content-length" {
-            length = value.parse().unwrap_or(0).min(MAX_BODY);
-        } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
-            chunked = true;
-        } else if name == "expect" && value.eq_ignore_ascii_case("100-continue") {
-            writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-        }
-    }
-    let body = if chunked {
-        read_chunked(&mut reader)?
-    } else {
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
-        body
-    };
-    shared.served.fetch_add(1, Ordering::SeqCst);
-    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-    let (kind, status, content_type, payload) = answer(&method, &path, parsed.as_ref(), shared);
-    shared
-        .requests
-        .lock()
-        .expect("requests lock")
-        .push(Request {
-            method,
-            path,
-            kind,
-            body: parsed,
-        });
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
-         cache-control: no-cache\r\nconnection: close\r\n\r\n",
-        payload.len()
-    );
-    writer.write_all(head.as_bytes())?;
-    writer.write_all(&payload)?;
-    writer.flush()
-}
-
-fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size)?;
-        let size =
-            usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
-        if size == 0 || body.len() + size > MAX_BODY {
-            let mut end = String::new();
-            let _ = reader.read_line(&mut end);
-            return Ok(body);
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        let mut crlf = [0u8; 2];
-        reader.read_exact(&mut crlf)?;
+        self.0.requests()
     }
 }
 
@@ -285,7 +151,7 @@ fn answer(
     method: &str,
     path: &str,
     body: Option<&Value>,
-    shared: &Shared,
+    shared: &Responses,
 ) -> (Kind, &'static str, &'static str, Vec<u8>) {
     const JSON: &str = "application/json";
     if method != "POST" || !path.trim_end_matches('/').ends_with("/responses") {

@@ -22,6 +22,7 @@ mod filters;
 mod fleet;
 mod guards;
 mod harness;
+mod loopback;
 mod model;
 mod modes;
 mod plugin;

@@ -1,27 +1,19 @@
-//! A scripted model on loopback: a tiny HTTP/1.1 server speaking the Messages API's streaming
+//! A scripted model on loopback ([`crate::loopback`]) speaking the Messages API's streaming
 //! format well enough for the Claude Code client, answering each conversation from a script of
-//! steps and recording every request it receives.
-//!
-//! Bounds: it listens on `127.0.0.1:0` only, stops by itself after [`LIFETIME`], answers at most
-//! [`MAX_REQUESTS`] requests, reads with timeouts and caps request sizes.
+//! steps; the server records every request it receives. It stops by itself after [`LIFETIME`].
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::loopback::{Answer, Handler, Loopback};
+
 /// How long a server lives at most, whatever the test does.
 pub const LIFETIME: Duration = Duration::from_secs(150);
-/// How many requests a server answers at most (a runaway loop ends here).
-pub const MAX_REQUESTS: usize = 400;
-/// Largest request body read.
-const MAX_BODY: usize = 32 << 20;
 /// Marker of the client's compaction request (its last user message).
 const COMPACTION_MARKER: &str = "CRITICAL: Respond with TEXT ONLY";
 /// What the scripted model says when a conversation has no steps left.
@@ -144,21 +136,27 @@ pub struct Request {
     pub body: Option<Value>,
 }
 
-struct Shared {
+/// The Messages API model the server answers with: its script and the ids it hands out.
+struct Messages {
     script: Mutex<Script>,
-    requests: Mutex<Vec<Request>>,
-    stop: AtomicBool,
-    served: AtomicUsize,
     ids: AtomicUsize,
-    deadline: Instant,
+}
+
+impl Handler for Messages {
+    fn answer(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
+        let (kind, status, content_type, body) = answer(method, path, body, self);
+        Answer {
+            kind,
+            status,
+            content_type,
+            headers: "request-id: req_e2e\r\n",
+            body,
+        }
+    }
 }
 
 /// The running server; stops when dropped.
-pub struct ModelServer {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
-}
+pub struct ModelServer(Loopback<Messages>);
 
 impl ModelServer {
     /// Starts a server on `127.0.0.1:0` answering from `script`, for [`LIFETIME`] at most.
@@ -168,163 +166,26 @@ impl ModelServer {
 
     /// [`ModelServer::start`], living `lifetime` at most.
     pub fn start_for(script: Script, lifetime: Duration) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
-        let addr = listener.local_addr().expect("local addr");
-        let shared = Arc::new(Shared {
+        let model = Messages {
             script: Mutex::new(script),
-            requests: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
-            served: AtomicUsize::new(0),
             ids: AtomicUsize::new(0),
-            deadline: Instant::now() + lifetime,
-        });
-        let accept_shared = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || accept_loop(&listener, &accept_shared));
-        Self {
-            addr,
-            shared,
-            thread: Some(thread),
-        }
+        };
+        Self(Loopback::start(model, lifetime))
     }
 
     /// The base URL for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.0.addr())
     }
 
     /// Replaces the script (for the next client run).
     pub fn set_script(&self, script: Script) {
-        *self.shared.script.lock().expect("script lock") = script;
+        *self.0.handler().script.lock().expect("script lock") = script;
     }
 
     /// Every request recorded so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
-        self.shared.requests.lock().expect("requests lock").clone()
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    let mut workers = Vec::new();
-    while !shared.stop.load(Ordering::SeqCst) && Instant::now() < shared.deadline {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if !peer.ip().is_loopback() || shared.served.load(Ordering::SeqCst) >= MAX_REQUESTS
-                {
-                    continue;
-                }
-                let shared = Arc::clone(shared);
-                workers.push(std::thread::spawn(move || {
-                    let _ = serve(stream, &shared);
-                }));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-        }
-    }
-    for worker in workers {
-        let _ = worker.join();
-    }
-}
-
-/// Serves one connection: one request, one answer, then close.
-fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(20)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(20)))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_owned();
-    let path = parts.next().unwrap_or_default().to_owned();
-    let mut length = 0usize;
-    let mut chunked = false;
-    let mut header_bytes = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 {
-            break;
-        }
-        header_bytes += header.len();
-        let header = header.trim_end();
-        if header.is_empty() || header_bytes > 256 << 10 {
-            break;
-        }
-        let (name, value) = header.split_once(':').unwrap_or((header, ""));
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        if name == "content-length" {
-            length = value.parse().unwrap_or(0).min(MAX_BODY);
-        } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
-            chunked = true;
-        } else if name == "expect" && value.eq_ignore_ascii_case("100-continue") {
-            writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-        }
-    }
-    let body = if chunked {
-        read_chunked(&mut reader)?
-    } else {
-        read_exact(&mut reader, length)?
-    };
-    shared.served.fetch_add(1, Ordering::SeqCst);
-    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-    let (kind, status, content_type, payload) = answer(&method, &path, parsed.as_ref(), shared);
-    shared
-        .requests
-        .lock()
-        .expect("requests lock")
-        .push(Request {
-            method: method.clone(),
-            path,
-            kind,
-            body: parsed,
-        });
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
-         request-id: req_e2e\r\nconnection: close\r\n\r\n",
-        payload.len()
-    );
-    writer.write_all(head.as_bytes())?;
-    if method != "HEAD" {
-        writer.write_all(&payload)?;
-    }
-    writer.flush()
-}
-
-fn read_exact(reader: &mut impl Read, length: usize) -> std::io::Result<Vec<u8>> {
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(body)
-}
-
-fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size)?;
-        let size =
-            usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
-        if size == 0 || body.len() + size > MAX_BODY {
-            let mut end = String::new();
-            let _ = reader.read_line(&mut end);
-            return Ok(body);
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        let mut crlf = [0u8; 2];
-        reader.read_exact(&mut crlf)?;
+        self.0.requests()
     }
 }
 
@@ -333,7 +194,7 @@ fn answer(
     method: &str,
     path: &str,
     body: Option<&Value>,
-    shared: &Shared,
+    shared: &Messages,
 ) -> (Kind, &'static str, &'static str, Vec<u8>) {
     const JSON: &str = "application/json";
     if method != "POST" || !path.starts_with("/v1/messages") {
@@ -395,7 +256,7 @@ fn answer(
     (kind, "200 OK", JSON, message.to_string().into_bytes())
 }
 
-fn content_blocks(step: &Step, shared: &Shared) -> Vec<Value> {
+fn content_blocks(step: &Step, shared: &Messages) -> Vec<Value> {
     match step {
         Step::Text(text) => vec![json!({"type": "text", "text": text})],
         Step::Heavy(inner) => content_blocks(inner, shared),

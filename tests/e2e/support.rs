@@ -51,17 +51,27 @@ pub fn record(scenario: &str, outcome: &str) {
 /// fails with the reason under `PRELOAD_E2E=require`, else prints the reason and returns
 /// `None`. A product failure is never a reason: the scenario runs and fails.
 pub fn client_or_skip(scenario: &str) -> Option<PathBuf> {
-    match crate::client::locate() {
+    run_or_skip(scenario, crate::client::locate(), HINT)
+}
+
+/// The client `located` for `scenario` (its path, or why it cannot run): as
+/// [`client_or_skip`] says, with `hint` saying how to make it run.
+pub fn run_or_skip(
+    scenario: &str,
+    located: Result<PathBuf, String>,
+    hint: &str,
+) -> Option<PathBuf> {
+    match located {
         Ok(path) => {
             record(scenario, "ran");
             Some(path)
         }
         Err(reason) if required() => {
             record(scenario, &format!("failed: {reason}"));
-            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {HINT}");
+            panic!("{scenario} cannot run ({REQUIRE_ENV}=require): {reason}; {hint}");
         }
         Err(reason) => {
-            notice(&format!("SKIPPED {scenario}: {reason}; {HINT}"));
+            notice(&format!("SKIPPED {scenario}: {reason}; {hint}"));
             record(scenario, &format!("skipped: {reason}"));
             None
         }
