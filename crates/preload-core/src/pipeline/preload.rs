@@ -14,7 +14,7 @@ use crate::pipeline::runner::HookError;
 use crate::primitives::delivery::{self, Event, Packer};
 pub use crate::state::Audience;
 use crate::state::State;
-use crate::state::dedup::Hit;
+use crate::state::dedup::{Hit, InContext};
 use crate::state::fields;
 use crate::state::refs::Resolver;
 use crate::state::{IN_CONTEXT, Paths};
@@ -257,7 +257,27 @@ pub fn apply_for(
     packer: &mut Packer,
     audience: Audience<'_>,
 ) -> Batch {
-    let mut pass = Pass::new(ctx, audience);
+    let mut index = None;
+    apply_in(ctx, state, requests, mode, packer, audience, &mut index)
+}
+
+/// [`apply_for`] with the index of what the audience holds that passes before this one, on the
+/// same state, built and followed (`index`; `None`, or another audience's: this pass starts
+/// one): a call that discovers and then claims on a session of thousands of files builds it
+/// once. The index follows only what passes add, so nothing but passes may change the
+/// audience's files in context between them.
+pub fn apply_in(
+    ctx: &Context,
+    state: &mut State,
+    requests: &[Request],
+    mode: Mode,
+    packer: &mut Packer,
+    audience: Audience<'_>,
+    index: &mut Option<InContext>,
+) -> Batch {
+    let list = Paths::InContext(audience);
+    let own = index.take().filter(|i| i.is_for(list));
+    let mut pass = Pass::new(ctx, audience, own.unwrap_or_else(|| InContext::new(list)));
     pass.in_context.expect(requests.len());
     for request in requests {
         let path = ctx.normalize(&request.path);
@@ -271,6 +291,7 @@ pub fn apply_for(
         pass.batch.outcomes.push((path, outcome));
     }
     sub_agent_sources(&mut pass.batch, audience);
+    *index = Some(pass.in_context);
     pass.batch
 }
 
@@ -290,7 +311,7 @@ pub fn record_for(
     requests: &[Request],
     audience: Audience<'_>,
 ) -> Batch {
-    let mut pass = Pass::new(ctx, audience);
+    let mut pass = Pass::new(ctx, audience, InContext::new(Paths::InContext(audience)));
     pass.in_context.expect(requests.len());
     for request in requests {
         let path = ctx.normalize(&request.path);

@@ -246,6 +246,11 @@ impl InContext {
         }
     }
 
+    /// Whether this indexes `list`.
+    pub fn is_for(&self, list: Paths<'_>) -> bool {
+        self.key == list.key()
+    }
+
     /// A pass about to make at least `checks` checks: when they are more than the scans the
     /// name index is built after, it is built at the first (the scans would only come first).
     pub fn expect(&mut self, checks: usize) {

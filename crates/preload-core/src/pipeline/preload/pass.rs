@@ -33,10 +33,10 @@ pub(super) struct Pass<'a, 'w> {
 }
 
 impl<'a, 'w> Pass<'a, 'w> {
-    pub(super) fn new(ctx: &'a Context, audience: Audience<'w>) -> Self {
+    pub(super) fn new(ctx: &'a Context, audience: Audience<'w>, in_context: InContext) -> Self {
         Self {
             ctx,
-            in_context: InContext::new(Paths::InContext(audience)),
+            in_context,
             resolver: resolver(ctx),
             max_bytes: ctx.max_file_bytes(),
             batch: Batch::default(),

@@ -577,3 +577,86 @@ fn a_call_reads_a_file_for_delivery_once() {
     assert_eq!(read(&ctx), FileBody::Text("first\n".into()));
     assert_eq!(read(&f.ctx()), FileBody::Text("second\n".into()));
 }
+
+/// Passes on one state share the index of what the audience holds (`apply_in`): a claim after
+/// a queueing pass on a session of hundreds of files finds a file in context through the index
+/// the first pass built, and delivers only what is not; another audience's index is not used.
+#[test]
+fn passes_share_the_index_of_what_the_audience_holds() {
+    let f = fixture();
+    let held: Vec<String> = (0..400)
+        .map(|i| f.cmd(&format!("HELD_{i:03}"), "held\n"))
+        .collect();
+    let fresh: Vec<String> = (0..12)
+        .map(|i| f.cmd(&format!("FRESH_{i:02}"), "fresh\n"))
+        .collect();
+    let ctx = f.ctx();
+    let mut s = f.load();
+    let normal: Vec<String> = held.iter().map(|p| ctx.normalize(p)).collect();
+    s.set_paths(IN_CONTEXT, normal);
+    let ask = |paths: &[String]| -> Vec<Request> {
+        paths.iter().map(|p| Request::new(p.clone(), "t")).collect()
+    };
+    let mut index = None;
+    let mut packer = Packer::new(1_000_000);
+    // Queue the fresh files and re-ask for held ones: the held are skipped, the index is built.
+    let mut first = fresh.clone();
+    first.extend(held[..20].iter().cloned());
+    let queued = apply_in(
+        &ctx,
+        &mut s,
+        &ask(&first),
+        Mode::Queue,
+        &mut packer,
+        Audience::Main,
+        &mut index,
+    );
+    assert_eq!(
+        queued.events.iter().filter(|e| e.dedup == "new").count(),
+        fresh.len()
+    );
+    assert!(index.as_ref().is_some_and(|i| i.is_for(IN_CONTEXT)));
+    // Claim everything with the same index: the fresh go out once, the held never.
+    let mut second = held[380..].to_vec();
+    second.extend(fresh.iter().cloned());
+    let claimed = apply_in(
+        &ctx,
+        &mut s,
+        &ask(&second),
+        Mode::Claim,
+        &mut packer,
+        Audience::Main,
+        &mut index,
+    );
+    assert_eq!(claimed.delivered().count(), fresh.len());
+    let again = apply_in(
+        &ctx,
+        &mut s,
+        &ask(&second),
+        Mode::Claim,
+        &mut packer,
+        Audience::Main,
+        &mut index,
+    );
+    assert_eq!(
+        again.delivered().count(),
+        0,
+        "what the last pass added is found"
+    );
+    // A sub-agent's pass starts its own index: it holds nothing yet, so it gets the files.
+    let sub = apply_in(
+        &ctx,
+        &mut s,
+        &ask(&fresh),
+        Mode::Claim,
+        &mut packer,
+        Audience::SubAgent("a1"),
+        &mut index,
+    );
+    assert_eq!(sub.delivered().count(), fresh.len());
+    assert!(
+        index
+            .as_ref()
+            .is_some_and(|i| i.is_for(Paths::InContext(Audience::SubAgent("a1"))))
+    );
+}

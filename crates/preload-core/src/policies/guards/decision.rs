@@ -22,6 +22,7 @@ use crate::primitives::clock;
 use crate::primitives::delivery::{self, Packer, chars};
 use crate::primitives::env;
 use crate::primitives::paths;
+use crate::state::dedup::InContext;
 use crate::state::fields::{self, StashEntry};
 use crate::state::{self, Lifecycle, State};
 use crate::state::{Paths, QUEUED};
@@ -53,6 +54,9 @@ pub(super) struct Plan {
     pub(super) direct: Vec<String>,
     /// Blocks of the due files this answer carries (the PreToolUse channel).
     pub(super) carried: Vec<String>,
+    /// The index of the files in context the decision's passes share (see
+    /// [`preload::apply_in`]): discovery and the claims on a large state build it once.
+    pub(super) index: Option<InContext>,
 }
 
 impl Plan {
@@ -192,12 +196,14 @@ fn discover(ctx: &Context, raw: &str, edits: bool, s: &mut State, plan: &mut Pla
     );
     if !packs.is_empty() {
         let mut packer = Packer::new(ctx.budget);
-        plan.batch.extend(preload::apply(
+        plan.batch.extend(preload::apply_in(
             ctx,
             s,
             &packs,
             preload::Mode::Queue,
             &mut packer,
+            Audience::Main,
+            &mut plan.index,
         ));
     }
     let scope = Scope {
@@ -231,12 +237,14 @@ fn discover(ctx: &Context, raw: &str, edits: bool, s: &mut State, plan: &mut Pla
         .map(|f| Request::new(f.as_str(), source.as_str()))
         .collect();
     let mut packer = Packer::new(ctx.budget);
-    plan.batch.extend(preload::apply(
+    plan.batch.extend(preload::apply_in(
         ctx,
         s,
         &requests,
         preload::Mode::Queue,
         &mut packer,
+        Audience::Main,
+        &mut plan.index,
     ));
 }
 
@@ -293,7 +301,8 @@ fn deny_reason(
         } else {
             let room = ctx.budget.saturating_sub(fixed + 1);
             if writes == Writes::Allowed {
-                let claimed = claim(ctx, call, s, &requests_of(ctx, s, rule), room);
+                let requests = requests_of(ctx, s, rule);
+                let claimed = claim(ctx, call, s, &requests, room, &mut plan.index);
                 if !claimed.blocks.is_empty() {
                     parts.push(claimed.text());
                 }

@@ -10,6 +10,7 @@ use crate::pipeline::rules::Matched;
 use crate::primitives::delivery::{self, MIN_BUDGET, Packer};
 use crate::primitives::env;
 use crate::state::State;
+use crate::state::dedup::InContext;
 
 /// Claim a preload rule's due files twice over: first into this answer (Claude Code since
 /// 2.1.9, and Codex, place a PreToolUse context with the tool's result, as they do
@@ -41,7 +42,8 @@ pub(super) fn claim_twice(
             .cloned()
             .collect();
         // The answer's text ends with a newline, as PostToolUse's does.
-        let carried = claim(ctx, call, s, &now, ctx.budget.saturating_sub(1));
+        let room = ctx.budget.saturating_sub(1);
+        let carried = claim(ctx, call, s, &now, room, &mut plan.index);
         if !carried.blocks.is_empty() && !call.is_sub() {
             let text = carried.text();
             let files = delivery::block_paths(&text);
@@ -57,7 +59,7 @@ pub(super) fn claim_twice(
         plan.carried.extend(carried.blocks.iter().cloned());
         plan.batch.extend(carried);
     }
-    let stashed = claim(ctx, call, s, &requests, room);
+    let stashed = claim(ctx, call, s, &requests, room, &mut plan.index);
     let blocks = stashed.blocks.clone();
     plan.batch.extend(stashed);
     blocks
@@ -74,26 +76,29 @@ pub(super) fn requests_of(ctx: &Context, s: &State, rule: &Matched) -> Vec<Reque
     preload::by_priority(ctx, s, requests)
 }
 
-/// Claim `requests` for the call's agent within `room` characters: nothing when there is no
-/// room or nothing to claim (the files stay queued).
+/// Claim `requests` for the call's agent within `room` characters, with the decision's shared
+/// `index` ([`preload::apply_in`]): nothing when there is no room or nothing to claim (the
+/// files stay queued).
 pub(super) fn claim(
     ctx: &Context,
     call: &Call,
     s: &mut State,
     requests: &[Request],
     room: usize,
+    index: &mut Option<InContext>,
 ) -> Batch {
     if room < MIN_BUDGET || requests.is_empty() {
         return Batch::default();
     }
     let mut packer = Packer::new(room);
     let audience = call.agent.map_or(Audience::Main, Audience::SubAgent);
-    preload::apply_for(
+    preload::apply_in(
         ctx,
         s,
         requests,
         preload::Mode::Claim,
         &mut packer,
         audience,
+        index,
     )
 }
