@@ -32,7 +32,7 @@ use preload_core::primitives::env::{self, Env};
 use preload_core::primitives::input::{HookInput, MAX_STDIN_BYTES};
 use preload_core::primitives::paths;
 use preload_core::state::fields;
-use preload_core::state::{self, IN_CONTEXT, QUEUED, State};
+use preload_core::state::{self, IN_CONTEXT, Phase, QUEUED, State};
 
 /// `preload explain`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -146,7 +146,7 @@ fn describe_state(
         "{} {path}: skill {}, phase {}, lifecycle {}; {} files in context, {} queued, {} stashed",
         if found.is_session { "session" } else { "seed" },
         get(fields::SKILL),
-        get(fields::CURRENT_PHASE),
+        state.current_phase().map_or("-", Phase::as_str),
         get(fields::LIFECYCLE),
         state.path_list(IN_CONTEXT).len(),
         state.path_list(QUEUED).len(),

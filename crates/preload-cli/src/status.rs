@@ -21,7 +21,7 @@ use preload_core::primitives::env::Env;
 use preload_core::primitives::input::HookInput;
 use preload_core::state::fields;
 use preload_core::state::stamps;
-use preload_core::state::{self, IN_CONTEXT, QUEUED, State};
+use preload_core::state::{self, IN_CONTEXT, Phase, QUEUED, State};
 
 /// `preload status`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -94,7 +94,7 @@ pub fn status(ctx: &Context) -> Value {
     };
     out[fields::LIFECYCLE] = json!(state.str(fields::LIFECYCLE));
     out[fields::SKILL] = json!(state.str(fields::SKILL));
-    out["phase"] = json!(state.str(fields::CURRENT_PHASE));
+    out["phase"] = json!(state.current_phase().map(Phase::as_str));
     out["counters"] = json!({
         (fields::TOOL_CALLS_BY_TRANSCRIPT): state.get(fields::TOOL_CALLS_BY_TRANSCRIPT),
         (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),

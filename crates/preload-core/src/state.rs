@@ -19,6 +19,7 @@ pub mod fields;
 pub mod files;
 mod lifecycle;
 mod peek;
+pub mod phase;
 mod pretty;
 pub mod refs;
 pub mod stamps;
@@ -26,6 +27,7 @@ mod store;
 pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
+pub use phase::Phase;
 pub use store::{
     Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_locked,
     update, update_read,

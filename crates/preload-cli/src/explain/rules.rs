@@ -4,14 +4,13 @@
 //! The decision itself is the rule engine's ([`rules::evaluate`], [`rules::compose`]); this
 //! module only describes each trigger with the values it was tested on.
 
-use preload_core::state::QUEUED;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
 use preload_core::pipeline::rules::{self, Facts, Rule, Threshold, Trigger};
-use preload_core::state::State;
 use preload_core::state::fields;
+use preload_core::state::{Phase, QUEUED, State};
 
 /// What a rule's trigger tests, with the values it was tested on.
 pub fn condition(rule: &Rule, facts: &Facts) -> String {
@@ -44,7 +43,7 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
         }
         Trigger::Phase(needle) => format!(
             "currentPhase {:?} contains {needle:?}",
-            state.str(fields::CURRENT_PHASE).unwrap_or("")
+            state.current_phase().map_or("", Phase::as_str)
         ),
         Trigger::ToolCount { field, gte_field } => format!(
             "{field} {} >= {gte_field} {}",

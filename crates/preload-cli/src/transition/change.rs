@@ -19,7 +19,7 @@ use preload_core::pipeline::preload::{self, Batch, Mode, Request};
 use preload_core::primitives::clock;
 use preload_core::primitives::delivery::Packer;
 use preload_core::state::fields;
-use preload_core::state::{self, State};
+use preload_core::state::{self, Phase, State};
 
 /// A `phase` call.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +82,7 @@ fn transition(
         .cloned()
         .unwrap_or_default();
     let has_phases = !phases.is_empty();
-    let current = s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned();
+    let current = s.current_phase().map_or("", Phase::as_str).to_owned();
     let mut new_phases = None;
     if has_phases {
         let judgement = judge(&phases, &current, phase)?;
@@ -119,7 +119,7 @@ fn transition(
         s.set(fields::PHASES, Value::Array(list));
     }
     let now = clock::iso_utc(ctx.now);
-    s.set(fields::CURRENT_PHASE, json!(phase));
+    s.set_current_phase(phase);
     s.set(fields::LAST_HEARTBEAT, json!(now));
     s.remove(fields::LOADING);
     s.set(fields::TOOL_CALLS_BY_TRANSCRIPT, json!({}));

@@ -35,7 +35,7 @@ use crate::primitives::journal;
 use crate::primitives::lock::Latch;
 use crate::state::fields;
 use crate::state::stamps;
-use crate::state::{self, State, StateError};
+use crate::state::{self, Phase, State, StateError};
 
 mod delta;
 pub use delta::Delta;
@@ -78,7 +78,7 @@ pub fn epoch_of(state: &State) -> String {
         "{}|{}|{history}|{}",
         state.str(fields::STARTED_AT).unwrap_or(""),
         state.pid(fields::PID).unwrap_or(0),
-        state.str(fields::CURRENT_PHASE).unwrap_or("")
+        state.current_phase().map_or("", Phase::as_str)
     )
 }
 

@@ -16,7 +16,7 @@ use crate::primitives::file;
 use crate::primitives::paths;
 use crate::primitives::process;
 use crate::state::fields;
-use crate::state::{self, State};
+use crate::state::{self, Phase, State};
 
 /// The most required files one recovery delivers.
 pub const MAX_REQUIRED_FILES: usize = 8;
@@ -112,8 +112,8 @@ fn look(
         session: name.to_string_lossy().into_owned(),
         skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
         phase: state
-            .str(fields::CURRENT_PHASE)
-            .unwrap_or("(none)")
+            .current_phase()
+            .map_or("(none)", Phase::as_str)
             .to_owned(),
         context: context.clone(),
         state: path,

@@ -164,23 +164,6 @@ pub fn templates_of(fields: &Map<String, Value>, skill_dir: &Path) -> Vec<PathBu
         .collect()
 }
 
-/// The label of a phase string: `"3.A: Build Loop"` → `"3.A"`, `"Phase 1: Setup"` → `"1"`.
-pub fn label_of(current_phase: &str) -> String {
-    let text = current_phase.trim();
-    let text = text.strip_prefix("Phase ").unwrap_or(text);
-    text.split_once(':')
-        .map_or(text, |(label, _)| label)
-        .trim()
-        .to_owned()
-}
-
-/// The name of a phase string: `"3.A: Build Loop"` → `"Build Loop"` (`""` without one).
-pub fn name_of(current_phase: &str) -> &str {
-    current_phase
-        .split_once(':')
-        .map_or("", |(_, name)| name.trim())
-}
-
 fn label_string(phase: &Map<String, Value>) -> Option<String> {
     match phase.get("label")? {
         Value::String(s) => Some(s.clone()),

@@ -17,8 +17,7 @@ use crate::primitives::clock;
 use crate::primitives::lock::StateLock;
 use crate::primitives::process;
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State};
-use crate::state::{IN_CONTEXT, QUEUED};
+use crate::state::{self, IN_CONTEXT, Lifecycle, Phase, QUEUED, State};
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -270,14 +269,14 @@ fn activate_state(
             s.set(&key, value);
         }
     }
-    if fresh || changed || s.str(fields::CURRENT_PHASE).is_none() {
+    if fresh || changed || s.current_phase().is_none() {
         let phases = s
             .get(fields::PHASES)
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
         let first = skill::first_phase(&phases).unwrap_or_else(|| "Phase 1: Setup".to_owned());
-        s.set(fields::CURRENT_PHASE, json!(first));
+        s.set_current_phase(&first);
     }
     // A session taken over from another (dead) process starts a new context window.
     if holder != Some(owner) {
@@ -300,7 +299,7 @@ fn activate_state(
     }
     Ok(Activated {
         skill,
-        phase: s.str(fields::CURRENT_PHASE).unwrap_or("").to_owned(),
+        phase: s.current_phase().map_or("", Phase::as_str).to_owned(),
         approved_again,
     })
 }

@@ -14,7 +14,7 @@ use crate::mechanisms::skill;
 use crate::pipeline::preload::{self, Audience, Mode, Request};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::Packer;
-use crate::state::State;
+use crate::state::{Phase, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -62,7 +62,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let Some(phase) = input.tool_stdout().and_then(announced_phase) else {
         return Ok(HookOutput::Silent);
     };
-    let label = skill::label_of(phase);
+    let label = Phase::new(phase).label();
     let Some(target) = session::existing_preload_state(ctx) else {
         return Ok(HookOutput::Silent);
     };
@@ -70,13 +70,13 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let mut packer = Packer::new(ctx.budget);
     let batch = ledger::update(ctx, &target, |s| {
         let phase_files: Vec<Request> =
-            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &s.0, &label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &s.0, label)
                 .into_iter()
                 .map(|p| Request::new(p.to_string_lossy(), source.clone()))
                 .collect();
         let moment = Moment::Phase {
-            label: &label,
-            name: skill::name_of(phase),
+            label,
+            name: Phase::new(phase).name(),
         };
         // The phase's files and the packs this audience has not had yet.
         let wanted = |s: &State, audience| {

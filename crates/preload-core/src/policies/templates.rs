@@ -16,8 +16,8 @@ use crate::mechanisms::skill;
 use crate::pipeline::preload::{self, Audience, Mode, Request};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::Packer;
-use crate::state::State;
 use crate::state::fields;
+use crate::state::{Phase, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -101,7 +101,7 @@ impl Wanted {
             Trigger::Skill(name) => (name.clone(), "0".to_owned()),
             Trigger::Activation => {
                 let name = s.str(fields::SKILL)?.to_owned();
-                let label = skill::label_of(s.str(fields::CURRENT_PHASE).unwrap_or("0"));
+                let label = s.current_phase().map_or("0", Phase::label).to_owned();
                 (name, label)
             }
         };
@@ -121,9 +121,7 @@ impl Wanted {
             skill::session_phase_cmds(&ctx.paths, &ctx.skills, &only, &label)
         };
         let phase_name = match trigger {
-            Trigger::Activation => {
-                skill::name_of(s.str(fields::CURRENT_PHASE).unwrap_or("")).to_owned()
-            }
+            Trigger::Activation => s.current_phase().map_or("", Phase::name).to_owned(),
             Trigger::Skill(_) => ctx
                 .skills
                 .load(&ctx.paths, &name)

@@ -32,8 +32,8 @@ pub const FAST_TRACK: &str = "fastTrack";
 
 // Phases.
 
-/// `"<label>: <name>"`.
-pub const CURRENT_PHASE: &str = "currentPhase";
+/// `"<label>: <name>"` (read and written as [`crate::state::Phase`]).
+pub(crate) const CURRENT_PHASE: &str = "currentPhase";
 /// The skill's phases.
 pub const PHASES: &str = "phases";
 /// Past transitions.

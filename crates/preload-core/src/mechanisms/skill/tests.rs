@@ -55,14 +55,6 @@ fn legacy_major_minor_labels() {
 }
 
 #[test]
-fn labels_come_from_phase_strings() {
-    assert_eq!(label_of("3.A: Build Loop"), "3.A");
-    assert_eq!(label_of("Phase 1: Setup"), "1");
-    assert_eq!(label_of("4.2: Agent Handoff"), "4.2");
-    assert_eq!(label_of("0"), "0");
-}
-
-#[test]
 fn resolver_keeps_existing_files_and_templates() {
     let tmp = tempfile::tempdir().unwrap();
     let paths = EnginePaths::new(tmp.path());

@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::{Request, parts_done};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::skill;
-use crate::state::State;
 use crate::state::fields;
+use crate::state::{Phase, State};
 
 /// Why a queued file matters now, most urgent first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,9 +50,9 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
         return requests;
     }
     let standards = crate::mechanisms::session::core_seeds(ctx);
-    let label = skill::label_of(state.str(fields::CURRENT_PHASE).unwrap_or(""));
+    let label = state.current_phase().map_or("", Phase::label);
     let phase_files: Vec<String> =
-        skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, &label)
+        skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, label)
             .iter()
             .map(|p| ctx.normalize(&p.to_string_lossy()))
             .collect();

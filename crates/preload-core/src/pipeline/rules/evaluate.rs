@@ -99,9 +99,8 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
                 || eq.as_deref() == Some(lifecycle.as_ref().map_or("", Lifecycle::name))
         }
         Trigger::Phase(needle) => state
-            .str(fields::CURRENT_PHASE)
-            .unwrap_or("")
-            .contains(needle),
+            .current_phase()
+            .is_some_and(|p| p.as_str().contains(needle)),
         Trigger::ToolCount { field, gte_field } => {
             let value = state.number(field).unwrap_or(0.0);
             let threshold = state.number(gte_field).unwrap_or(999.0);

@@ -25,7 +25,7 @@ use crate::primitives::env;
 use crate::primitives::file;
 use crate::primitives::transcript;
 use crate::state::fields::{self, StashEntry};
-use crate::state::{self, State};
+use crate::state::{self, Phase, State};
 
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";
@@ -155,7 +155,7 @@ impl Plan<'_> {
                     " | Session: {} | Skill: {} | Phase: {} | Heartbeat: {}/{}",
                     name.unwrap_or_default(),
                     state.str(fields::SKILL).unwrap_or("(none)"),
-                    state.str(fields::CURRENT_PHASE).unwrap_or("(none)"),
+                    state.current_phase().map_or("(none)", Phase::as_str),
                     count(fields::TOOL_CALLS_SINCE_LAST_LOG, 0),
                     count(fields::BLOCK_AFTER, heartbeat::DEFAULT_BLOCK_AFTER),
                 );
@@ -221,9 +221,9 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
             out.push(Request::new(found.to_string_lossy(), source.clone()));
         }
     }
-    let phase = state.str(fields::CURRENT_PHASE).unwrap_or("0");
-    let label = skill::label_of(phase);
-    for path in skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, &label) {
+    let phase = state.current_phase().unwrap_or(Phase::new("0"));
+    let label = phase.label();
+    for path in skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, label) {
         out.push(Request::new(
             path.to_string_lossy(),
             format!("phase-cmds({label})"),
@@ -233,8 +233,8 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
     for moment in [
         Moment::Skill(name),
         Moment::Phase {
-            label: &label,
-            name: skill::name_of(phase),
+            label,
+            name: phase.name(),
         },
     ] {
         out.extend(preload::pack_requests(
