@@ -40,14 +40,19 @@ fn find_and_probe() -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// The client `var` names, when it is set: the file, or why it is not one.
+pub fn client_from_env(var: &str) -> Option<Result<PathBuf, String>> {
+    let path = PathBuf::from(std::env::var_os(var).filter(|p| !p.is_empty())?);
+    Some(if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{var}={} is not a file", path.display()))
+    })
+}
+
 fn find() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(CLIENT_ENV).filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!("{CLIENT_ENV}={} is not a file", path.display()))
-        };
+    if let Some(named) = client_from_env(CLIENT_ENV) {
+        return named;
     }
     let local = repo().join(".e2e/node_modules");
     let candidates = [

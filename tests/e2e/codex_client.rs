@@ -53,13 +53,8 @@ pub fn codex_or_skip(scenario: &str) -> Option<PathBuf> {
 }
 
 fn find() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(CODEX_ENV).filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!("{CODEX_ENV}={} is not a file", path.display()))
-        };
+    if let Some(named) = crate::client::client_from_env(CODEX_ENV) {
+        return named;
     }
     // The native binary of the platform package (the npm wrapper only starts it).
     let local = repo().join(".e2e/node_modules/@openai");

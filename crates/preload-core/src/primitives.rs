@@ -19,6 +19,7 @@ pub mod memo;
 pub mod paths;
 pub mod process;
 pub mod rng;
+pub mod shell;
 pub mod system;
 pub mod tmux;
 pub mod transcript;

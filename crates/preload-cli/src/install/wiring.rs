@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 pub use preload_core::primitives::env::Agent;
+use preload_core::primitives::shell;
 pub use preload_core::primitives::wiring::{
     BINARIES, DISPATCHER, SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring,
 };
@@ -158,7 +159,7 @@ fn codex_handler(handler: &Value, event: &str) -> Value {
         .filter_map(Value::as_str);
     for word in std::iter::once(command).chain(args) {
         line.push(' ');
-        line.push_str(&shell_word(word));
+        line.push_str(&shell::quote(word));
     }
     let timeout = handler.get("timeout").and_then(Value::as_u64).unwrap_or(10);
     let timeout = if event == "SessionEnd" {
@@ -169,54 +170,15 @@ fn codex_handler(handler: &Value, event: &str) -> Value {
     json!({"type": "command", "command": line, "timeout": timeout})
 }
 
-/// `word` as one shell word: as it is when it needs no quoting, else in single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./-:=@%+,".contains(&b));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// The program a handler runs: its `command` itself in exec form (`args` beside it, spaces and
 /// all), else the first word of the command line after its variable assignments, unquoted.
 pub fn program_of(handler: &Value) -> Option<String> {
     let command = handler.get("command")?.as_str()?;
-    Some(if handler.get("args").is_some() {
-        command.to_owned()
+    if handler.get("args").is_some() {
+        Some(command.to_owned())
     } else {
-        command_program(command)
-    })
-}
-
-fn command_program(command: &str) -> String {
-    let mut rest = command.trim_start();
-    loop {
-        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-        let word = &rest[..word_end];
-        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        });
-        if !is_assignment || word_end == rest.len() {
-            break;
-        }
-        rest = rest[word_end..].trim_start();
+        shell::program(command)
     }
-    let mut out = String::new();
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => out.extend(chars.by_ref().take_while(|q| *q != '\'')),
-            '"' => out.extend(chars.by_ref().take_while(|q| *q != '"')),
-            c if c.is_whitespace() => break,
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The agent a hooks document is wired for: Codex when a handler of ours names it.

@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 use crate::mechanisms::context::Context;
 use crate::primitives::{file, process};
 use crate::state::fields;
-use crate::state::{self, Durability, Lifecycle, State, StateError};
-use crate::state::{IN_CONTEXT, QUEUED};
+use crate::state::{self, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
 
 mod index;
 mod scan;

@@ -25,28 +25,27 @@ pub fn push(state: &mut State, entries: &[StashEntry]) {
         .extend(entries.iter().map(StashEntry::to_value));
 }
 
+/// The contents of `agent`'s entries, in order.
+fn contents_of<'s>(state: &'s State, agent: &'s str) -> impl Iterator<Item = &'s str> {
+    state
+        .get(fields::STASH)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(move |e| StashEntry::agent_of(e) == agent)
+        .map(StashEntry::content_of)
+}
+
 /// The characters `agent`'s entries already take in its next output, each with its separator.
 pub fn waiting(state: &State, agent: &str) -> usize {
-    match state.get(fields::STASH) {
-        Some(Value::Array(entries)) => entries
-            .iter()
-            .filter(|e| StashEntry::agent_of(e) == agent)
-            .map(|e| chars(StashEntry::content_of(e)) + 2)
-            .sum(),
-        _ => 0,
-    }
+    contents_of(state, agent).map(|c| chars(c) + 2).sum()
 }
 
 /// The files whose blocks (or parts) wait in `agent`'s entries.
 pub fn waiting_files(state: &State, agent: &str) -> Vec<String> {
-    match state.get(fields::STASH) {
-        Some(Value::Array(entries)) => entries
-            .iter()
-            .filter(|e| StashEntry::agent_of(e) == agent)
-            .flat_map(|e| delivery::block_paths(StashEntry::content_of(e)))
-            .collect(),
-        _ => Vec::new(),
-    }
+    contents_of(state, agent)
+        .flat_map(delivery::block_paths)
+        .collect()
 }
 
 /// Take `agent`'s entries that fit `budget` characters out of the stash; their texts, in

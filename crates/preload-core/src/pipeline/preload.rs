@@ -12,12 +12,13 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::session::PreloadState;
 use crate::pipeline::runner::HookError;
 use crate::primitives::delivery::{self, Event, Packer};
-pub use crate::state::Audience;
 use crate::state::State;
 use crate::state::dedup::{Hit, InContext};
 use crate::state::fields;
 use crate::state::refs::Resolver;
 use crate::state::{IN_CONTEXT, Paths};
+
+pub use crate::state::Audience;
 
 mod priority;
 pub use priority::{Priority, by_priority};

@@ -33,8 +33,7 @@ use crate::primitives::lock::StateLock;
 use crate::primitives::transcript;
 use crate::state::fields;
 use crate::state::stamps;
-use crate::state::{self, State, StateError};
-use crate::state::{IN_CONTEXT, QUEUED};
+use crate::state::{self, IN_CONTEXT, QUEUED, State, StateError};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// Characters kept free in the last slot for the overflow pointer.

@@ -9,7 +9,6 @@
 //! replaces the engine's `subagent-start-context.sh`, which sent every file of the main agent's
 //! record but three standards, without a budget.
 
-use crate::state::IN_CONTEXT;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,7 +22,7 @@ use crate::pipeline::preload::{self, Audience, Mode, Request};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::Packer;
 use crate::state::fields;
-use crate::state::{self, State};
+use crate::state::{self, IN_CONTEXT, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.

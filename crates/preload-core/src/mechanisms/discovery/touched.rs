@@ -4,6 +4,7 @@
 
 use crate::primitives::env::Agent;
 use crate::primitives::input::HookInput;
+use crate::primitives::shell;
 
 /// Claude Code's tools whose path (`tool_input.file_path`, else `path`) discovery walks.
 pub const FILE_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
@@ -73,11 +74,11 @@ fn patched(patch: &str) -> Vec<String> {
 /// variable assignments skipped; a search's pattern and a `sed` script are not paths.
 fn shell_reads(command: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for simple in simple_commands(command) {
+    for simple in shell::simple_commands(command) {
         let words: Vec<&str> = simple
             .iter()
             .map(String::as_str)
-            .skip_while(|w| is_assignment(w))
+            .skip_while(|w| shell::is_assignment(w))
             .collect();
         let Some((&name, args)) = words.split_first() else {
             continue;
@@ -93,12 +94,6 @@ fn shell_reads(command: &str) -> Vec<String> {
         }
     }
     out
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    })
 }
 
 /// The arguments of `name` that are paths.
@@ -151,99 +146,6 @@ fn path_args<'a>(name: &str, args: &[&'a str]) -> Vec<&'a str> {
     }
     let skip = usize::from(matches!(name, "sed" | "rg" | "grep") && !pattern_given);
     operands.into_iter().skip(skip).collect()
-}
-
-/// The simple commands of a command line, as words: split at `;`, `&&`, `||`, `|`, `&` and
-/// newlines outside quotes, words split at blanks outside quotes, quotes removed. Redirections
-/// and what they name are left out.
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut redirect = false;
-    let mut chars = line.chars().peekable();
-    let end_word =
-        |word: &mut String, in_word: &mut bool, words: &mut Vec<String>, redirect: &mut bool| {
-            if *in_word {
-                if *redirect {
-                    *redirect = false;
-                } else {
-                    words.push(std::mem::take(word));
-                }
-                word.clear();
-                *in_word = false;
-            }
-        };
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                word.push(n);
-                            }
-                        }
-                        _ => word.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    word.push(n);
-                }
-            }
-            ' ' | '\t' => end_word(&mut word, &mut in_word, &mut words, &mut redirect),
-            ';' | '|' | '&' | '\n' => {
-                end_word(&mut word, &mut in_word, &mut words, &mut redirect);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
-            }
-            '<' | '>' => {
-                // `2>&1`, `> out`: the redirection and its target are not arguments.
-                if in_word && word.chars().all(|d| d.is_ascii_digit()) {
-                    word.clear();
-                    in_word = false;
-                } else {
-                    end_word(&mut word, &mut in_word, &mut words, &mut redirect);
-                }
-                while chars.peek().is_some_and(|n| matches!(n, '>' | '&')) {
-                    chars.next();
-                }
-                redirect = true;
-                if chars.peek().is_some_and(char::is_ascii_digit) {
-                    // `>&2`: the target was the digit.
-                    while chars.peek().is_some_and(char::is_ascii_digit) {
-                        chars.next();
-                    }
-                    redirect = false;
-                }
-            }
-            _ => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    end_word(&mut word, &mut in_word, &mut words, &mut redirect);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
 }
 
 #[cfg(test)]

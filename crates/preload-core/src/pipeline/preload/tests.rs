@@ -594,69 +594,38 @@ fn passes_share_the_index_of_what_the_audience_holds() {
     let mut s = f.load();
     let normal: Vec<String> = held.iter().map(|p| ctx.normalize(p)).collect();
     s.set_paths(IN_CONTEXT, normal);
-    let ask = |paths: &[String]| -> Vec<Request> {
-        paths.iter().map(|p| Request::new(p.clone(), "t")).collect()
-    };
     let mut index = None;
     let mut packer = Packer::new(1_000_000);
+    let mut pass = |s: &mut State, paths: &[String], mode, audience| {
+        let requests: Vec<Request> = paths.iter().map(|p| Request::new(p.clone(), "t")).collect();
+        let batch = apply_in(&ctx, s, &requests, mode, &mut packer, audience, &mut index);
+        (
+            batch,
+            index.as_ref().map(|i| i.is_for(Paths::InContext(audience))),
+        )
+    };
     // Queue the fresh files and re-ask for held ones: the held are skipped, the index is built.
     let mut first = fresh.clone();
     first.extend(held[..20].iter().cloned());
-    let queued = apply_in(
-        &ctx,
-        &mut s,
-        &ask(&first),
-        Mode::Queue,
-        &mut packer,
-        Audience::Main,
-        &mut index,
-    );
+    let (queued, queued_indexed) = pass(&mut s, &first, Mode::Queue, Audience::Main);
     assert_eq!(
         queued.events.iter().filter(|e| e.dedup == "new").count(),
         fresh.len()
     );
-    assert!(index.as_ref().is_some_and(|i| i.is_for(IN_CONTEXT)));
+    assert_eq!(queued_indexed, Some(true));
     // Claim everything with the same index: the fresh go out once, the held never.
     let mut second = held[380..].to_vec();
     second.extend(fresh.iter().cloned());
-    let claimed = apply_in(
-        &ctx,
-        &mut s,
-        &ask(&second),
-        Mode::Claim,
-        &mut packer,
-        Audience::Main,
-        &mut index,
-    );
+    let (claimed, _) = pass(&mut s, &second, Mode::Claim, Audience::Main);
     assert_eq!(claimed.delivered().count(), fresh.len());
-    let again = apply_in(
-        &ctx,
-        &mut s,
-        &ask(&second),
-        Mode::Claim,
-        &mut packer,
-        Audience::Main,
-        &mut index,
-    );
+    let (again, _) = pass(&mut s, &second, Mode::Claim, Audience::Main);
     assert_eq!(
         again.delivered().count(),
         0,
         "what the last pass added is found"
     );
     // A sub-agent's pass starts its own index: it holds nothing yet, so it gets the files.
-    let sub = apply_in(
-        &ctx,
-        &mut s,
-        &ask(&fresh),
-        Mode::Claim,
-        &mut packer,
-        Audience::SubAgent("a1"),
-        &mut index,
-    );
+    let (sub, sub_indexed) = pass(&mut s, &fresh, Mode::Claim, Audience::SubAgent("a1"));
     assert_eq!(sub.delivered().count(), fresh.len());
-    assert!(
-        index
-            .as_ref()
-            .is_some_and(|i| i.is_for(Paths::InContext(Audience::SubAgent("a1"))))
-    );
+    assert_eq!(sub_indexed, Some(true));
 }

@@ -24,8 +24,7 @@ use crate::primitives::env;
 use crate::primitives::paths;
 use crate::state::dedup::InContext;
 use crate::state::fields::{self, StashEntry};
-use crate::state::{self, Lifecycle, State};
-use crate::state::{Paths, QUEUED};
+use crate::state::{self, Lifecycle, Paths, QUEUED, State};
 
 mod claim;
 use claim::{claim, claim_twice, requests_of};
