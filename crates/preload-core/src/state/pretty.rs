@@ -9,11 +9,47 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-/// `map` as `serde_json::to_string_pretty` writes it.
-pub fn to_string_map(map: &Map<String, Value>) -> String {
-    let mut out = String::with_capacity(16 * 1024);
+/// `map` as `serde_json::to_string_pretty` writes it, and `extra` bytes of room after it.
+///
+/// The text is written into a buffer of its size, found first: grown by doubling instead, the
+/// render of a large state touched three times its size in fresh pages, each a page fault.
+pub fn to_string_map(map: &Map<String, Value>, extra: usize) -> String {
+    let mut out = String::with_capacity(object_len(map, 0) + extra);
     write_object(&mut out, map, 0);
     out
+}
+
+/// Longest text of a number ([`write_value`] writes `Number`'s own): `-`, 17 digits, `.`,
+/// `e-308`.
+const NUMBER_LEN: usize = 25;
+
+/// The length of `value`'s text at `depth`, escapes aside (a string that has some takes one
+/// more growth of the buffer).
+fn value_len(value: &Value, depth: usize) -> usize {
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(_) => NUMBER_LEN,
+        Value::String(s) => s.len() + 2,
+        // `[`, the items on lines of their own with commas between, `]` on a line of its own.
+        Value::Array(items) if items.is_empty() => 2,
+        Value::Array(items) => {
+            let lines: usize = items.iter().map(|item| value_len(item, depth + 1)).sum();
+            2 + lines + items.len() * (2 + 2 * (depth + 1)) + 2 * depth
+        }
+        Value::Object(map) => object_len(map, depth),
+    }
+}
+
+fn object_len(map: &Map<String, Value>, depth: usize) -> usize {
+    if map.is_empty() {
+        return 2;
+    }
+    let lines: usize = map
+        .iter()
+        .map(|(key, item)| key.len() + 4 + value_len(item, depth + 1))
+        .sum();
+    2 + lines + map.len() * (2 + 2 * (depth + 1)) + 2 * depth
 }
 
 fn newline(out: &mut String, depth: usize) {
@@ -146,7 +182,7 @@ mod tests {
     fn to_string(value: &Value) -> String {
         let mut map = Map::new();
         map.insert("v".into(), value.clone());
-        to_string_map(&map)
+        to_string_map(&map, 0)
     }
 
     fn leaf() -> impl Strategy<Value = Value> {
@@ -185,6 +221,30 @@ mod tests {
         fn writes_what_serde_json_writes(value in value()) {
             let expected = serde_json::to_string_pretty(&json!({"v": value})).unwrap_or_default();
             prop_assert_eq!(to_string(&value), expected);
+        }
+
+        /// The buffer is sized from the text's length: exactly without escapes and numbers,
+        /// short by at most the escapes' bytes, long by at most a number's room per number.
+        #[test]
+        fn sizes_the_text_it_writes(value in value()) {
+            fn numbers(value: &Value) -> usize {
+                match value {
+                    Value::Number(_) => 1,
+                    Value::Array(items) => items.iter().map(numbers).sum(),
+                    Value::Object(map) => map.values().map(numbers).sum(),
+                    _ => 0,
+                }
+            }
+            let mut map = Map::new();
+            map.insert("v".into(), value.clone());
+            let text = to_string_map(&map, 0);
+            let size = super::object_len(&map, 0);
+            let escapes = text.matches('\\').count() * 5;
+            prop_assert!(size + escapes >= text.len(), "{size} for {} bytes", text.len());
+            prop_assert!(size <= text.len() + numbers(&value) * super::NUMBER_LEN);
+            if escapes == 0 && numbers(&value) == 0 {
+                prop_assert_eq!(size, text.len());
+            }
         }
     }
 

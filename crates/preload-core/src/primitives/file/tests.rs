@@ -34,6 +34,27 @@ fn fifos_directories_and_devices_are_refused_without_blocking() {
 }
 
 #[test]
+fn holds_tells_a_file_equal_to_bytes_across_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("state.json");
+    // Longer than a chunk, with the one differing byte past the first.
+    let text: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    fs::write(&path, &text).unwrap();
+    assert!(holds(&path, &text));
+    let mut other = text.clone();
+    other[150_000] = b'!';
+    assert!(!holds(&path, &other));
+    assert!(!holds(&path, &text[..text.len() - 1]), "shorter");
+    let mut longer = text.clone();
+    longer.push(b'a');
+    assert!(!holds(&path, &longer), "longer");
+    fs::write(&path, b"").unwrap();
+    assert!(holds(&path, b""));
+    assert!(!holds(&tmp.path().join("none"), b""), "missing");
+    assert!(!holds(tmp.path(), b""), "a directory");
+}
+
+#[test]
 fn temp_names_carry_their_owner() {
     let p = temp_path(Path::new("/s/.state.json"));
     let name = p.file_name().unwrap().to_str().unwrap();
