@@ -257,7 +257,7 @@ impl World {
         let state = preload_core::mechanisms::ledger::read_seed(&seed).ok()?;
         Some((
             format!("sessions/.seeds/{pid}.json"),
-            Value::Object(state.0),
+            Value::Object(state.into_map()),
         ))
     }
 

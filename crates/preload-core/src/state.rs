@@ -90,16 +90,25 @@ pub enum ParseError {
     NotAnObject(&'static str),
 }
 
-/// A state document: a JSON object whose key order is kept.
+/// A state document: a JSON object whose key order is kept, and whether it was changed.
+///
+/// The mark is how a call tells that it changed the state, without a copy of it to compare
+/// with (on a large state, thousands of paths copied and a hundred and fifty fresh pages). It
+/// is conservative: a write of an equal value is no change, but every mutable borrow
+/// ([`Self::map_mut`], [`Self::array_mut`], [`Self::object_mut`]) counts as one. So a state
+/// marked unchanged is the one loaded, and a writer of a marked state still compares its text
+/// before it writes.
 #[derive(Debug, Clone, Default)]
-pub struct State(pub Map<String, Value>);
+pub struct State {
+    map: Map<String, Value>,
+    changed: bool,
+}
 
-/// Equal as JSON objects are (key order aside), with strings compared a word at a time
-/// ([`bytes::same`]): a call tells whether it changed the state by comparing it with a copy,
-/// thousands of paths on a large state.
+/// Equal as JSON objects are (key order aside, the mark aside), with strings compared a word at
+/// a time ([`bytes::same`]).
 impl PartialEq for State {
     fn eq(&self, other: &Self) -> bool {
-        same_object(&self.0, &other.0)
+        same_object(&self.map, &other.map)
     }
 }
 
@@ -141,10 +150,45 @@ fn same_object(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 }
 
 impl State {
+    /// The document `map`, marked unchanged.
+    pub fn from_map(map: Map<String, Value>) -> Self {
+        Self {
+            map,
+            changed: false,
+        }
+    }
+
+    /// The document's fields.
+    pub fn map(&self) -> &Map<String, Value> {
+        &self.map
+    }
+
+    /// The document's fields, to change: marks the state changed.
+    pub fn map_mut(&mut self) -> &mut Map<String, Value> {
+        self.changed = true;
+        &mut self.map
+    }
+
+    /// The document's fields, taken.
+    pub fn into_map(self) -> Map<String, Value> {
+        self.map
+    }
+
+    /// Whether the state may have changed since it was loaded or [`Self::mark_unchanged`]
+    /// (never false when it did).
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// Start telling changes from here.
+    pub fn mark_unchanged(&mut self) {
+        self.changed = false;
+    }
+
     /// Parse a document; anything but an object is an error.
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         match serde_json::from_str::<Value>(text)? {
-            Value::Object(map) => Ok(Self(map)),
+            Value::Object(map) => Ok(Self::from_map(map)),
             other => Err(ParseError::NotAnObject(kind_of(&other))),
         }
     }
@@ -177,34 +221,34 @@ impl State {
         let mut de = serde_json::Deserializer::from_str(text);
         let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
             .and_then(|kept| de.end().map(|()| kept))?;
-        Ok(Self(kept))
+        Ok(Self::from_map(kept))
     }
 
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
-        let mut text = pretty::to_string_map(&self.0);
+        let mut text = pretty::to_string_map(&self.map, 1);
         text.push('\n');
         text
     }
 
     /// A field.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key)
+        self.map.get(key)
     }
 
     /// A string field.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(Value::as_str)
+        self.map.get(key).and_then(Value::as_str)
     }
 
     /// A boolean field (`false` when absent or not a boolean).
     pub fn flag(&self, key: &str) -> bool {
-        self.0.get(key).and_then(Value::as_bool).unwrap_or(false)
+        self.map.get(key).and_then(Value::as_bool).unwrap_or(false)
     }
 
     /// A numeric field.
     pub fn number(&self, key: &str) -> Option<f64> {
-        match self.0.get(key)? {
+        match self.map.get(key)? {
             Value::Number(n) => n.as_f64(),
             Value::String(s) => s.trim().parse().ok(),
             _ => None,
@@ -213,7 +257,7 @@ impl State {
 
     /// A field holding a process ID (a positive whole number, or a string of one).
     pub fn pid(&self, key: &str) -> Option<u32> {
-        match self.0.get(key)? {
+        match self.map.get(key)? {
             Value::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()),
             Value::String(s) => s.trim().parse().ok(),
             _ => None,
@@ -223,25 +267,38 @@ impl State {
 
     /// The strings of an array field (other entries are skipped).
     pub fn strings(&self, key: &str) -> Vec<String> {
-        strings_of(self.0.get(key))
+        strings_of(self.map.get(key))
     }
 
     /// Set a field, keeping its position when it exists. The value it replaces is freed: its
     /// memory serves the call's next allocations (left to the process's exit instead, a
     /// SessionStart that empties the large state's `preloadedFiles` took 97 more page faults).
     pub fn set(&mut self, key: &str, value: Value) {
-        self.0.insert(key.to_owned(), value);
+        if self.map.get(key).is_some_and(|old| same_value(old, &value)) {
+            return;
+        }
+        self.changed = true;
+        self.map.insert(key.to_owned(), value);
+    }
+
+    /// A field, to change in place: marks the state changed when it is there.
+    pub fn value_mut(&mut self, key: &str) -> Option<&mut Value> {
+        let value = self.map.get_mut(key);
+        self.changed |= value.is_some();
+        value
     }
 
     /// Remove a field.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.0.shift_remove(key)
+        let removed = self.map.shift_remove(key);
+        self.changed |= removed.is_some();
+        removed
     }
 
     /// The array field `key`, created (empty) when absent or not an array.
     pub fn array_mut(&mut self, key: &str) -> &mut Vec<Value> {
         let slot = self
-            .0
+            .map_mut()
             .entry(key.to_owned())
             .or_insert_with(|| Value::Array(Vec::new()));
         if !slot.is_array() {
@@ -256,7 +313,7 @@ impl State {
     /// The object field `key`, created (empty) when absent or not an object.
     pub fn object_mut(&mut self, key: &str) -> &mut Map<String, Value> {
         let slot = self
-            .0
+            .map_mut()
             .entry(key.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
         if !slot.is_object() {
@@ -270,23 +327,29 @@ impl State {
 
     /// Append `item` to the string array `key` unless it is already there; true when added.
     pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
-        let items = self.array_mut(key);
-        if items.iter().any(|v| is_text(v, item)) {
-            false
-        } else {
-            items.push(Value::String(item.to_owned()));
-            true
+        let present = match self.map.get(key) {
+            Some(Value::Array(items)) => items.iter().any(|v| is_text(v, item)),
+            _ => false,
+        };
+        if !present {
+            self.array_mut(key).push(Value::String(item.to_owned()));
         }
+        !present
     }
 
     /// Remove every occurrence of `item` from the string array `key`; true when any was removed.
     pub fn remove_item(&mut self, key: &str, item: &str) -> bool {
-        let Some(Value::Array(items)) = self.0.get_mut(key) else {
-            return false;
+        let present = match self.map.get(key) {
+            Some(Value::Array(items)) => items.iter().any(|v| is_text(v, item)),
+            _ => false,
         };
-        let before = items.len();
-        items.retain(|v| !is_text(v, item));
-        before != items.len()
+        if !present {
+            return false;
+        }
+        if let Some(Value::Array(items)) = self.value_mut(key) {
+            items.retain(|v| !is_text(v, item));
+        }
+        true
     }
 }
 

@@ -186,7 +186,8 @@ pub fn render_state_diff(
         fields::INJECTED_RULES,
     ];
     let keys = |s: Option<&State>| -> Vec<String> {
-        s.map(|s| s.0.keys().cloned().collect()).unwrap_or_default()
+        s.map(|s| s.map().keys().cloned().collect())
+            .unwrap_or_default()
     };
     let mut other: Vec<String> = keys(after)
         .into_iter()

@@ -100,7 +100,7 @@ impl Counters {
             _ => Map::new(),
         };
         let last_edit = state
-            .0
+            .map()
             .iter()
             .filter_map(|(k, v)| {
                 Some((
@@ -281,7 +281,7 @@ impl Counters {
         }
         state.set(fields::COUNTERS_SEQ, Value::from(self.seq));
         let forgotten: Vec<String> = state
-            .0
+            .map()
             .keys()
             .filter_map(|k| k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX))
             .filter(|key| !self.last_edit.contains_key(*key))
@@ -308,7 +308,7 @@ fn mirrored_fields(state: &State) -> Vec<(String, Value)> {
         fields::COUNTERS_SEQ,
     ];
     state
-        .0
+        .map()
         .iter()
         .filter(|(k, _)| {
             fixed.contains(&k.as_str()) || k.starts_with(fields::LAST_EDIT_FILE_PREFIX)

@@ -20,7 +20,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, PreloadState};
@@ -156,9 +156,9 @@ fn load_carry(path: &Path) -> Result<Option<State>, StateError> {
 fn joined(seed: &State, carry: Option<&State>) -> State {
     let mut view = seed.clone();
     if let Some(carry) = carry {
-        for (key, value) in &carry.0 {
+        for (key, value) in carry.map() {
             if key != fields::OWED && !SEED_FIELDS.contains(&key.as_str()) {
-                view.0.insert(key.clone(), value.clone());
+                view.map_mut().insert(key.clone(), value.clone());
             }
         }
     }
@@ -168,25 +168,24 @@ fn joined(seed: &State, carry: Option<&State>) -> State {
 /// Split a seed view into the seed the engine reads and the carry (`None` when it would hold
 /// nothing but the owner's PID).
 fn split(view: &State) -> (State, Option<State>) {
-    let mut seed = State::default();
-    let mut carry = State::default();
-    for (key, value) in &view.0 {
-        if SEED_FIELDS.contains(&key.as_str()) {
-            seed.0.insert(key.clone(), value.clone());
-        } else {
-            carry.0.insert(key.clone(), value.clone());
-        }
-    }
+    let (seed, carry): (Map<String, Value>, _) = view
+        .map()
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .partition(|(key, _)| SEED_FIELDS.contains(&key.as_str()));
+    let (seed, mut carry) = (State::from_map(seed), State::from_map(carry));
     let owed = owed_of(view);
     if !owed.is_empty() {
         carry.set(fields::OWED, Value::from(owed));
     }
-    if carry.0.is_empty() {
+    if carry.map().is_empty() {
         return (seed, None);
     }
     for key in [fields::PID, fields::PID_START_TIME] {
         if let Some(value) = view.get(key) {
-            carry.0.shift_insert(0, key.to_owned(), value.clone());
+            carry
+                .map_mut()
+                .shift_insert(0, key.to_owned(), value.clone());
         }
     }
     (seed, Some(carry))
@@ -331,7 +330,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     }
     adopt_call_records(s, &record);
     // The sub-agents' own records go with the window they are part of.
-    for (key, value) in &record.0 {
+    for (key, value) in record.map() {
         let sub_agents = [
             fields::PRELOADED_FILES,
             fields::PRELOAD_PARTS,
@@ -419,9 +418,8 @@ fn is_window_field(key: &str) -> bool {
 }
 
 fn drop_window_fields(s: &mut State) {
-    let stale: Vec<String> = s.0.keys().filter(|k| is_window_field(k)).cloned().collect();
-    for key in stale {
-        s.remove(&key);
+    if s.map().keys().any(|k| is_window_field(k)) {
+        s.map_mut().retain(|k, _| !is_window_field(k));
     }
 }
 

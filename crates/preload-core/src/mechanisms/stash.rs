@@ -63,7 +63,13 @@ pub fn take(
     budget: usize,
     part_limit: usize,
 ) -> Option<Vec<String>> {
-    let Some(Value::Array(entries)) = state.0.get_mut(fields::STASH) else {
+    let Some(Value::Array(entries)) = state.get(fields::STASH) else {
+        return None;
+    };
+    if !entries.iter().any(|e| StashEntry::agent_of(e) == agent) {
+        return Some(Vec::new());
+    }
+    let Some(Value::Array(entries)) = state.value_mut(fields::STASH) else {
         return None;
     };
     Some(drain(entries, agent, budget, part_limit))

@@ -217,7 +217,7 @@ fn activate_state(
     if !skill::is_valid_name(&skill) {
         return Err(Failure::Usage(format!("bad skill name {skill:?}")));
     }
-    let fresh = s.0.is_empty();
+    let fresh = s.map().is_empty();
     let approved_again = !fresh && completed_again(dir, s, &skill, options)?;
     if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
         return Err(Failure::Rejected(format!(
@@ -262,7 +262,7 @@ fn activate_state(
         .as_ref()
         .filter(|_| !same_window && !dehydrated)
     {
-        state::deep_merge(&mut s.0, params);
+        state::deep_merge(s.map_mut(), params);
     }
     if let Some(def) = ctx.skills.load(&ctx.paths, &skill) {
         for (key, value) in static_fields(&def) {

@@ -219,7 +219,10 @@ fn set_parts_cut(state: &mut State, key: &str, path: &str, cut: Option<(usize, b
 
 /// Remove `path` from the object `key`, and the field when it is left empty.
 fn remove_entry(state: &mut State, key: &str, path: &str) {
-    let now_empty = match state.0.get_mut(key) {
+    if !matches!(state.get(key), Some(Value::Object(map)) if map.contains_key(path)) {
+        return;
+    }
+    let now_empty = match state.value_mut(key) {
         Some(Value::Object(map)) => map.shift_remove(path).is_some() && map.is_empty(),
         _ => false,
     };

@@ -234,29 +234,20 @@ fn session_call(
             Writes::Impossible,
         ));
     }
-    let mut trial = base.clone();
-    let plan = decide(
-        ctx,
-        call,
-        rules,
-        &mut trial,
-        &target,
-        engine,
-        Writes::Allowed,
-    );
     let due = ledger::is_due(ctx, &record, &base);
+    let (trial, plan) = trial_decision(ctx, call, rules, base, &target, engine);
     // Under the lock: the counters as they are then, not this call's view of them.
     let mirror = |s: &mut State| {
         if view.is_some() {
             counters::mirror_latest(path, s);
         }
     };
-    if trial == base && !due {
+    if !trial.changed() && !due {
         if mirrored {
             // Only the counters' mirror for the engine's readers: never worth a wait (a native
             // holder of the lock took it after this count, and mirrors it).
             let known = || {
-                let mut s = base;
+                let mut s = trial;
                 mirror(&mut s);
                 Some((s, ()))
             };
@@ -289,7 +280,11 @@ fn session_call(
     match locked {
         Ok(plan) => Ok(plan),
         Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
-            let mut unlocked = base;
+            // The read again, as it was before the trial (it parsed once, so it parses).
+            let mut unlocked = State::parse(&text).unwrap_or_default();
+            if let Some(view) = &view {
+                view.mirror(&mut unlocked);
+            }
             Ok(decide(
                 ctx,
                 call,
@@ -302,6 +297,38 @@ fn session_call(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// The decision tried on the unlocked read itself, marked unchanged first: the mark then tells
+/// whether the decision changed anything (a copy to compare with was, on a large state, a tenth
+/// of the call). Debug builds check the mark against such a copy.
+fn trial_decision(
+    ctx: &Context,
+    call: &Call,
+    rules: &[Rule],
+    base: State,
+    target: &Target,
+    engine: Option<EngineCommand>,
+) -> (State, Plan) {
+    #[cfg(debug_assertions)]
+    let before = base.clone();
+    let mut trial = base;
+    trial.mark_unchanged();
+    let plan = decide(
+        ctx,
+        call,
+        rules,
+        &mut trial,
+        target,
+        engine,
+        Writes::Allowed,
+    );
+    #[cfg(debug_assertions)]
+    assert!(
+        trial.changed() || trial == before,
+        "the decision changed the state without marking it"
+    );
+    (trial, plan)
 }
 
 /// What the call does to the session's counters: `engine log` starts its agent over, a tool

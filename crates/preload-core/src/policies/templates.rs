@@ -111,7 +111,7 @@ impl Wanted {
         let source = format!("templates({name})");
         // The state's phases and templates when it is this skill's session, else the skill's.
         let phase_files = if s.str(fields::SKILL) == Some(name.as_str()) {
-            skill::session_phase_cmds(&ctx.paths, &ctx.skills, &s.0, &label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, s.map(), &label)
         } else {
             let mut only = serde_json::Map::new();
             only.insert(

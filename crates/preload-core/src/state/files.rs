@@ -63,7 +63,7 @@ pub const QUEUED: Paths<'static> = Paths::Queued(Audience::Main);
 impl State {
     /// The paths of `list`, in order, read where they are.
     pub fn paths(&self, list: Paths<'_>) -> impl Iterator<Item = &str> {
-        self.0
+        self.map
             .get(list.key().as_ref())
             .and_then(Value::as_array)
             .into_iter()
@@ -78,7 +78,7 @@ impl State {
 
     /// Whether `path` is in `list`.
     pub fn has_path(&self, list: Paths<'_>, path: &str) -> bool {
-        self.0
+        self.map
             .get(list.key().as_ref())
             .and_then(Value::as_array)
             .is_some_and(|items| items.iter().any(|v| is_text(v, path)))

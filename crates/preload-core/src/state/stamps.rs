@@ -254,7 +254,11 @@ pub fn keys(state: &State) -> Vec<String> {
 
 /// Forget the stamp of `key` (the field goes when it empties).
 pub fn remove(state: &mut State, key: &str) {
-    let now_empty = match state.0.get_mut(fields::PRELOADED_STAMPS) {
+    if !matches!(state.get(fields::PRELOADED_STAMPS), Some(Value::Object(map)) if map.contains_key(key))
+    {
+        return;
+    }
+    let now_empty = match state.value_mut(fields::PRELOADED_STAMPS) {
         Some(Value::Object(map)) => {
             map.shift_remove(key);
             map.is_empty()

@@ -193,7 +193,7 @@ pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result
 /// says.
 ///
 /// `change` edits the state and returns a value; the file is rewritten only when the state
-/// changed. A missing or corrupt file is an error and is never written.
+/// changed (marked changed, and its text another). A missing or corrupt file is an error and is never written.
 pub fn update<T>(
     path: &Path,
     deadline: Instant,
@@ -205,8 +205,8 @@ pub fn update<T>(
 
 /// [`update`] for a caller that read the state before, without the lock (`read`: the file's
 /// text then), and made of it what `change` would: while the file still holds exactly that
-/// text, `known` gives the new state and the result, and the file is neither parsed again nor
-/// copied to tell a change. `known` may decline (`None`); otherwise, or when the file changed
+/// text, `known` gives the new state and the result, and the file is neither read into memory
+/// again nor parsed. `known` may decline (`None`); otherwise, or when the file changed
 /// meanwhile, `change` runs on what the locked read finds.
 pub fn update_read<T>(
     path: &Path,
@@ -218,14 +218,13 @@ pub fn update_read<T>(
 ) -> Result<T, StateError> {
     let how = Change {
         durability,
-        tell: Tell::ByCopy,
+        tell: Tell::ByMark,
     };
     locked_change(path, deadline, read, known, change, how)
 }
 
 /// [`update`] for a change that rewrites the state (SessionStart's re-seed of a new context
-/// window, written durably): the file is written without a copy taken to tell whether anything
-/// changed (on a large state, a deep copy of every entry).
+/// window, written durably): the file is written whether or not anything changed.
 pub fn rewrite<T>(
     path: &Path,
     deadline: Instant,
@@ -248,8 +247,8 @@ struct Change {
 /// Whether a locked change writes the state.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Tell {
-    /// Only when it differs from a copy taken before the change.
-    ByCopy,
+    /// Only when the change marked the state ([`State::changed`]) and its text differs.
+    ByMark,
     /// Always.
     Always,
 }
@@ -264,26 +263,29 @@ fn locked_change<T>(
     how: Change,
 ) -> Result<T, StateError> {
     let lock = StateLock::acquire(path, deadline)?;
-    let text = load_text(path)?;
-    let same = |a: &str, b: &str| bytes::same(a.as_bytes(), b.as_bytes());
-    if read.is_some_and(|read| same(read, &text)) {
+    // The file still holds what was read: told without reading it again into fresh memory.
+    if let Some(read) = read.filter(|read| file::holds(path, read.as_bytes())) {
         if let Some((state, out)) = known() {
             let rendered = state.to_pretty();
-            if !same(&rendered, &text) {
+            if !bytes::same(rendered.as_bytes(), read.as_bytes()) {
                 save_text_locked(path, &rendered, &lock, how.durability)?;
             }
             lock.release();
-            crate::primitives::system::entry::release((state, rendered, text));
+            crate::primitives::system::entry::release(state);
             return Ok(out);
         }
     }
+    let text = load_text(path)?;
     let mut state = parse_read(path, &text)?;
-    let before = (how.tell == Tell::ByCopy).then(|| state.clone());
     let out = change(&mut state);
-    if before.as_ref().is_none_or(|before| *before != state) {
-        save_locked(path, &state, &lock, how.durability)?;
+    let always = how.tell == Tell::Always;
+    if always || state.changed() {
+        let rendered = state.to_pretty();
+        if always || !bytes::same(rendered.as_bytes(), text.as_bytes()) {
+            save_text_locked(path, &rendered, &lock, how.durability)?;
+        }
     }
     lock.release();
-    crate::primitives::system::entry::release((state, before, text));
+    crate::primitives::system::entry::release(state);
     Ok(out)
 }

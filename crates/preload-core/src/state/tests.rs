@@ -31,7 +31,7 @@ fn soon() -> Instant {
 #[test]
 fn parse_fields_keeps_only_the_named_fields_and_rejects_what_parse_rejects() {
     let state = State::parse_fields(REAL_SHAPED, &["pid", "lifecycle", "absent"]).unwrap();
-    assert_eq!(state.0.len(), 2);
+    assert_eq!(state.map().len(), 2);
     assert_eq!(state.pid("pid"), Some(424_242));
     assert_eq!(state.str("lifecycle"), Some("active"));
     let last = State::parse_fields(
@@ -76,7 +76,7 @@ fn peeking_finds_top_level_members_only() {
 #[test]
 fn round_trip_keeps_unknown_fields_and_order() {
     let state = State::parse(REAL_SHAPED).unwrap();
-    let keys: Vec<_> = state.0.keys().cloned().collect();
+    let keys: Vec<_> = state.map().keys().cloned().collect();
     assert_eq!(keys[4], "zUnknownField");
     assert_eq!(keys.last().unwrap(), "aaa");
     let text = state.to_pretty();
@@ -159,13 +159,22 @@ fn unchanged_state_is_not_rewritten() {
     fs::write(&path, "{\"a\":1}").unwrap();
     update(&path, soon(), Durability::PerCall, |_| ()).unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
-    // A change put back within the same update is no change either.
+    // Setting a field to what it holds marks nothing: another writer's layout stays.
     update(&path, soon(), Durability::PerCall, |s| {
-        s.set("a", Value::from(2));
         s.set("a", Value::from(1));
+        assert!(!s.changed());
     })
     .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+    // A change put back within the same update is marked: the state is written in this
+    // product's layout, its content the same.
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.set("a", Value::from(2));
+        s.set("a", Value::from(1));
+        assert!(s.changed());
+    })
+    .unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\n  \"a\": 1\n}\n");
     // A state this product laid out, unchanged, keeps its file (the same inode).
     update(&path, soon(), Durability::PerCall, |s| {
         s.set("b", Value::from("x"));
@@ -176,6 +185,13 @@ fn unchanged_state_is_not_rewritten() {
     let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
     update(&path, soon(), Durability::PerCall, |s| {
         s.set("b", Value::from("x"));
+    })
+    .unwrap();
+    // Nor is a marked change put back: its text is the file's.
+    update(&path, soon(), Durability::PerCall, |s| {
+        s.array_mut("c").push(Value::from(1));
+        s.remove("c");
+        assert!(s.changed());
     })
     .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), ours);
@@ -254,8 +270,8 @@ proptest::proptest! {
         if keys.is_empty() {
             if let Some(pid) = pid { map.insert("pid".into(), json!(pid)); }
         }
-        let state = State(map);
-        for text in [state.to_pretty(), serde_json::to_string(&state.0).unwrap()] {
+        let state = State::from_map(map);
+        for text in [state.to_pretty(), serde_json::to_string(state.map()).unwrap()] {
             proptest::prop_assert_eq!(peek_pid(&text, "pid"), state.pid("pid"));
         }
     }
@@ -379,8 +395,36 @@ proptest::proptest! {
         let y: Map<String, Value> = b.into_iter().collect();
         let reversed: Map<String, Value> =
             x.iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
-        proptest::prop_assert_eq!(State(x.clone()) == State(y.clone()), x == y);
-        proptest::prop_assert!(State(x.clone()) == State(reversed));
-        proptest::prop_assert!(State(x.clone()) == State(x));
+        proptest::prop_assert_eq!(State::from_map(x.clone()) == State::from_map(y.clone()), x == y);
+        proptest::prop_assert!(State::from_map(x.clone()) == State::from_map(reversed));
+        proptest::prop_assert!(State::from_map(x.clone()) == State::from_map(x));
+    }
+}
+
+#[test]
+fn only_a_change_or_a_mutable_borrow_marks_the_state() {
+    let mut s = State::parse(r#"{"a":1,"list":["x"],"o":{"k":true}}"#).unwrap();
+    assert!(!s.changed(), "as loaded");
+    s.set("a", Value::from(1));
+    assert!(s.remove("none").is_none());
+    assert!(!s.push_unique("list", "x"));
+    assert!(!s.remove_item("list", "y"));
+    assert!(s.value_mut("none").is_none());
+    assert!(!s.changed(), "no change");
+    for change in [
+        (|s: &mut State| s.set("a", Value::from(2))) as fn(&mut State),
+        |s| drop(s.remove("a")),
+        |s| assert!(s.push_unique("list", "y")),
+        |s| assert!(s.remove_item("list", "x")),
+        |s| assert!(s.value_mut("o").is_some()),
+        |s| assert!(!s.array_mut("list").is_empty()),
+        |s| assert!(!s.object_mut("o").is_empty()),
+        |s| assert!(!s.map_mut().is_empty()),
+    ] {
+        let mut copy = s.clone();
+        change(&mut copy);
+        assert!(copy.changed());
+        copy.mark_unchanged();
+        assert!(!copy.changed());
     }
 }

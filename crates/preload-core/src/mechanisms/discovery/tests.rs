@@ -221,7 +221,7 @@ fn outside_both_roots_nothing_happens() {
         None
     );
     assert_eq!(discover(&mut s, &t.scope, "", &Accept::default()), None);
-    assert!(s.0.is_empty(), "state untouched");
+    assert!(s.map().is_empty(), "state untouched");
 }
 
 #[test]

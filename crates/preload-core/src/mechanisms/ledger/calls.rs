@@ -24,16 +24,19 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
     };
     let carried = Carried::of(s, files, text);
     if carried.is_empty() {
-        // Every PreToolUse comes here: the records are marked in place, not copied.
-        let Some(Value::Array(records)) = s.0.get_mut(fields::CALL_DELIVERIES) else {
+        // Every PreToolUse comes here: the records are marked in place, not copied, and only
+        // when the mark is new.
+        let Some(Value::Array(records)) = s.get(fields::CALL_DELIVERIES) else {
             return;
         };
         let known = records.iter().any(|r| record_id(r) == Some(call));
-        match records.last_mut() {
-            Some(last) if !known && !is_superseded(last) => {
+        if known || records.last().is_none_or(is_superseded) {
+            return;
+        }
+        if let Some(Value::Array(records)) = s.value_mut(fields::CALL_DELIVERIES) {
+            if let Some(last) = records.last_mut() {
                 last[fields::CALL_SUPERSEDED] = Value::from(call);
             }
-            _ => {}
         }
         return;
     }

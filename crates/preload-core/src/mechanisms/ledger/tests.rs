@@ -5,7 +5,7 @@ use serde_json::json;
 
 fn state(v: Value) -> State {
     match v {
-        Value::Object(map) => State(map),
+        Value::Object(map) => State::from_map(map),
         other => panic!("not an object: {other}"),
     }
 }
@@ -19,7 +19,7 @@ fn a_seed_keeps_only_what_the_engine_reads() {
     }));
     let (seed, carry) = split(&view);
     assert_eq!(
-        seed.0.keys().collect::<Vec<_>>(),
+        seed.map().keys().collect::<Vec<_>>(),
         [
             "pid",
             "lifecycle",

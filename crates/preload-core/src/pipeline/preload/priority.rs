@@ -52,7 +52,7 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
     let standards = crate::mechanisms::session::core_seeds(ctx);
     let label = state.current_phase().map_or("", Phase::label);
     let phase_files: Vec<String> =
-        skill::session_phase_cmds(&ctx.paths, &ctx.skills, &state.0, label)
+        skill::session_phase_cmds(&ctx.paths, &ctx.skills, state.map(), label)
             .iter()
             .map(|p| ctx.normalize(&p.to_string_lossy()))
             .collect();

@@ -8,7 +8,7 @@ use serde_json::json;
 
 fn state(v: Value) -> State {
     match v {
-        Value::Object(map) => State(map),
+        Value::Object(map) => State::from_map(map),
         other => panic!("not an object: {other}"),
     }
 }

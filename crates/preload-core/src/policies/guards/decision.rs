@@ -172,9 +172,18 @@ pub(super) fn decide(
             &mut plan,
         ));
         if !delivered.is_empty() && writes == Writes::Allowed {
-            let injected = s.object_mut(fields::INJECTED_RULES);
-            for id in &delivered {
-                injected.insert(id.clone(), json!(true));
+            // Only the rules not marked yet: a state marked changed is written.
+            let injected = |id: &String| {
+                s.get(fields::INJECTED_RULES)
+                    .and_then(|rules| rules.get(id))
+                    .is_some_and(|v| *v == json!(true))
+            };
+            let new: Vec<String> = delivered.into_iter().filter(|id| !injected(id)).collect();
+            if !new.is_empty() {
+                let injected = s.object_mut(fields::INJECTED_RULES);
+                for id in new {
+                    injected.insert(id, json!(true));
+                }
             }
             s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
         }
