@@ -29,8 +29,8 @@ pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
 pub use store::{
-    Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_locked,
-    update, update_read,
+    Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_fields,
+    save_locked, update, update_read,
 };
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
@@ -227,6 +227,14 @@ impl State {
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
         let mut text = pretty::to_string_map(&self.map, 1);
+        text.push('\n');
+        text
+    }
+
+    /// The text [`Self::to_pretty`] writes for a state of `fields`, in order: a record of
+    /// another state's fields, written without copying them.
+    pub fn pretty_of(fields: &[(&str, &Value)]) -> String {
+        let mut text = pretty::to_string_entries(fields, 1);
         text.push('\n');
         text
     }

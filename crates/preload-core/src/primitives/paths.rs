@@ -258,12 +258,12 @@ impl EnginePaths {
 
 /// True when `name` is a plain identifier usable inside a path: `[A-Za-z0-9._-]`, not `.`/`..`.
 pub fn is_safe_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    !name.is_empty() && name != "." && name != ".." && name.bytes().all(is_name_byte)
+}
+
+/// A byte a safe name ([`is_safe_name`]) may hold: an ASCII letter or digit, `.`, `_`, `-`.
+pub fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
 }
 
 /// The PID of the Claude process that owns the session, in the one order every hook and

@@ -19,6 +19,18 @@ pub fn to_string_map(map: &Map<String, Value>, extra: usize) -> String {
     out
 }
 
+/// The object of `entries`, in order, as [`to_string_map`] writes a map of them: for a record
+/// made of another document's fields, written without copying them.
+pub fn to_string_entries(entries: &[(&str, &Value)], extra: usize) -> String {
+    let mut out = String::with_capacity(entries_len(entries.iter().copied(), 0) + extra);
+    write_entries(&mut out, entries.iter().copied(), 0);
+    out
+}
+
+fn entries_of(map: &Map<String, Value>) -> impl ExactSizeIterator<Item = (&str, &Value)> {
+    map.iter().map(|(key, value)| (key.as_str(), value))
+}
+
 /// Longest text of a number ([`write_value`] writes `Number`'s own): `-`, 17 digits, `.`,
 /// `e-308`.
 const NUMBER_LEN: usize = 25;
@@ -42,14 +54,21 @@ fn value_len(value: &Value, depth: usize) -> usize {
 }
 
 fn object_len(map: &Map<String, Value>, depth: usize) -> usize {
-    if map.is_empty() {
+    entries_len(entries_of(map), depth)
+}
+
+fn entries_len<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
+    depth: usize,
+) -> usize {
+    let n = entries.len();
+    if n == 0 {
         return 2;
     }
-    let lines: usize = map
-        .iter()
+    let lines: usize = entries
         .map(|(key, item)| key.len() + 4 + value_len(item, depth + 1))
         .sum();
-    2 + lines + map.len() * (2 + 2 * (depth + 1)) + 2 * depth
+    2 + lines + n * (2 + 2 * (depth + 1)) + 2 * depth
 }
 
 fn newline(out: &mut String, depth: usize) {
@@ -89,12 +108,20 @@ fn write_value(out: &mut String, value: &Value, depth: usize) {
 }
 
 fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) {
-    if map.is_empty() {
+    write_entries(out, entries_of(map), depth);
+}
+
+fn write_entries<'a>(
+    out: &mut String,
+    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
+    depth: usize,
+) {
+    if entries.len() == 0 {
         out.push_str("{}");
         return;
     }
     out.push('{');
-    for (i, (key, item)) in map.iter().enumerate() {
+    for (i, (key, item)) in entries.enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -221,6 +248,15 @@ mod tests {
         fn writes_what_serde_json_writes(value in value()) {
             let expected = serde_json::to_string_pretty(&json!({"v": value})).unwrap_or_default();
             prop_assert_eq!(to_string(&value), expected);
+        }
+
+        /// A record of borrowed fields is written as the map of them.
+        #[test]
+        fn writes_borrowed_entries_as_their_map(value in value(), other in value()) {
+            let entries = [("v", &value), ("w", &other)];
+            let map: Map<String, Value> =
+                entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).clone())).collect();
+            prop_assert_eq!(super::to_string_entries(&entries, 0), to_string_map(&map, 0));
         }
 
         /// The buffer is sized from the text's length: exactly without escapes and numbers,

@@ -123,6 +123,15 @@ pub fn save(path: &Path, state: &State, durability: Durability) -> Result<(), St
     publish(path, &state.to_pretty(), durability, || true).map(|_| ())
 }
 
+/// [`save`] of a state of `fields`, in order ([`State::pretty_of`]).
+pub fn save_fields(
+    path: &Path,
+    fields: &[(&str, &serde_json::Value)],
+    durability: Durability,
+) -> Result<(), StateError> {
+    publish(path, &State::pretty_of(fields), durability, || true).map(|_| ())
+}
+
 /// [`save`] under `lock`, refused when the lock was taken from under its holder meanwhile
 /// (the engine's racy reclaim): the new holder's write is never raced.
 pub fn save_locked(

@@ -1,6 +1,7 @@
 //! What a context window holds across the client's events beyond its calls: the skills the
 //! client process holds, and the record a replaced window leaves to be resumed.
 
+use serde_json::Value;
 use std::fs;
 use std::path::Path;
 
@@ -75,16 +76,18 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
         })
         .collect();
     let pid = s.pid(fields::PID).unwrap_or(0);
-    let mut record = State::default();
-    record.set_lifecycle(&Lifecycle::Seeding);
-    for key in WINDOW_FIELDS {
-        if let Some(value) = s.get(key) {
-            record.set(key, value.clone());
-        }
-    }
+    // Written from the window's own fields: on a large state, thousands of paths not copied.
+    let seeding = Value::from(Lifecycle::Seeding.name());
+    let record: Vec<(&str, &Value)> = std::iter::once((fields::LIFECYCLE, &seeding))
+        .chain(
+            WINDOW_FIELDS
+                .iter()
+                .filter_map(|key| Some((*key, s.get(key)?))),
+        )
+        .collect();
     let seeds = sessions.join(session::SEEDS_DIR);
     if fs::create_dir_all(&seeds).is_ok() {
         let path = seeds.join(format!("{pid}.{safe}{}", session::ENDED_SUFFIX));
-        let _ = state::save(&path, &record, state::Durability::Durable);
+        let _ = state::save_fields(&path, &record, state::Durability::Durable);
     }
 }

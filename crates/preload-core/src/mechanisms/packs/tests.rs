@@ -442,4 +442,16 @@ proptest::proptest! {
             .compile_matcher();
         proptest::prop_assert_eq!(fast.is_match(&path), compiled.is_match(&path), "{} on {}", pattern, path);
     }
+
+    /// A key read from its end is the key split at its last `#`.
+    #[test]
+    fn a_key_is_told_as_split_at_its_last_hash(
+        path in "(/?[a-z#./]{0,6}/)?(context-packs\\.json|x\\.md|[a-z#]{0,3})(#[a-z.#/_-]{0,4}){0,2}",
+    ) {
+        let split = path.rsplit_once('#').is_some_and(|(file, name)| {
+            file.strip_suffix("context-packs.json").is_some_and(|dir| dir.ends_with('/'))
+                && crate::primitives::paths::is_safe_name(name)
+        });
+        proptest::prop_assert_eq!(is_key(&path), split, "{}", path);
+    }
 }
