@@ -80,9 +80,9 @@ fn update_seed<T>(
     let carry_file = carry_path(path);
     let carry = load_carry(&carry_file)?;
     let mut view = joined(&seed, carry.as_ref());
-    let before = view.clone();
+    view.mark_unchanged();
     let out = change(&mut view);
-    if view != before {
+    if view.changed() {
         write_seed(
             &lock,
             path,
