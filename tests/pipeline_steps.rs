@@ -153,7 +153,10 @@ pub fn proof_stdin(sb: &Sandbox, name: &str) -> String {
     let state = crate::common::read_json(&sb.sessions.join(name).join(".state.json"));
     let current = state["currentPhase"].as_str().unwrap_or("");
     let phases = state["phases"].as_array().cloned().unwrap_or_default();
-    let Some(definition) = transition::find(&phases, transition::label_of(current)) else {
+    let Some(definition) = transition::find(
+        preload_core::state::Phases::of(&phases),
+        transition::label_of(current),
+    ) else {
         return String::new();
     };
     let declared = crate::common::strings(&Value::Object(definition.clone()), "proof");

@@ -19,8 +19,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use preload_core::mechanisms::skill;
 use preload_core::state::StateError;
+use preload_core::state::phases::label_sort_key;
+use preload_core::state::{PhaseDef, Phases};
 use proof::ProofError;
 
 /// Why a phase transition was refused. Each message is the engine's, word for word (so not in
@@ -150,26 +151,13 @@ pub fn is_branch_switch(current: &str, requested: &str) -> bool {
     false
 }
 
-/// The label of a `phases` entry: `label`, else the legacy `major`/`minor`.
-pub fn phase_label(phase: &Map<String, Value>) -> Option<String> {
-    match phase.get("label") {
-        Some(Value::String(s)) => return Some(s.clone()),
-        Some(Value::Number(n)) => return Some(n.to_string()),
-        _ => {}
-    }
-    let major = phase.get("major")?.as_i64()?;
-    match phase.get("minor").and_then(Value::as_i64).unwrap_or(0) {
-        0 => Some(major.to_string()),
-        minor => Some(format!("{major}.{minor}")),
-    }
-}
-
-/// The first entry of `phases` whose label is `label`.
-pub fn find<'a>(phases: &'a [Value], label: &str) -> Option<&'a Map<String, Value>> {
+/// The first declared phase whose label (or legacy `major`/`minor` form) is `label`, as
+/// `session.sh` finds it.
+pub fn find<'a>(phases: Phases<'a>, label: &str) -> Option<&'a Map<String, Value>> {
     phases
         .iter()
-        .filter_map(Value::as_object)
-        .find(|p| phase_label(p).as_deref() == Some(label))
+        .find(|p| p.label().as_deref() == Some(label))
+        .map(PhaseDef::fields)
 }
 
 /// How a requested transition stands.
@@ -204,7 +192,7 @@ static LABEL_FORMAT: LazyLock<Option<Regex>> =
 /// Judge the move from phase `current` to phase `requested` over the declared `phases`; `Err`
 /// for a malformed label.
 pub fn judge(
-    phases: &[Value],
+    phases: Phases<'_>,
     current: &str,
     requested: &str,
 ) -> Result<Judgement, TransitionError> {
@@ -218,15 +206,10 @@ pub fn judge(
     let cur = label_of(current);
     let (req_major, cur_major) = (major_of(req), major_of(cur));
     let after_current = next_major(cur_major);
-    let cur_key = skill::label_sort_key(cur);
-    let labelled = || {
-        phases
-            .iter()
-            .filter_map(Value::as_object)
-            .filter_map(|p| Some((phase_label(p)?, p)))
-    };
+    let cur_key = label_sort_key(cur);
+    let labelled = || phases.iter().filter_map(|p| Some((p.label()?, p.fields())));
     let next = labelled()
-        .map(|(label, p)| (skill::label_sort_key(&label), label, p))
+        .map(|(label, p)| (label_sort_key(&label), label, p))
         .filter(|(key, _, _)| *key > cur_key)
         .min_by(|a, b| a.0.cmp(&b.0))
         .map(|(_, label, p)| {
@@ -238,7 +221,7 @@ pub fn judge(
         });
     let next_label = next.as_ref().map(|(l, _)| l.as_str());
     let declared = labelled().any(|(label, _)| label == req);
-    let forward = skill::label_sort_key(req) > cur_key;
+    let forward = label_sort_key(req) > cur_key;
 
     let into_next_major = req_major == after_current;
     // In sequence: the same phase again; the next declared phase (not across branches); the
@@ -331,13 +314,13 @@ pub fn rejection(judgement: &Judgement, current: &str, requested: &str, dir: &Pa
 }
 
 /// `phases` with an undeclared phase added, sorted by label.
-fn appended(phases: &[Value], label: &str, name: &str) -> Vec<Value> {
-    let mut out = phases.to_vec();
+fn appended(phases: Phases<'_>, label: &str, name: &str) -> Vec<Value> {
+    let mut out = phases.items().to_vec();
     out.push(json!({"label": label, "name": name}));
     out.sort_by_cached_key(|p| {
-        p.as_object()
-            .and_then(phase_label)
-            .map(|l| skill::label_sort_key(&l))
+        PhaseDef::of(p)
+            .and_then(PhaseDef::label)
+            .map(|l| label_sort_key(&l))
             .unwrap_or_default()
     });
     out

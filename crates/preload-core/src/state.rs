@@ -20,6 +20,7 @@ pub mod files;
 mod lifecycle;
 mod peek;
 pub mod phase;
+pub mod phases;
 mod pretty;
 pub mod refs;
 pub mod stamps;
@@ -28,6 +29,7 @@ pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
+pub use phases::{PhaseDef, Phases};
 pub use store::{
     Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_fields,
     save_locked, update, update_read,

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::Finding;
 use preload_core::mechanisms::context::Context;
 use preload_core::mechanisms::session::{self, CORE_STANDARDS, STATE_FILE};
-use preload_core::mechanisms::skill::{self, Skill};
+use preload_core::mechanisms::skill::Skill;
 use preload_core::primitives::delivery::{self, FileBody};
 use preload_core::primitives::env::Env;
 use preload_core::primitives::input::HookInput;
@@ -58,9 +58,10 @@ pub fn candidates(ctx: &Context) -> Vec<PathBuf> {
         };
         out.push(skill.file.clone());
         out.extend(skill.templates());
-        for phase in skill.phases().iter().filter_map(|p| p.as_object()) {
+        for phase in skill.phases().iter() {
             out.extend(
-                skill::command_names(phase)
+                phase
+                    .command_names()
                     .iter()
                     .map(|n| ctx.paths.command_file(n)),
             );

@@ -19,7 +19,7 @@ use preload_core::pipeline::preload::{self, Batch, Mode, Request};
 use preload_core::primitives::clock;
 use preload_core::primitives::delivery::Packer;
 use preload_core::state::fields;
-use preload_core::state::{self, Phase, State};
+use preload_core::state::{self, Phase, Phases, State};
 
 /// A `phase` call.
 #[derive(Debug, Clone, Default)]
@@ -76,20 +76,17 @@ fn transition(
     out: &mut Outcome,
 ) -> Result<(Batch, String), TransitionError> {
     let phase = request.phase.as_str();
-    let phases: Vec<Value> = s
-        .get(fields::PHASES)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let declared = s.phases().items().to_vec();
+    let phases = Phases::of(&declared);
     let has_phases = !phases.is_empty();
     let current = s.current_phase().map_or("", Phase::as_str).to_owned();
     let mut new_phases = None;
     if has_phases {
-        let judgement = judge(&phases, &current, phase)?;
+        let judgement = judge(phases, &current, phase)?;
         match (judgement.verdict, &request.approval) {
             (Verdict::Sequential, _) => {}
             (Verdict::Append, _) => {
-                new_phases = Some(appended(&phases, label_of(phase), name_of(phase)));
+                new_phases = Some(appended(phases, label_of(phase), name_of(phase)));
             }
             (_, None) => {
                 return Err(TransitionError::Unapproved(Box::new(Rejection {
@@ -112,11 +109,11 @@ fn transition(
         out.warn(proof::DEPRECATION);
     }
     if has_phases && !current.is_empty() {
-        check_leaving(ctx, dir, &phases, &current, phase, proof, out)?;
+        check_leaving(ctx, dir, phases, &current, phase, proof, out)?;
     }
 
     if let Some(list) = new_phases {
-        s.set(fields::PHASES, Value::Array(list));
+        s.set_phases(list);
     }
     let now = clock::iso_utc(ctx.now);
     s.set_current_phase(phase);
@@ -133,12 +130,8 @@ fn transition(
     if !has_phases {
         return Ok((Batch::default(), format!("Phase: {phase}\n")));
     }
-    let phases: Vec<Value> = s
-        .get(fields::PHASES)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let definition = find(&phases, label_of(phase));
+    let declared = s.phases().items().to_vec();
+    let definition = find(Phases::of(&declared), label_of(phase));
     let commands = ctx.paths.directives.join("commands");
     let requests: Vec<Request> = definition
         .map(|d| proof::command_files(&commands, d))
@@ -155,7 +148,7 @@ fn transition(
 fn check_leaving(
     ctx: &Context,
     dir: &Path,
-    phases: &[Value],
+    phases: Phases<'_>,
     current: &str,
     requested: &str,
     proof: Option<&Proof>,
@@ -181,7 +174,8 @@ fn check_leaving(
         return proof::check_leaving(&leaving, proof, &cmd_dir, dir, requested);
     }
     let others_declare = phases.iter().any(|p| {
-        p.get("proof")
+        p.fields()
+            .get("proof")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
     });

@@ -13,7 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::schema::{self, proof_block};
-use preload_core::mechanisms::skill;
+use preload_core::state::PhaseDef;
 use preload_core::state::deep_merge;
 
 /// The notice for proof given as `key: value` lines.
@@ -105,10 +105,11 @@ fn provided_keys(proof: &Value) -> String {
 }
 
 /// The command files of a phase that exist in `dir`: its `steps` then its `commands`, named as
-/// the hooks name them ([`skill::command_names`]: `§CMD_` entries, a lowercase suffix such as
-/// `_file` dropped).
+/// the hooks name them ([`PhaseDef::command_names`]: `§CMD_` entries, a lowercase suffix such
+/// as `_file` dropped).
 pub fn command_files(dir: &Path, phase: &Map<String, Value>) -> Vec<PathBuf> {
-    skill::command_names(phase)
+    PhaseDef::new(phase)
+        .command_names()
         .into_iter()
         .map(|name| dir.join(format!("CMD_{name}.md")))
         .filter(|file| file.is_file())

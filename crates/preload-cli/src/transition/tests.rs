@@ -18,7 +18,9 @@ fn declared(labels: &[&str]) -> Vec<Value> {
 }
 
 fn verdict(phases: &[Value], current: &str, requested: &str) -> Verdict {
-    judge(phases, current, requested).unwrap().verdict
+    judge(Phases::of(phases), current, requested)
+        .unwrap()
+        .verdict
 }
 
 #[test]
@@ -57,7 +59,9 @@ fn labels_and_names_are_cut_as_the_engine_cuts_them() {
 fn malformed_labels_are_refused_with_the_engine_message() {
     let phases = declared(&["0", "1"]);
     for bad in ["Setup", "1a: x", "3.1AB: x", "3.1a: x", "3.: x"] {
-        let err = judge(&phases, "0: Setup", bad).unwrap_err().to_string();
+        let err = judge(Phases::of(&phases), "0: Setup", bad)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             format!(
@@ -66,8 +70,8 @@ fn malformed_labels_are_refused_with_the_engine_message() {
             )
         );
     }
-    assert!(judge(&phases, "0: Setup", "3.1A: x").is_ok());
-    assert!(judge(&phases, "0: Setup", "4.A.1.2: x").is_ok());
+    assert!(judge(Phases::of(&phases), "0: Setup", "3.1A: x").is_ok());
+    assert!(judge(Phases::of(&phases), "0: Setup", "4.A.1.2: x").is_ok());
 }
 
 #[test]
@@ -130,7 +134,7 @@ fn legacy_major_minor_phases_have_labels() {
         json!({"major": 2, "name": "C"}),
     ];
     assert_eq!(verdict(&phases, "1: A", "1.1: B"), Verdict::Sequential);
-    let j = judge(&phases, "1.1: B", "3: Z").unwrap();
+    let j = judge(Phases::of(&phases), "1.1: B", "3: Z").unwrap();
     assert_eq!(j.next, Some(("2".to_owned(), "C".to_owned())));
 }
 
@@ -143,28 +147,28 @@ fn rejections_read_as_the_engine_writes_them() {
         json!({"label": "3.B"}),
     ];
     let dir = Path::new("/p/sessions/s");
-    let j = judge(&phases, "0: Setup", "2.4: Close").unwrap();
+    let j = judge(Phases::of(&phases), "0: Setup", "2.4: Close").unwrap();
     assert_eq!(
         rejection(&j, "0: Setup", "2.4: Close", dir),
         "§CMD_UPDATE_PHASE: Non-sequential phase transition rejected.\n  Current phase: 0: Setup (label: 0)\n  Requested phase: 2.4: Close (label: 2.4)\n  Expected next: 1: Interrogation\n\n  To proceed: preload phase /p/sessions/s \"2.4: Close\" --user-approved \"Reason: ...\""
     );
-    let j = judge(&phases, "3.B: x", "3.A: y").unwrap();
+    let j = judge(Phases::of(&phases), "3.B: x", "3.A: y").unwrap();
     assert!(j.next.is_none());
     assert!(rejection(&j, "3.B: x", "3.A: y", dir).contains("(label: 3.A)\n\n  To proceed"));
-    let j = judge(&phases, "3.A: x", "3.B: y").unwrap();
+    let j = judge(Phases::of(&phases), "3.A: x", "3.B: y").unwrap();
     assert_eq!(
         rejection(&j, "3.A: x", "3.B: y", dir),
         "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: preload phase /p/sessions/s \"4: [NextPhase]\"\n\n  To proceed: preload phase /p/sessions/s \"3.B: y\" --user-approved \"Reason: ...\""
     );
     let nameless = vec![json!({"label": "0"}), json!({"label": "5"})];
-    let j = judge(&nameless, "0: x", "4.1: y").unwrap();
+    let j = judge(Phases::of(&nameless), "0: x", "4.1: y").unwrap();
     assert_eq!(j.next, Some(("5".to_owned(), "null".to_owned())));
 }
 
 #[test]
 fn an_appended_phase_is_sorted_in() {
     let phases = declared(&["4", "4.1", "10", "4.2"]);
-    let labels: Vec<String> = appended(&phases, "4.10", "Late")
+    let labels: Vec<String> = appended(Phases::of(&phases), "4.10", "Late")
         .iter()
         .map(|p| p["label"].as_str().unwrap().to_owned())
         .collect();

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use crate::primitives::memo::Memo;
 use crate::primitives::paths::EnginePaths;
 use crate::state::fields;
-use crate::state::refs::{self, Kind};
+use crate::state::refs;
+use crate::state::{Phases, State};
 
 /// Template fields of a skill, in delivery order.
 pub const TEMPLATE_FIELDS: [&str; 3] = [
@@ -128,12 +129,14 @@ impl Skills {
 }
 
 impl Skill {
-    /// The `phases` array (empty when absent).
-    pub fn phases(&self) -> &[Value] {
-        self.definition
-            .get(fields::PHASES)
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
+    /// The declared phases (none when `phases` is absent).
+    pub fn phases(&self) -> Phases<'_> {
+        Phases::of(
+            self.definition
+                .get(fields::PHASES)
+                .and_then(Value::as_array)
+                .map_or(&[], Vec::as_slice),
+        )
     }
 
     /// The template files that exist, resolved against the skill folder.
@@ -164,77 +167,20 @@ pub fn templates_of(fields: &Map<String, Value>, skill_dir: &Path) -> Vec<PathBu
         .collect()
 }
 
-fn label_string(phase: &Map<String, Value>) -> Option<String> {
-    match phase.get("label")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn legacy_label(phase: &Map<String, Value>) -> Option<String> {
-    let major = phase.get("major")?.as_i64()?;
-    match phase.get("minor").and_then(Value::as_i64).unwrap_or(0) {
-        0 => Some(major.to_string()),
-        minor => Some(format!("{major}.{minor}")),
-    }
-}
-
-/// The phase whose label (or legacy `major`/`minor`) is `label`.
-pub fn find_phase<'a>(phases: &'a [Value], label: &str) -> Option<&'a Map<String, Value>> {
-    let objects = || phases.iter().filter_map(Value::as_object);
-    objects()
-        .find(|p| label_string(p).as_deref() == Some(label))
-        .or_else(|| objects().find(|p| legacy_label(p).as_deref() == Some(label)))
-}
-
-/// The name of phase `label` in `phases` (`""` when there is none).
-pub fn phase_name<'a>(phases: &'a [Value], label: &str) -> &'a str {
-    find_phase(phases, label)
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// The command names of a phase: `steps` then `commands`, entries starting with `§CMD_`,
-/// suffix-stripped, without duplicates. `proof` is never read.
-pub fn command_names(phase: &Map<String, Value>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for field in ["steps", "commands"] {
-        let Some(items) = phase.get(field).and_then(Value::as_array) else {
-            continue;
-        };
-        for entry in items
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|s| s.starts_with("§CMD_"))
-        {
-            for reference in refs::scan(entry)
-                .into_iter()
-                .filter(|r| r.kind == Kind::Cmd)
-                .take(1)
-            {
-                if !out.contains(&reference.name) {
-                    out.push(reference.name);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// `resolve_phase_cmds`: the existing command files of phase `label` in `phases`, then the
 /// skill's templates. One resolver for Phase 0 (templates hook) and Phase N (phase commands).
 pub fn resolve_phase_cmds(
     paths: &EnginePaths,
-    phases: &[Value],
+    phases: Phases<'_>,
     label: &str,
     template_fields: &Map<String, Value>,
     skill_dir: &Path,
 ) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = find_phase(phases, label)
+    let mut out: Vec<PathBuf> = phases
+        .find(label)
         .map(|phase| {
-            command_names(phase)
+            phase
+                .command_names()
                 .iter()
                 .map(|n| paths.command_file(n))
                 .filter(|p| p.is_file())
@@ -247,42 +193,6 @@ pub fn resolve_phase_cmds(
         }
     }
     out
-}
-
-/// The sort key of a phase label: numeric segments zero-padded to 3 (`"3.A"` → `"003.A"`),
-/// so `"10"` sorts after `"9"` as `session.sh` sorts them.
-pub fn label_sort_key(label: &str) -> String {
-    label
-        .split('.')
-        .map(|seg| {
-            if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-                format!("{seg:0>3}")
-            } else {
-                seg.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// `"<label>: <name>"` of a phase (the form of `currentPhase`).
-pub fn phase_string(phase: &Map<String, Value>) -> Option<String> {
-    let label = label_string(phase).or_else(|| legacy_label(phase))?;
-    let name = phase.get("name").and_then(Value::as_str).unwrap_or("");
-    Some(format!("{label}: {name}").trim_end().to_owned())
-}
-
-/// The first phase by label sort, as `"<label>: <name>"`.
-pub fn first_phase(phases: &[Value]) -> Option<String> {
-    phases
-        .iter()
-        .filter_map(Value::as_object)
-        .filter_map(|p| {
-            let label = label_string(p).or_else(|| legacy_label(p))?;
-            Some((label_sort_key(&label), p))
-        })
-        .min_by(|a, b| a.0.cmp(&b.0))
-        .and_then(|(_, p)| phase_string(p))
 }
 
 /// True when `fields` names at least one template.
@@ -303,10 +213,10 @@ fn has_template_field(fields: &Map<String, Value>) -> bool {
 pub fn session_phase_cmds(
     paths: &EnginePaths,
     skills: &Skills,
-    state: &Map<String, Value>,
+    state: &State,
     label: &str,
 ) -> Vec<PathBuf> {
-    let Some(name) = state.get(fields::SKILL).and_then(Value::as_str) else {
+    let Some(name) = state.str(fields::SKILL) else {
         return Vec::new();
     };
     if !is_valid_name(name) {
@@ -314,23 +224,21 @@ pub fn session_phase_cmds(
     }
     let loaded = std::cell::OnceCell::new();
     let skill = || loaded.get_or_init(|| skills.load(paths, name)).as_deref();
-    let phases = match state
-        .get(fields::PHASES)
-        .and_then(Value::as_array)
-        .filter(|p| !p.is_empty())
-    {
-        Some(phases) => phases.as_slice(),
-        None => skill().map_or(&[][..], Skill::phases),
+    let declared = state.phases();
+    let phases = if declared.is_empty() {
+        skill().map_or_else(Phases::default, Skill::phases)
+    } else {
+        declared
     };
     let empty = Map::new();
-    let fields = if has_template_field(state) {
-        state
+    let fields = if has_template_field(state.map()) {
+        state.map()
     } else {
         skill().map_or(&empty, |s| &s.definition)
     };
     let skill_dir = paths.skills.join(name);
     let mut out = resolve_phase_cmds(paths, phases, label, fields, &skill_dir);
-    if let Some(chosen) = chosen_mode(state) {
+    if let Some(chosen) = chosen_mode(state.map()) {
         let modes = state
             .get(fields::MODES)
             .or_else(|| skill().and_then(|s| s.definition.get(fields::MODES)));

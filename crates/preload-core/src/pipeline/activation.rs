@@ -17,7 +17,7 @@ use crate::primitives::clock;
 use crate::primitives::lock::StateLock;
 use crate::primitives::process;
 use crate::state::fields;
-use crate::state::{self, IN_CONTEXT, Lifecycle, Phase, QUEUED, State};
+use crate::state::{self, IN_CONTEXT, Lifecycle, Phase, PhaseDef, QUEUED, State};
 
 /// Static fields copied from a skill's SKILL.md into its session (as `session.sh` does).
 pub const SKILL_STATIC_FIELDS: [&str; 10] = [
@@ -270,12 +270,8 @@ fn activate_state(
         }
     }
     if fresh || changed || s.current_phase().is_none() {
-        let phases = s
-            .get(fields::PHASES)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let first = skill::first_phase(&phases).unwrap_or_else(|| "Phase 1: Setup".to_owned());
+        let first = s.phases().first().and_then(PhaseDef::to_phase_string);
+        let first = first.unwrap_or_else(|| "Phase 1: Setup".to_owned());
         s.set_current_phase(&first);
     }
     // A session taken over from another (dead) process starts a new context window.

@@ -70,7 +70,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let mut packer = Packer::new(ctx.budget);
     let batch = ledger::update(ctx, &target, |s| {
         let phase_files: Vec<Request> =
-            skill::session_phase_cmds(&ctx.paths, &ctx.skills, s.map(), label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, s, label)
                 .into_iter()
                 .map(|p| Request::new(p.to_string_lossy(), source.clone()))
                 .collect();

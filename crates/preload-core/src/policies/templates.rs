@@ -17,7 +17,7 @@ use crate::pipeline::preload::{self, Audience, Mode, Request};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::Packer;
 use crate::state::fields;
-use crate::state::{Phase, State};
+use crate::state::{Phase, PhaseDef, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -111,13 +111,10 @@ impl Wanted {
         let source = format!("templates({name})");
         // The state's phases and templates when it is this skill's session, else the skill's.
         let phase_files = if s.str(fields::SKILL) == Some(name.as_str()) {
-            skill::session_phase_cmds(&ctx.paths, &ctx.skills, s.map(), &label)
+            skill::session_phase_cmds(&ctx.paths, &ctx.skills, s, &label)
         } else {
-            let mut only = serde_json::Map::new();
-            only.insert(
-                fields::SKILL.into(),
-                serde_json::Value::String(name.clone()),
-            );
+            let mut only = State::default();
+            only.set(fields::SKILL, serde_json::Value::String(name.clone()));
             skill::session_phase_cmds(&ctx.paths, &ctx.skills, &only, &label)
         };
         let phase_name = match trigger {
@@ -125,7 +122,12 @@ impl Wanted {
             Trigger::Skill(_) => ctx
                 .skills
                 .load(&ctx.paths, &name)
-                .map(|k| skill::phase_name(k.phases(), &label).to_owned())
+                .map(|k| {
+                    k.phases()
+                        .find(&label)
+                        .map_or("", PhaseDef::name)
+                        .to_owned()
+                })
                 .unwrap_or_default(),
         };
         Some(Self {

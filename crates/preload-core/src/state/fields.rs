@@ -35,7 +35,7 @@ pub const FAST_TRACK: &str = "fastTrack";
 /// `"<label>: <name>"` (read and written as [`crate::state::Phase`]).
 pub(crate) const CURRENT_PHASE: &str = "currentPhase";
 /// The skill's phases.
-pub const PHASES: &str = "phases";
+pub(crate) const PHASES: &str = "phases";
 /// Past transitions.
 pub const PHASE_HISTORY: &str = "phaseHistory";
 /// True from activation until the first phase change.

@@ -34,24 +34,14 @@ fn the_block_with_phases_is_chosen() {
 #[test]
 fn letter_branch_phases_resolve() {
     let def = definition(SKILL).unwrap();
-    let phases = def["phases"].as_array().unwrap();
-    let p = find_phase(phases, "3.A").unwrap();
-    assert_eq!(command_names(p), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
+    let phases = Phases::of(def["phases"].as_array().unwrap());
+    let p = phases.find("3.A").unwrap();
+    assert_eq!(p.command_names(), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
     assert_eq!(
-        command_names(find_phase(phases, "1").unwrap()),
+        phases.find("1").unwrap().command_names(),
         ["INTERROGATE", "ASK_ROUND", "LOG_INTERACTION"]
     );
-    assert!(find_phase(phases, "9").is_none());
-}
-
-#[test]
-fn legacy_major_minor_labels() {
-    let phases = vec![
-        json!({"major": 4, "minor": 2, "steps": ["§CMD_X"]}),
-        json!({"major": 2, "minor": 0}),
-    ];
-    assert!(find_phase(&phases, "4.2").is_some());
-    assert!(find_phase(&phases, "2").is_some());
+    assert!(phases.find("9").is_none());
 }
 
 #[test]
@@ -66,7 +56,7 @@ fn resolver_keeps_existing_files_and_templates() {
     std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
     let def = definition(SKILL).unwrap();
     let phases = def["phases"].as_array().unwrap();
-    let got = resolve_phase_cmds(&paths, phases, "0", &def, &skill_dir);
+    let got = resolve_phase_cmds(&paths, Phases::of(phases), "0", &def, &skill_dir);
     assert_eq!(
         got,
         vec![
@@ -74,19 +64,6 @@ fn resolver_keeps_existing_files_and_templates() {
             skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
         ]
     );
-}
-
-#[test]
-fn first_phase_sorts_labels_numerically() {
-    let phases = vec![
-        json!({"label": "10", "name": "Late"}),
-        json!({"label": "3.A", "name": "Build Loop"}),
-        json!({"label": "2", "name": "Planning"}),
-    ];
-    assert_eq!(first_phase(&phases).as_deref(), Some("2: Planning"));
-    assert_eq!(label_sort_key("3.A"), "003.A");
-    assert!(label_sort_key("10") > label_sort_key("9"));
-    assert_eq!(first_phase(&[]), None);
 }
 
 #[test]
@@ -101,14 +78,30 @@ fn session_phases_win_over_the_skill_file() {
     std::fs::write(paths.skill_file("implement"), SKILL).unwrap();
     let state =
         json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]});
-    let got = session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0");
+    let got = session_phase_cmds(
+        &paths,
+        &Skills::default(),
+        &State::from_map(state.as_object().unwrap().clone()),
+        "0",
+    );
     assert_eq!(got, vec![cmds.join("CMD_FROM_STATE.md")]);
     let state = json!({"skill": "implement"});
-    let got = session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0");
+    let got = session_phase_cmds(
+        &paths,
+        &Skills::default(),
+        &State::from_map(state.as_object().unwrap().clone()),
+        "0",
+    );
     assert_eq!(got, vec![cmds.join("CMD_REPORT_INTENT.md")]);
     let state = json!({"skill": "../etc"});
     assert!(
-        session_phase_cmds(&paths, &Skills::default(), state.as_object().unwrap(), "0").is_empty()
+        session_phase_cmds(
+            &paths,
+            &Skills::default(),
+            &State::from_map(state.as_object().unwrap().clone()),
+            "0"
+        )
+        .is_empty()
     );
 }
 

@@ -51,11 +51,10 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
     }
     let standards = crate::mechanisms::session::core_seeds(ctx);
     let label = state.current_phase().map_or("", Phase::label);
-    let phase_files: Vec<String> =
-        skill::session_phase_cmds(&ctx.paths, &ctx.skills, state.map(), label)
-            .iter()
-            .map(|p| ctx.normalize(&p.to_string_lossy()))
-            .collect();
+    let phase_files: Vec<String> = skill::session_phase_cmds(&ctx.paths, &ctx.skills, state, label)
+        .iter()
+        .map(|p| ctx.normalize(&p.to_string_lossy()))
+        .collect();
     let directives: Vec<String> = match state.get(fields::TOUCHED_DIRS) {
         Some(Value::Object(map)) => map
             .values()

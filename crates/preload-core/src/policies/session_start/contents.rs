@@ -223,7 +223,7 @@ fn skill_requests(ctx: &Context, state: &State) -> Vec<Request> {
     }
     let phase = state.current_phase().unwrap_or(Phase::new("0"));
     let label = phase.label();
-    for path in skill::session_phase_cmds(&ctx.paths, &ctx.skills, state.map(), label) {
+    for path in skill::session_phase_cmds(&ctx.paths, &ctx.skills, state, label) {
         out.push(Request::new(
             path.to_string_lossy(),
             format!("phase-cmds({label})"),
