@@ -291,15 +291,6 @@ impl InContext {
         }
     }
 
-    fn entries<'s>(&self, state: &'s State) -> impl Iterator<Item = &'s str> {
-        state
-            .get(&self.key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-    }
-
     /// Whether `normalized` is already in context in `state`, and how; identities come from
     /// `ids`.
     pub fn check(&mut self, state: &State, normalized: &str, ids: &FileIds) -> Option<Hit> {
@@ -322,8 +313,8 @@ impl InContext {
             return None;
         }
         if self.inodes.is_none() {
-            let all = self
-                .entries(state)
+            let all = state
+                .entries_of(&self.key)
                 .filter_map(|p| ids.get(p))
                 .map(|i| i.id)
                 .collect();
@@ -335,8 +326,22 @@ impl InContext {
             .then_some(Hit::Inode)
     }
 
+    /// Add to the state's array a file this index's last [`Self::check`] of it found absent:
+    /// appended without searching the array again (on a large state, five thousand entries a
+    /// delivered file).
+    pub fn append(&mut self, state: &mut State, normalized: &str, ids: &FileIds) {
+        debug_assert!(
+            !state.entries_of(&self.key).any(|p| p == normalized),
+            "{normalized} appended twice"
+        );
+        state
+            .array_mut(&self.key)
+            .push(Value::String(normalized.to_owned()));
+        self.add(normalized, ids);
+    }
+
     /// Note a file just added to the state's array.
-    pub fn add(&mut self, normalized: &str, ids: &FileIds) {
+    fn add(&mut self, normalized: &str, ids: &FileIds) {
         if let Some(names) = self.names.as_mut() {
             names.expected += 1;
         }

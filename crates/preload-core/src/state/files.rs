@@ -63,8 +63,13 @@ pub const QUEUED: Paths<'static> = Paths::Queued(Audience::Main);
 impl State {
     /// The paths of `list`, in order, read where they are.
     pub fn paths(&self, list: Paths<'_>) -> impl Iterator<Item = &str> {
+        self.entries_of(&list.key())
+    }
+
+    /// The strings of the array field `key`, in order.
+    pub(crate) fn entries_of(&self, key: &str) -> impl Iterator<Item = &str> + use<'_> {
         self.map
-            .get(list.key().as_ref())
+            .get(key)
             .and_then(Value::as_array)
             .into_iter()
             .flatten()

@@ -90,9 +90,8 @@ impl<'a, 'w> Pass<'a, 'w> {
         }
         set_parts_done(state, &self.parts_key, path, None);
         clear_parts_held(state, &self.cut_key, path);
-        state.add_path(Paths::InContext(self.audience), path);
+        self.in_context.append(state, path, &self.ctx.file_ids);
         self.unqueue(state, path, &request.path);
-        self.in_context.add(path, &self.ctx.file_ids);
         self.stamp(state, path, &found);
         self.batch
             .note(Event::DirectDeliver, path, &request.source, "new");
@@ -257,9 +256,8 @@ impl<'a, 'w> Pass<'a, 'w> {
         // Fully out: into the audience's files in context, out of the queue, in the same write.
         set_parts_done(state, &self.parts_key, path, None);
         clear_parts_held(state, &self.cut_key, path);
-        state.add_path(Paths::InContext(self.audience), path);
+        self.in_context.append(state, path, &self.ctx.file_ids);
         self.unqueue(state, path, &request.path);
-        self.in_context.add(path, &self.ctx.file_ids);
         self.stamp(state, path, &found);
         let event = if mode == Mode::Direct {
             Event::DirectDeliver
