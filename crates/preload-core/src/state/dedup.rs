@@ -99,7 +99,7 @@ fn base_name(path: &str) -> &str {
 /// discovery on a session with thousands of files checks a hundred) then finds the entries of a
 /// name through an index of their names' hashes (from its first check when it said it would
 /// make many, [`Self::expect`]), which follows the array as the pass appends to
-/// it ([`Self::add`]). An array of another length than those appends make, or whose last indexed
+/// it ([`Self::append`]). An array of another length than those appends make, or whose last indexed
 /// entry moved, is indexed again, and every entry the index points to is read and compared
 /// before it counts.
 #[derive(Debug)]
