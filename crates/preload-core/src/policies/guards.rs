@@ -183,10 +183,11 @@ fn mark_dehydrating(ctx: &Context, path: &Path) {
 }
 
 /// A call in the owner's session, whose state `read` was read once, without the lock, and the
-/// call decided on that read; the counters go to their own file (see [`counters`]). The lock is taken only
-/// when the decision changes the state (discovery, a claim, a stash, a delivered rule, the
-/// conversation's records), and then the decision is made again on what the locked read finds
-/// unless that is what was decided on.
+/// call decided on that read; the counters go to their own file (see [`counters`]). The lock
+/// is taken only when the decision changes the state (discovery, a claim, a stash, a delivered
+/// rule, the conversation's records), and then the decision is made again on what the locked
+/// read finds unless that is what was decided on. A call with a seed to adopt or a
+/// conversation to tag ([`ledger::is_due`]) decides once, under the lock.
 /// When the lock cannot be had in time, the answer still stands on the unlocked read: the
 /// rules' verdict, allow-rule text in the answer itself, queued files left queued.
 fn session_call(
@@ -235,40 +236,43 @@ fn session_call(
         ));
     }
     let due = ledger::is_due(ctx, &record, &base);
-    let (trial, plan) = trial_decision(ctx, call, rules, base, &target, engine);
     // Under the lock: the counters as they are then, not this call's view of them.
     let mirror = |s: &mut State| {
         if view.is_some() {
             counters::mirror_latest(path, s);
         }
     };
-    if !trial.changed() && !due {
-        if mirrored {
-            // Only the counters' mirror for the engine's readers: never worth a wait (a native
-            // holder of the lock took it after this count, and mirrors it).
-            let known = || {
-                let mut s = trial;
-                mirror(&mut s);
-                Some((s, ()))
-            };
-            let _ = state::update_read(
-                path,
-                Instant::now(),
-                Durability::PerCall,
-                Some(&text),
-                known,
-                mirror,
-            );
-        }
-        return Ok(plan);
-    }
     let change = |s: &mut State| {
         mirror(s);
         decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
     };
     let locked = if due {
+        // A seed to adopt or a conversation to tag: the decision is made once, under the lock,
+        // on what the adoption makes of the state (a trial on the unlocked read would be thrown
+        // away).
         ledger::update(ctx, &record, change)
     } else {
+        let (trial, plan) = trial_decision(ctx, call, rules, base, &target, engine);
+        if !trial.changed() {
+            if mirrored {
+                // Only the counters' mirror for the engine's readers: never worth a wait (a
+                // native holder of the lock took it after this count, and mirrors it).
+                let known = || {
+                    let mut s = trial;
+                    mirror(&mut s);
+                    Some((s, ()))
+                };
+                let _ = state::update_read(
+                    path,
+                    Instant::now(),
+                    Durability::PerCall,
+                    Some(&text),
+                    known,
+                    mirror,
+                );
+            }
+            return Ok(plan);
+        }
         // While the file is what was read, the trial's decision stands.
         let known = || {
             let mut s = trial;
