@@ -19,9 +19,19 @@ fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
 }
 
 fn install(sb: &Sandbox, more: &[&str]) -> Answer {
+    for_codex(sb, "install", more)
+}
+
+/// `preload doctor --agent codex` with the built binaries as the prefix.
+fn doctor(sb: &Sandbox) -> Answer {
+    for_codex(sb, "doctor", &[])
+}
+
+/// `preload <command> --agent codex --prefix <built binaries> <more>`.
+fn for_codex(sb: &Sandbox, command: &str, more: &[&str]) -> Answer {
     let prefix = built();
     let mut args = vec![
-        "install",
+        command,
         "--agent",
         "codex",
         "--prefix",
@@ -164,16 +174,7 @@ fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
     fs::write(&config, "model = \"m\"\n\n[features]\nhooks = false\n").unwrap();
     let out = install(&sb, &[]);
     assert!(out.stdout.contains("turns hooks off"), "{}", out.stdout);
-    let doctor = preload(
-        &sb,
-        &[
-            "doctor",
-            "--agent",
-            "codex",
-            "--prefix",
-            built().to_str().unwrap(),
-        ],
-    );
+    let doctor = doctor(&sb);
     assert!(
         doctor.stdout.contains("FAIL  codex:") && doctor.stdout.contains("turns hooks off"),
         "{}",
@@ -195,19 +196,7 @@ fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
 #[test]
 fn doctor_checks_the_codex_wiring_registration_by_registration() {
     let sb = Sandbox::bare();
-    let doctor = || {
-        preload(
-            &sb,
-            &[
-                "doctor",
-                "--agent",
-                "codex",
-                "--prefix",
-                built().to_str().unwrap(),
-            ],
-        )
-    };
-    let none = doctor();
+    let none = doctor(&sb);
     assert!(
         none.stdout
             .contains("FAIL  codex: no hooks.json wires the preload hooks"),
@@ -215,7 +204,7 @@ fn doctor_checks_the_codex_wiring_registration_by_registration() {
         none.stdout
     );
     assert_eq!(install(&sb, &[]).code, 0);
-    let ok = doctor();
+    let ok = doctor(&sb);
     assert!(
         ok.stdout.contains("wires every registration once"),
         "{}",
@@ -229,7 +218,7 @@ fn doctor_checks_the_codex_wiring_registration_by_registration() {
         .unwrap()
         .remove(0);
     fs::write(&file, doc.to_string()).unwrap();
-    let missing = doctor();
+    let missing = doctor(&sb);
     assert!(
         missing
             .stdout

@@ -9,9 +9,7 @@ use serde_json::json;
 use crate::client::{self, Options, Run};
 use crate::model::{ModelServer, Request, Script, Step, bash, tool};
 use crate::received::Received;
-use crate::support::{
-    Paths, assert_clean, client_or_skip, dump, notice, report_cost, request_summary,
-};
+use crate::support::{self, Paths, assert_clean, client_or_skip, dump, notice, request_summary};
 use crate::world::{SESSION, World};
 
 /// The prompt that starts `/implement` (the client expands the skill itself).
@@ -159,38 +157,10 @@ impl Scenario {
         &self.world.sandbox.log
     }
 
-    /// The checks every context gets: each file of `files` (what the hooks logged as delivered
-    /// into it, and what the scenario expects) reached the model exactly once, no block came
-    /// twice, the skill's SKILL.md at most once (the client's own expansions included), no literal
-    /// backslash-n; then prints the context cost.
+    /// The checks every context gets ([`support::assert_context`]).
     pub fn assert_context(&self, what: &str, got: &Received, files: &[String], saved: &Path) {
-        assert!(
-            !files.is_empty(),
-            "{}: {what}: no file to check (a vacuous pass)",
-            self.name
-        );
-        assert_clean(
-            self.name,
-            &format!("{what}: every preloaded file exactly once"),
-            &got.check_each_once(files),
-            got,
-            saved,
-        );
-        assert_clean(
-            self.name,
-            &format!("{what}: the skill's protocol at most once"),
-            &got.check_skill_at_most_once(&self.paths().skill_dir()),
-            got,
-            saved,
-        );
-        assert_clean(
-            self.name,
-            &format!("{what}: real newlines"),
-            &got.check_no_literal_newlines(),
-            got,
-            saved,
-        );
-        report_cost(self.name, what, got);
+        let skill_dir = self.paths().skill_dir();
+        support::assert_context(self.name, what, got, files, &skill_dir, Vec::new(), saved);
     }
 
     /// The skill's SKILL.md reached this context exactly once, counting the client's own

@@ -145,6 +145,41 @@ fn copy_tree_files(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The checks every context gets: each file of `files` (what the hooks logged as delivered into
+/// it, and what the scenario expects; none is a vacuous pass) reached the model exactly once, no
+/// block came twice, the skill's SKILL.md (in `skill_dir`) at most once (the client's own
+/// expansions included), no literal backslash-n, then a client's own checks (`more`: what each
+/// checks, its problems); then prints the context cost.
+pub fn assert_context(
+    scenario: &str,
+    what: &str,
+    got: &Received,
+    files: &[String],
+    skill_dir: &str,
+    more: Vec<(&str, Vec<String>)>,
+    saved: &Path,
+) {
+    assert!(
+        !files.is_empty(),
+        "{scenario}: {what}: no file to check (a vacuous pass)"
+    );
+    let checks = [
+        (
+            "every preloaded file exactly once",
+            got.check_each_once(files),
+        ),
+        (
+            "the skill's protocol at most once",
+            got.check_skill_at_most_once(skill_dir),
+        ),
+        ("real newlines", got.check_no_literal_newlines()),
+    ];
+    for (check, problems) in checks.into_iter().chain(more) {
+        assert_clean(scenario, &format!("{what}: {check}"), &problems, got, saved);
+    }
+    report_cost(scenario, what, got);
+}
+
 /// Fails with every problem, the headers received, and where the requests were saved.
 pub fn assert_clean(
     scenario: &str,

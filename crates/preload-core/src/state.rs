@@ -335,12 +335,17 @@ impl State {
         }
     }
 
-    /// Append `item` to the string array `key` unless it is already there; true when added.
-    pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
-        let present = match self.map.get(key) {
+    /// Whether the array field `key` holds the string `item`.
+    pub(crate) fn holds_text(&self, key: &str, item: &str) -> bool {
+        match self.map.get(key) {
             Some(Value::Array(items)) => items.iter().any(|v| is_text(v, item)),
             _ => false,
-        };
+        }
+    }
+
+    /// Append `item` to the string array `key` unless it is already there; true when added.
+    pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
+        let present = self.holds_text(key, item);
         if !present {
             self.array_mut(key).push(Value::String(item.to_owned()));
         }
@@ -349,11 +354,7 @@ impl State {
 
     /// Remove every occurrence of `item` from the string array `key`; true when any was removed.
     pub fn remove_item(&mut self, key: &str, item: &str) -> bool {
-        let present = match self.map.get(key) {
-            Some(Value::Array(items)) => items.iter().any(|v| is_text(v, item)),
-            _ => false,
-        };
-        if !present {
+        if !self.holds_text(key, item) {
             return false;
         }
         if let Some(Value::Array(items)) = self.value_mut(key) {

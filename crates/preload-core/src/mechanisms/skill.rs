@@ -131,12 +131,7 @@ impl Skills {
 impl Skill {
     /// The declared phases (none when `phases` is absent).
     pub fn phases(&self) -> Phases<'_> {
-        Phases::of(
-            self.definition
-                .get(fields::PHASES)
-                .and_then(Value::as_array)
-                .map_or(&[], Vec::as_slice),
-        )
+        Phases::declared_in(&self.definition)
     }
 
     /// The template files that exist, resolved against the skill folder.

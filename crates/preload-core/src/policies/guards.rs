@@ -284,7 +284,7 @@ fn session_call(
     match locked {
         Ok(plan) => Ok(plan),
         Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
-            // The read again, as it was before the trial (it parsed once, so it parses).
+            // The read again, as it was before any decision (it parsed once, so it parses).
             let mut unlocked = State::parse(&text).unwrap_or_default();
             if let Some(view) = &view {
                 view.mirror(&mut unlocked);

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{State, fields, is_text};
+use super::{State, fields};
 
 /// Whose context window.
 ///
@@ -83,11 +83,9 @@ impl State {
 
     /// Whether `path` is in `list`.
     pub fn has_path(&self, list: Paths<'_>, path: &str) -> bool {
-        self.map
-            .get(list.key().as_ref())
-            .and_then(Value::as_array)
-            .is_some_and(|items| items.iter().any(|v| is_text(v, path)))
+        self.holds_text(&list.key(), path)
     }
+
 
     /// Append `path` to `list` unless it is there; true when added. A list that is not an
     /// array is started afresh.

@@ -23,6 +23,17 @@ impl<'a> Phases<'a> {
         Self(items)
     }
 
+    /// The phases a document declares in its `phases` (none when absent or not an array): a
+    /// state's, or a skill's definition.
+    pub fn declared_in(document: &'a Map<String, Value>) -> Self {
+        Self::of(
+            document
+                .get(fields::PHASES)
+                .and_then(Value::as_array)
+                .map_or(&[], Vec::as_slice),
+        )
+    }
+
     /// The entries as written, for a writer that adds one.
     pub fn items(self) -> &'a [Value] {
         self.0
@@ -149,11 +160,7 @@ pub fn label_sort_key(label: &str) -> String {
 impl State {
     /// The phases the state declares (none when `phases` is absent or not an array).
     pub fn phases(&self) -> Phases<'_> {
-        Phases::of(
-            self.get(fields::PHASES)
-                .and_then(Value::as_array)
-                .map_or(&[], Vec::as_slice),
-        )
+        Phases::declared_in(self.map())
     }
 
     /// Declare `phases` (the entries as written).

@@ -14,20 +14,25 @@ use serde_json::{Map, Value};
 /// The text is written into a buffer of its size, found first: grown by doubling instead, the
 /// render of a large state touched three times its size in fresh pages, each a page fault.
 pub fn to_string_map(map: &Map<String, Value>, extra: usize) -> String {
-    let mut out = String::with_capacity(object_len(map, 0) + extra);
-    write_object(&mut out, map, 0);
-    out
+    to_string_of(entries_of(map), extra)
 }
 
 /// The object of `entries`, in order, as [`to_string_map`] writes a map of them: for a record
 /// made of another document's fields, written without copying them.
 pub fn to_string_entries(entries: &[(&str, &Value)], extra: usize) -> String {
-    let mut out = String::with_capacity(entries_len(entries.iter().copied(), 0) + extra);
-    write_entries(&mut out, entries.iter().copied(), 0);
+    to_string_of(entries.iter().copied(), extra)
+}
+
+fn to_string_of<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)> + Clone,
+    extra: usize,
+) -> String {
+    let mut out = String::with_capacity(entries_len(entries.clone(), 0) + extra);
+    write_entries(&mut out, entries, 0);
     out
 }
 
-fn entries_of(map: &Map<String, Value>) -> impl ExactSizeIterator<Item = (&str, &Value)> {
+fn entries_of(map: &Map<String, Value>) -> impl ExactSizeIterator<Item = (&str, &Value)> + Clone {
     map.iter().map(|(key, value)| (key.as_str(), value))
 }
 
