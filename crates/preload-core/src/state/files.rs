@@ -86,7 +86,6 @@ impl State {
         self.holds_text(&list.key(), path)
     }
 
-
     /// Append `path` to `list` unless it is there; true when added. A list that is not an
     /// array is started afresh.
     pub fn add_path(&mut self, list: Paths<'_>, path: &str) -> bool {
