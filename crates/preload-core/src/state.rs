@@ -288,7 +288,8 @@ impl State {
             return;
         }
         self.changed = true;
-        self.map.insert(key.to_owned(), value);
+        // The value replaced may be thousands of paths (a window's files cleared at a start).
+        crate::primitives::system::entry::release(self.map.insert(key.to_owned(), value));
     }
 
     /// A field, to change in place: marks the state changed when it is there.

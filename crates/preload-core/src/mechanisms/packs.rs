@@ -174,26 +174,16 @@ pub fn resolve_path(project_root: &Path, home: &Path, path: &str) -> PathBuf {
 
 /// True when `path` is a pack key (`…/context-packs.json#<name>`).
 ///
-/// The name is read from the end, up to the first byte a name cannot hold, which must be the
-/// `#`: a file path is told apart in the few bytes after its last `/` instead of searched whole
-/// for a `#` (a start looks at every path of the context window, thousands on a large state).
+/// Found by its last `#` (a vector search from the end): a start asks this of every path of
+/// the context window, thousands on a large state, and a file path rarely holds a `#` at all.
 pub fn is_key(path: &str) -> bool {
-    let name_len = path
-        .bytes()
-        .rev()
-        .take_while(|&b| crate::primitives::paths::is_name_byte(b))
-        .count();
-    let Some(file) = path
-        .len()
-        .checked_sub(name_len + 1)
-        .filter(|&hash| path.as_bytes()[hash] == b'#')
-        .map(|hash| &path[..hash])
-    else {
+    let Some(hash) = crate::primitives::bytes::rfind(b'#', path.as_bytes()) else {
         return false;
     };
-    file.strip_suffix(KEY_FILE_NAME)
+    path[..hash]
+        .strip_suffix(KEY_FILE_NAME)
         .is_some_and(|dir| dir.ends_with('/'))
-        && crate::primitives::paths::is_safe_name(&path[path.len() - name_len..])
+        && crate::primitives::paths::is_safe_name(&path[hash + 1..])
 }
 
 /// The pack name of a key.

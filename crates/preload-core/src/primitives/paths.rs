@@ -262,7 +262,7 @@ pub fn is_safe_name(name: &str) -> bool {
 }
 
 /// A byte a safe name ([`is_safe_name`]) may hold: an ASCII letter or digit, `.`, `_`, `-`.
-pub fn is_name_byte(b: u8) -> bool {
+fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
 }
 

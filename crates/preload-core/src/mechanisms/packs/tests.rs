@@ -306,6 +306,11 @@ fn the_projects_pack_wins_by_name() {
     assert!(!is_key("/p/.claude/my-context-packs.json#x"));
     assert!(!is_key("context-packs.json#x"));
     assert!(!is_key("/p/.claude/context-packs.json#../x"));
+    assert!(!is_key("/p/.claude/context-packs.json#"));
+    assert!(!is_key("/p/.claude/context-packs.json#a#b"));
+    // A `#` before the last `/` is part of a directory's name.
+    assert!(!is_key("/p/a#b/.claude/context-packs.json"));
+    assert!(is_key("/p/a#b/.claude/context-packs.json#x"));
 }
 
 #[test]
