@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, STATE_FILE};
+use crate::primitives::bytes;
 use crate::primitives::file;
 use crate::primitives::paths;
 use crate::primitives::process;
@@ -92,14 +93,16 @@ fn look(
         }
     }
     let path = root.join(name).join(STATE_FILE);
-    let text = file::read_text(&path, state::MAX_STATE_BYTES)?;
-    if !text.contains(fields::DEHYDRATED_CONTEXT) {
+    // Most states hold none: their bytes are searched, and only a state that names one is
+    // taken as text and parsed.
+    let read = file::read_regular(&path, state::MAX_STATE_BYTES).ok()?;
+    if !bytes::contains(&read, fields::DEHYDRATED_CONTEXT.as_bytes()) {
         if let (Some(plain), Some(key), Some(print)) = (plain, key, print) {
             plain.note(key, print);
         }
         return None;
     }
-    let state = State::parse(&text).ok()?;
+    let state = State::parse(&file::lossy_text(read)).ok()?;
     let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
         return None;
     };
@@ -147,58 +150,62 @@ impl Print {
         })
     }
 
-    /// What [`Print`]'s `Display` wrote (every list line is parsed on a scan: by hand, a
-    /// fifth of the instructions of splitting and `str::parse`).
-    fn parse(text: &str) -> Option<Self> {
-        // Seven numbers, each a sign and a magnitude, parted by ':' or '.'.
-        let mut numbers = [(false, 0_u64); 7];
-        let mut bytes = text.bytes();
-        for (i, (negative, magnitude)) in numbers.iter_mut().enumerate() {
-            let mut digits = 0;
-            loop {
-                match bytes.next() {
-                    Some(b'-') if digits == 0 && !*negative => *negative = true,
-                    Some(digit @ b'0'..=b'9') => {
-                        *magnitude = magnitude
-                            .checked_mul(10)?
-                            .checked_add(u64::from(digit - b'0'))?;
-                        digits += 1;
-                    }
-                    Some(b':' | b'.') if i < 6 && digits > 0 => break,
-                    None if i == 6 && digits > 0 => break,
-                    _ => return None,
-                }
-            }
-        }
-        let unsigned = |(negative, magnitude): (bool, u64)| (!negative).then_some(magnitude);
-        let signed = |(negative, magnitude): (bool, u64)| {
-            i64::try_from(magnitude)
-                .ok()
-                .map(|m| if negative { -m } else { m })
-        };
-        let wide = |(negative, magnitude): (bool, u64)| {
-            let magnitude = i128::from(magnitude);
-            if negative { -magnitude } else { magnitude }
-        };
-        let [dev, ino, size, ms, mn, cs, cn] = numbers;
-        Some(Self {
-            dev: wide(dev),
-            ino: unsigned(ino)?,
-            size: signed(size)?,
-            times: [signed(ms)?, signed(mn)?, signed(cs)?, signed(cn)?],
-        })
-    }
-}
-
-impl std::fmt::Display for Print {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    /// Its text (`Display`) into `out`, which is cleared first: what a list line holds after
+    /// its tab. A line is compared with this text as bytes: no line is parsed, and a line that
+    /// is not what this product wrote is not the print, so its state is read again.
+    fn write_to(&self, out: &mut Vec<u8>) {
         let Self {
             dev,
             ino,
             size,
             times: [ms, mn, cs, cn],
-        } = self;
-        write!(f, "{dev}:{ino}:{size}:{ms}.{mn}:{cs}.{cn}")
+        } = *self;
+        out.clear();
+        match u64::try_from(dev.unsigned_abs()) {
+            Ok(magnitude) => write_decimal(out, dev < 0, magnitude),
+            // Wider than any `dev_t`: written the slow way.
+            Err(_) => out.extend_from_slice(dev.to_string().as_bytes()),
+        }
+        out.push(b':');
+        write_decimal(out, false, ino);
+        for (before, number) in [(b':', size), (b':', ms), (b'.', mn), (b':', cs), (b'.', cn)] {
+            out.push(before);
+            write_decimal(out, number < 0, number.unsigned_abs());
+        }
+    }
+}
+
+/// A number in decimal, `-` first when `negative` (as `Display` writes it), two digits at a
+/// time: a scan writes seven numbers for each session.
+fn write_decimal(out: &mut Vec<u8>, negative: bool, mut magnitude: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    if negative {
+        out.push(b'-');
+    }
+    let mut digits = [0_u8; 20];
+    let mut at = digits.len();
+    while magnitude >= 10 {
+        let pair = usize::try_from(magnitude % 100).unwrap_or(0) * 2;
+        magnitude /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if magnitude > 0 || at == digits.len() {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(magnitude).unwrap_or(0);
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+impl std::fmt::Display for Print {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = Vec::new();
+        self.write_to(&mut text);
+        f.write_str(&String::from_utf8_lossy(&text))
     }
 }
 
@@ -218,6 +225,8 @@ struct Plain<'a> {
     /// Whether `out` left out or added a line (so the file is written again; comparing the
     /// two texts would read both whole, 10,000 sessions' lines).
     changed: bool,
+    /// The text of the print a line is compared with.
+    scratch: Vec<u8>,
 }
 
 /// The file [`Plain`] keeps, in the session index's directory.
@@ -229,6 +238,7 @@ impl<'a> Plain<'a> {
             rest: text,
             out: String::with_capacity(text.len()),
             changed: false,
+            scratch: Vec::with_capacity(64),
         }
     }
 
@@ -236,13 +246,14 @@ impl<'a> Plain<'a> {
     /// Lines of names before `name` are dropped: their sessions are gone.
     fn knows(&mut self, name: &str, print: Option<Print>) -> bool {
         while !self.rest.is_empty() {
-            let (line, rest) = self.rest.split_once('\n').unwrap_or((self.rest, ""));
-            let Some((listed, listed_print)) = line.split_once('\t') else {
+            let end = bytes::find(b'\n', self.rest.as_bytes()).unwrap_or(self.rest.len());
+            let (line, rest) = (&self.rest[..end], self.rest.get(end + 1..).unwrap_or(""));
+            let Some(tab) = bytes::find(b'\t', line.as_bytes()) else {
                 self.rest = rest;
                 self.changed = true;
                 continue;
             };
-            match listed.cmp(name) {
+            match line[..tab].cmp(name) {
                 Ordering::Less => {
                     self.rest = rest;
                     self.changed = true;
@@ -250,7 +261,10 @@ impl<'a> Plain<'a> {
                 Ordering::Greater => return false,
                 Ordering::Equal => {
                     self.rest = rest;
-                    let same = print.is_some() && Print::parse(listed_print) == print;
+                    let same = print.is_some_and(|print| {
+                        print.write_to(&mut self.scratch);
+                        bytes::same(&self.scratch, &line.as_bytes()[tab + 1..])
+                    });
                     if same {
                         self.out.push_str(line);
                         self.out.push('\n');
@@ -267,7 +281,12 @@ impl<'a> Plain<'a> {
     /// The state of session `name`, read as `print`, holds nothing.
     fn note(&mut self, name: &str, print: Print) {
         if !name.contains(['\t', '\n']) {
-            let _ = writeln!(self.out, "{name}\t{print}");
+            print.write_to(&mut self.scratch);
+            self.out.push_str(name);
+            self.out.push('\t');
+            self.out
+                .push_str(std::str::from_utf8(&self.scratch).unwrap_or_default());
+            self.out.push('\n');
             self.changed = true;
         }
     }

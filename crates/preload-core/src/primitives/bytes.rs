@@ -70,6 +70,26 @@ pub fn find_iter(needle: u8, haystack: &[u8]) -> impl Iterator<Item = usize> + '
     })
 }
 
+/// Whether `haystack` holds `needle`: its first capital letter (else its first byte) searched
+/// for with [`find_iter`], the whole needle checked where it stands. A state's keys are
+/// camelCase and its text is mostly lower-case paths, so the capital is rare there: a 346 KB
+/// state is searched for a key in a few thousand instructions, where the standard library's
+/// substring search takes hundreds of thousands.
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some(anchor) = needle
+        .iter()
+        .position(u8::is_ascii_uppercase)
+        .or((!needle.is_empty()).then_some(0))
+    else {
+        return true;
+    };
+    find_iter(needle[anchor], haystack).any(|at| {
+        at.checked_sub(anchor)
+            .and_then(|start| haystack.get(start..start + needle.len()))
+            .is_some_and(|candidate| same(candidate, needle))
+    })
+}
+
 /// Whether `a` and `b` hold the same bytes, compared eight at a time. The equality of slices
 /// and strings ends in the C library's `memcmp`, which musl (the Linux release binaries) runs a
 /// byte at a time: for a state's 300 KB text, or its 5,000 paths compared with a copy, that was

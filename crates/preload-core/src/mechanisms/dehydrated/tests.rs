@@ -201,7 +201,7 @@ fn gone_sessions_and_a_damaged_list_are_forgotten() {
 }
 
 #[test]
-fn a_print_reads_back_what_it_writes_and_nothing_else() {
+fn a_line_is_the_print_only_when_it_holds_the_prints_own_text() {
     let print = Print {
         dev: 2049,
         ino: u64::MAX,
@@ -213,20 +213,47 @@ fn a_print_reads_back_what_it_writes_and_nothing_else() {
         text,
         "2049:18446744073709551615:346112:-1.999999999:1767225600.0"
     );
-    assert_eq!(Print::parse(&text), Some(print));
-    for damaged in [
-        "",
-        "2049:1:2:3.4:5",
-        "2049:1:2:3.4:5.6:7",
-        "2049:-1:2:3.4:5.6",
-        "2049:1:9223372036854775808:3.4:5.6",
-        "a:1:2:3.4:5.6",
-        "2049:1:2:3.4:5.6:",
-        "2049::2:3.4:5.6",
-        "2049:1:--2:3.4:5.6",
-        "2049:1:2-:3.4:5.6",
-        "2049:18446744073709551616:2:3.4:5.6",
+    // A device number beyond 64 bits, or below zero, is written whole.
+    let wide = Print {
+        dev: i128::from(u64::MAX) * 10 + 7,
+        ..print
+    };
+    assert!(wide.to_string().starts_with("184467440737095516157:"));
+    assert!(Print { dev: -5, ..print }.to_string().starts_with("-5:"));
+    let padded = format!("0{text}");
+    let short = text.trim_end_matches(".0").to_owned();
+    let longer = format!("{text}:");
+    for (listed, known) in [
+        (text.as_str(), true),
+        (padded.as_str(), false),
+        (short.as_str(), false),
+        (longer.as_str(), false),
+        ("", false),
+        ("not-the-print", false),
     ] {
-        assert_eq!(Print::parse(damaged), None, "{damaged:?}");
+        let list = format!("2026_01_01_A\t{listed}\n");
+        let mut plain = Plain::new(&list);
+        assert_eq!(
+            plain.knows("2026_01_01_A", Some(print)),
+            known,
+            "{listed:?}"
+        );
+        assert_eq!(plain.changed, !known, "{listed:?}");
+    }
+    // A state that is a link or no file has no print, and is never known.
+    let list = format!("2026_01_01_A\t{text}\n");
+    assert!(!Plain::new(&list).knows("2026_01_01_A", None));
+}
+
+proptest::proptest! {
+    /// Every number, and every power of ten and its neighbours, as `Display` writes it.
+    #[test]
+    fn a_number_is_written_as_display_writes_it(n: i64, power in 0u32..20, step in 0u64..3) {
+        let mut out = Vec::new();
+        for value in [i128::from(n), i128::from(10_u64.pow(power).saturating_add(step).saturating_sub(1))] {
+            out.clear();
+            write_decimal(&mut out, value < 0, u64::try_from(value.unsigned_abs()).unwrap());
+            proptest::prop_assert_eq!(String::from_utf8(out.clone()).unwrap(), value.to_string());
+        }
     }
 }

@@ -41,3 +41,26 @@ proptest::proptest! {
         proptest::prop_assert!(same(x, x));
     }
 }
+
+proptest::proptest! {
+    /// Over an alphabet that makes near misses likely: the answer of a plain window search.
+    #[test]
+    fn contains_agrees_with_a_plain_window_search(
+        haystack in proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', b'C', b'"']), 0..120),
+        needle in proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', b'C', b'"']), 0..5),
+    ) {
+        let plain = needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle.as_slice());
+        proptest::prop_assert_eq!(contains(&haystack, &needle), plain);
+    }
+}
+
+#[test]
+fn contains_finds_a_key_at_either_end_and_not_a_near_miss() {
+    let key = b"dehydratedContext";
+    assert!(contains(b"dehydratedContext", key));
+    assert!(contains(b"{\"a\": 1, \"dehydratedContext\": {}}", key));
+    assert!(!contains(b"{\"dehydratedcontext\": {}}", key));
+    assert!(!contains(b"hydratedContext", key));
+    assert!(!contains(b"dehydratedContex", key));
+    assert!(!contains(b"Context dehydrated", key));
+}
