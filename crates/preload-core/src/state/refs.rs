@@ -58,14 +58,15 @@ impl Reference {
 /// Remove inline backtick spans (paired backticks) from a line; a line without a backtick is
 /// kept as it is.
 fn strip_backticks(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.contains('`') {
+    let backtick = |text: &str| crate::primitives::bytes::find(b'`', text.as_bytes());
+    if backtick(line).is_none() {
         return std::borrow::Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
-    while let Some(open) = rest.find('`') {
+    while let Some(open) = backtick(rest) {
         let after = &rest[open + 1..];
-        match after.find('`') {
+        match backtick(after) {
             Some(close) => {
                 out.push_str(&rest[..open]);
                 rest = &after[close + 1..];
@@ -79,7 +80,7 @@ fn strip_backticks(line: &str) -> std::borrow::Cow<'_, str> {
 
 /// Extract the references of one already-stripped line, in order.
 fn scan_line(line: &str, out: &mut Vec<Reference>) {
-    for (at, _) in line.match_indices('§') {
+    for at in sigils(line) {
         let tail = &line[at + '§'.len_utf8()..];
         let Some(kind) = [Kind::Cmd, Kind::Fmt, Kind::Inv]
             .into_iter()
@@ -139,20 +140,26 @@ pub fn scan(text: &str) -> Vec<Reference> {
         let line = &text[start..end];
         if line.trim_start().starts_with("```") {
             in_fence = !in_fence;
-        } else if !in_fence && (fence.is_none() || line.contains('§')) {
+        } else if !in_fence && (fence.is_none() || find_sigil(line).is_some()) {
             scan_line(&strip_backticks(line), &mut out);
         }
     }
     out
 }
 
-/// Where the first `§` starts in `text`: its second byte (`0xA7`) searched for, its first
-/// (`0xC2`) checked.
-fn find_sigil(text: &str) -> Option<usize> {
+/// Where each `§` starts in `text`: its second byte (`0xA7`) searched for, its first (`0xC2`)
+/// checked (in UTF-8 that pair is the `§` and nothing else). The searches are the vectorised
+/// byte search; the standard library's `str` searches for a character are not.
+fn sigils(text: &str) -> impl Iterator<Item = usize> + '_ {
     let bytes = text.as_bytes();
     crate::primitives::bytes::find_iter(0xA7, bytes)
-        .find(|&i| i > 0 && bytes[i - 1] == 0xC2)
+        .filter(|&i| i > 0 && bytes[i - 1] == 0xC2)
         .map(|i| i - 1)
+}
+
+/// Where the first `§` starts in `text`.
+fn find_sigil(text: &str) -> Option<usize> {
+    sigils(text).next()
 }
 
 /// Where three backticks start in `text`: found by looking for one (a byte search much

@@ -153,3 +153,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(scan(&text), scan_by_lines(&text));
     }
 }
+
+proptest::proptest! {
+    /// The byte search finds every `§` the standard library's character search finds, among
+    /// characters that share its bytes (`ç` is 0xC3 0xA7, `¨` is 0xC2 0xA8).
+    #[test]
+    fn sigils_and_backtick_spans_are_found_as_str_finds_them(
+        text in "(§|ç|¨|§§|`|x|\u{A7A7}){0,40}"
+    ) {
+        let by_str: Vec<usize> = text.match_indices('§').map(|(at, _)| at).collect();
+        proptest::prop_assert_eq!(sigils(&text).collect::<Vec<_>>(), by_str);
+        let mut plain = String::new();
+        let mut rest = text.as_str();
+        while let Some(open) = rest.find('`') {
+            let Some(close) = rest[open + 1..].find('`') else { break };
+            plain.push_str(&rest[..open]);
+            rest = &rest[open + 1 + close + 1..];
+        }
+        plain.push_str(rest);
+        let stripped = strip_backticks(&text);
+        proptest::prop_assert_eq!(stripped.as_ref(), plain.as_str());
+    }
+}
