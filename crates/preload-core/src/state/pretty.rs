@@ -235,6 +235,24 @@ mod tests {
                 0..40
             )
             .prop_map(|chars| Value::String(chars.into_iter().collect())),
+            // Paths: plain runs of any length with at most one escape between them, so the
+            // escape falls in and out of the last eight bytes.
+            (
+                "[a-z/._]{0,24}",
+                proptest::option::of(prop_oneof![
+                    Just('"'),
+                    Just('\\'),
+                    Just('\n'),
+                    Just('\u{1}')
+                ]),
+                "[a-z/._]{0,24}",
+            )
+                .prop_map(|(head, escape, tail)| {
+                    Value::String(format!(
+                        "{head}{}{tail}",
+                        escape.map(String::from).unwrap_or_default()
+                    ))
+                }),
         ]
     }
 
