@@ -474,3 +474,48 @@ fn a_codex_compaction_sends_what_the_latest_call_carried_again() {
             .unwrap_or_else(|r| panic!("{r}"));
     }
 }
+
+/// Finding: under `--dispatch`, the first part of a long command waited in the stash (the
+/// answer's shared budget had no room for it) while the templates hook sent its second part and
+/// called the file done; the call that then carried the first part could not be told to hold
+/// it, and a compaction that kept that call sent the first part again. A file's later parts
+/// now wait while an earlier part of it waits in the stash. Found by seed 1795882964037
+/// (`--dispatch`).
+#[test]
+fn under_dispatch_a_compaction_keeps_the_first_part_a_kept_call_carried() {
+    let ops = vec![
+        Activate(0, Implement),
+        Clear(0),
+        Grow(crate::ops::Big::Interrogate, 1),
+        Phase(0, 0),
+        Grow(crate::ops::Big::AskRound, 1),
+        Activate(0, Implement),
+        Call(0, Read, 0),
+        Compact(0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a compaction kept a call that carried the first part of a long command; the
+/// window's progress came back without the number of parts its cut had, so when the file grew
+/// the next call went on with part 2 of the new cut, and the window held parts of two cuts. A
+/// kept call's record says its cut, and a changed cut starts the file again, marked updated.
+/// Found by seed 1795882964037 (`--dispatch`) once the first finding was mended.
+#[test]
+fn under_dispatch_a_file_grown_after_a_compaction_kept_its_first_part_starts_again() {
+    let ops = vec![
+        Activate(0, Implement),
+        Clear(0),
+        Grow(crate::ops::Big::Interrogate, 1),
+        Phase(0, 0),
+        Grow(crate::ops::Big::AskRound, 1),
+        Phase(0, 0),
+        Call(0, Read, 0),
+        Compact(0),
+        Grow(crate::ops::Big::AskRound, 2),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

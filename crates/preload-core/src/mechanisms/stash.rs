@@ -41,6 +41,13 @@ pub fn waiting(state: &State, agent: &str) -> usize {
     contents_of(state, agent).map(|c| chars(c) + 2).sum()
 }
 
+/// Whether a part of `path`'s block waits in `agent`'s entries (its later parts wait for it).
+pub fn holds_part_of(state: &State, agent: &str, path: &str) -> bool {
+    contents_of(state, agent)
+        .filter(|c| layout::is_file_part(c))
+        .any(|c| delivery::block_paths(c).iter().any(|p| p == path))
+}
+
 /// The files whose blocks (or parts) wait in `agent`'s entries.
 pub fn waiting_files(state: &State, agent: &str) -> Vec<String> {
     contents_of(state, agent)

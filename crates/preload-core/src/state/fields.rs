@@ -144,7 +144,8 @@ pub const CALL_DELIVERIES: &str = "callDeliveries";
 pub const CALL_ID: &str = "toolUseId";
 /// Its files.
 pub const CALL_FILES: &str = "files";
-/// Its files of which it carried the first parts only: how many (`{path: parts}`).
+/// Its files of which it carried the first parts only: how many, and of how many parts
+/// (`{path: [parts, n]}`; `{path: parts}` in a record written before it said).
 pub const CALL_PARTS: &str = "parts";
 /// Its files of which it carried the first parts of a cut whose other parts wait in the stash.
 pub const CALL_STASHED: &str = "stashed";

@@ -26,6 +26,16 @@ pub enum Audience<'a> {
     SubAgent(&'a str),
 }
 
+impl<'a> Audience<'a> {
+    /// The `agentId` of this audience's stash entries (empty for the main agent).
+    pub fn agent_id(self) -> &'a str {
+        match self {
+            Self::Main => "",
+            Self::SubAgent(id) => id,
+        }
+    }
+}
+
 impl Audience<'_> {
     /// This audience's own copy of the state field `base` (the main agent's is `base` itself).
     pub fn key(self, base: &'static str) -> Cow<'static, str> {

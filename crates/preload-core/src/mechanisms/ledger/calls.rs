@@ -57,8 +57,9 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
 struct Carried {
     /// Files whole.
     files: Vec<String>,
-    /// Files of which it carried the first parts, their part progress saying how many.
-    begun: Vec<(String, u64)>,
+    /// Files of which it carried the first parts, their part progress saying how many, and
+    /// how many parts their cut has.
+    begun: Vec<(String, u64, u64)>,
     /// Files of which it carried the first parts of a cut whose next part waits in the stash.
     stashed: Vec<String>,
     /// Files of which it carried later parts `a` to `b` of `n`, the earlier ones not: a
@@ -93,7 +94,7 @@ impl Carried {
                 .and_then(|p| p.get(&c.path))
                 .and_then(Value::as_u64);
             if progress == Some(c.last as u64) {
-                carried.begun.push((c.path, c.last as u64));
+                carried.begun.push((c.path, c.last as u64, c.n as u64));
                 continue;
             }
             let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
@@ -163,7 +164,7 @@ impl Carried {
             fields::CALL_PARTS,
             self.begun
                 .into_iter()
-                .map(|(p, done)| (p, Value::from(done)))
+                .map(|(p, done, n)| (p, Value::from(vec![done, n])))
                 .collect(),
         );
         add_map(fields::CALL_HELD, held);
@@ -240,8 +241,9 @@ fn stash_text(entry: &Value) -> &str {
 pub struct KeptCall {
     /// The files they carried whole.
     pub files: Vec<String>,
-    /// The files of which they carried the first parts, and how many.
-    parts: Vec<(String, u64)>,
+    /// The files of which they carried the first parts, how many, and the parts of their cut
+    /// (unknown in a record written before it said).
+    parts: Vec<(String, u64, Option<u64>)>,
     /// The files of which they carried the first parts of a cut waiting in the stash.
     stashed: Vec<String>,
     /// The stash entries holding those cuts' other parts.
@@ -302,10 +304,15 @@ impl KeptCall {
                 }
             }
             if let Some(parts) = record.get(fields::CALL_PARTS).and_then(Value::as_object) {
-                for (path, done) in parts {
-                    if let Some(done) = done.as_u64() {
-                        kept.parts.retain(|(p, _)| p != path);
-                        kept.parts.push((path.clone(), done));
+                for (path, begun) in parts {
+                    // `[done, n]`, or `done` alone in an older record.
+                    let (done, n) = match begun {
+                        Value::Array(pair) => (pair.first(), pair.get(1).and_then(Value::as_u64)),
+                        done => (Some(done), None),
+                    };
+                    if let Some(done) = done.and_then(Value::as_u64) {
+                        kept.parts.retain(|(p, _, _)| p != path);
+                        kept.parts.push((path.clone(), done, n));
                     }
                 }
             }
@@ -337,9 +344,16 @@ impl KeptCall {
         for file in self.files.iter().chain(&self.stashed) {
             s.add_path(IN_CONTEXT, file);
         }
-        for (path, done) in &self.parts {
+        for (path, done, n) in &self.parts {
             s.object_mut(fields::PRELOAD_PARTS)
                 .insert(path.clone(), Value::from(*done));
+            // The cut the parts were of (a cut not marked updated is its number alone): a file
+            // changed since goes out again from its first part, marked updated, instead of
+            // going on with the parts of another cut.
+            if let Some(n) = n {
+                s.object_mut(fields::PRELOAD_PARTS_CUT)
+                    .insert(path.clone(), Value::from(*n));
+            }
             s.add_path(QUEUED, path);
         }
         for (path, range) in &self.held {

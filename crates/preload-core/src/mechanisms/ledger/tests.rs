@@ -218,3 +218,36 @@ fn a_codex_compaction_keeps_no_call() {
     assert_eq!(KeptCall::of(&s, None, Agent::ClaudeCode).files, ["/a"]);
     assert!(KeptCall::of(&s, None, Agent::Codex).files.is_empty());
 }
+
+/// A kept call that carried a file's first parts puts the window's progress back with the cut
+/// those parts were of (a later change of the file's cut then starts it again); a record
+/// written before it said the cut puts back the progress alone.
+#[test]
+fn a_kept_calls_first_parts_come_back_with_their_cut() {
+    use crate::primitives::env::Agent;
+    for (begun, cut) in [(json!([1, 2]), Some(json!(2))), (json!(1), None)] {
+        let s = state(json!({
+            "callDeliveries": [{"toolUseId": "call_1", "files": [], "parts": {"/a": begun}}]
+        }));
+        let mut window = State::default();
+        KeptCall::of(&s, None, Agent::ClaudeCode).carry_into(&mut window);
+        assert_eq!(window.get(fields::PRELOAD_PARTS), Some(&json!({"/a": 1})));
+        assert_eq!(
+            window
+                .get(fields::PRELOAD_PARTS_CUT)
+                .and_then(|c| c.get("/a")),
+            cut.as_ref()
+        );
+        assert!(window.has_path(QUEUED, "/a"));
+    }
+    // A call that carries part 1 of 2 while the window's progress says so records both.
+    let mut s = state(json!({"preloadParts": {"/a": 1}}));
+    note_call_deliveries(
+        &mut s,
+        Some("call_2"),
+        &["/a".to_owned()],
+        "[Preloaded: /a (part 1/2)]\nx\n",
+    );
+    let record = &s.get(fields::CALL_DELIVERIES).unwrap()[0];
+    assert_eq!(record.get(fields::CALL_PARTS), Some(&json!({"/a": [1, 2]})));
+}

@@ -8,6 +8,7 @@ use super::{
     parts_held, resolver, set_parts_cut, set_parts_done,
 };
 use crate::mechanisms::context::Context;
+use crate::mechanisms::stash;
 use crate::primitives::delivery::{self, Event, FileBody, Packer};
 use crate::state::dedup::{Hit, InContext};
 use crate::state::fields;
@@ -166,6 +167,22 @@ impl<'a, 'w> Pass<'a, 'w> {
         Some((parts, again, again || marked || updated))
     }
 
+    /// Nothing of the file goes out now: it stays queued for the next call, and the log says
+    /// why.
+    fn defer(&mut self, state: &mut State, request: &Request, path: &str) -> Outcome {
+        if state.add_path(Paths::Queued(self.audience), path) {
+            self.batch
+                .note(Event::QueuePending, path, &request.source, "deferred");
+        }
+        self.batch.note(
+            Event::OverBudget,
+            path,
+            &request.source,
+            delivery::CARRIED_OVER,
+        );
+        Outcome::Queued
+    }
+
     /// Deliver as much of the file as the budget holds; track it in the same state.
     pub(super) fn deliver(
         &mut self,
@@ -175,6 +192,11 @@ impl<'a, 'w> Pass<'a, 'w> {
         mode: Mode,
         packer: &mut Packer,
     ) -> Outcome {
+        // A part of it waits in the stash: the parts after it wait too, so that they go out in
+        // order and the call that carries the waiting part is told what it holds.
+        if stash::holds_part_of(state, self.audience.agent_id(), path) {
+            return self.defer(state, request, path);
+        }
         let found = source::read(self.ctx, path, self.max_bytes);
         let Some((mut parts, again, updated)) = self.parts_of(state, path, &found) else {
             self.unqueue(state, path, &request.path);
@@ -219,18 +241,8 @@ impl<'a, 'w> Pass<'a, 'w> {
             next = past_held(next + 1);
         }
         if sent.is_empty() && next < total {
-            // Nothing fit: stays queued for the next call, and the log says why.
-            if state.add_path(Paths::Queued(self.audience), path) {
-                self.batch
-                    .note(Event::QueuePending, path, &request.source, "deferred");
-            }
-            self.batch.note(
-                Event::OverBudget,
-                path,
-                &request.source,
-                delivery::CARRIED_OVER,
-            );
-            return Outcome::Queued;
+            // Nothing fit.
+            return self.defer(state, request, path);
         }
         if again {
             // The parts the window held were of the old text.
