@@ -41,18 +41,10 @@ pub fn waiting(state: &State, agent: &str) -> usize {
     contents_of(state, agent).map(|c| chars(c) + 2).sum()
 }
 
-/// Whether a part of `path`'s block waits in `agent`'s entries (its later parts wait for it).
-pub fn holds_part_of(state: &State, agent: &str, path: &str) -> bool {
-    contents_of(state, agent)
-        .filter(|c| layout::is_file_part(c))
-        .any(|c| delivery::block_paths(c).iter().any(|p| p == path))
-}
-
-/// The files whose blocks (or parts) wait in `agent`'s entries.
-pub fn waiting_files(state: &State, agent: &str) -> Vec<String> {
-    contents_of(state, agent)
-        .flat_map(delivery::block_paths)
-        .collect()
+/// Whether `path`'s block, or a part of it, waits in `agent`'s entries: the rest of the file
+/// waits for it, so that its parts go out in order, one channel after the other.
+pub fn holds_block_of(state: &State, agent: &str, path: &str) -> bool {
+    contents_of(state, agent).any(|c| delivery::block_paths(c).iter().any(|p| p == path))
 }
 
 /// Take `agent`'s entries that fit `budget` characters out of the stash; their texts, in

@@ -192,9 +192,9 @@ impl<'a, 'w> Pass<'a, 'w> {
         mode: Mode,
         packer: &mut Packer,
     ) -> Outcome {
-        // A part of it waits in the stash: the parts after it wait too, so that they go out in
-        // order and the call that carries the waiting part is told what it holds.
-        if stash::holds_part_of(state, self.audience.agent_id(), path) {
+        // Some of it waits in the stash: the rest waits too, so that its parts go out in order
+        // and the call that carries the waiting part is told what it holds.
+        if stash::holds_block_of(state, self.audience.agent_id(), path) {
             return self.defer(state, request, path);
         }
         let found = source::read(self.ctx, path, self.max_bytes);

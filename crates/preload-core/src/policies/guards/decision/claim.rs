@@ -4,7 +4,6 @@
 use super::{Call, Plan, Writes};
 use crate::Context;
 use crate::mechanisms::ledger;
-use crate::mechanisms::stash;
 use crate::pipeline::preload::{self, Audience, Batch, Outcome, Request};
 use crate::pipeline::rules::Matched;
 use crate::primitives::delivery::{self, MIN_BUDGET, Packer};
@@ -34,16 +33,10 @@ pub(super) fn claim_twice(
     }
     let mut requests = requests_of(ctx, s, rule);
     if ctx.env.get(env::PRELOAD_PRETOOLUSE_CONTEXT) != Some("0") {
-        // A file with parts waiting in the stash goes on there, after them, in order.
-        let waiting = stash::waiting_files(s, call.agent.unwrap_or(""));
-        let now: Vec<Request> = requests
-            .iter()
-            .filter(|r| !waiting.contains(&ctx.normalize(&r.path)))
-            .cloned()
-            .collect();
+        // A file with parts waiting in the stash waits for them (every pass defers it).
         // The answer's text ends with a newline, as PostToolUse's does.
         let room = ctx.budget.saturating_sub(1);
-        let carried = claim(ctx, call, s, &now, room, &mut plan.index);
+        let carried = claim(ctx, call, s, &requests, room, &mut plan.index);
         if !carried.blocks.is_empty() && !call.is_sub() {
             let text = carried.text();
             let files = delivery::block_paths(&text);
