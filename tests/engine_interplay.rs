@@ -238,6 +238,41 @@ fn a_continued_session_gets_split_files_from_their_first_part() {
     assert_eq!(sb.state("test")["sessionId"], "after-restart");
 }
 
+// The engine's dehydrate removes `sessionId`; without tmux the conversation goes on in the same
+// window, which keeps its part progress.
+
+#[test]
+fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
+    let sb = Sandbox::new();
+    let engine = Engine::new(&sb);
+    let invariants = engine.core_paths()[1].clone();
+    let conversation = sb.conversation.clone();
+    sb.active_session(
+        "test",
+        &json!({"sessionId": conversation, "preloadConversation": conversation,
+        "loading": false, "preloadedFiles": [], "pendingPreloads": [invariants],
+        "preloadParts": {invariants.clone(): 2},
+        "pendingAllowInjections": [
+            {"ruleId": "heartbeat-warn", "content": "[warn: heartbeat] log", "agentId": ""}
+        ]}),
+    );
+    engine.dehydrate(
+        "test",
+        &json!({"summary": "s", "requiredFiles": [], "nextSteps": []}),
+    );
+    assert!(sb.state("test").get("sessionId").is_none());
+    // The call after it, in the same conversation: PostToolUse drains the stash.
+    let (_, seen) = call(&sb, "Bash", &json!({"command": "git status"}));
+    assert!(seen.contains("[warn: heartbeat] log"), "{seen}");
+    let state = sb.state("test");
+    assert_eq!(state["sessionId"], json!(conversation));
+    assert_eq!(
+        state["preloadParts"][&invariants],
+        json!(2),
+        "the window goes on: two parts of it are still in context"
+    );
+}
+
 // Finding 4 and item 7: locks both ways.
 
 #[test]

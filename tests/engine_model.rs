@@ -133,6 +133,36 @@ impl<'a> Engine<'a> {
         Self::write_locked(&path, &state);
     }
 
+    /// `session.sh dehydrate` (lines 2341-2383): the hand-over on stdin stored as
+    /// `dehydratedContext` (`requiredFiles` capped at 8), then the restart's fields, in two
+    /// writes as the engine makes them. Without tmux (print mode, a plain terminal) it only
+    /// prints the `claude` line to run: the conversation goes on in the same window.
+    pub fn dehydrate(&self, name: &str, hand_over: &Value) {
+        let path = self.state_file(name);
+        let mut state = read_json(&path);
+        let mut hand_over = hand_over.clone();
+        if let Some(files) = hand_over["requiredFiles"].as_array_mut() {
+            files.truncate(8);
+        }
+        state["dehydratedContext"] = hand_over;
+        Self::write_locked(&path, &state);
+        let mut state = read_json(&path);
+        let prompt = format!(
+            "/session continue --session {} --skill {} --phase \"{}\"",
+            self.sb.sessions.join(name).display(),
+            state["skill"].as_str().unwrap_or(""),
+            state["currentPhase"].as_str().unwrap_or("Phase 1: Setup")
+        );
+        let obj = state.as_object_mut().unwrap();
+        obj.insert("killRequested".into(), json!(true));
+        obj.insert("lastHeartbeat".into(), json!("2026-01-01T00:00:02Z"));
+        obj.insert("restartPrompt".into(), json!(prompt));
+        obj.insert("restartMode".into(), json!("hook"));
+        obj.insert("contextUsage".into(), json!(0));
+        obj.remove("sessionId");
+        Self::write_locked(&path, &state);
+    }
+
     /// `session.sh update <dir> <field> <value>` (lines 1006-1027): `jq … state |
     /// safe_json_write state`. The state is read OUTSIDE the lock; `between` runs after that
     /// read, before the lock is taken for the write (lib.sh `safe_json_write`, lines 324-360).

@@ -60,7 +60,10 @@ fn cases(sb: &Sandbox) -> Vec<Case> {
             input: json!({"hook_event_name": "SessionStart", "source": "resume",
                 "session_id": "bench-resumed"}),
             env: Vec::new(),
-            state: with(base, &json!({"sessionId": "bench-resumed"})),
+            state: with(
+                base,
+                &json!({"sessionId": "bench-resumed", "preloadConversation": "bench-resumed"}),
+            ),
             fresh_session: false,
             after_start: false,
         },

@@ -286,6 +286,7 @@ fn active_state(pid: u32, home: &Path, preloaded: &[String], session: &Path) -> 
     json!({
         "pid": pid,
         "sessionId": CONVERSATION,
+        "preloadConversation": CONVERSATION,
         "skill": "implement",
         "lifecycle": "active",
         "loading": false,

@@ -14,6 +14,7 @@ use crate::primitives::bytes;
 use crate::primitives::file::WriteError;
 use crate::primitives::lock::LockError;
 
+mod conversation;
 pub mod dedup;
 pub mod fields;
 pub mod files;

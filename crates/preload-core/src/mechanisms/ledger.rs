@@ -12,10 +12,11 @@
 //!
 //! The first native write to the owner's session after activation adopts the carry (and a seed
 //! the activator left), under the seed's lock then the session's, and deletes both. Every write
-//! also tags the session with the conversation it serves (`sessionId`): when a different
-//! conversation works in it (a `continue` after a restart), what belonged to the old context
-//! window (part progress, sub-agent records, stashed injections) is let go, and the files the
-//! old stash carried are queued again.
+//! also tags the session with the conversation it serves (`sessionId`, and the hooks' own copy
+//! the engine's restart leaves, [`State::window_conversation`]): when a different conversation
+//! works in it (a `continue` after a restart), what belonged to the old context window (part
+//! progress, sub-agent records, stashed injections) is let go, and the files the old stash
+//! carried are queued again.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,9 @@ use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, St
 mod calls;
 mod window;
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
-pub use window::{archive_window, skills_held_at_start};
+#[cfg(test)]
+use window::new_context_window;
+pub use window::{archive_window, skills_held_at_start, tag_conversation};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [
@@ -346,8 +349,8 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         }
     }
     if s.get(fields::SESSION_ID).is_none() {
-        if let Some(id) = record.get(fields::SESSION_ID) {
-            s.set(fields::SESSION_ID, id.clone());
+        if let Some(id) = record.str(fields::SESSION_ID) {
+            s.set_conversation(id);
         }
     }
     let owed = match carry {
@@ -371,29 +374,7 @@ pub fn is_due(ctx: &Context, target: &PreloadState, s: &State) -> bool {
         .and_then(Path::parent)
         .map(|sessions| session::seed_path(sessions, ctx.owner_pid))
         .is_some_and(|seed| seed.is_file() || carry_path(&seed).is_file());
-    leftover
-        || ctx
-            .conversation
-            .as_deref()
-            .is_some_and(|c| s.str(fields::SESSION_ID) != Some(c))
-}
-
-/// Record which conversation the session serves; true when it changed. When another
-/// conversation worked in it before, let its context window go. When none is recorded (the
-/// engine's restart removes it; bash hooks never write it), only the fields no bash writer keeps
-/// (part progress, stamps, sub-agent records) can be told to be stale: they go, and the stash
-/// stays for whoever drains it.
-pub fn tag_conversation(ctx: &Context, s: &mut State) -> bool {
-    let Some(conversation) = ctx.conversation.as_deref() else {
-        return false;
-    };
-    match s.str(fields::SESSION_ID) {
-        Some(id) if id == conversation => return false,
-        Some(_) => new_context_window(s),
-        None => drop_window_fields(s),
-    }
-    s.set(fields::SESSION_ID, Value::from(conversation));
-    true
+    leftover || ctx.conversation.as_deref().is_some_and(|c| !s.serves(c))
 }
 
 /// After a write that tagged the session at `path` with the call's conversation: the index.
@@ -403,45 +384,6 @@ fn note_conversation(ctx: &Context, path: &Path, tagged: bool) {
     {
         session::note(dir, &[session::Key::Conversation(conversation)]);
     }
-}
-
-/// Fields that belong to one context window beyond what the engine itself resets.
-fn is_window_field(key: &str) -> bool {
-    key == fields::PRELOAD_PARTS
-        || key == fields::PRELOAD_PARTS_HELD
-        || key == fields::PRELOAD_PARTS_CUT
-        || key == fields::PRELOADED_STAMPS
-        || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
-        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
-        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS_CUT)
-        || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
-}
-
-fn drop_window_fields(s: &mut State) {
-    if s.map().keys().any(|k| is_window_field(k)) {
-        s.map_mut().retain(|k, _| !is_window_field(k));
-    }
-}
-
-/// Let go of the old window's fields (and the old conversation's invoked skills); the files
-/// its stash carried are queued again (the new window has not seen them).
-fn new_context_window(s: &mut State) {
-    drop_window_fields(s);
-    s.remove(fields::INVOKED_SKILLS);
-    s.remove(fields::RELOADED_SKILLS);
-    let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
-        return;
-    };
-    let preloaded = s.path_list(IN_CONTEXT);
-    for entry in &entries {
-        let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
-        for path in crate::primitives::delivery::block_paths(content) {
-            if !preloaded.contains(&path) {
-                s.add_path(QUEUED, &path);
-            }
-        }
-    }
-    s.set(fields::STASH, Value::Array(Vec::new()));
 }
 
 #[cfg(test)]

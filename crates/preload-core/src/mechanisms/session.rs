@@ -218,7 +218,7 @@ fn no_session_file(ctx: &Context) -> PathBuf {
 /// Whether `state` holds the context window of conversation `conversation` for this owner: it
 /// names the conversation, and no other live process owns it.
 fn holds_conversation(ctx: &Context, state: &State, conversation: &str) -> bool {
-    state.str(fields::SESSION_ID) == Some(conversation)
+    state.window_conversation() == Some(conversation)
         && !state
             .pid(fields::PID)
             .is_some_and(|pid| pid != ctx.owner_pid && process::is_alive(pid))
@@ -279,7 +279,8 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             let held = peek(&file)
                 .filter(|text| text.contains(conversation))
                 .and_then(|text| {
-                    State::parse_fields(&text, &[fields::PID, fields::SESSION_ID]).ok()
+                    let keys = [fields::PID, fields::SESSION_ID, fields::WINDOW_CONVERSATION];
+                    State::parse_fields(&text, &keys).ok()
                 })
                 .is_some_and(|state| holds(&state));
             (held && seed.is_file()).then_some(PreloadState {

@@ -310,11 +310,11 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     s.clear_paths(QUEUED);
     s.set(fields::TOUCHED_DIRS, json!({}));
     s.set(fields::STASH, json!([]));
+    s.forget_conversation();
     for key in [
         fields::PRELOAD_PARTS,
         fields::PRELOAD_PARTS_HELD,
         fields::PRELOAD_PARTS_CUT,
-        fields::SESSION_ID,
         // What the old process's client held: its skills, its latest call.
         fields::INVOKED_SKILLS,
         fields::RELOADED_SKILLS,

@@ -203,7 +203,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         (fill, seed, false)
     };
     if !conversation.is_empty() {
-        seed.set(fields::SESSION_ID, json!(conversation));
+        seed.set_conversation(&conversation);
     }
     fill.batch.log(ctx, is_session);
     let seed_path = session::seed_path(&sessions, ctx.owner_pid);
@@ -294,7 +294,7 @@ fn fill_session(
             }
         }
         if !conversation.is_empty() {
-            s.set(fields::SESSION_ID, json!(conversation));
+            s.set_conversation(conversation);
         }
         let fill = plan.fill(s, Some(&dir), &carried, packer);
         if plan.source == "resume" {

@@ -23,6 +23,11 @@ pub const STARTED_AT: &str = "startedAt";
 pub const LAST_HEARTBEAT: &str = "lastHeartbeat";
 /// The Claude Code conversation the context window belongs to.
 pub const SESSION_ID: &str = "sessionId";
+/// Ours: the conversation the context window's own records (part progress, stamps, sub-agent
+/// records, call records) were written for. `sessionId` names the same one, but the engine's
+/// `restart` and `dehydrate` remove it while the window may go on (without tmux the engine only
+/// prints the line to restart with); only the hooks write this one.
+pub const WINDOW_CONVERSATION: &str = "preloadConversation";
 /// The fleet pane that owns the session.
 pub const FLEET_PANE_ID: &str = "fleetPaneId";
 /// Skills finished in the session.

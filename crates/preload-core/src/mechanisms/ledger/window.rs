@@ -1,13 +1,16 @@
-//! What a context window holds across the client's events beyond its calls: the skills the
-//! client process holds, and the record a replaced window leaves to be resumed.
+//! What a context window holds across the client's events beyond its calls: the conversation
+//! it serves, the skills the client process holds, and the record a replaced window leaves to
+//! be resumed.
 
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
 
+use crate::mechanisms::context::Context;
 use crate::mechanisms::session;
+use crate::primitives::delivery;
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State};
+use crate::state::{self, IN_CONTEXT, Lifecycle, QUEUED, State};
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
 /// compaction of the conversation put back (the client recalls them from the transcript);
@@ -36,8 +39,9 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
 }
 
 /// The fields of a context window's record that a `--resume` of its conversation goes on from.
-const WINDOW_FIELDS: [&str; 14] = [
+const WINDOW_FIELDS: [&str; 15] = [
     fields::SESSION_ID,
+    fields::WINDOW_CONVERSATION,
     fields::PRELOADED_FILES,
     fields::PENDING_PRELOADS,
     fields::TOUCHED_DIRS,
@@ -60,7 +64,7 @@ const WINDOW_FIELDS: [&str; 14] = [
 /// window names no conversation, or `conversation` is its own.
 pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
     let Some(old) = s
-        .str(fields::SESSION_ID)
+        .window_conversation()
         .filter(|c| !c.is_empty() && *c != conversation)
     else {
         return;
@@ -90,4 +94,71 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
         let path = seeds.join(format!("{pid}.{safe}{}", session::ENDED_SUFFIX));
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
     }
+}
+
+/// Record which conversation the session serves; true when that changed the state.
+///
+/// The window's own records (part progress, stamps, sub-agent records) belong to the
+/// conversation the hooks last recorded ([`State::window_conversation`]):
+/// * the call's: the window goes on, whether or not the engine's `restart` or `dehydrate`
+///   removed `sessionId` meanwhile (without tmux the engine only prints the line to restart
+///   with, and the conversation carries on in the same window);
+/// * another (a `continue` after a restart, the statusline naming the new conversation first):
+///   the old window's records go, and the files its stash carried are queued again;
+/// * none (a state the engine made, or an earlier release's after a restart): the records no
+///   bash writer keeps cannot be told to be current, so they go, and the stash stays for
+///   whoever drains it.
+pub fn tag_conversation(ctx: &Context, s: &mut State) -> bool {
+    let Some(conversation) = ctx.conversation.as_deref() else {
+        return false;
+    };
+    if s.serves(conversation) {
+        return false;
+    }
+    match s.window_conversation() {
+        Some(id) if id == conversation => {}
+        Some(_) => new_context_window(s),
+        None => drop_window_fields(s),
+    }
+    s.set_conversation(conversation);
+    true
+}
+
+/// Fields that belong to one context window beyond what the engine itself resets.
+fn is_window_field(key: &str) -> bool {
+    key == fields::PRELOAD_PARTS
+        || key == fields::PRELOAD_PARTS_HELD
+        || key == fields::PRELOAD_PARTS_CUT
+        || key == fields::PRELOADED_STAMPS
+        || fields::is_sub_agent_key(key, fields::PRELOADED_FILES)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS)
+        || fields::is_sub_agent_key(key, fields::PRELOAD_PARTS_CUT)
+        || fields::is_sub_agent_key(key, fields::PENDING_PRELOADS)
+}
+
+fn drop_window_fields(s: &mut State) {
+    if s.map().keys().any(|k| is_window_field(k)) {
+        s.map_mut().retain(|k, _| !is_window_field(k));
+    }
+}
+
+/// Let go of the old window's fields (and the old conversation's invoked skills); the files
+/// its stash carried are queued again (the new window has not seen them).
+pub(super) fn new_context_window(s: &mut State) {
+    drop_window_fields(s);
+    s.remove(fields::INVOKED_SKILLS);
+    s.remove(fields::RELOADED_SKILLS);
+    let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
+        return;
+    };
+    let preloaded = s.path_list(IN_CONTEXT);
+    for entry in &entries {
+        let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
+        for path in delivery::block_paths(content) {
+            if !preloaded.contains(&path) {
+                s.add_path(QUEUED, &path);
+            }
+        }
+    }
+    s.set(fields::STASH, Value::Array(Vec::new()));
 }

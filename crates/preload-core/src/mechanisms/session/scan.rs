@@ -104,11 +104,12 @@ pub(super) fn state_pid(path: &Path, field: &str) -> Option<u32> {
 }
 
 /// The fields a session is found by.
-const KEY_FIELDS: [&str; 5] = [
+const KEY_FIELDS: [&str; 6] = [
     fields::PID,
     fields::LAST_KNOWN_PID,
     fields::FLEET_PANE_ID,
     fields::SESSION_ID,
+    fields::WINDOW_CONVERSATION,
     fields::PRIMARY_TRANSCRIPT_KEY,
 ];
 
@@ -176,7 +177,7 @@ impl Seeker<'_> {
             // stands in for one it does not record (a state the engine wrote), since it stays
             // behind when another conversation takes the session over.
             let same_conversation = self.conversation.is_some()
-                && match state.str(fields::SESSION_ID) {
+                && match state.window_conversation() {
                     Some(id) => Some(id) == self.conversation,
                     None => {
                         state
@@ -303,7 +304,7 @@ fn index_entries(states: &[(PathBuf, State)]) -> Vec<(String, String)> {
             }
         }
         keys.extend(state.str(fields::FLEET_PANE_ID).map(Key::Pane));
-        keys.extend(state.str(fields::SESSION_ID).map(Key::Conversation));
+        keys.extend(state.window_conversation().map(Key::Conversation));
         keys.extend(
             state
                 .str(fields::PRIMARY_TRANSCRIPT_KEY)
