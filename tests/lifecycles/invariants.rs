@@ -246,9 +246,10 @@ impl World {
         self.make_due(slot, None, paths, &format!("entering phase {phase}"));
     }
 
-    /// The owner's record: (where, paths).
+    /// The owner's record (its active or handing-over session, else its seed): (where, paths).
     pub fn record_of(&self, pid: u32) -> Option<(String, Value)> {
-        if let Some((name, state)) = self.active_of(pid) {
+        // A session handing over (`engine session dehydrate`) is still the owner's.
+        if let Some((name, state)) = self.session_of(pid, &["active", "dehydrating"]) {
             return Some((format!("sessions/{name}/.state.json"), state));
         }
         // A seed's record is the seed with its carry (stash, part progress, conversation).
@@ -343,6 +344,9 @@ impl World {
                 self.note_kill_losses(slot, state);
             }
         }
+        if let Some((_, state)) = &record {
+            self.wait_while_restarting(slot, state, &windows);
+        }
         for (agent, window) in &windows {
             let who = agent.as_ref().map_or_else(
                 || format!("slot {slot}"),
@@ -427,6 +431,28 @@ impl World {
             }
         }
         problems
+    }
+
+    /// While a restart is requested (`engine session restart` or `dehydrate`, until the next
+    /// activation), the guard engine lets every call through untouched, as the engine's own
+    /// does: the window is about to end, and what is queued waits for the next one. The due
+    /// files of the slot's windows keep their allowance, counted from the last call of the wait.
+    fn wait_while_restarting(
+        &mut self,
+        slot: usize,
+        state: &Value,
+        windows: &[(Option<String>, Window)],
+    ) {
+        if state["killRequested"] != json!(true) && state["lifecycle"] != "dehydrating" {
+            return;
+        }
+        for d in self.due.iter_mut().filter(|d| d.slot == slot) {
+            if let Some((_, window)) = windows.iter().find(|(a, _)| *a == d.agent) {
+                let allowance = d.deadline - d.since;
+                d.since = window.rounds;
+                d.deadline = window.rounds + allowance;
+            }
+        }
     }
 
     fn duplicates(&self, who: &str, window: &Window) -> Vec<String> {

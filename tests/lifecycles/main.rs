@@ -1,7 +1,7 @@
 //! Generated lifecycles against a model of the Claude Code client: random sequences of client
 //! events (start-ups, resumes, `/clear`, compactions, prompts, skills, activations, phase
 //! changes, tool calls alone and at once, files changed or grown on disk, sub-agents, two owners,
-//! killed hooks) played through the real binaries, with the product's promise checked after
+//! killed hooks, the engine's restart and dehydrate) played through the real binaries, with the product's promise checked after
 //! every step and failing sequences shrunk (proptest). See `run.rs` for the knobs.
 
 #![allow(
@@ -18,6 +18,9 @@
 #[allow(unused_imports)]
 #[path = "../common/mod.rs"]
 mod common;
+#[allow(dead_code)]
+#[path = "../engine_model.rs"]
+mod engine_model;
 #[allow(dead_code)]
 #[path = "../pipeline_steps.rs"]
 mod pipeline_steps;

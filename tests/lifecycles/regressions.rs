@@ -519,3 +519,87 @@ fn under_dispatch_a_file_grown_after_a_compaction_kept_its_first_part_starts_aga
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: `engine session restart` removes `sessionId`, and without tmux the engine only
+/// prints the line to restart with, so the conversation goes on in the same window. The next
+/// write took the missing `sessionId` for a state of unknown window and let the part progress
+/// go, so the long command's first part went out a second time. The hooks keep their own copy
+/// of the window's conversation (`preloadConversation`), which the restart leaves. Found by
+/// seed 1795887119024.
+#[test]
+fn a_window_that_outlives_its_restart_request_keeps_its_part_progress() {
+    let ops = vec![
+        Grow(crate::ops::Big::Interrogate, 2),
+        Activate(0, Implement),
+        Phase(0, 0),
+        Restart(0),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: the same, when the agent activates its session again after the restart request
+/// (which clears `killRequested`): the core standards' parts went out again. Found by seed
+/// 1795887300014 (`--dispatch`).
+#[test]
+fn under_dispatch_a_reactivation_after_a_restart_request_sends_no_part_again() {
+    let ops = vec![
+        Touch(5),
+        Activate(0, Implement),
+        Restart(0),
+        Activate(0, Implement),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: `engine session dehydrate` in a window that then goes on and activates again. Found
+/// by seed 1795887300105 (`--dispatch`).
+#[test]
+fn under_dispatch_a_dehydrated_window_that_goes_on_sends_no_part_again() {
+    let ops = vec![
+        Startup(0),
+        Startup(0),
+        Activate(0, Implement),
+        Grow(crate::ops::Big::Interrogate, 8),
+        Phase(0, 0),
+        Clear(0),
+        Dehydrate(0, 0),
+        Activate(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a conversation resumed after its session's restart request was not found by its
+/// conversation (the restart removed `sessionId`), so the resumed window was sent the core
+/// standards' parts it already held. Found by seed 1795887485030 (Codex).
+#[test]
+fn a_conversation_resumed_after_a_restart_request_goes_on() {
+    let ops = vec![Activate(0, Implement), Touch(5), Restart(0), Resume(0, 0)];
+    crate::run::play_through_as(
+        crate::world::Client::Codex,
+        crate::common::Wiring::Binaries,
+        &ops,
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// The other finding of seed 1795887300115 (`--dispatch`): a restart request, then two new
+/// client processes.
+#[test]
+fn under_dispatch_start_ups_after_a_restart_request_send_no_pack_twice() {
+    let ops = vec![
+        Call(0, Read, 0),
+        Activate(0, Implement),
+        Touch(4),
+        Restart(0),
+        SkillCall(0, Implement),
+        Startup(0),
+        Startup(0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -169,6 +169,11 @@ impl World {
 
     /// The owner's active session: (name, state).
     pub fn active_of(&self, pid: u32) -> Option<(String, Value)> {
+        self.session_of(pid, &["active"])
+    }
+
+    /// The owner's session in one of `lifecycles`: (name, state).
+    pub fn session_of(&self, pid: u32, lifecycles: &[&str]) -> Option<(String, Value)> {
         let entries = fs::read_dir(&self.sb.sessions).ok()?;
         let mut found = None;
         for entry in entries.filter_map(Result::ok) {
@@ -179,7 +184,8 @@ impl World {
             let Ok(state) = serde_json::from_str::<Value>(&text) else {
                 continue;
             };
-            if state["pid"].as_u64() == Some(u64::from(pid)) && state["lifecycle"] == "active" {
+            let lifecycle = state["lifecycle"].as_str().unwrap_or("");
+            if state["pid"].as_u64() == Some(u64::from(pid)) && lifecycles.contains(&lifecycle) {
                 found = Some((entry.file_name().to_string_lossy().into_owned(), state));
             }
         }
@@ -232,6 +238,8 @@ impl World {
                 let kill = (usize::from(*k), Duration::from_millis(u64::from(*ms)));
                 self.calls(key(*s), None, &[(*t, *n)], Some(kill))
             }
+            Op::Restart(s) => self.restart(key(*s), None),
+            Op::Dehydrate(s, n) => self.restart(key(*s), Some(usize::from(*n))),
         };
         let note = if done { "" } else { "   (skipped)" };
         self.steps.push(format!("{op:?}{note}"));
@@ -799,6 +807,27 @@ impl World {
     /// A command line run as a Bash tool call: PreToolUse, the CLI, PostToolUse with its
     /// output. (ran, the CLI's success).
     fn bash_cli(&mut self, slot: usize, command: &str, args: &[&str], stdin: &str) -> (bool, bool) {
+        self.bash_call(slot, command, |sb| {
+            let out = cli_output(sb, args, stdin);
+            let failed = (!out.status.success()).then(|| {
+                format!(
+                    "preload {args:?} failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )
+            });
+            (String::from_utf8_lossy(&out.stdout).into_owned(), failed)
+        })
+    }
+
+    /// A Bash tool call of `command`, which `run` carries out (its output, and why it failed
+    /// when it did): PreToolUse, `run` unless denied, PostToolUse with the output. (ran, `run`'s
+    /// success).
+    fn bash_call(
+        &mut self,
+        slot: usize,
+        command: &str,
+        run: impl FnOnce(&crate::common::Sandbox) -> (String, Option<String>),
+    ) -> (bool, bool) {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, None).unwrap().next_exchange();
         hooks::respond(&self.sb, &[&id]);
@@ -807,15 +836,12 @@ impl World {
         let allowed = !pre.iter().any(|(_, a)| a.decision() == "deny");
         let mut ok = false;
         let post = if allowed {
-            let out = cli_output(&self.sb, args, stdin);
-            ok = out.status.success();
-            if !ok {
-                self.steps.push(format!(
-                    "  (preload {args:?} failed: {})",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
+            let (stdout, failed) = run(&self.sb);
+            ok = failed.is_none();
+            if let Some(why) = failed {
+                self.steps.push(format!("  ({why})"));
             }
-            let response = json!({"stdout": String::from_utf8_lossy(&out.stdout)});
+            let response = json!({"stdout": stdout});
             Some(post_call(
                 &self.sb, None, "Bash", &input, &id, &response, None,
             ))
@@ -850,6 +876,46 @@ impl World {
                 .and_then(|(_, st)| st["currentPhase"].as_str().map(str::to_owned));
             self.due_at_skill(slot, None, k, phase.as_deref());
         }
+        true
+    }
+
+    /// `engine session restart`, or `dehydrate` with a hand-over naming targets `n` and
+    /// `n + 1`, on the slot owner's active session, as a Bash tool call.
+    fn restart(&mut self, slot: usize, hand_over: Option<usize>) -> bool {
+        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
+            return false;
+        };
+        let Some((name, _)) = self.active_of(pid) else {
+            return false;
+        };
+        self.use_slot(slot);
+        let dir = format!("sessions/{name}");
+        let command = match hand_over {
+            None => format!("engine session restart {dir}"),
+            Some(_) => format!("engine session dehydrate {dir} <<'EOF' …"),
+        };
+        let project = self.sb.project.clone();
+        self.bash_call(slot, &command, |sb| {
+            let engine = crate::engine_model::Engine::new(sb);
+            match hand_over {
+                None => engine.restart(&name),
+                Some(n) => {
+                    let required: Vec<String> = [n, n + 1]
+                        .iter()
+                        .map(|i| project.join(TARGETS[i % TARGETS.len()]))
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .collect();
+                    let hand_over = json!({
+                        "summary": "Adding a total to the estimate.",
+                        "lastAction": "Wrote the parser.",
+                        "nextSteps": ["Test the total."],
+                        "requiredFiles": required,
+                    });
+                    engine.dehydrate(&name, &hand_over);
+                }
+            }
+            ("Restart requested.\n".to_owned(), None)
+        });
         true
     }
 
