@@ -239,7 +239,8 @@ fn a_continued_session_gets_split_files_from_their_first_part() {
 }
 
 // The engine's dehydrate removes `sessionId`; without tmux the conversation goes on in the same
-// window, which keeps its part progress.
+// window, which keeps its part progress. `sessionId` stays removed until the restart is carried
+// out (the engine's run.sh would resume the conversation it names instead of starting afresh).
 
 #[test]
 fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
@@ -265,11 +266,39 @@ fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
     let (_, seen) = call(&sb, "Bash", &json!({"command": "git status"}));
     assert!(seen.contains("[warn: heartbeat] log"), "{seen}");
     let state = sb.state("test");
-    assert_eq!(state["sessionId"], json!(conversation));
+    assert!(state.get("sessionId").is_none(), "not written back");
+    assert_eq!(state["preloadConversation"], json!(conversation));
     assert_eq!(
         state["preloadParts"][&invariants],
         json!(2),
         "the window goes on: two parts of it are still in context"
+    );
+    // The agent takes the session up again in the same process: the restart is off.
+    let out = sb
+        .command("preload")
+        .args(["activate", "sessions/test", "--skill", "implement"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, seen) = call(&sb, "Bash", &json!({"command": "git status"}));
+    assert_eq!(
+        sb.state("test")["sessionId"],
+        json!(conversation),
+        "bound again"
+    );
+    let parts = shown_parts(&seen);
+    let (_, last, _) = parts
+        .iter()
+        .find(|(p, ..)| *p == invariants)
+        .cloned()
+        .expect("INVARIANTS.md goes on");
+    assert!(
+        !seen.contains(&format!("[Preloaded: {invariants} (part 1/")) && last >= 3,
+        "from its third part: {parts:?}"
     );
 }
 

@@ -2,7 +2,8 @@
 //! unless the model received it there whole; (2) no file reaches a window twice, but for a
 //! changed file's `(updated)` copy; (3) every due file arrives within two ordinary calls (one
 //! more per further part it needs); (4) every answer is in contract, every state and seed stays
-//! JSON with a planted foreign field, no lock is left behind.
+//! JSON with a planted foreign field, no lock is left behind, and no hook names the
+//! conversation again in a state whose restart is requested.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -344,7 +345,13 @@ impl World {
                 self.note_kill_losses(slot, state);
             }
         }
-        if let Some((_, state)) = &record {
+        if let Some((at, state)) = &record {
+            if state["killRequested"] == json!(true) && state.get("sessionId").is_some() {
+                problems.push(format!(
+                    "(4) slot {slot}: {at} names a conversation again while a restart is \
+                     requested (the engine's run.sh would resume it instead of starting afresh)"
+                ));
+            }
             self.wait_while_restarting(slot, state, &windows);
         }
         for (agent, window) in &windows {

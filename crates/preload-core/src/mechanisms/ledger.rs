@@ -348,8 +348,8 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
             s.set(key, value.clone());
         }
     }
-    if s.get(fields::SESSION_ID).is_none() {
-        if let Some(id) = record.str(fields::SESSION_ID) {
+    if s.window_conversation().is_none() {
+        if let Some(id) = record.window_conversation() {
             s.set_conversation(id);
         }
     }

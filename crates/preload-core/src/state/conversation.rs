@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{State, fields};
+use super::{Lifecycle, State, fields};
 
 impl State {
     /// The conversation the window's own records belong to: the hooks' copy, else (a state an
@@ -15,15 +15,19 @@ impl State {
             .or_else(|| self.str(fields::SESSION_ID))
     }
 
-    /// Whether the state names `conversation` in both fields.
+    /// Whether the state records `conversation` as far as the hooks write it
+    /// ([`Self::set_conversation`]).
     pub fn serves(&self, conversation: &str) -> bool {
-        self.str(fields::SESSION_ID) == Some(conversation)
-            && self.str(fields::WINDOW_CONVERSATION) == Some(conversation)
+        self.str(fields::WINDOW_CONVERSATION) == Some(conversation)
+            && (!self.binds_session_id() || self.str(fields::SESSION_ID) == Some(conversation))
     }
 
-    /// Record that the window serves `conversation`.
+    /// Record that the window serves `conversation`: the hooks' copy, and `sessionId` unless a
+    /// restart is under way.
     pub fn set_conversation(&mut self, conversation: &str) {
-        self.set(fields::SESSION_ID, Value::from(conversation));
+        if self.binds_session_id() {
+            self.set(fields::SESSION_ID, Value::from(conversation));
+        }
         self.set(fields::WINDOW_CONVERSATION, Value::from(conversation));
     }
 
@@ -31,6 +35,15 @@ impl State {
     pub fn forget_conversation(&mut self) {
         self.remove(fields::SESSION_ID);
         self.remove(fields::WINDOW_CONVERSATION);
+    }
+
+    /// False while a restart is under way (requested, overflowed, or handing over): the engine's
+    /// `restart` removed `sessionId` so that its `run.sh` starts the next client on a fresh
+    /// conversation instead of resuming this one, and its statusline leaves it unwritten then.
+    fn binds_session_id(&self) -> bool {
+        !(self.flag(fields::KILL_REQUESTED)
+            || self.flag(fields::OVERFLOWED)
+            || self.lifecycle() == Some(Lifecycle::Dehydrating))
     }
 }
 
@@ -45,12 +58,37 @@ mod tests {
         let mut s = State::default();
         s.set_conversation("c1");
         assert!(s.serves("c1"));
-        // `session.sh restart`: `del(sessionId)`.
+        // `session.sh restart`.
         s.remove(fields::SESSION_ID);
-        assert!(!s.serves("c1"));
+        s.set(fields::KILL_REQUESTED, json!(true));
         assert_eq!(s.window_conversation(), Some("c1"));
+        assert!(
+            s.serves("c1"),
+            "nothing to write while the restart is under way"
+        );
         s.forget_conversation();
         assert_eq!(s.window_conversation(), None);
+    }
+
+    #[test]
+    fn session_id_stays_unwritten_while_a_restart_is_under_way() {
+        for (field, value) in [
+            (fields::KILL_REQUESTED, json!(true)),
+            (fields::OVERFLOWED, json!(true)),
+            (fields::LIFECYCLE, json!("dehydrating")),
+        ] {
+            let mut s = State::default();
+            s.set(field, value);
+            s.set_conversation("c1");
+            assert!(s.get(fields::SESSION_ID).is_none(), "{field}");
+            assert_eq!(s.window_conversation(), Some("c1"));
+            assert!(s.serves("c1"));
+            // The restart is carried out (an activation clears the flags): bound again.
+            s.remove(field);
+            assert!(!s.serves("c1"));
+            s.set_conversation("c1");
+            assert_eq!(s.str(fields::SESSION_ID), Some("c1"));
+        }
     }
 
     #[test]
