@@ -302,6 +302,72 @@ fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
     );
 }
 
+// The statusline names the client's conversation in `sessionId` on its own; a conversation that
+// takes a session over (a `continue` after a restart) does not make the old window's part
+// progress its own by it.
+
+#[test]
+fn the_statusline_naming_a_new_conversation_first_still_lets_the_old_window_go() {
+    let mut sb = Sandbox::new();
+    let invariants = Engine::new(&sb).core_paths()[1].clone();
+    sb.active_session(
+        "test",
+        &json!({"sessionId": "old-conversation", "preloadConversation": "old-conversation",
+            "loading": false, "preloadedFiles": [], "pendingPreloads": [invariants],
+            "preloadParts": {invariants.clone(): 2}}),
+    );
+    sb.conversation = "new-conversation".to_owned();
+    Engine::new(&sb).statusline("test", sb.pid, &sb.conversation, 0.3);
+    assert_eq!(sb.state("test")["sessionId"], "new-conversation");
+    let (_, seen) = call(&sb, "Bash", &json!({"command": "git status"}));
+    assert!(
+        seen.contains(&format!("[Preloaded: {invariants} (part 1/")),
+        "the new window starts the file from its first part: {seen}"
+    );
+    assert_eq!(sb.state("test")["preloadConversation"], "new-conversation");
+}
+
+// `engine session idle`, then the owner's next skill in another session: the window moves with
+// the owner, so what it holds is not sent again.
+
+#[test]
+fn an_idle_sessions_window_moves_with_its_owner_to_the_next_session() {
+    let sb = Sandbox::new();
+    let activate = |dir: &str, skill: &str| {
+        let out = sb
+            .command("preload")
+            .args(["activate", dir, "--skill", skill])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    activate("sessions/first", "implement");
+    call(&sb, "Skill", &json!({"skill": "implement"}));
+    drain(&sb, "first", 20);
+    let held = strings(&sb.state("first"), "preloadedFiles");
+    let core = Engine::new(&sb).core_paths();
+    assert!(
+        held.iter().any(|p| !core.contains(p)),
+        "the first skill's files went out: {held:?}"
+    );
+    Engine::new(&sb).idle("first");
+    // The client runs PreToolUse before the next command: it finds the idle session again.
+    pre(
+        &sb,
+        "Bash",
+        &json!({"command": "engine session activate sessions/second do"}),
+    );
+    activate("sessions/second", "do");
+    let now = strings(&sb.state("second"), "preloadedFiles");
+    for path in &held {
+        assert!(now.contains(path), "{path} is still in context: {now:?}");
+    }
+}
+
 // Finding 4 and item 7: locks both ways.
 
 #[test]

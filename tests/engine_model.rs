@@ -163,6 +163,62 @@ impl<'a> Engine<'a> {
         Self::write_locked(&path, &state);
     }
 
+    /// `session.sh idle <dir> <<DESCRIPTION` (lines 2248-2312): the owner's PID cache removed;
+    /// `lifecycle: idle`, the owner kept
+    /// as `lastKnownPid` and `pid` removed, a description; then the skill appended to
+    /// `completedSkills`, in a second write.
+    pub fn idle(&self, name: &str) {
+        let path = self.state_file(name);
+        let mut state = read_json(&path);
+        let obj = state.as_object_mut().unwrap();
+        let pid = obj.remove("pid").unwrap_or(Value::Null);
+        // The PID cache goes first (line 2289).
+        if let Some(pid) = pid.as_u64() {
+            let _ = fs::remove_file(self.sb.root().join(format!("claude-session-cache-{pid}")));
+        }
+        obj.insert("lifecycle".into(), json!("idle"));
+        obj.insert("lastKnownPid".into(), pid);
+        obj.insert("lastHeartbeat".into(), json!("2026-01-01T00:00:03Z"));
+        obj.insert("sessionDescription".into(), json!("Added a total."));
+        Self::write_locked(&path, &state);
+        let mut state = read_json(&path);
+        if let Some(skill) = state["skill"].as_str().map(str::to_owned) {
+            let done = state["completedSkills"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !done.iter().any(|s| *s == json!(skill)) {
+                let mut done = done;
+                done.push(json!(skill));
+                state["completedSkills"] = Value::Array(done);
+                Self::write_locked(&path, &state);
+            }
+        }
+    }
+
+    /// `tools/statusline.sh` `update_session` (lines 98-145) for the session `session.sh find`
+    /// names: the client's `pid` claimed when it differs; `contextUsage` and `lastHeartbeat`,
+    /// and `sessionId` bound to the client's conversation unless a restart is under way
+    /// (`killRequested`, `overflowed`, `lifecycle: dehydrating`).
+    pub fn statusline(&self, name: &str, pid: u32, conversation: &str, usage: f64) {
+        let path = self.state_file(name);
+        let mut state = read_json(&path);
+        if state["pid"] != json!(pid) {
+            state["pid"] = json!(pid);
+            Self::write_locked(&path, &state);
+            state = read_json(&path);
+        }
+        let restarting = state["killRequested"] == json!(true)
+            || state["overflowed"] == json!(true)
+            || state["lifecycle"] == "dehydrating";
+        state["contextUsage"] = json!(usage);
+        state["lastHeartbeat"] = json!("2026-01-01T00:00:04Z");
+        if !restarting {
+            state["sessionId"] = json!(conversation);
+        }
+        Self::write_locked(&path, &state);
+    }
+
     /// `session.sh update <dir> <field> <value>` (lines 1006-1027): `jq … state |
     /// safe_json_write state`. The state is read OUTSIDE the lock; `between` runs after that
     /// read, before the lock is taken for the write (lib.sh `safe_json_write`, lines 324-360).

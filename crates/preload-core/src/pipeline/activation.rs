@@ -112,20 +112,20 @@ pub fn activate_with(
         .and_then(|_| ledger::read_seed_parts(&seed_path).ok());
     let (seed, carry) = record.unwrap_or_default();
     let seed = seed.filter(|s| s.lifecycle() == Some(Lifecycle::Seeding));
-    // The owner's context window, when another of its sessions records it, moves here with
-    // the owner: what that window holds is not sent again.
+    // The owner's context window, when another of its sessions records it (one it holds, or
+    // left idle), moves here with the owner: what that window holds is not sent again.
     // (Its PID cache names it: nothing is scanned or written to find it.)
     let window = session::cached_session(ctx)
         .filter(|other| !same_dir(other, dir))
         .and_then(|other| state::load(&other.join(STATE_FILE)).ok())
-        .filter(|other| other.pid(fields::PID) == Some(ctx.owner_pid));
+        .filter(|other| other.is_window_of(ctx.owner_pid));
 
     let outcome = state::update(
         &path,
         ctx.lock_deadline(),
         state::Durability::Durable,
         |s| {
-            let starts = s.pid(fields::PID) != Some(ctx.owner_pid);
+            let starts = !s.is_window_of(ctx.owner_pid);
             let activated =
                 activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref());
             if let (Ok(_), Some(window), true) = (&activated, &window, starts) {
@@ -209,6 +209,7 @@ fn activate_state(
 ) -> Result<Activated, Failure> {
     let owner = ctx.owner_pid;
     let holder = s.pid(fields::PID);
+    let owners_window = s.is_window_of(owner);
     let previous = s.str(fields::SKILL).map(str::to_owned);
     let skill = skill_arg
         .map(str::to_owned)
@@ -227,7 +228,7 @@ fn activate_state(
     let changed = previous.as_deref().is_some_and(|p| p != skill);
     // The engine merges the parameters unless the owner re-activates its own skill, or a dead
     // owner's dehydrated session is taken back as it was.
-    let same_window = !fresh && holder == Some(owner) && !changed;
+    let same_window = !fresh && owners_window && !changed;
     let dehydrated = holder.is_some_and(|p| p != owner)
         && (s
             .get(fields::DEHYDRATED_CONTEXT)
@@ -275,7 +276,7 @@ fn activate_state(
         s.set_current_phase(&first);
     }
     // A session taken over from another (dead) process starts a new context window.
-    if holder != Some(owner) {
+    if !owners_window {
         start_window(ctx, dir, s);
     }
     let defaults = [

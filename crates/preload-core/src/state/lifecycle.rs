@@ -107,6 +107,19 @@ impl State {
     pub fn set_lifecycle(&mut self, lifecycle: &Lifecycle) {
         self.set(fields::LIFECYCLE, Value::from(lifecycle.name()));
     }
+
+    /// Whether the session's context window is `owner`'s: it holds the session, or left it idle
+    /// (`engine session idle` keeps the owner as `lastKnownPid` and removes `pid`) and may take
+    /// it up again with its next skill.
+    pub fn is_window_of(&self, owner: u32) -> bool {
+        match self.pid(fields::PID) {
+            Some(pid) => pid == owner,
+            None => {
+                self.lifecycle() == Some(Lifecycle::Idle)
+                    && self.pid(fields::LAST_KNOWN_PID) == Some(owner)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +138,23 @@ mod tests {
         "none",
         "paused",
     ];
+
+    #[test]
+    fn an_idle_session_stays_the_window_of_the_owner_that_left_it() {
+        use crate::state::{State, fields};
+        use serde_json::json;
+        let mut s = State::default();
+        s.set(fields::PID, json!(7));
+        assert!(s.is_window_of(7) && !s.is_window_of(8));
+        // `session.sh idle`.
+        s.remove(fields::PID);
+        s.set(fields::LAST_KNOWN_PID, json!(7));
+        s.set(fields::LIFECYCLE, json!("idle"));
+        assert!(s.is_window_of(7) && !s.is_window_of(8));
+        // Completed, or never idle: no one's.
+        s.set(fields::LIFECYCLE, json!("completed"));
+        assert!(!s.is_window_of(7));
+    }
 
     #[test]
     fn every_name_reads_back_as_itself() {
