@@ -247,10 +247,15 @@ impl World {
         self.make_due(slot, None, paths, &format!("entering phase {phase}"));
     }
 
-    /// The owner's record (its active or handing-over session, else its seed): (where, paths).
+    /// The owner's record (its active or handing-over session, or one it left idle, else its
+    /// seed): (where, paths).
     pub fn record_of(&self, pid: u32) -> Option<(String, Value)> {
-        // A session handing over (`engine session dehydrate`) is still the owner's.
-        if let Some((name, state)) = self.session_of(pid, &["active", "dehydrating"]) {
+        // A session handing over (`engine session dehydrate`) is still the owner's, and so is
+        // one it left idle (`engine session idle` keeps it as `lastKnownPid`).
+        if let Some((name, state)) = self
+            .session_of(pid, &["active", "dehydrating"])
+            .or_else(|| self.left_idle_by(pid))
+        {
             return Some((format!("sessions/{name}/.state.json"), state));
         }
         // A seed's record is the seed with its carry (stash, part progress, conversation).

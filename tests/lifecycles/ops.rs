@@ -106,6 +106,15 @@ pub enum Op {
     Restart(u8),
     /// `engine session dehydrate` the same way, its hand-over naming targets `n` and `n + 1`.
     Dehydrate(u8, u8),
+    /// `engine session continue` run as a Bash tool call on a session whose restart is
+    /// requested and whose owner is gone: the slot's process takes it over (the engine's own
+    /// restart flow, after a new process started).
+    Continue(u8),
+    /// `engine session idle` run as a Bash tool call on the slot's active session.
+    Idle(u8),
+    /// The engine's statusline updates the slot owner's session (context usage, the
+    /// conversation unless a restart is under way).
+    Statusline(u8),
 }
 
 fn slot() -> impl Strategy<Value = u8> {
@@ -167,6 +176,9 @@ pub fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(s, t, n, k, ms)| Op::Killed(s, t, n, k, ms)),
         1 => slot().prop_map(Op::Restart),
         1 => (slot(), 0u8..6).prop_map(|(s, n)| Op::Dehydrate(s, n)),
+        1 => slot().prop_map(Op::Continue),
+        1 => slot().prop_map(Op::Idle),
+        1 => slot().prop_map(Op::Statusline),
     ]
 }
 

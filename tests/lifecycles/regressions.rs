@@ -603,3 +603,59 @@ fn under_dispatch_start_ups_after_a_restart_request_send_no_pack_twice() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: `engine session idle` (the end of a skill) removes the owner's `pid` and keeps it as
+/// `lastKnownPid`; activating the next skill took the idle session for another process's and
+/// started a new window in it, so the first skill's files went out again. An idle session stays
+/// the window of the owner that left it. Found by seed 1795889350009.
+#[test]
+fn the_next_skill_after_idle_goes_on_in_the_same_window() {
+    let ops = vec![Activate(0, Implement), Idle(0), Activate(0, Do)];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// The same, for a skill the client loaded before the session existed. Found by seed
+/// 1795889350033.
+#[test]
+fn a_skill_loaded_before_the_first_session_is_not_sent_again_after_idle() {
+    let ops = vec![
+        SlashSkill(0, Implement),
+        Activate(0, Do),
+        Idle(0),
+        Activate(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: the next skill after idle in another session: the window did not move there from
+/// the idle session (its owner no longer in `pid`), so the new session's state started from the
+/// core standards. Found by seed 1795889531118.
+#[test]
+fn the_next_session_after_idle_takes_the_window_with_it() {
+    let ops = vec![
+        Activate(0, Implement),
+        Exit(0),
+        Resume(1, 0),
+        Idle(1),
+        Activate(1, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Where the model was wrong: the owner's record is the session it left idle (the hooks find it
+/// by `lastKnownPid`), which holds what the claim stashed. Found by seed 1795889662036
+/// (`--dispatch`).
+#[test]
+fn under_dispatch_what_is_stashed_in_an_idle_session_is_in_flight() {
+    let ops = vec![
+        Activate(0, Implement),
+        Idle(0),
+        Clear(0),
+        SkillCall(0, Test),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

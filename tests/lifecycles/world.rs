@@ -172,8 +172,26 @@ impl World {
         self.session_of(pid, &["active"])
     }
 
+    /// The session the owner left idle (`engine session idle` keeps it as `lastKnownPid`):
+    /// (name, state).
+    pub fn left_idle_by(&self, pid: u32) -> Option<(String, Value)> {
+        self.session_where(|state| {
+            state["lifecycle"] == "idle"
+                && state.get("pid").is_none()
+                && state["lastKnownPid"].as_u64() == Some(u64::from(pid))
+        })
+    }
+
     /// The owner's session in one of `lifecycles`: (name, state).
     pub fn session_of(&self, pid: u32, lifecycles: &[&str]) -> Option<(String, Value)> {
+        self.session_where(|state| {
+            state["pid"].as_u64() == Some(u64::from(pid))
+                && lifecycles.contains(&state["lifecycle"].as_str().unwrap_or(""))
+        })
+    }
+
+    /// The last session (in directory order) whose state is `wanted`: (name, state).
+    fn session_where(&self, wanted: impl Fn(&Value) -> bool) -> Option<(String, Value)> {
         let entries = fs::read_dir(&self.sb.sessions).ok()?;
         let mut found = None;
         for entry in entries.filter_map(Result::ok) {
@@ -184,8 +202,7 @@ impl World {
             let Ok(state) = serde_json::from_str::<Value>(&text) else {
                 continue;
             };
-            let lifecycle = state["lifecycle"].as_str().unwrap_or("");
-            if state["pid"].as_u64() == Some(u64::from(pid)) && lifecycles.contains(&lifecycle) {
+            if wanted(&state) {
                 found = Some((entry.file_name().to_string_lossy().into_owned(), state));
             }
         }
@@ -240,6 +257,9 @@ impl World {
             }
             Op::Restart(s) => self.restart(key(*s), None),
             Op::Dehydrate(s, n) => self.restart(key(*s), Some(usize::from(*n))),
+            Op::Continue(s) => self.continue_session(key(*s)),
+            Op::Idle(s) => self.idle(key(*s)),
+            Op::Statusline(s) => self.statusline(key(*s)),
         };
         let note = if done { "" } else { "   (skipped)" };
         self.steps.push(format!("{op:?}{note}"));
@@ -916,6 +936,66 @@ impl World {
             }
             ("Restart requested.\n".to_owned(), None)
         });
+        true
+    }
+
+    /// `engine session continue` on a session whose restart is requested and whose owner is no
+    /// live process of the world.
+    fn continue_session(&mut self, slot: usize) -> bool {
+        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
+            return false;
+        };
+        let live: Vec<u32> = self.procs.iter().flatten().map(|p| p.pid).collect();
+        let Ok(entries) = fs::read_dir(&self.sb.sessions) else {
+            return false;
+        };
+        let restarting = entries.filter_map(Result::ok).find_map(|entry| {
+            let state = parse_state(&entry.path().join(".state.json")).ok()?;
+            let owner = state["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+            (state["killRequested"] == json!(true) && owner.is_none_or(|p| !live.contains(&p)))
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        });
+        let Some(name) = restarting else {
+            return false;
+        };
+        self.use_slot(slot);
+        let command = format!("engine session continue sessions/{name}");
+        self.bash_call(slot, &command, |sb| {
+            crate::engine_model::Engine::new(sb).continue_session(&name, pid);
+            ("Session continued.\n".to_owned(), None)
+        });
+        true
+    }
+
+    /// `engine session idle` on the slot owner's active session.
+    fn idle(&mut self, slot: usize) -> bool {
+        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
+            return false;
+        };
+        let Some((name, _)) = self.active_of(pid) else {
+            return false;
+        };
+        self.use_slot(slot);
+        let command = format!("engine session idle sessions/{name} <<'EOF' …");
+        self.bash_call(slot, &command, |sb| {
+            crate::engine_model::Engine::new(sb).idle(&name);
+            ("Session idle.\n".to_owned(), None)
+        });
+        true
+    }
+
+    /// The statusline's update of the session the owner holds.
+    fn statusline(&mut self, slot: usize) -> bool {
+        let Some((pid, conversation)) = self.procs[slot]
+            .as_ref()
+            .map(|p| (p.pid, p.conversation.clone()))
+        else {
+            return false;
+        };
+        let Some((name, _)) = self.session_of(pid, &["active", "dehydrating", "completed"]) else {
+            return false;
+        };
+        crate::engine_model::Engine::new(&self.sb).statusline(&name, pid, &conversation, 0.25);
         true
     }
 
