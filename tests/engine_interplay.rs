@@ -56,6 +56,20 @@ fn read(sb: &Sandbox, rel: &str) -> Value {
     json!({"file_path": sb.project.join(rel)})
 }
 
+/// `preload activate <dir> --skill <skill>`, which must succeed.
+fn activate(sb: &Sandbox, dir: &str, skill: &str) {
+    let out = sb
+        .command("preload")
+        .args(["activate", dir, "--skill", skill])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Ordinary calls until nothing is queued or stashed (at most `limit`); the texts they carried.
 fn drain(sb: &Sandbox, name: &str, limit: usize) -> String {
     let mut seen = String::new();
@@ -274,16 +288,7 @@ fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
         "the window goes on: two parts of it are still in context"
     );
     // The agent takes the session up again in the same process: the restart is off.
-    let out = sb
-        .command("preload")
-        .args(["activate", "sessions/test", "--skill", "implement"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    activate(&sb, "sessions/test", "implement");
     let (_, seen) = call(&sb, "Bash", &json!({"command": "git status"}));
     assert_eq!(
         sb.state("test")["sessionId"],
@@ -333,19 +338,7 @@ fn the_statusline_naming_a_new_conversation_first_still_lets_the_old_window_go()
 #[test]
 fn an_idle_sessions_window_moves_with_its_owner_to_the_next_session() {
     let sb = Sandbox::new();
-    let activate = |dir: &str, skill: &str| {
-        let out = sb
-            .command("preload")
-            .args(["activate", dir, "--skill", skill])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    activate("sessions/first", "implement");
+    activate(&sb, "sessions/first", "implement");
     call(&sb, "Skill", &json!({"skill": "implement"}));
     drain(&sb, "first", 20);
     let held = strings(&sb.state("first"), "preloadedFiles");
@@ -361,7 +354,7 @@ fn an_idle_sessions_window_moves_with_its_owner_to_the_next_session() {
         "Bash",
         &json!({"command": "engine session activate sessions/second do"}),
     );
-    activate("sessions/second", "do");
+    activate(&sb, "sessions/second", "do");
     let now = strings(&sb.state("second"), "preloadedFiles");
     for path in &held {
         assert!(now.contains(path), "{path} is still in context: {now:?}");
