@@ -659,3 +659,22 @@ fn under_dispatch_what_is_stashed_in_an_idle_session_is_in_flight() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a process that found no session remembers that answer by a fingerprint of the
+/// sessions directories and the PID cache; the engine's `idle` of the session it activated
+/// since removes the PID cache and brings the fingerprint back, so the idle session was not
+/// found, and the compaction's SessionStart left its old window's record in place (the files
+/// the compaction dropped stayed recorded as in context). Holding a session now clears the
+/// remembered answer. Found by seed 1795890088065.
+#[test]
+fn a_compaction_after_idle_starts_the_idle_sessions_window_again() {
+    let ops = vec![
+        Activate(0, Implement),
+        Startup(0),
+        Activate(0, Implement),
+        Idle(0),
+        Compact(0),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -7,18 +7,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::mechanisms::context::Context;
 use crate::primitives::{file, process};
 use crate::state::fields;
-use crate::state::{self, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
+use crate::state::{self, Durability, State, StateError};
 
 mod index;
 mod scan;
+mod seeds;
 pub use index::{DIR as INDEX_DIR, Key};
 use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
 pub use scan::{cache_file, session_dirs, session_names};
+pub use seeds::{
+    ENDED_RETENTION, ENDED_SUFFIX, ended_path, new_seed, own_seed, remove_stale_seeds,
+    seed_is_stale, seed_path,
+};
 
 /// Directory of seed files inside a sessions directory.
 pub const SEEDS_DIR: &str = ".seeds";
@@ -71,7 +76,7 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
     let cached = cached_session(ctx);
     if let Some(dir) = &cached {
         if state_pid(&dir.join(STATE_FILE), fields::PID) == Some(pid) {
-            return Some(dir.clone());
+            return Some(held(ctx, dir.clone()));
         }
     }
     // Without a session, every call would read every state again. A session becomes this
@@ -121,8 +126,14 @@ pub fn find_session(ctx: &Context) -> Option<PathBuf> {
         Scan::Nothing | Scan::Held => return None,
     };
     remember(ctx, &found);
-    let _ = fs::remove_file(&none);
-    Some(found)
+    Some(held(ctx, found))
+}
+
+/// The owner holds the session in `dir`: a remembered "no session" answer is stale (an engine
+/// `idle` that removes the PID cache would otherwise bring its fingerprint back).
+fn held(ctx: &Context, dir: PathBuf) -> PathBuf {
+    let _ = fs::remove_file(no_session_file(ctx));
+    dir
 }
 
 /// [`find_session`] for a caller that reads the session's state next: when the PID cache names
@@ -132,7 +143,7 @@ pub fn find_session_state(ctx: &Context) -> Option<(PathBuf, Option<state::Read>
     if let Some(dir) = cached_session(ctx) {
         if let Ok(read) = state::load_read(&dir.join(STATE_FILE)) {
             if read.state.pid(fields::PID) == Some(ctx.owner_pid) {
-                return Some((dir, Some(read)));
+                return Some((held(ctx, dir), Some(read)));
             }
         }
     }
@@ -291,54 +302,6 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
     })
 }
 
-/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
-pub const ENDED_SUFFIX: &str = ".ended.json";
-
-/// How long the record of an ended process is kept for a `--resume` of its conversation:
-/// Claude Code's own default for keeping conversations (`cleanupPeriodDays`, 30 days).
-pub const ENDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
-/// always gone: its age, not its PID, says when it can go).
-fn ended_record_expired(path: &Path) -> bool {
-    fs::symlink_metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|modified| crate::primitives::clock::age(modified) > ENDED_RETENTION)
-}
-
-/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
-pub fn ended_path(seed: &Path) -> PathBuf {
-    seed.with_extension(&ENDED_SUFFIX[1..])
-}
-
-/// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
-pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
-    sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))
-}
-
-/// A fresh seed document for `pid` with `preloaded` already in context.
-pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
-    let mut seed = State::default();
-    seed.set(fields::PID, json!(pid));
-    seed.set_lifecycle(&Lifecycle::Seeding);
-    seed.set_paths(IN_CONTEXT, preloaded);
-    seed.clear_paths(QUEUED);
-    seed.set(fields::TOUCHED_DIRS, json!({}));
-    own_seed(&mut seed, pid);
-    seed
-}
-
-/// Make `seed` the seed of process `pid` (its PID and start time).
-pub fn own_seed(seed: &mut State, pid: u32) {
-    seed.set(fields::PID, json!(pid));
-    match process::start_time(pid) {
-        Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
-        None => {
-            seed.remove(fields::PID_START_TIME);
-        }
-    }
-}
-
 /// `find_preload_state()`: the owner's session state, else its seed, else a new seed.
 ///
 /// `None` when the project has no sessions directory (no engine here: stay silent).
@@ -391,58 +354,6 @@ pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
         path,
         is_session: false,
     })
-}
-
-/// True when the seed at `path` belongs to a dead process or to an earlier process that had the
-/// same PID.
-pub fn seed_is_stale(path: &Path) -> bool {
-    let Some(text) = peek(path) else {
-        return false;
-    };
-    let Ok(seed) = State::parse(&text) else {
-        return false;
-    };
-    let pid = seed
-        .pid(fields::PID)
-        .or_else(|| path.file_stem()?.to_str()?.parse().ok());
-    let Some(pid) = pid else { return true };
-    let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
-    !process::is_same_live_process(pid, started)
-}
-
-/// Delete stale seeds (and leftover temporary files) under `<sessions>/.seeds`; returns how
-/// many seeds were removed. Corrupt seeds are left for `preload doctor`.
-pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
-    let dir = sessions_dir.join(SEEDS_DIR);
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.contains(".tmp.") {
-            // Temporaries of killed writers: swept below.
-            continue;
-        }
-        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it. The
-        // record of an ended process waits for a `--resume` of its conversation as long as the
-        // client keeps the conversation's transcript.
-        let stale = if name.ends_with(ENDED_SUFFIX) {
-            ended_record_expired(&path)
-        } else {
-            seed_is_stale(&path)
-        };
-        if Path::new(&name).extension().is_some_and(|e| e == "json")
-            && stale
-            && fs::remove_file(&path).is_ok()
-            && !name.ends_with(".carry.json")
-        {
-            removed += 1;
-        }
-    }
-    file::remove_orphans(&dir);
-    removed
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use super::*;
 use crate::primitives::env::{self, Env};
 use crate::primitives::input::HookInput;
+use crate::state::Lifecycle;
 use std::time::Duration;
 
 fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
@@ -146,6 +147,34 @@ fn a_conversation_back_in_a_new_process_takes_its_session_over() {
         Some("implement"),
         "nothing else changed"
     );
+}
+
+#[test]
+fn a_remembered_no_session_answer_does_not_outlive_a_session_the_owner_held() {
+    let (tmp, project, home) = project();
+    let dir = project.join("sessions/a");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
+    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    assert_eq!(find_session(&ctx), None);
+    // The engine's activate of the existing directory: the PID cache, the owner's PID.
+    fs::write(
+        dir.join(STATE_FILE),
+        "{\"pid\": 44, \"lifecycle\": \"active\"}",
+    )
+    .unwrap();
+    fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
+    assert_eq!(find_session(&ctx), Some(dir.clone()));
+    assert!(!no_session_file(&ctx).is_file());
+    // Its `idle`: the PID cache removed, the owner kept as `lastKnownPid`. The sessions
+    // directories are as they were when nothing was found.
+    fs::write(
+        dir.join(STATE_FILE),
+        "{\"lastKnownPid\": 44, \"lifecycle\": \"idle\"}",
+    )
+    .unwrap();
+    fs::remove_file(cache_file(&ctx)).unwrap();
+    assert_eq!(find_session(&ctx), Some(dir));
 }
 
 #[test]

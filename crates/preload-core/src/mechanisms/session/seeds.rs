@@ -1,0 +1,114 @@
+//! The owner's seed (`<sessions>/.seeds/<pid>.json`, the record of a context window before a
+//! session exists), the record it leaves when its process ends, and the sweep of both.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::SEEDS_DIR;
+use super::scan::peek;
+use crate::primitives::{file, process};
+use crate::state::fields;
+use crate::state::{IN_CONTEXT, Lifecycle, QUEUED, State};
+
+/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
+pub const ENDED_SUFFIX: &str = ".ended.json";
+
+/// How long the record of an ended process is kept for a `--resume` of its conversation:
+/// Claude Code's own default for keeping conversations (`cleanupPeriodDays`, 30 days).
+pub const ENDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
+/// always gone: its age, not its PID, says when it can go).
+fn ended_record_expired(path: &Path) -> bool {
+    fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|modified| crate::primitives::clock::age(modified) > ENDED_RETENTION)
+}
+
+/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
+pub fn ended_path(seed: &Path) -> PathBuf {
+    seed.with_extension(&ENDED_SUFFIX[1..])
+}
+
+/// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
+pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
+    sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))
+}
+
+/// A fresh seed document for `pid` with `preloaded` already in context.
+pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
+    let mut seed = State::default();
+    seed.set(fields::PID, json!(pid));
+    seed.set_lifecycle(&Lifecycle::Seeding);
+    seed.set_paths(IN_CONTEXT, preloaded);
+    seed.clear_paths(QUEUED);
+    seed.set(fields::TOUCHED_DIRS, json!({}));
+    own_seed(&mut seed, pid);
+    seed
+}
+
+/// Make `seed` the seed of process `pid` (its PID and start time).
+pub fn own_seed(seed: &mut State, pid: u32) {
+    seed.set(fields::PID, json!(pid));
+    match process::start_time(pid) {
+        Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
+        None => {
+            seed.remove(fields::PID_START_TIME);
+        }
+    }
+}
+
+/// True when the seed at `path` belongs to a dead process or to an earlier process that had the
+/// same PID.
+pub fn seed_is_stale(path: &Path) -> bool {
+    let Some(text) = peek(path) else {
+        return false;
+    };
+    let Ok(seed) = State::parse(&text) else {
+        return false;
+    };
+    let pid = seed
+        .pid(fields::PID)
+        .or_else(|| path.file_stem()?.to_str()?.parse().ok());
+    let Some(pid) = pid else { return true };
+    let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
+    !process::is_same_live_process(pid, started)
+}
+
+/// Delete stale seeds (and leftover temporary files) under `<sessions>/.seeds`; returns how
+/// many seeds were removed. Corrupt seeds are left for `preload doctor`.
+pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
+    let dir = sessions_dir.join(SEEDS_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.contains(".tmp.") {
+            // Temporaries of killed writers: swept below.
+            continue;
+        }
+        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it. The
+        // record of an ended process waits for a `--resume` of its conversation as long as the
+        // client keeps the conversation's transcript.
+        let stale = if name.ends_with(ENDED_SUFFIX) {
+            ended_record_expired(&path)
+        } else {
+            seed_is_stale(&path)
+        };
+        if Path::new(&name).extension().is_some_and(|e| e == "json")
+            && stale
+            && fs::remove_file(&path).is_ok()
+            && !name.ends_with(".carry.json")
+        {
+            removed += 1;
+        }
+    }
+    file::remove_orphans(&dir);
+    removed
+}
