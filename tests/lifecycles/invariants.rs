@@ -247,13 +247,14 @@ impl World {
         self.make_due(slot, None, paths, &format!("entering phase {phase}"));
     }
 
-    /// The owner's record (its active or handing-over session, or one it left idle, else its
-    /// seed): (where, paths).
+    /// The owner's record (the session that names it, whatever its lifecycle, or one it left
+    /// idle, else its seed): (where, paths).
     pub fn record_of(&self, pid: u32) -> Option<(String, Value)> {
-        // A session handing over (`engine session dehydrate`) is still the owner's, and so is
-        // one it left idle (`engine session idle` keeps it as `lastKnownPid`).
+        // The hooks find the owner's session by its `pid` whatever the lifecycle (one handing
+        // over, or an idle one a resumed conversation took over), else the one it left idle
+        // (`engine session idle` keeps it as `lastKnownPid`).
         if let Some((name, state)) = self
-            .session_of(pid, &["active", "dehydrating"])
+            .session_where(|state| state["pid"].as_u64() == Some(u64::from(pid)))
             .or_else(|| self.left_idle_by(pid))
         {
             return Some((format!("sessions/{name}/.state.json"), state));

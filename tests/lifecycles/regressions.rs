@@ -678,3 +678,38 @@ fn a_compaction_after_idle_starts_the_idle_sessions_window_again() {
     crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Where the model was wrong: a conversation resumed in a new process takes over the idle
+/// session that holds it (its `pid` now the new owner's, its lifecycle still idle), and the
+/// hooks find that session by its `pid` whatever its lifecycle, with the stash it holds. Found
+/// by seed 1795890328018 (`--dispatch`).
+#[test]
+fn under_dispatch_a_resumed_conversation_in_its_idle_session_is_judged_by_that_session() {
+    let ops = vec![
+        Activate(0, Test),
+        Compact(0),
+        Idle(0),
+        Compact(0),
+        Activate(0, Test),
+        Startup(0),
+        Resume(0, 2),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Where the model was wrong, the same way: the stash a resumed conversation's idle session
+/// holds is in flight. Found by seed 1795890328154 (`--dispatch`).
+#[test]
+fn under_dispatch_the_stash_of_a_resumed_idle_session_is_in_flight() {
+    let ops = vec![
+        Activate(0, Implement),
+        Idle(0),
+        Call(0, Read, 0),
+        Compact(0),
+        Resume(0, 0),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -169,7 +169,9 @@ impl World {
 
     /// The owner's active session: (name, state).
     pub fn active_of(&self, pid: u32) -> Option<(String, Value)> {
-        self.session_of(pid, &["active"])
+        self.session_where(|state| {
+            state["pid"].as_u64() == Some(u64::from(pid)) && state["lifecycle"] == "active"
+        })
     }
 
     /// The session the owner left idle (`engine session idle` keeps it as `lastKnownPid`):
@@ -182,16 +184,8 @@ impl World {
         })
     }
 
-    /// The owner's session in one of `lifecycles`: (name, state).
-    pub fn session_of(&self, pid: u32, lifecycles: &[&str]) -> Option<(String, Value)> {
-        self.session_where(|state| {
-            state["pid"].as_u64() == Some(u64::from(pid))
-                && lifecycles.contains(&state["lifecycle"].as_str().unwrap_or(""))
-        })
-    }
-
     /// The last session (in directory order) whose state is `wanted`: (name, state).
-    fn session_where(&self, wanted: impl Fn(&Value) -> bool) -> Option<(String, Value)> {
+    pub fn session_where(&self, wanted: impl Fn(&Value) -> bool) -> Option<(String, Value)> {
         let entries = fs::read_dir(&self.sb.sessions).ok()?;
         let mut found = None;
         for entry in entries.filter_map(Result::ok) {
@@ -992,7 +986,11 @@ impl World {
         else {
             return false;
         };
-        let Some((name, _)) = self.session_of(pid, &["active", "dehydrating", "completed"]) else {
+        // `session.sh find`: by the owner's PID, else the session it left idle (then claimed).
+        let found = self
+            .session_where(|state| state["pid"].as_u64() == Some(u64::from(pid)))
+            .or_else(|| self.left_idle_by(pid));
+        let Some((name, _)) = found else {
             return false;
         };
         crate::engine_model::Engine::new(&self.sb).statusline(&name, pid, &conversation, 0.25);
