@@ -32,8 +32,6 @@ use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, St
 mod calls;
 mod window;
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
-#[cfg(test)]
-use window::new_context_window;
 pub use window::{archive_window, skills_held_at_start, tag_conversation};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.

@@ -1,5 +1,6 @@
 //! Unit tests of `ledger`.
 
+use super::window::new_context_window;
 use super::*;
 use serde_json::json;
 
