@@ -713,3 +713,23 @@ fn under_dispatch_the_stash_of_a_resumed_idle_session_is_in_flight() {
     crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a `/clear` keeps the replaced window resumable, but wrote its record after the
+/// skills the client holds were cleared for the new window; a `--resume` of the old
+/// conversation then did not know the client held the skill, and after its compaction (when
+/// the client puts the skill back) the next activation sent SKILL.md again. The record is now
+/// written first. Found by seed 1795891230181 (`--dispatch`; the per-binary wiring too).
+#[test]
+fn a_conversation_resumed_after_clear_knows_the_skills_its_client_holds() {
+    let ops = vec![
+        SkillCall(0, Implement),
+        Compact(0),
+        Activate(0, Implement),
+        Clear(0),
+        Resume(0, 0),
+        Compact(0),
+        Activate(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -265,15 +265,16 @@ fn fill_session(
     // A new context window (or a resumed one with this process as its owner): the state is
     // written whatever the change, without a copy taken to tell.
     let result = state::rewrite(&path, ctx.lock_deadline(), |s| {
+        // Another conversation's window, replaced here, stays resumable: recorded as it was,
+        // with the skills its client holds.
+        if let Some(sessions) = dir.parent().filter(|_| !goes_on) {
+            ledger::archive_window(sessions, s, conversation);
+        }
         // Which skills the client process holds, to put back after its next compaction.
         ledger::skills_held_at_start(s, plan.source);
         if goes_on {
             s.set(fields::PID, json!(ctx.owner_pid));
         } else {
-            // Another conversation's window, replaced here, stays resumable.
-            if let Some(sessions) = dir.parent() {
-                ledger::archive_window(sessions, s, conversation);
-            }
             // The client keeps the calls a compaction happened after, with what the hooks added
             // to them: those files are in the new context window from its start.
             let kept = ledger::KeptCall::of(s, plan.in_flight.as_ref(), ctx.env.agent());
