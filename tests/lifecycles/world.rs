@@ -940,16 +940,11 @@ impl World {
             return false;
         };
         let live: Vec<u32> = self.procs.iter().flatten().map(|p| p.pid).collect();
-        let Ok(entries) = fs::read_dir(&self.sb.sessions) else {
-            return false;
-        };
-        let restarting = entries.filter_map(Result::ok).find_map(|entry| {
-            let state = parse_state(&entry.path().join(".state.json")).ok()?;
+        let restarting = self.session_where(|state| {
             let owner = state["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
-            (state["killRequested"] == json!(true) && owner.is_none_or(|p| !live.contains(&p)))
-                .then(|| entry.file_name().to_string_lossy().into_owned())
+            state["killRequested"] == json!(true) && owner.is_none_or(|p| !live.contains(&p))
         });
-        let Some(name) = restarting else {
+        let Some((name, _)) = restarting else {
             return false;
         };
         self.use_slot(slot);
