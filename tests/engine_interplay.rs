@@ -332,6 +332,59 @@ fn the_statusline_naming_a_new_conversation_first_still_lets_the_old_window_go()
     assert_eq!(sb.state("test")["preloadConversation"], "new-conversation");
 }
 
+// A conversation whose session was continued by another after a restart leaves its window
+// resumable: a `--resume` of it goes on from the window its process ended with.
+
+#[test]
+fn the_window_a_continue_replaced_is_resumed_without_sending_it_again() {
+    let mut sb = Sandbox::new();
+    let engine = Engine::new(&sb);
+    let core = engine.core_paths();
+    let old = sb.conversation.clone();
+    sb.active_session(
+        "test",
+        &json!({"sessionId": old, "preloadConversation": old, "loading": false,
+            "preloadedFiles": core, "pendingPreloads": []}),
+    );
+    engine.restart("test");
+    // The old client ends.
+    sb.run(
+        "preload-session-end",
+        json!({"hook_event_name": "SessionEnd", "reason": "other"}),
+    )
+    .assert_contract();
+    // The restarted client: a new process and conversation, the engine's continue.
+    sb.pid = std::os::unix::process::parent_id();
+    sb.conversation = "after-restart".to_owned();
+    sb.run(
+        "preload-session-start",
+        json!({"hook_event_name": "SessionStart", "source": "startup"}),
+    )
+    .assert_contract();
+    Engine::new(&sb).continue_session("test", sb.pid);
+    call(&sb, "Bash", &json!({"command": "git status"}));
+    assert_eq!(sb.state("test")["preloadConversation"], "after-restart");
+    // Later the user resumes the old conversation in another process: its transcript holds
+    // the core standards.
+    let mut later = Command::new("sleep").arg("30").spawn().unwrap();
+    sb.pid = later.id();
+    sb.conversation = old;
+    let resumed = sb.run(
+        "preload-session-start",
+        json!({"hook_event_name": "SessionStart", "source": "resume"}),
+    );
+    let _ = later.kill();
+    let _ = later.wait();
+    resumed.assert_contract();
+    for path in &core {
+        assert!(
+            !resumed.context().contains(&format!("[Preloaded: {path}")),
+            "{path} is in the resumed transcript already: {}",
+            resumed.context()
+        );
+    }
+}
+
 // `engine session idle`, then the owner's next skill in another session: the window moves with
 // the owner, so what it holds is not sent again.
 

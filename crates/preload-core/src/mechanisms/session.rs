@@ -21,8 +21,8 @@ pub use index::{DIR as INDEX_DIR, Key};
 use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
 pub use scan::{cache_file, session_dirs, session_names};
 pub use seeds::{
-    ENDED_RETENTION, ENDED_SUFFIX, ended_path, new_seed, own_seed, remove_stale_seeds,
-    seed_is_stale, seed_path,
+    ENDED_RETENTION, ENDED_SUFFIX, ended_path, forget_window_records, new_seed, own_seed,
+    remove_stale_seeds, seed_is_stale, seed_path, window_record_path,
 };
 
 /// Directory of seed files inside a sessions directory.
@@ -277,7 +277,12 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
         let mut seeds: Vec<PathBuf> = fs::read_dir(root.join(SEEDS_DIR))
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
-        seeds.sort();
+        // The newest record first: a conversation resumed, ended again and replaced again
+        // leaves one record per process.
+        seeds.sort_by_cached_key(|path| {
+            let modified = fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+            (std::cmp::Reverse(modified), path.clone())
+        });
         // The conversation of a seed is kept in its carry (`<pid>.carry.json`); a seed whose
         // process ended left one whole record (`<pid>.ended.json`).
         seeds.into_iter().find_map(|file| {

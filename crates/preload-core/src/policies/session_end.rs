@@ -14,6 +14,8 @@
 //!   later `--resume` of it goes on from there; it is swept once 30 days old, Claude Code's own
 //!   retention of conversations),
 //!   and are removed. A seed or carry that does not parse is left for `preload doctor`.
+//!   A session whose restart is under way (the next process's `continue` replaces its lists)
+//!   leaves its window as `sessions/.seeds/<pid>.<conversation>.ended.json` too.
 
 use std::fs;
 use std::path::Path;
@@ -25,7 +27,7 @@ use crate::mechanisms::session::{self, PreloadState, STATE_FILE};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::lock::StateLock;
 use crate::state::fields;
-use crate::state::{self, StateError};
+use crate::state::{self, State, StateError};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -66,10 +68,27 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         None => Ok(false),
     };
     if process_ends(input.reason()) {
+        keep_restarting_window(ctx);
         end_seed(ctx)?;
     }
     marker?;
     Ok(HookOutput::Silent)
+}
+
+/// The window of the owner's session, when a restart of it is under way, kept resumable as an
+/// ended record: the next process's `continue` takes the session over and replaces its lists
+/// before any hook sees it, and a later `--resume` of this conversation goes on from the
+/// record.
+fn keep_restarting_window(ctx: &Context) {
+    let Some(dir) = session::find_session(ctx) else {
+        return;
+    };
+    let restarting = state::load(&dir.join(STATE_FILE))
+        .ok()
+        .filter(State::restart_under_way);
+    if let (Some(s), Some(sessions)) = (restarting, dir.parent()) {
+        ledger::archive_window(sessions, &s, "");
+    }
 }
 
 /// The owner's seed and carry go: into the owner's session, or into the ended record.

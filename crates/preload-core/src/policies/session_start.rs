@@ -180,11 +180,6 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         packer = attempt;
         Some(filled)
     });
-    if goes_on && from_session.is_some() {
-        if let Some(dir) = &session_dir {
-            session::remember(ctx, dir);
-        }
-    }
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
@@ -311,6 +306,13 @@ fn fill_session(
         Ok(filled) => {
             if !conversation.is_empty() {
                 session::note(&dir, &[session::Key::Conversation(conversation)]);
+            }
+            if goes_on {
+                session::remember(ctx, &dir);
+                // The session is the conversation's record: no ended one of it stays behind.
+                if let Some(root) = dir.parent() {
+                    session::forget_window_records(root, conversation);
+                }
             }
             Some(filled)
         }

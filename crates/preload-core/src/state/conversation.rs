@@ -37,13 +37,20 @@ impl State {
         self.remove(fields::WINDOW_CONVERSATION);
     }
 
-    /// False while a restart is under way (requested, overflowed, or handing over): the engine's
-    /// `restart` removed `sessionId` so that its `run.sh` starts the next client on a fresh
-    /// conversation instead of resuming this one, and its statusline leaves it unwritten then.
-    fn binds_session_id(&self) -> bool {
-        !(self.flag(fields::KILL_REQUESTED)
+    /// Whether a restart of the session is under way: requested (`killRequested`), overflowed,
+    /// or handing over (`lifecycle: dehydrating`). Its window is about to end, and the next
+    /// process's `continue` takes the session over.
+    pub fn restart_under_way(&self) -> bool {
+        self.flag(fields::KILL_REQUESTED)
             || self.flag(fields::OVERFLOWED)
-            || self.lifecycle() == Some(Lifecycle::Dehydrating))
+            || self.lifecycle() == Some(Lifecycle::Dehydrating)
+    }
+
+    /// False while a restart is under way: the engine's `restart` removed `sessionId` so that
+    /// its `run.sh` starts the next client on a fresh conversation instead of resuming this
+    /// one, and its statusline leaves it unwritten then.
+    fn binds_session_id(&self) -> bool {
+        !self.restart_under_way()
     }
 }
 

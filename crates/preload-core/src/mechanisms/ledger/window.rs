@@ -69,16 +69,6 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
     else {
         return;
     };
-    let safe: String = old
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
     let pid = s.pid(fields::PID).unwrap_or(0);
     // Written from the window's own fields: on a large state, thousands of paths not copied.
     let seeding = Value::from(Lifecycle::Seeding.name());
@@ -89,9 +79,8 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
                 .filter_map(|key| Some((*key, s.get(key)?))),
         )
         .collect();
-    let seeds = sessions.join(session::SEEDS_DIR);
-    if fs::create_dir_all(&seeds).is_ok() {
-        let path = seeds.join(format!("{pid}.{safe}{}", session::ENDED_SUFFIX));
+    if fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok() {
+        let path = session::window_record_path(sessions, pid, old);
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
     }
 }

@@ -33,6 +33,46 @@ pub fn ended_path(seed: &Path) -> PathBuf {
     seed.with_extension(&ENDED_SUFFIX[1..])
 }
 
+/// Where process `pid` leaves the window of `conversation` that another replaced:
+/// `<sessions>/.seeds/<pid>.<conversation>.ended.json`, characters of the conversation outside
+/// `[A-Za-z0-9-]` as `_`.
+pub fn window_record_path(sessions_dir: &Path, pid: u32, conversation: &str) -> PathBuf {
+    let name = format!("{pid}.{}{ENDED_SUFFIX}", safe_name(conversation));
+    sessions_dir.join(SEEDS_DIR).join(name)
+}
+
+/// Remove the records [`window_record_path`] names for `conversation`, whatever the process: a
+/// session that goes on with the conversation is its record now, and an older one would be
+/// taken for it once the session moves on.
+pub fn forget_window_records(sessions_dir: &Path, conversation: &str) {
+    let tail = format!(".{}{ENDED_SUFFIX}", safe_name(conversation));
+    let Ok(entries) = fs::read_dir(sessions_dir.join(SEEDS_DIR)) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.ends_with(&tail))
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn safe_name(conversation: &str) -> String {
+    conversation
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// The seed path of the owner: `<sessions>/.seeds/<pid>.json`.
 pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
     sessions_dir.join(SEEDS_DIR).join(format!("{pid}.json"))

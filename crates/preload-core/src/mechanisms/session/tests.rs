@@ -466,3 +466,31 @@ fn a_session_serves_the_conversation_it_names_unless_another_live_process_owns_i
         "a live process owns it"
     );
 }
+
+#[test]
+fn the_records_of_a_conversations_replaced_windows_are_named_by_it_and_forgotten_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path();
+    let one = window_record_path(sessions, 5, "conv/1");
+    assert_eq!(
+        one,
+        sessions.join(".seeds").join("5.conv_1.ended.json"),
+        "the conversation's name made safe"
+    );
+    fs::create_dir_all(sessions.join(".seeds")).unwrap();
+    for path in [
+        one,
+        window_record_path(sessions, 6, "conv/1"),
+        window_record_path(sessions, 6, "conv-2"),
+        sessions.join(".seeds/6.json"),
+    ] {
+        fs::write(path, "{}").unwrap();
+    }
+    forget_window_records(sessions, "conv/1");
+    let mut left: Vec<String> = fs::read_dir(sessions.join(".seeds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["6.conv-2.ended.json", "6.json"]);
+}
