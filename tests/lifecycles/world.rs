@@ -174,6 +174,11 @@ impl World {
         })
     }
 
+    /// The active session of the client process in `slot`: (name, state).
+    fn active_in(&self, slot: usize) -> Option<(String, Value)> {
+        self.active_of(self.procs[slot].as_ref()?.pid)
+    }
+
     /// The session the owner left idle (`engine session idle` keeps it as `lastKnownPid`):
     /// (name, state).
     pub fn left_idle_by(&self, pid: u32) -> Option<(String, Value)> {
@@ -896,10 +901,7 @@ impl World {
     /// `engine session restart`, or `dehydrate` with a hand-over naming targets `n` and
     /// `n + 1`, on the slot owner's active session, as a Bash tool call.
     fn restart(&mut self, slot: usize, hand_over: Option<usize>) -> bool {
-        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
-            return false;
-        };
-        let Some((name, _)) = self.active_of(pid) else {
+        let Some((name, _)) = self.active_in(slot) else {
             return false;
         };
         self.use_slot(slot);
@@ -958,10 +960,7 @@ impl World {
 
     /// `engine session idle` on the slot owner's active session.
     fn idle(&mut self, slot: usize) -> bool {
-        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
-            return false;
-        };
-        let Some((name, _)) = self.active_of(pid) else {
+        let Some((name, _)) = self.active_in(slot) else {
             return false;
         };
         self.use_slot(slot);
@@ -993,10 +992,7 @@ impl World {
     }
 
     fn phase(&mut self, slot: usize, n: usize) -> bool {
-        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
-            return false;
-        };
-        let Some((name, state)) = self.active_of(pid) else {
+        let Some((name, state)) = self.active_in(slot) else {
             return false;
         };
         let current = state["currentPhase"].as_str().unwrap_or("").to_owned();

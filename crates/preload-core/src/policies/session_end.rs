@@ -68,21 +68,21 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         None => Ok(false),
     };
     if process_ends(input.reason()) {
-        keep_restarting_window(ctx);
-        end_seed(ctx)?;
+        let owned = session::find_session(ctx).filter(|dir| dir.join(STATE_FILE).is_file());
+        if let Some(dir) = &owned {
+            keep_restarting_window(dir);
+        }
+        end_seed(ctx, owned.as_deref())?;
     }
     marker?;
     Ok(HookOutput::Silent)
 }
 
-/// The window of the owner's session, when a restart of it is under way, kept resumable as an
-/// ended record: the next process's `continue` takes the session over and replaces its lists
-/// before any hook sees it, and a later `--resume` of this conversation goes on from the
-/// record.
-fn keep_restarting_window(ctx: &Context) {
-    let Some(dir) = session::find_session(ctx) else {
-        return;
-    };
+/// The window of the owner's session in `dir`, when a restart of it is under way, kept
+/// resumable as an ended record: the next process's `continue` takes the session over and
+/// replaces its lists before any hook sees it, and a later `--resume` of this conversation
+/// goes on from the record.
+fn keep_restarting_window(dir: &Path) {
     let restarting = state::load(&dir.join(STATE_FILE))
         .ok()
         .filter(State::restart_under_way);
@@ -91,8 +91,9 @@ fn keep_restarting_window(ctx: &Context) {
     }
 }
 
-/// The owner's seed and carry go: into the owner's session, or into the ended record.
-fn end_seed(ctx: &Context) -> Result<(), HookError> {
+/// The owner's seed and carry go: into the owner's session (`owned`), or into the ended
+/// record.
+fn end_seed(ctx: &Context, owned: Option<&Path>) -> Result<(), HookError> {
     let Some(sessions) = ctx.sessions_dir() else {
         return Ok(());
     };
@@ -100,7 +101,6 @@ fn end_seed(ctx: &Context) -> Result<(), HookError> {
     if !seed.is_file() && !ledger::carry_path(&seed).is_file() {
         return Ok(());
     }
-    let owned = session::find_session(ctx).filter(|dir| dir.join(STATE_FILE).is_file());
     if let Some(dir) = owned {
         // The session's own write takes the seed and carry in and removes them.
         let target = PreloadState {

@@ -34,9 +34,7 @@ impl<'a> Audience<'a> {
             Self::SubAgent(id) => id,
         }
     }
-}
 
-impl Audience<'_> {
     /// This audience's own copy of the state field `base` (the main agent's is `base` itself).
     pub fn key(self, base: &'static str) -> Cow<'static, str> {
         match self {
