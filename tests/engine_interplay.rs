@@ -224,7 +224,7 @@ fn a_continued_session_gets_split_files_from_their_first_part() {
     engine.restart("test");
     // The restarted client: a new process, a new conversation, whose SessionStart writes a seed.
     sb.pid = std::os::unix::process::parent_id();
-    sb.conversation = "after-restart".to_owned();
+    "after-restart".clone_into(&mut sb.conversation);
     let start = sb.run(
         "preload-session-start",
         json!({"hook_event_name": "SessionStart", "source": "startup"}),
@@ -337,7 +337,21 @@ fn the_statusline_naming_a_new_conversation_first_still_lets_the_old_window_go()
 
 #[test]
 fn the_window_a_continue_replaced_is_resumed_without_sending_it_again() {
+    resume_the_window_a_continue_replaced(true);
+}
+
+// The same when the restart killed the old client, so that it ran no `SessionEnd` (the
+// engine's watchdog): the next client's start-up keeps the window before its `continue`.
+
+#[test]
+fn the_window_of_a_client_killed_by_its_restart_is_resumed_without_sending_it_again() {
+    resume_the_window_a_continue_replaced(false);
+}
+
+fn resume_the_window_a_continue_replaced(old_client_ends: bool) {
     let mut sb = Sandbox::new();
+    let mut old_client = Command::new("sleep").arg("30").spawn().unwrap();
+    sb.pid = old_client.id();
     let engine = Engine::new(&sb);
     let core = engine.core_paths();
     let old = sb.conversation.clone();
@@ -347,15 +361,18 @@ fn the_window_a_continue_replaced_is_resumed_without_sending_it_again() {
             "preloadedFiles": core, "pendingPreloads": []}),
     );
     engine.restart("test");
-    // The old client ends.
-    sb.run(
-        "preload-session-end",
-        json!({"hook_event_name": "SessionEnd", "reason": "other"}),
-    )
-    .assert_contract();
+    if old_client_ends {
+        sb.run(
+            "preload-session-end",
+            json!({"hook_event_name": "SessionEnd", "reason": "other"}),
+        )
+        .assert_contract();
+    }
+    let _ = old_client.kill();
+    let _ = old_client.wait();
     // The restarted client: a new process and conversation, the engine's continue.
     sb.pid = std::os::unix::process::parent_id();
-    sb.conversation = "after-restart".to_owned();
+    "after-restart".clone_into(&mut sb.conversation);
     sb.run(
         "preload-session-start",
         json!({"hook_event_name": "SessionStart", "source": "startup"}),

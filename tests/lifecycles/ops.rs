@@ -74,6 +74,9 @@ pub enum Op {
     Compact(u8),
     /// The client process exits (SessionEnd).
     Exit(u8),
+    /// The client process dies without a SessionEnd (the engine's watchdog kills it, the
+    /// terminal is closed).
+    Crash(u8),
     /// A plain prompt.
     Prompt(u8),
     /// A `/skill …` prompt (the client expands the skill).
@@ -159,6 +162,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => slot().prop_map(Op::Clear),
         3 => slot().prop_map(Op::Compact),
         1 => slot().prop_map(Op::Exit),
+        1 => slot().prop_map(Op::Crash),
         1 => slot().prop_map(Op::Prompt),
         3 => (slot(), skill()).prop_map(|(s, k)| Op::SlashSkill(s, k)),
         1 => (slot(), skill()).prop_map(|(s, k)| Op::SkillCall(s, k)),

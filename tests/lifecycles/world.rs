@@ -229,6 +229,7 @@ impl World {
             Op::Clear(s) => self.clear(key(*s)),
             Op::Compact(s) => self.compact(key(*s)),
             Op::Exit(s) => self.exit(key(*s)),
+            Op::Crash(s) => self.crash(key(*s)),
             Op::Prompt(s) => self.prompt(key(*s), "Carry on with the work.", None),
             Op::SlashSkill(s, k) => {
                 let text = format!("/{} add a total to the estimate", k.name());
@@ -425,6 +426,16 @@ impl World {
             "SessionEnd",
             json!({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
         );
+        self.end(slot)
+    }
+
+    /// The process in `slot` dies with no hook run.
+    fn crash(&mut self, slot: usize) -> bool {
+        self.procs[slot].is_some() && self.end(slot)
+    }
+
+    /// The process in `slot` is gone; its conversation may be resumed.
+    fn end(&mut self, slot: usize) -> bool {
         let mut p = self.procs[slot].take().unwrap();
         let _ = p.child.kill();
         let _ = p.child.wait();

@@ -30,9 +30,13 @@ use crate::state::fields;
 use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
 
 mod calls;
+mod retire;
 mod window;
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
-pub use window::{archive_window, skills_held_at_start, tag_conversation};
+pub use retire::{retire_seed, sweep_seeds};
+pub use window::{
+    KeptBy, archive_window, keep_restarting_window, skills_held_at_start, tag_conversation,
+};
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
 pub const SEED_FIELDS: [&str; 6] = [

@@ -21,8 +21,8 @@ pub use index::{DIR as INDEX_DIR, Key};
 use scan::{Scan, Seeker, fingerprint, keys_of, peek, peek_fields, state_pid, survey};
 pub use scan::{cache_file, session_dirs, session_names};
 pub use seeds::{
-    ENDED_RETENTION, ENDED_SUFFIX, ended_path, forget_window_records, new_seed, own_seed,
-    remove_stale_seeds, seed_is_stale, seed_path, window_record_path,
+    ENDED_RETENTION, ENDED_SUFFIX, ended_path, ended_record_expired, forget_window_records,
+    new_seed, own_seed, seed_is_stale, seed_path, window_record_path,
 };
 
 /// Directory of seed files inside a sessions directory.

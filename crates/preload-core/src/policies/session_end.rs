@@ -17,7 +17,6 @@
 //!   A session whose restart is under way (the next process's `continue` replaces its lists)
 //!   leaves its window as `sessions/.seeds/<pid>.<conversation>.ended.json` too.
 
-use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -25,9 +24,7 @@ use crate::mechanisms::ledger;
 use crate::mechanisms::reread;
 use crate::mechanisms::session::{self, PreloadState, STATE_FILE};
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
-use crate::primitives::lock::StateLock;
-use crate::state::fields;
-use crate::state::{self, State, StateError};
+use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -69,26 +66,16 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     if process_ends(input.reason()) {
         let owned = session::find_session(ctx).filter(|dir| dir.join(STATE_FILE).is_file());
-        if let Some(dir) = &owned {
-            keep_restarting_window(dir);
+        let held = owned.as_deref().and_then(|dir| Some((dir.parent()?, dir)));
+        if let Some((sessions, dir)) = held {
+            if let Ok(s) = state::load(&dir.join(STATE_FILE)) {
+                ledger::keep_restarting_window(sessions, &s, ledger::KeptBy::Owner);
+            }
         }
         end_seed(ctx, owned.as_deref())?;
     }
     marker?;
     Ok(HookOutput::Silent)
-}
-
-/// The window of the owner's session in `dir`, when a restart of it is under way, kept
-/// resumable as an ended record: the next process's `continue` takes the session over and
-/// replaces its lists before any hook sees it, and a later `--resume` of this conversation
-/// goes on from the record.
-fn keep_restarting_window(dir: &Path) {
-    let restarting = state::load(&dir.join(STATE_FILE))
-        .ok()
-        .filter(State::restart_under_way);
-    if let (Some(s), Some(sessions)) = (restarting, dir.parent()) {
-        ledger::archive_window(sessions, &s, "");
-    }
 }
 
 /// The owner's seed and carry go: into the owner's session (`owned`), or into the ended
@@ -111,41 +98,10 @@ fn end_seed(ctx: &Context, owned: Option<&Path>) -> Result<(), HookError> {
         return Ok(());
     }
     if seed.is_file() {
-        retire(ctx, &seed)?;
+        ledger::retire_seed(&seed, ctx.lock_deadline())?;
     }
     // A carry without its seed waits for the session an activator made of it.
     Ok(())
-}
-
-/// Under the seed's lock: the seed and its carry as one ended record when they know their
-/// conversation, then both removed.
-fn retire(ctx: &Context, seed: &Path) -> Result<(), StateError> {
-    let lock = StateLock::acquire(seed, ctx.lock_deadline())?;
-    let result = match ledger::read_seed(seed) {
-        Ok(record) => {
-            let resumable = record
-                .str(fields::SESSION_ID)
-                .is_some_and(|id| !id.is_empty());
-            let kept = if resumable {
-                state::save_locked(
-                    &session::ended_path(seed),
-                    &record,
-                    &lock,
-                    state::Durability::Durable,
-                )
-            } else {
-                Ok(())
-            };
-            kept.map(|()| {
-                let _ = fs::remove_file(seed);
-                let _ = fs::remove_file(ledger::carry_path(seed));
-            })
-        }
-        Err(StateError::Missing { .. }) => Ok(()),
-        Err(err) => Err(err),
-    };
-    lock.release();
-    result
 }
 
 #[cfg(test)]

@@ -173,7 +173,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         resumed_seed,
     } = choose_window(ctx, &source, &conversation);
     // Only now: the seed of a resumed conversation belongs to a process that is gone.
-    session::remove_stale_seeds(&sessions);
+    ledger::sweep_seeds(&sessions, ctx.lock_deadline());
     let from_session = session_dir.as_deref().and_then(|dir| {
         let mut attempt = packer.clone();
         let filled = fill_session(ctx, &plan, dir, goes_on, &conversation, &mut attempt)?;

@@ -252,3 +252,56 @@ fn a_kept_calls_first_parts_come_back_with_their_cut() {
     let record = &s.get(fields::CALL_DELIVERIES).unwrap()[0];
     assert_eq!(record.get(fields::CALL_PARTS), Some(&json!({"/a": [1, 2]})));
 }
+
+#[test]
+fn the_sweep_retires_the_seeds_of_processes_gone_without_a_session_end() {
+    use crate::mechanisms::session::{ended_path, seed_path};
+    use crate::primitives::process;
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    fs::create_dir_all(sessions.join(session::SEEDS_DIR)).unwrap();
+    let write = |path: &Path, value: Value| fs::write(path, value.to_string()).unwrap();
+    // Killed with its conversation in the carry: one record of both for a later --resume.
+    let killed = seed_path(&sessions, 4_000_000);
+    write(
+        &killed,
+        json!({"pid": 4_000_000, "lifecycle": "seeding", "preloadedFiles": ["/a"]}),
+    );
+    write(
+        &carry_path(&killed),
+        json!({"pid": 4_000_000, "sessionId": "conv-1", "preloadParts": {"/b": 1}}),
+    );
+    // Dead before it knew its conversation: nothing to resume.
+    let unnamed = seed_path(&sessions, 4_000_001);
+    write(
+        &unnamed,
+        json!({"pid": 4_000_001, "preloadedFiles": ["/a"]}),
+    );
+    // An earlier process with this PID.
+    let me = std::process::id();
+    let reused = seed_path(&sessions, me);
+    let wrong_start = process::start_time(me).unwrap() + 7;
+    write(&reused, json!({"pid": me, "pidStartTime": wrong_start}));
+    // A live process's seed, and the carry a dead one's activator left without its seed.
+    let parent = std::os::unix::process::parent_id();
+    let live = seed_path(&sessions, parent);
+    write(&live, json!({"pid": parent}));
+    let orphan = carry_path(&seed_path(&sessions, 4_000_002));
+    write(&orphan, json!({"pid": 4_000_002, "sessionId": "conv-2"}));
+
+    let deadline = Instant::now() + Duration::from_secs(2);
+    assert_eq!(sweep_seeds(&sessions, deadline), 3);
+    for gone in [&killed, &carry_path(&killed), &unnamed, &reused, &orphan] {
+        assert!(!gone.exists(), "{}", gone.display());
+    }
+    assert!(live.exists());
+    assert!(!ended_path(&unnamed).exists() && !ended_path(&reused).exists());
+    let record = state::load(&ended_path(&killed)).unwrap();
+    assert_eq!(record.str(fields::SESSION_ID), Some("conv-1"));
+    assert_eq!(record.path_list(IN_CONTEXT), ["/a"]);
+    assert_eq!(record.get(fields::PRELOAD_PARTS), Some(&json!({"/b": 1})));
+    // A record is kept for a later sweep (its age, not its PID, says when it goes).
+    assert_eq!(sweep_seeds(&sessions, deadline), 0);
+    assert!(ended_path(&killed).exists());
+}

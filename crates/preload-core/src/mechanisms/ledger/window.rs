@@ -63,6 +63,11 @@ const WINDOW_FIELDS: [&str; 15] = [
 /// `--resume` of its conversation goes on from, as from a process's ended seed. Nothing when the
 /// window names no conversation, or `conversation` is its own.
 pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
+    record_window(sessions, s, conversation, true);
+}
+
+/// [`archive_window`], `replace` saying whether a record already there is written again.
+fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) {
     let Some(old) = s
         .window_conversation()
         .filter(|c| !c.is_empty() && *c != conversation)
@@ -79,10 +84,34 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
                 .filter_map(|key| Some((*key, s.get(key)?))),
         )
         .collect();
-    if fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok() {
-        let path = session::window_record_path(sessions, pid, old);
+    let path = session::window_record_path(sessions, pid, old);
+    if (replace || fs::symlink_metadata(&path).is_err())
+        && fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok()
+    {
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
     }
+}
+
+/// Keep the window of session state `s` (in the sessions directory `sessions`) when a restart
+/// of it is under way ([`State::restart_under_way`]): the next process's `continue` takes the
+/// session over and replaces its lists before any hook sees it, and a later `--resume` of its
+/// conversation goes on from the record [`archive_window`] leaves.
+///
+/// Kept by its owner as it ends, the record is written whatever is there; by a later process
+/// once the owner is gone, only when there is none (the window has not changed since).
+pub fn keep_restarting_window(sessions: &Path, s: &State, by: KeptBy) {
+    if s.restart_under_way() {
+        record_window(sessions, s, "", by == KeptBy::Owner);
+    }
+}
+
+/// Who keeps a restarting window ([`keep_restarting_window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptBy {
+    /// The owner, as it ends.
+    Owner,
+    /// A later process, once the owner is gone.
+    Successor,
 }
 
 /// Record which conversation the session serves; true when that changed the state.

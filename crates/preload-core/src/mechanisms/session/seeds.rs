@@ -1,5 +1,5 @@
 //! The owner's seed (`<sessions>/.seeds/<pid>.json`, the record of a context window before a
-//! session exists), the record it leaves when its process ends, and the sweep of both.
+//! session exists), the record it leaves when its process ends, and whether a seed is stale.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::SEEDS_DIR;
 use super::scan::peek;
-use crate::primitives::{file, process};
+use crate::primitives::process;
 use crate::state::fields;
 use crate::state::{IN_CONTEXT, Lifecycle, QUEUED, State};
 
@@ -22,7 +22,7 @@ pub const ENDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// True when the ended record at `path` is older than [`ENDED_RETENTION`] (its process is
 /// always gone: its age, not its PID, says when it can go).
-fn ended_record_expired(path: &Path) -> bool {
+pub fn ended_record_expired(path: &Path) -> bool {
     fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .is_ok_and(|modified| crate::primitives::clock::age(modified) > ENDED_RETENTION)
@@ -116,39 +116,4 @@ pub fn seed_is_stale(path: &Path) -> bool {
     let Some(pid) = pid else { return true };
     let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
     !process::is_same_live_process(pid, started)
-}
-
-/// Delete stale seeds (and leftover temporary files) under `<sessions>/.seeds`; returns how
-/// many seeds were removed. Corrupt seeds are left for `preload doctor`.
-pub fn remove_stale_seeds(sessions_dir: &Path) -> usize {
-    let dir = sessions_dir.join(SEEDS_DIR);
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.contains(".tmp.") {
-            // Temporaries of killed writers: swept below.
-            continue;
-        }
-        // A carry (`<pid>.carry.json`) names its owner like its seed and goes with it. The
-        // record of an ended process waits for a `--resume` of its conversation as long as the
-        // client keeps the conversation's transcript.
-        let stale = if name.ends_with(ENDED_SUFFIX) {
-            ended_record_expired(&path)
-        } else {
-            seed_is_stale(&path)
-        };
-        if Path::new(&name).extension().is_some_and(|e| e == "json")
-            && stale
-            && fs::remove_file(&path).is_ok()
-            && !name.ends_with(".carry.json")
-        {
-            removed += 1;
-        }
-    }
-    file::remove_orphans(&dir);
-    removed
 }

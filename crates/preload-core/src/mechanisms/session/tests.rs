@@ -241,31 +241,6 @@ fn no_sessions_dir_means_no_state() {
     assert_eq!(find_preload_state(&ctx).unwrap(), None);
 }
 
-#[test]
-fn dead_and_reused_pids_make_seeds_stale() {
-    let (_tmp, project, _home) = project();
-    let sessions = project.join("sessions");
-    fs::create_dir_all(sessions.join(SEEDS_DIR)).unwrap();
-    let dead = seed_path(&sessions, 4_000_000);
-    fs::write(&dead, "{\"pid\": 4000000, \"lifecycle\": \"seeding\"}").unwrap();
-    let me = std::process::id();
-    let reused = seed_path(&sessions, me);
-    let wrong_start = process::start_time(me).unwrap() + 7;
-    fs::write(
-        &reused,
-        format!("{{\"pid\": {me}, \"pidStartTime\": {wrong_start}}}"),
-    )
-    .unwrap();
-    let live = seed_path(&sessions, std::os::unix::process::parent_id());
-    fs::write(
-        &live,
-        format!("{{\"pid\": {}}}", std::os::unix::process::parent_id()),
-    )
-    .unwrap();
-    assert_eq!(remove_stale_seeds(&sessions), 2);
-    assert!(!dead.exists() && !reused.exists() && live.exists());
-}
-
 fn write_state(project: &Path, name: &str, body: &str) -> PathBuf {
     let dir = project.join("sessions").join(name);
     fs::create_dir_all(&dir).unwrap();
