@@ -144,16 +144,13 @@ fn look(
     })
 }
 
-/// Whether the text of a state may say that a restart of its session is under way
-/// ([`State::restart_under_way`], as jq and this product write it): only such a state is parsed.
+/// Whether the text of a state may say that a restart of its session was requested
+/// (`"killRequested": true`, as jq and this product write it): only such a state is parsed.
+/// The engine's `restart` and `dehydrate` both set it, and its `continue`, which replaces the
+/// session's lists, follows only them. One search anchored on the key's capital letter
+/// ([`bytes::contains`]): a state's text holds few.
 fn may_be_restarting(text: &[u8]) -> bool {
-    [
-        b"\"killRequested\": true".as_slice(),
-        b"\"overflowed\": true",
-        b"\"dehydrating\"",
-    ]
-    .into_iter()
-    .any(|needle| bytes::contains(text, needle))
+    bytes::contains(text, b"\"killRequested\": true")
 }
 
 /// Identity, size and times of a state file: written as
