@@ -427,6 +427,54 @@ fn resume_before_activation_goes_on_from_the_seed() {
         seeds.join(format!("{}.ended.json", run.pid)).is_file(),
         "SessionEnd kept the conversation's record"
     );
+    goes_on_from_the_seed(&s, id);
+}
+
+/// The same when the first client's `SessionEnd` never ran (a client killed by the engine's
+/// watchdog, or its terminal closed, runs none; here the first run is made without the
+/// registration): its seed stays, the next client's start-up retires it as `SessionEnd` would
+/// have, and a resume of the first conversation goes on from it.
+#[test]
+fn resume_after_a_client_without_session_end_goes_on_from_the_seed() {
+    let Some(s) = Scenario::new("resume_unended", World::new()) else {
+        return;
+    };
+    let settings = s.world.settings_path();
+    let wired = std::fs::read_to_string(&settings).expect("the installed settings");
+    let mut unended: serde_json::Value = serde_json::from_str(&wired).expect("settings JSON");
+    let removed = unended["hooks"]
+        .as_object_mut()
+        .and_then(|hooks| hooks.remove("SessionEnd"));
+    assert!(removed.is_some(), "install wired SessionEnd: {wired}");
+    std::fs::write(&settings, unended.to_string()).expect("write settings");
+    let run = s.run(
+        Script::main(vec![tool("Read", json!({"file_path": settings}))]),
+        "Say hello.",
+    );
+    std::fs::write(&settings, &wired).expect("write settings");
+    let id = run.session_id().expect("the client reports its session id");
+    let seeds = s.world.sandbox.sessions.join(".seeds");
+    let (seed, record) = (
+        seeds.join(format!("{}.json", run.pid)),
+        seeds.join(format!("{}.ended.json", run.pid)),
+    );
+    assert!(
+        seed.is_file() && !record.exists(),
+        "no SessionEnd: the seed stays"
+    );
+    // Another client starts in the project and ends.
+    s.run(Script::main(Vec::new()), "Say hello.");
+    assert!(
+        !seed.exists() && record.is_file(),
+        "the next start-up retired the dead client's seed into the conversation's record"
+    );
+    goes_on_from_the_seed(&s, id);
+}
+
+/// A resume of conversation `id`, whose client ended before it activated a session: it goes
+/// on from the seed's record (the standards are in the replayed conversation), then activates
+/// `/implement` and works through phase 1. Every file once, the standards not sent again.
+fn goes_on_from_the_seed(s: &Scenario, id: String) {
     let second = vec![
         activate(),
         bash("ls packages/estimate"),
@@ -461,7 +509,7 @@ fn resume_before_activation_goes_on_from_the_seed() {
         &got,
         &saved,
     );
-    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    assert_resumed(s, &got, "session activate", "Carry on.", &expected, &saved);
     s.assert_skill_once("resumed", &got, &saved);
     s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
     let state = s.world.session_state().expect("the session");
