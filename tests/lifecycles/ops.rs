@@ -103,6 +103,10 @@ pub enum Op {
     SubSkill(u8, u8, Sk),
     /// A tool call on target `n` whose hook number `k` is killed after `ms` milliseconds.
     Killed(u8, Tool, u8, u8, u8),
+    /// A tool call on target `n` that fails: Claude Code runs no PostToolUse for it (only
+    /// `PostToolUseFailure`, which the product does not register) and keeps what PreToolUse
+    /// added, next to the error (since 2.1.110).
+    Failed(u8, Tool, u8),
     /// `engine session restart` run as a Bash tool call on the slot's active session, by the
     /// engine's own writer. Without tmux the engine only prints the line to restart with, so
     /// the conversation goes on in the same window.
@@ -178,6 +182,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (slot(), 0u8..2, skill()).prop_map(|(s, a, k)| Op::SubSkill(s, a, k)),
         1 => (slot(), tool(), 0u8..6, 0u8..8, 0u8..40)
             .prop_map(|(s, t, n, k, ms)| Op::Killed(s, t, n, k, ms)),
+        1 => (slot(), tool(), 0u8..6).prop_map(|(s, t, n)| Op::Failed(s, t, n)),
         1 => slot().prop_map(Op::Restart),
         1 => (slot(), 0u8..6).prop_map(|(s, n)| Op::Dehydrate(s, n)),
         1 => slot().prop_map(Op::Continue),

@@ -219,10 +219,15 @@ impl World {
         }
         let codex_lacks = matches!(
             op,
-            Op::Clear(_) | Op::SlashSkill(..) | Op::SkillCall(..) | Op::SubSkill(..)
+            Op::Clear(_)
+                | Op::SlashSkill(..)
+                | Op::SkillCall(..)
+                | Op::SubSkill(..)
+                | Op::Failed(..)
         );
         let done = match op {
-            // Codex has no skills to call or expand, and no `/clear`.
+            // Codex has no skills to call or expand, and no `/clear`; what its hooks see of a
+            // failed call is not documented, so failures are played for Claude Code only.
             _ if self.client == Client::Codex && codex_lacks => false,
             Op::Startup(s) => self.startup(key(*s)),
             Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
@@ -238,14 +243,14 @@ impl World {
             Op::SkillCall(s, k) => self.skill_call(key(*s), None, *k),
             Op::Activate(s, k) => self.activate(key(*s), *k),
             Op::Phase(s, n) => self.phase(key(*s), usize::from(*n)),
-            Op::Call(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], None),
-            Op::Parallel(s, v) => self.calls(key(*s), None, v, None),
+            Op::Call(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], Outcome::Done),
+            Op::Parallel(s, v) => self.calls(key(*s), None, v, Outcome::Done),
             Op::Touch(n) => self.touch(usize::from(*n)),
             Op::Grow(b, n) => self.grow(*b, usize::from(*n)),
             Op::Subagent(s, a) => self.subagent(key(*s), *a),
             Op::SubCall(s, a, t, n) => {
                 let agent = self.agent_id(key(*s), *a);
-                self.calls(key(*s), Some(agent), &[(*t, *n)], None)
+                self.calls(key(*s), Some(agent), &[(*t, *n)], Outcome::Done)
             }
             Op::SubSkill(s, a, k) => {
                 let agent = self.agent_id(key(*s), *a);
@@ -253,8 +258,9 @@ impl World {
             }
             Op::Killed(s, t, n, k, ms) => {
                 let kill = (usize::from(*k), Duration::from_millis(u64::from(*ms)));
-                self.calls(key(*s), None, &[(*t, *n)], Some(kill))
+                self.calls(key(*s), None, &[(*t, *n)], Outcome::Killed(kill))
             }
+            Op::Failed(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], Outcome::Fails),
             Op::Restart(s) => self.restart(key(*s), None),
             Op::Dehydrate(s, n) => self.restart(key(*s), Some(usize::from(*n))),
             Op::Continue(s) => self.continue_session(key(*s)),
@@ -723,12 +729,17 @@ impl World {
         slot: usize,
         agent: Option<String>,
         calls: &[(Tool, u8)],
-        kill: Option<(usize, Duration)>,
+        outcome: Outcome,
     ) -> bool {
         let agent = agent.as_deref();
         if self.window(slot, agent).is_none() {
             return false;
         }
+        let (kill, fails) = match outcome {
+            Outcome::Done => (None, false),
+            Outcome::Killed(kill) => (Some(kill), false),
+            Outcome::Fails => (None, true),
+        };
         if kill.is_some() {
             self.killed = true;
             self.kill_step = true;
@@ -751,12 +762,15 @@ impl World {
             let handles: Vec<_> = inputs
                 .iter()
                 .map(|(tool, input, id)| {
-                    scope.spawn(move || run_call(sb, agent, tool, input, id, kill, None))
+                    scope.spawn(move || {
+                        run_call(sb, agent, tool, input, id, kill, fails.then_some(()))
+                    })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let mut any = false;
+        // A failed call is a round too, with PreToolUse's room only.
+        let mut any = fails;
         for ((tool, input, _), (pre, post)) in inputs.iter().zip(results) {
             any |= self.finish_call(
                 slot,
@@ -771,7 +785,7 @@ impl World {
         }
         if any {
             if let Some(w) = self.window(slot, agent) {
-                w.count_round(exchange, kill.is_some());
+                w.count_round(exchange, kill.is_some() || fails);
             }
         }
         self.answer_heartbeat(slot, agent, exchange);
@@ -1138,6 +1152,17 @@ impl World {
 
 /// PreToolUse and, when allowed, PostToolUse of one call (`pre_only`: the caller runs the tool
 /// and PostToolUse itself).
+/// How a step's tool calls end.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    /// The tool runs, then PostToolUse.
+    Done,
+    /// PostToolUse's hook number `k` is killed after the duration.
+    Killed((usize, Duration)),
+    /// The tool fails: no PostToolUse.
+    Fails,
+}
+
 fn run_call(
     sb: &Sandbox,
     agent: Option<&str>,
