@@ -27,7 +27,8 @@ fn carry(sb: &Sandbox) -> PathBuf {
 }
 
 fn ended(sb: &Sandbox) -> PathBuf {
-    sb.seed_path().with_extension("ended.json")
+    sb.seed_path()
+        .with_file_name(format!("{}.{}.ended.json", sb.pid, sb.conversation))
 }
 
 /// Every file under `dir` with its bytes, for "untouched" checks.
@@ -152,6 +153,37 @@ fn a_resume_after_the_end_goes_on_from_the_record() {
     }
     assert!(!first_seed.exists(), "the record is taken over");
     assert_eq!(read_json(&carry(&sb))["sessionId"], json!(sb.conversation));
+}
+
+/// Under the engine's `run.sh` every client of one supervisor runs as the supervisor's PID:
+/// each conversation that ends keeps its own record, and a resume of the earlier one goes on
+/// from its own.
+#[test]
+fn conversations_of_one_owner_pid_keep_a_record_each() {
+    let mut sb = Sandbox::new();
+    sb.pid = 4_000_005;
+    let first_conversation = sb.conversation.clone();
+    let first = session_start(&sb, "startup");
+    let sent = crate::common::shown_parts(&first.context());
+    end(&sb, "prompt_input_exit");
+    let first_record = ended(&sb);
+    "second-conversation".clone_into(&mut sb.conversation);
+    session_start(&sb, "startup").assert_contract();
+    end(&sb, "prompt_input_exit");
+    assert!(first_record.is_file() && ended(&sb).is_file());
+    assert_ne!(first_record, ended(&sb));
+
+    sb.conversation = first_conversation;
+    sb.pid = std::os::unix::process::parent_id();
+    let resumed = session_start(&sb, "resume");
+    resumed.assert_contract();
+    for (path, part, _) in crate::common::shown_parts(&resumed.context()) {
+        let before = sent.iter().find(|(p, ..)| *p == path);
+        assert!(
+            before.is_none_or(|(_, seen, all)| seen < all && part > *seen),
+            "sent again on resume: {path} part {part}"
+        );
+    }
 }
 
 #[test]

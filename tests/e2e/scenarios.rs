@@ -424,7 +424,7 @@ fn resume_before_activation_goes_on_from_the_seed() {
         "SessionEnd removed the ended client's seed"
     );
     assert!(
-        seeds.join(format!("{}.ended.json", run.pid)).is_file(),
+        seeds.join(format!("{}.{id}.ended.json", run.pid)).is_file(),
         "SessionEnd kept the conversation's record"
     );
     goes_on_from_the_seed(&s, id);
@@ -456,7 +456,7 @@ fn resume_after_a_client_without_session_end_goes_on_from_the_seed() {
     let seeds = s.world.sandbox.sessions.join(".seeds");
     let (seed, record) = (
         seeds.join(format!("{}.json", run.pid)),
-        seeds.join(format!("{}.ended.json", run.pid)),
+        seeds.join(format!("{}.{id}.ended.json", run.pid)),
     );
     assert!(
         seed.is_file() && !record.exists(),

@@ -284,7 +284,7 @@ pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadSta
             (std::cmp::Reverse(modified), path.clone())
         });
         // The conversation of a seed is kept in its carry (`<pid>.carry.json`); a seed whose
-        // process ended left one whole record (`<pid>.ended.json`).
+        // process ended left one whole record (`<pid>.<conversation>.ended.json`).
         seeds.into_iter().find_map(|file| {
             let name = file.to_str()?;
             let seed = match name.strip_suffix(".carry.json") {

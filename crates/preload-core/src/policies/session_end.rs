@@ -10,7 +10,7 @@
 //! - On every other reason (`logout`, `prompt_input_exit`, `other`, or none) the process ends.
 //!   With an owner's session, the seed and carry it has not taken in yet go into it, as its
 //!   next hook would have done, and are removed. Without one, the seed and its carry become
-//!   one record, `sessions/.seeds/<pid>.ended.json`, when they know their conversation (a
+//!   one record, `sessions/.seeds/<pid>.<conversation>.ended.json`, when they know their conversation (a
 //!   later `--resume` of it goes on from there; it is swept once 30 days old, Claude Code's own
 //!   retention of conversations),
 //!   and are removed. A seed or carry that does not parse is left for `preload doctor`.
@@ -36,13 +36,13 @@ pub const SPEC: HookSpec = HookSpec {
 Removes the conversation's compaction marker. When the Claude process ends (reason logout,
 prompt_input_exit, other), removes the owner's seed: its owner's session, if any, takes in what
 the seed still holds; without one, a seed that knows its conversation is kept as
-sessions/.seeds/<pid>.ended.json for a later --resume. On clear and resume the seed is left to
+sessions/.seeds/<pid>.<conversation>.ended.json for a later --resume. On clear and resume the seed is left to
 the SessionStart that follows. Sessions are never removed. Prints nothing.
 
 Reads stdin: reason, session_id, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE, TMPDIR,
      PRELOAD_MARKER_DIR, PRELOAD_BUDGET_MS, PRELOAD_LOCK_TIMEOUT_MS, HOOK_DEBUG.
-Files: sessions/.seeds/<pid>.json, <pid>.carry.json, <pid>.ended.json and their .lock
+Files: sessions/.seeds/<pid>.json, <pid>.carry.json, <pid>.<conversation>.ended.json and their .lock
        directories; the owner's session .state.json (only to take in its seed);
        ${TMPDIR:-/tmp}/claude-preload-<uid>/compaction-<session_id>.",
 };

@@ -15,23 +15,19 @@ use crate::state::fields;
 use crate::state::{self, Durability, StateError};
 
 /// Under the seed's lock: the seed at `seed` and its carry as one ended record
-/// (`<pid>.ended.json`) when they know their conversation, then both removed.
+/// ([`session::ended_path`]) when they know their conversation, then both removed.
 pub fn retire_seed(seed: &Path, deadline: Instant) -> Result<(), StateError> {
     let lock = StateLock::acquire(seed, deadline)?;
     let result = match read_seed(seed) {
         Ok(record) => {
-            let resumable = record
-                .str(fields::SESSION_ID)
-                .is_some_and(|id| !id.is_empty());
-            let kept = if resumable {
-                state::save_locked(
-                    &session::ended_path(seed),
+            let kept = match record.str(fields::SESSION_ID).filter(|id| !id.is_empty()) {
+                Some(conversation) => state::save_locked(
+                    &session::ended_path(seed, conversation),
                     &record,
                     &lock,
                     Durability::Durable,
-                )
-            } else {
-                Ok(())
+                ),
+                None => Ok(()),
             };
             kept.map(|()| {
                 let _ = fs::remove_file(seed);

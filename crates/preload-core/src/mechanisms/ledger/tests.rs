@@ -296,12 +296,17 @@ fn the_sweep_retires_the_seeds_of_processes_gone_without_a_session_end() {
         assert!(!gone.exists(), "{}", gone.display());
     }
     assert!(live.exists());
-    assert!(!ended_path(&unnamed).exists() && !ended_path(&reused).exists());
-    let record = state::load(&ended_path(&killed)).unwrap();
+    let records: Vec<_> = fs::read_dir(sessions.join(session::SEEDS_DIR))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(session::ENDED_SUFFIX))
+        .collect();
+    assert_eq!(records, ["4000000.conv-1.ended.json"]);
+    let record = state::load(&ended_path(&killed, "conv-1")).unwrap();
     assert_eq!(record.str(fields::SESSION_ID), Some("conv-1"));
     assert_eq!(record.path_list(IN_CONTEXT), ["/a"]);
     assert_eq!(record.get(fields::PRELOAD_PARTS), Some(&json!({"/b": 1})));
     // A record is kept for a later sweep (its age, not its PID, says when it goes).
     assert_eq!(sweep_seeds(&sessions, deadline), 0);
-    assert!(ended_path(&killed).exists());
+    assert!(ended_path(&killed, "conv-1").exists());
 }

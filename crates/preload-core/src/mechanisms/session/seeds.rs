@@ -13,7 +13,7 @@ use crate::primitives::process;
 use crate::state::fields;
 use crate::state::{IN_CONTEXT, Lifecycle, QUEUED, State};
 
-/// The record a seed leaves when its process ends: `<sessions>/.seeds/<pid>.ended.json`.
+/// The end of the name of a record a context window leaves ([`ended_path`]).
 pub const ENDED_SUFFIX: &str = ".ended.json";
 
 /// How long the record of an ended process is kept for a `--resume` of its conversation:
@@ -28,17 +28,20 @@ pub fn ended_record_expired(path: &Path) -> bool {
         .is_ok_and(|modified| crate::primitives::clock::age(modified) > ENDED_RETENTION)
 }
 
-/// Where the seed at `seed` (`<pid>.json`) leaves its record when its process ends.
-pub fn ended_path(seed: &Path) -> PathBuf {
-    seed.with_extension(&ENDED_SUFFIX[1..])
+/// Where the seed at `seed` (`<pid>.json`) leaves its record of `conversation` when its
+/// process ends: `<pid>.<conversation>.ended.json` beside it, characters of the conversation
+/// outside `[A-Za-z0-9-]` as `_`. Named by the conversation too: one owner PID outlives many
+/// conversations (the engine's `run.sh` restarts the client under one supervisor PID, and a
+/// PID is reused), and each keeps its own record.
+pub fn ended_path(seed: &Path, conversation: &str) -> PathBuf {
+    let pid = seed.file_stem().unwrap_or_default().to_string_lossy();
+    seed.with_file_name(format!("{pid}.{}{ENDED_SUFFIX}", safe_name(conversation)))
 }
 
-/// Where process `pid` leaves the window of `conversation` that another replaced:
-/// `<sessions>/.seeds/<pid>.<conversation>.ended.json`, characters of the conversation outside
-/// `[A-Za-z0-9-]` as `_`.
+/// Where process `pid` leaves the window of `conversation` that another replaced: the record
+/// its seed would leave ([`ended_path`]).
 pub fn window_record_path(sessions_dir: &Path, pid: u32, conversation: &str) -> PathBuf {
-    let name = format!("{pid}.{}{ENDED_SUFFIX}", safe_name(conversation));
-    sessions_dir.join(SEEDS_DIR).join(name)
+    ended_path(&seed_path(sessions_dir, pid), conversation)
 }
 
 /// Remove the records [`window_record_path`] names for `conversation`, whatever the process: a
