@@ -337,21 +337,37 @@ fn the_statusline_naming_a_new_conversation_first_still_lets_the_old_window_go()
 
 #[test]
 fn the_window_a_continue_replaced_is_resumed_without_sending_it_again() {
-    resume_the_window_a_continue_replaced(true);
+    resume_the_window_a_continue_replaced(&OldClient::Ends);
 }
 
 // The same when the restart killed the old client, so that it ran no `SessionEnd` (the
-// engine's watchdog): the next client's start-up keeps the window before its `continue`.
+// engine's watchdog): the guard engine keeps the window just before the `continue`, whether
+// the next client started after the kill or was already running.
 
 #[test]
 fn the_window_of_a_client_killed_by_its_restart_is_resumed_without_sending_it_again() {
-    resume_the_window_a_continue_replaced(false);
+    resume_the_window_a_continue_replaced(&OldClient::Killed);
 }
 
-fn resume_the_window_a_continue_replaced(old_client_ends: bool) {
+#[test]
+fn the_window_of_a_killed_client_continued_by_a_running_one_is_resumed_without_sending_it_again() {
+    resume_the_window_a_continue_replaced(&OldClient::KilledWhileTheNextRuns);
+}
+
+/// How the client whose session is restarted goes.
+enum OldClient {
+    /// It exits: its `SessionEnd` runs.
+    Ends,
+    /// It is killed, then the next client starts.
+    Killed,
+    /// It is killed while the next client is already running.
+    KilledWhileTheNextRuns,
+}
+
+fn resume_the_window_a_continue_replaced(old_client: &OldClient) {
     let mut sb = Sandbox::new();
-    let mut old_client = Command::new("sleep").arg("30").spawn().unwrap();
-    sb.pid = old_client.id();
+    let mut old_process = Command::new("sleep").arg("30").spawn().unwrap();
+    sb.pid = old_process.id();
     let engine = Engine::new(&sb);
     let core = engine.core_paths();
     let old = sb.conversation.clone();
@@ -361,23 +377,39 @@ fn resume_the_window_a_continue_replaced(old_client_ends: bool) {
             "preloadedFiles": core, "pendingPreloads": []}),
     );
     engine.restart("test");
-    if old_client_ends {
+    if matches!(old_client, OldClient::Ends) {
         sb.run(
             "preload-session-end",
             json!({"hook_event_name": "SessionEnd", "reason": "other"}),
         )
         .assert_contract();
     }
-    let _ = old_client.kill();
-    let _ = old_client.wait();
-    // The restarted client: a new process and conversation, the engine's continue.
-    sb.pid = std::os::unix::process::parent_id();
-    "after-restart".clone_into(&mut sb.conversation);
-    sb.run(
-        "preload-session-start",
-        json!({"hook_event_name": "SessionStart", "source": "startup"}),
-    )
-    .assert_contract();
+    // The next client: a new process and conversation.
+    let old_pid = sb.pid;
+    let start_next = |sb: &mut Sandbox| {
+        sb.pid = std::os::unix::process::parent_id();
+        "after-restart".clone_into(&mut sb.conversation);
+        sb.run(
+            "preload-session-start",
+            json!({"hook_event_name": "SessionStart", "source": "startup"}),
+        )
+        .assert_contract();
+    };
+    if matches!(old_client, OldClient::KilledWhileTheNextRuns) {
+        start_next(&mut sb);
+    }
+    let _ = old_process.kill();
+    let _ = old_process.wait();
+    if !matches!(old_client, OldClient::KilledWhileTheNextRuns) {
+        start_next(&mut sb);
+    }
+    assert_ne!(sb.pid, old_pid);
+    // The engine's continue, as the agent runs it.
+    pre(
+        &sb,
+        "Bash",
+        &json!({"command": "engine session continue sessions/test"}),
+    );
     Engine::new(&sb).continue_session("test", sb.pid);
     call(&sb, "Bash", &json!({"command": "git status"}));
     assert_eq!(sb.state("test")["preloadConversation"], "after-restart");

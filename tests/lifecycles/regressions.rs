@@ -733,3 +733,27 @@ fn a_conversation_resumed_after_clear_knows_the_skills_its_client_holds() {
     crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a client killed while a restart of its session was under way runs no `SessionEnd`,
+/// and a client already running took the session over with `engine session continue`: the
+/// engine replaced the lists, and a later `--resume` of the old conversation got the standards
+/// again. The guard engine now keeps the window just before the `continue`. Found once the
+/// model resumed a conversation only after the second its starts ran in (the client drops a
+/// resume text identical to one it holds, and the text names the time to the second).
+#[test]
+fn a_window_continued_after_its_client_was_killed_is_resumed_without_sending_it_again() {
+    let ops = vec![
+        Startup(1),
+        Activate(0, Implement),
+        SkillCall(0, Implement),
+        Call(0, Read, 1),
+        Restart(0),
+        Crash(0),
+        Continue(1),
+        Call(1, Read, 2),
+        Resume(0, 0),
+        Call(0, Read, 3),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}

@@ -85,6 +85,8 @@ pub struct World {
     pub ignore: Vec<String>,
     counter: usize,
     originals: BTreeMap<String, String>,
+    /// The seconds (Unix time) in which each conversation's `SessionStart` events ran.
+    start_seconds: BTreeMap<String, BTreeSet<u64>>,
 }
 
 fn key(slot: u8) -> usize {
@@ -151,6 +153,7 @@ impl World {
             ignore: Vec::new(),
             counter: 0,
             originals: BTreeMap::new(),
+            start_seconds: BTreeMap::new(),
         }
     }
 
@@ -357,12 +360,33 @@ impl World {
             preload_core::primitives::env::PRELOAD_CACHE_DIR.to_owned(),
             cache.to_string_lossy().into_owned(),
         ));
+        // The text names the time to the second, and the client drops a resume's text that the
+        // conversation holds already: a resume comes at least a second after every start of its
+        // conversation, as a user's does, so that a text sent again is seen as such.
+        let conversation = self.procs[slot]
+            .as_ref()
+            .map(|p| p.conversation.clone())
+            .unwrap_or_default();
+        let seconds = self.start_seconds.entry(conversation).or_default();
+        if source == "resume" {
+            while seconds.contains(&unix_second()) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        seconds.insert(unix_second());
         let answers = hooks::event(
             &self.sb,
             "SessionStart",
             json!({"hook_event_name": "SessionStart", "source": source}),
             None,
         );
+        if let Some(p) = self.procs[slot].as_ref() {
+            let conversation = p.conversation.clone();
+            self.start_seconds
+                .entry(conversation)
+                .or_default()
+                .insert(unix_second());
+        }
         // A new context window writes the owner's seed fresh (only a session's state is
         // re-seeded in place): the field planted in the old seed goes with it; plant anew.
         let seed = self.sb.seed_path();
@@ -1161,6 +1185,13 @@ enum Outcome {
     Killed((usize, Duration)),
     /// The tool fails: no PostToolUse.
     Fails,
+}
+
+/// The current Unix time in whole seconds.
+fn unix_second() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn run_call(

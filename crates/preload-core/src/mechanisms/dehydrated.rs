@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::mechanisms::context::Context;
-use crate::mechanisms::ledger;
 use crate::mechanisms::session::{self, STATE_FILE};
 use crate::primitives::bytes;
 use crate::primitives::file;
@@ -44,10 +43,6 @@ pub struct Recovery {
 /// a link is always read). A session costs one `fstatat` and a comparison with its line. The
 /// owner's own session (the one its PID cache names) is read every time and never remembered:
 /// SessionStart rewrites its state, so remembering it would rewrite the list on every start.
-///
-/// On the way, a session whose restart is under way and whose owner is gone has its window kept
-/// ([`ledger::keep_restarting_window`]) before the next process's `continue` replaces its
-/// lists: a client the restart killed ran no `SessionEnd` to keep it.
 pub fn find(ctx: &Context) -> Option<Recovery> {
     let owner_session = session::cached_session(ctx);
     for root in ctx.sessions_dirs() {
@@ -98,40 +93,24 @@ fn look(
         }
     }
     let path = root.join(name).join(STATE_FILE);
-    // Most states hold none and are at rest: their bytes are searched, and only a state that
-    // names a dehydrated context or may be restarting is taken as text and parsed.
+    // Most states hold none: their bytes are searched, and only a state that names one is
+    // taken as text and parsed.
     let read = file::read_regular(&path, state::MAX_STATE_BYTES).ok()?;
-    let dehydrated = bytes::contains(&read, fields::DEHYDRATED_CONTEXT.as_bytes());
-    let note = |plain: Option<&mut Plain<'_>>| {
+    if !bytes::contains(&read, fields::DEHYDRATED_CONTEXT.as_bytes()) {
         if let (Some(plain), Some(key), Some(print)) = (plain, key, print) {
             plain.note(key, print);
         }
-    };
-    if !dehydrated && !may_be_restarting(&read) {
-        note(plain);
         return None;
     }
     let state = State::parse(&file::lossy_text(read)).ok()?;
-    let owner_gone = state
-        .pid(fields::PID)
-        .is_none_or(|pid| pid == ctx.owner_pid || !process::is_alive(pid));
-    if owner_gone {
-        // The process that ended with the restart may have left no record of its window (a
-        // client killed gets no `SessionEnd`): the `continue` to come replaces its lists.
-        ledger::keep_restarting_window(root, &state, ledger::KeptBy::Successor);
-    }
-    let context = match state.get(fields::DEHYDRATED_CONTEXT) {
-        // Its owner's to restore while it lives.
-        Some(Value::Object(_)) if !owner_gone => return None,
-        Some(Value::Object(context)) => context,
-        _ => {
-            if owner_gone || !state.restart_under_way() {
-                // Nothing more to do here until the state changes.
-                note(plain);
-            }
+    let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
+        return None;
+    };
+    if let Some(pid) = state.pid(fields::PID) {
+        if pid != ctx.owner_pid && process::is_alive(pid) {
             return None;
         }
-    };
+    }
     Some(Recovery {
         session: name.to_string_lossy().into_owned(),
         skill: state.str(fields::SKILL).unwrap_or("(none)").to_owned(),
@@ -142,15 +121,6 @@ fn look(
         context: context.clone(),
         state: path,
     })
-}
-
-/// Whether the text of a state may say that a restart of its session was requested
-/// (`"killRequested": true`, as jq and this product write it): only such a state is parsed.
-/// The engine's `restart` and `dehydrate` both set it, and its `continue`, which replaces the
-/// session's lists, follows only them. One search anchored on the key's capital letter
-/// ([`bytes::contains`]): a state's text holds few.
-fn may_be_restarting(text: &[u8]) -> bool {
-    bytes::contains(text, b"\"killRequested\": true")
 }
 
 /// Identity, size and times of a state file: written as

@@ -72,6 +72,9 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let call = Call::new(input);
     let engine = engine_command(&call);
+    if engine == Some(EngineCommand::Continue) {
+        keep_continued_window(ctx, call.command);
+    }
     let rules = load_rules(ctx);
     let (target, read) = locate(ctx, &sessions)?;
     let plan = match &target {
@@ -120,6 +123,23 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         Some(reason) => HookOutput::Deny(reason),
         None => HookOutput::Allow(plan.context()),
     })
+}
+
+/// The session an `engine session continue` is about to take over, when a restart of it is
+/// under way: its window is kept before the engine replaces its lists with this process's
+/// (the process that ended with the restart may have run no `SessionEnd`, and no start-up
+/// came between; see [`ledger::keep_restarting_window`]).
+fn keep_continued_window(ctx: &Context, command: &str) {
+    let dir = match call::continued(command) {
+        Some("") | None => session::cached_session(ctx),
+        Some(dir) => Some(ctx.cwd.join(dir)),
+    };
+    let Some(dir) = dir else {
+        return;
+    };
+    if let (Ok(s), Some(sessions)) = (state::load(&dir.join(STATE_FILE)), dir.parent()) {
+        ledger::keep_restarting_window(sessions, &s, ledger::KeptBy::Successor);
+    }
 }
 
 /// The rules of `guards.json`; missing, empty or malformed means none.

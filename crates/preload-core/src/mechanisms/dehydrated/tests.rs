@@ -257,29 +257,3 @@ proptest::proptest! {
         }
     }
 }
-
-#[test]
-fn a_restarting_session_whose_owner_is_gone_has_its_window_kept_once() {
-    let p = Project::new();
-    let restarting = |pid: u32| {
-        json!({"pid": pid, "lifecycle": "active", "killRequested": true,
-            "preloadConversation": "conv-a", "preloadedFiles": ["/a"]})
-    };
-    let live = std::os::unix::process::parent_id();
-    p.state("alive", &restarting(live));
-    p.state("gone", &restarting(4_000_000));
-    p.state("quiet", &json!({"pid": 4_000_000, "killRequested": false}));
-    assert!(find(&p.ctx()).is_none());
-    let record = session::window_record_path(&p.sessions, 4_000_000, "conv-a");
-    let kept = state::load(&record).unwrap();
-    assert_eq!(kept.path_list(crate::state::IN_CONTEXT), ["/a"]);
-    assert!(!session::window_record_path(&p.sessions, live, "conv-a").exists());
-    // The kept one is remembered; the live owner's is read again at the next start.
-    assert_eq!(p.plain(), ["gone", "quiet"]);
-    fs::remove_file(&record).unwrap();
-    assert!(find(&p.ctx()).is_none());
-    assert!(
-        !record.exists(),
-        "not read again while its file is unchanged"
-    );
-}

@@ -64,6 +64,8 @@ pub(super) enum EngineCommand {
     Session,
     /// `engine session dehydrate …`.
     Dehydrate,
+    /// `engine session continue [dir]`: another session taken over.
+    Continue,
 }
 
 /// The engine command `call` runs, if it is one.
@@ -75,11 +77,30 @@ pub(super) fn engine_command(call: &Call) -> Option<EngineCommand> {
         Some(EngineCommand::Log)
     } else if call.command.contains("engine session dehydrate") {
         Some(EngineCommand::Dehydrate)
+    } else if continued(call.command).is_some() {
+        Some(EngineCommand::Continue)
     } else if rules::is_engine_cmd(call.command, "session") {
         Some(EngineCommand::Session)
     } else {
         None
     }
+}
+
+/// The session directory an `engine session continue` command names: `Some("")` when it
+/// names none (the engine finds the owner's), `None` when the command is not one.
+pub(super) fn continued(command: &str) -> Option<&str> {
+    const CONTINUE: &str = "engine session continue";
+    let at = command.find(CONTINUE)?;
+    let rest = &command[at + CONTINUE.len()..];
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let dir = rest.split_whitespace().next().unwrap_or("");
+    Some(if dir.starts_with(['-', '<', '|', ';', '&']) {
+        ""
+    } else {
+        dir.trim_matches(['"', '\''])
+    })
 }
 
 /// Whether claims may be made and stashed (false when the state cannot be written).

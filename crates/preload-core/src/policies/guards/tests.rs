@@ -211,3 +211,20 @@ fn auto_activation_is_opt_in() {
         "the call that created it counts"
     );
 }
+
+#[test]
+fn a_continue_names_the_session_it_takes_over() {
+    use super::call::continued;
+    assert_eq!(
+        continued("engine session continue sessions/a"),
+        Some("sessions/a")
+    );
+    assert_eq!(
+        continued("cd x && engine session continue 'sessions/b' 2>&1"),
+        Some("sessions/b")
+    );
+    assert_eq!(continued("engine session continue"), Some(""));
+    assert_eq!(continued("engine session continue <<'EOF'"), Some(""));
+    assert_eq!(continued("engine session continued"), None);
+    assert_eq!(continued("engine session activate sessions/a"), None);
+}
