@@ -10,10 +10,10 @@
 //! - On every other reason (`logout`, `prompt_input_exit`, `other`, or none) the process ends.
 //!   With an owner's session, the seed and carry it has not taken in yet go into it, as its
 //!   next hook would have done, and are removed. Without one, the seed and its carry become
-//!   one record, `sessions/.seeds/<pid>.<conversation>.ended.json`, when they know their conversation (a
-//!   later `--resume` of it goes on from there; it is swept once 30 days old, Claude Code's own
-//!   retention of conversations),
-//!   and are removed. A seed or carry that does not parse is left for `preload doctor`.
+//!   one record, `sessions/.seeds/<pid>.<conversation>.ended.json`, when they know their
+//!   conversation (a later `--resume` of it goes on from there; it is swept once 30 days old,
+//!   Claude Code's own retention of conversations), and are removed. A seed or carry that does
+//!   not parse is left for `preload doctor`.
 //!   A session whose restart is under way (the next process's `continue` replaces its lists)
 //!   leaves its window as `sessions/.seeds/<pid>.<conversation>.ended.json` too.
 
@@ -36,8 +36,8 @@ pub const SPEC: HookSpec = HookSpec {
 Removes the conversation's compaction marker. When the Claude process ends (reason logout,
 prompt_input_exit, other), removes the owner's seed: its owner's session, if any, takes in what
 the seed still holds; without one, a seed that knows its conversation is kept as
-sessions/.seeds/<pid>.<conversation>.ended.json for a later --resume. On clear and resume the seed is left to
-the SessionStart that follows. Sessions are never removed. Prints nothing.
+sessions/.seeds/<pid>.<conversation>.ended.json for a later --resume. On clear and resume the
+seed is left to the SessionStart that follows. Sessions are never removed. Prints nothing.
 
 Reads stdin: reason, session_id, cwd.
 Env: HOME, CLAUDE_SUPERVISOR_PID/CLAUDE_PID, CLAUDE_SESSION_CACHE_DIR, WORKSPACE, TMPDIR,
