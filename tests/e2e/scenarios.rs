@@ -881,3 +881,57 @@ fn parallel_tool_calls_deliver_each_file_once() {
     s.assert_skill_once("main", &got, &saved);
     s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
 }
+
+/// A tool call that fails (a Read of a file that is not there): Claude Code runs no PostToolUse
+/// for it and keeps what its PreToolUse added, next to the error. The directives that call
+/// discovered reach the model once, with the failed call, and nothing is sent again after it.
+#[test]
+fn a_failed_call_keeps_what_its_pretooluse_carried() {
+    let Some(s) = Scenario::new("failed_call", World::new()) else {
+        return;
+    };
+    let missing = s
+        .world
+        .sandbox
+        .project
+        .join("packages/estimate/src/missing.ts");
+    let steps = vec![
+        activate(),
+        phase("1: Interrogation"),
+        tool("Read", json!({"file_path": missing})),
+        bash("ls"),
+    ];
+    s.run(Script::main(steps), IMPLEMENT_PROMPT);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the main conversation");
+    let read = got
+        .messages
+        .iter()
+        .position(|m| m.tool_uses.iter().any(|(name, _)| name == "Read"))
+        .expect("the Read call");
+    assert!(
+        got.result_of(read).is_some_and(|m| !m.errors.is_empty()),
+        "the Read failed: {saved:?}"
+    );
+    let next_turn = (read + 1..got.messages.len())
+        .find(|&i| got.messages[i].role == "assistant")
+        .unwrap_or(got.messages.len());
+    let carried: Vec<String> = got
+        .headers()
+        .into_iter()
+        .filter(|h| (read + 1..next_turn).contains(&h.message))
+        .map(|h| h.label)
+        .collect();
+    assert!(
+        !carried.is_empty(),
+        "the failed call's PreToolUse carried the directives it discovered: {saved:?}"
+    );
+    let p = s.paths();
+    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let mut expected = p.core_standards();
+    expected.extend(phase1.clone());
+    expected.extend(p.core_directives());
+    let logged = delivered_to_main(s.log(), 0, usize::MAX);
+    s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
+}
