@@ -58,15 +58,8 @@ fn the_session_gate_denies_until_the_model_activates() {
         1,
         "after activation every call passes: {denied:?}"
     );
-    let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
-    let mut expected = p.core_standards();
-    expected.extend(phase1.clone());
-    expected.extend(p.core_directives());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_through_phase_one(&got, &saved);
     s.assert_skill_once("main", &got, &saved);
-    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
     assert_clean(
         s.name,
         "a denied call claims nothing",

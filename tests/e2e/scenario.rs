@@ -180,6 +180,20 @@ impl Scenario {
         );
     }
 
+    /// The checks of a run through phase 1 of `/implement` in the main conversation `got`: the
+    /// standards, phase 1's commands and the core directives, with whatever else the hooks
+    /// logged, each once; phase 1's commands within their phase.
+    pub fn assert_through_phase_one(&self, got: &Received, saved: &Path) {
+        let p = self.paths();
+        let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+        let mut expected = p.core_standards();
+        expected.extend(phase1.clone());
+        expected.extend(p.core_directives());
+        let logged = support::delivered_to_main(self.log(), 0, usize::MAX);
+        self.assert_context("main", got, &support::union(&expected, &logged), saved);
+        self.assert_phase_files("main", got, "1: Interrogation", &phase1, saved);
+    }
+
     /// `files` arrived whole after the transition to `label` (`engine session phase … "label"`)
     /// and within [`PHASE_CALLS`] ordinary tool calls of it.
     pub fn assert_phase_files(

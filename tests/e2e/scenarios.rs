@@ -871,15 +871,8 @@ fn parallel_tool_calls_deliver_each_file_once() {
     s.run(Script::main(steps), IMPLEMENT_PROMPT);
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the main conversation");
-    let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
-    let mut expected = p.core_standards();
-    expected.extend(phase1.clone());
-    expected.extend(p.core_directives());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_through_phase_one(&got, &saved);
     s.assert_skill_once("main", &got, &saved);
-    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
 }
 
 /// A tool call that fails (a Read of a file that is not there): Claude Code runs no PostToolUse
@@ -926,12 +919,5 @@ fn a_failed_call_keeps_what_its_pretooluse_carried() {
         !carried.is_empty(),
         "the failed call's PreToolUse carried the directives it discovered: {saved:?}"
     );
-    let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
-    let mut expected = p.core_standards();
-    expected.extend(phase1.clone());
-    expected.extend(p.core_directives());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &got, &union(&expected, &logged), &saved);
-    s.assert_phase_files("main", &got, "1: Interrogation", &phase1, &saved);
+    s.assert_through_phase_one(&got, &saved);
 }
