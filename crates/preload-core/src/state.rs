@@ -10,10 +10,12 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::primitives::bytes;
 use crate::primitives::file::WriteError;
 use crate::primitives::lock::LockError;
+use typed::{Kind, Typed};
 
+mod arrays;
+mod compare;
 mod conversation;
 pub mod dedup;
 pub mod fields;
@@ -26,6 +28,7 @@ mod pretty;
 pub mod refs;
 pub mod stamps;
 mod store;
+mod typed;
 pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
@@ -35,6 +38,7 @@ pub use store::{
     Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_fields,
     save_locked, update, update_read,
 };
+pub use typed::Field;
 
 /// Largest state file the hooks will read (a larger one is treated as corrupt).
 pub const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
@@ -93,88 +97,100 @@ pub enum ParseError {
     NotAnObject(&'static str),
 }
 
-/// A state document: a JSON object whose key order is kept, and whether it was changed.
+/// A state document: its fields in their order, the ones this product reads and writes typed
+/// ([`Field`], see `typed`), and whether it was changed.
 ///
 /// The mark is how a call tells that it changed the state, without a copy of it to compare
 /// with (on a large state, thousands of paths copied and a hundred and fifty fresh pages). It
 /// is conservative: a write of an equal value is no change, but every mutable borrow
-/// ([`Self::map_mut`], [`Self::array_mut`], [`Self::object_mut`]) counts as one. So a state
+/// ([`Self::value_mut`], [`Self::array_mut`], [`Self::object_mut`]) counts as one. So a state
 /// marked unchanged is the one loaded, and a writer of a marked state still compares its text
 /// before it writes.
 #[derive(Debug, Clone, Default)]
 pub struct State {
+    /// Every field, in the document's order: an untyped one with its value, a typed one
+    /// holding its place with `null`.
     map: Map<String, Value>,
+    /// The typed fields.
+    typed: Typed,
     changed: bool,
 }
 
-/// Equal as JSON objects are (key order aside, the mark aside), with strings compared a word at
-/// a time ([`bytes::same`]).
-impl PartialEq for State {
-    fn eq(&self, other: &Self) -> bool {
-        same_object(&self.map, &other.map)
-    }
-}
-
-/// Whether `value` is the string `text` (compared as [`bytes::same`] does: a list of thousands
-/// of paths is searched on every delivery).
-fn is_text(value: &Value, text: &str) -> bool {
-    value
-        .as_str()
-        .is_some_and(|s| bytes::same(s.as_bytes(), text.as_bytes()))
-}
-
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::String(x), Value::String(y)) => bytes::same(x.as_bytes(), y.as_bytes()),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => same_object(x, y),
-        _ => a == b,
-    }
-}
-
-/// Key by key in order while both orders agree, by key lookup once they part.
-fn same_object(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    for ((key_a, a_value), (key_b, b_value)) in a.iter().zip(b) {
-        if !bytes::same(key_a.as_bytes(), key_b.as_bytes()) {
-            return a
-                .iter()
-                .all(|(key, value)| b.get(key).is_some_and(|other| same_value(value, other)));
-        }
-        if !same_value(a_value, b_value) {
-            return false;
-        }
-    }
-    true
+/// A key the untyped accessors are given: never a typed field's (a typed field is read and
+/// changed through [`State::field`], [`State::set`], [`State::items`], [`State::array_mut`] and
+/// the accessors of its type).
+fn untyped(key: &str) -> &str {
+    debug_assert!(
+        Kind::of(key).is_none(),
+        "`{key}` is a typed field: read it through its accessor"
+    );
+    key
 }
 
 impl State {
-    /// The document `map`, marked unchanged.
-    pub fn from_map(map: Map<String, Value>) -> Self {
+    /// The document of `map`, its typed fields typed, marked unchanged.
+    pub fn from_map(mut map: Map<String, Value>) -> Self {
+        let mut typed = Typed::default();
+        for (key, value) in &mut map {
+            if let Some(kind) = Kind::of(key) {
+                if let Err(kept) = typed.take(key, kind, std::mem::take(value)) {
+                    *value = kept;
+                }
+            }
+        }
         Self {
             map,
+            typed,
             changed: false,
         }
     }
 
-    /// The document's fields.
+    /// The untyped fields, in order, each typed field's place among them held by `null` (read
+    /// those with [`Self::field`] or their own accessors).
     pub fn map(&self) -> &Map<String, Value> {
         &self.map
     }
 
-    /// The document's fields, to change: marks the state changed.
-    pub fn map_mut(&mut self) -> &mut Map<String, Value> {
-        self.changed = true;
-        &mut self.map
+    /// The document as a JSON object, the typed fields in their places.
+    pub fn into_map(self) -> Map<String, Value> {
+        let Self {
+            mut map, mut typed, ..
+        } = self;
+        for (key, value) in &mut map {
+            if let Some(kind) = Kind::of(key).filter(|_| value.is_null()) {
+                if let Some(typed) = typed.remove(key, kind) {
+                    *value = typed;
+                }
+            }
+        }
+        map
     }
 
-    /// The document's fields, taken.
-    pub fn into_map(self) -> Map<String, Value> {
+    /// The names of the fields, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+
+    /// Whether the document has no field.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every field, in order, typed or not.
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = (&str, Field<'_>)> + Clone {
         self.map
+            .iter()
+            .map(|(key, value)| (key.as_str(), self.field_at(key, value)))
+    }
+
+    /// The field `key` holding `value` in the document.
+    fn field_at<'s>(&'s self, key: &str, value: &'s Value) -> Field<'s> {
+        value
+            .is_null()
+            .then(|| Kind::of(key))
+            .flatten()
+            .and_then(|kind| self.typed.get(key, kind))
+            .unwrap_or(Field::Json(value))
     }
 
     /// Whether the state may have changed since it was loaded or [`Self::mark_unchanged`]
@@ -200,170 +216,137 @@ impl State {
     /// rest is checked and skipped without being built, so a quick look at a large state
     /// (whose `pid` is it?) costs a fraction of a full parse.
     pub fn parse_fields(text: &str, fields: &[&str]) -> Result<Self, ParseError> {
-        struct Only<'a>(&'a [&'a str]);
-        impl<'de> serde::de::Visitor<'de> for Only<'_> {
-            type Value = Map<String, Value>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut kept = Map::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    if self.0.contains(&key.as_str()) {
-                        kept.insert(key, map.next_value::<Value>()?);
-                    } else {
-                        map.next_value::<serde::de::IgnoredAny>()?;
-                    }
-                }
-                Ok(kept)
-            }
-        }
-        let mut de = serde_json::Deserializer::from_str(text);
-        let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
-            .and_then(|kept| de.end().map(|()| kept))?;
-        Ok(Self::from_map(kept))
+        peek::parse_only(text, fields).map(Self::from_map)
     }
 
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
-        let mut text = pretty::to_string_map(&self.map, 1);
+        let mut text = pretty::to_string_fields(self.fields(), 1);
         text.push('\n');
         text
     }
 
     /// The text [`Self::to_pretty`] writes for a state of `fields`, in order: a record of
     /// another state's fields, written without copying them.
-    pub fn pretty_of(fields: &[(&str, &Value)]) -> String {
-        let mut text = pretty::to_string_entries(fields, 1);
+    pub fn pretty_of(fields: &[(&str, Field<'_>)]) -> String {
+        let mut text = pretty::to_string_fields(fields.iter().copied(), 1);
         text.push('\n');
         text
     }
 
-    /// A field.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.map.get(key)
+    /// A field, typed or not.
+    pub fn field(&self, key: &str) -> Option<Field<'_>> {
+        let value = self.map.get(key)?;
+        Some(self.field_at(key, value))
     }
 
-    /// A string field.
+    /// An untyped field (a typed one reads as absent here: read it with [`Self::field`]).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self.field(untyped(key))? {
+            Field::Json(value) => Some(value),
+            Field::Text(_) | Field::List(_) => None,
+        }
+    }
+
+    /// A string field, typed or not.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.map.get(key).and_then(Value::as_str)
+        self.field(key)?.as_str()
     }
 
     /// A boolean field (`false` when absent or not a boolean).
     pub fn flag(&self, key: &str) -> bool {
-        self.map.get(key).and_then(Value::as_bool).unwrap_or(false)
+        matches!(self.field(key), Some(Field::Json(Value::Bool(true))))
     }
 
-    /// A numeric field.
+    /// A numeric field (a number, or a string of one).
     pub fn number(&self, key: &str) -> Option<f64> {
-        match self.map.get(key)? {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
+        match self.field(key)? {
+            Field::Json(Value::Number(n)) => n.as_f64(),
+            text => text.as_str()?.trim().parse().ok(),
         }
     }
 
     /// A field holding a process ID (a positive whole number, or a string of one).
     pub fn pid(&self, key: &str) -> Option<u32> {
-        match self.map.get(key)? {
-            Value::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
+        match self.field(key)? {
+            Field::Json(Value::Number(n)) => n.as_u64().and_then(|v| u32::try_from(v).ok()),
+            text => text.as_str()?.trim().parse().ok(),
         }
         .filter(|pid| *pid > 0)
     }
 
-    /// The strings of an array field (other entries are skipped).
-    pub fn strings(&self, key: &str) -> Vec<String> {
-        strings_of(self.map.get(key))
-    }
-
-    /// Set a field, keeping its position when it exists. The value it replaces is freed: its
-    /// memory serves the call's next allocations (left to the process's exit instead, a
-    /// SessionStart that empties the large state's `preloadedFiles` took 97 more page faults).
+    /// Set a field, typed or not, keeping its position when it exists. The value it replaces
+    /// is freed: its memory serves the call's next allocations (left to the process's exit
+    /// instead, a SessionStart that empties the large state's `preloadedFiles` took 97 more
+    /// page faults).
     pub fn set(&mut self, key: &str, value: Value) {
-        if self.map.get(key).is_some_and(|old| same_value(old, &value)) {
+        if self.field(key).is_some_and(|old| old.is(&value)) {
             return;
         }
         self.changed = true;
-        // The value replaced may be thousands of paths (a window's files cleared at a start).
-        crate::primitives::system::entry::release(self.map.insert(key.to_owned(), value));
+        let place = match Kind::of(key) {
+            None => value,
+            Some(kind) => {
+                // The value replaced may be thousands of paths (a window's files cleared at a
+                // start).
+                release(self.typed.remove(key, kind));
+                match self.typed.take(key, kind, value) {
+                    Ok(()) => Value::Null,
+                    Err(kept) => kept,
+                }
+            }
+        };
+        release(self.map.insert(key.to_owned(), place));
     }
 
-    /// A field, to change in place: marks the state changed when it is there.
+    /// An untyped field, to change in place: marks the state changed when it is there.
     pub fn value_mut(&mut self, key: &str) -> Option<&mut Value> {
-        let value = self.map.get_mut(key);
+        let value = self.map.get_mut(untyped(key));
         self.changed |= value.is_some();
         value
     }
 
-    /// Remove a field.
+    /// Remove a field, typed or not.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        let removed = self.map.shift_remove(key);
-        self.changed |= removed.is_some();
-        removed
+        let removed = self.map.shift_remove(key)?;
+        self.changed = true;
+        Some(
+            Kind::of(key)
+                .and_then(|kind| self.typed.remove(key, kind))
+                .unwrap_or(removed),
+        )
     }
 
-    /// The array field `key`, created (empty) when absent or not an array.
-    pub fn array_mut(&mut self, key: &str) -> &mut Vec<Value> {
-        let slot = self
-            .map_mut()
-            .entry(key.to_owned())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if !slot.is_array() {
-            *slot = Value::Array(Vec::new());
-        }
-        match slot {
-            Value::Array(items) => items,
-            _ => unreachable!("just made an array"),
+    /// Remove every field whose key `gone` holds for.
+    pub fn remove_where(&mut self, gone: impl Fn(&str) -> bool) {
+        let keys: Vec<String> = self.keys().filter(|k| gone(k)).map(str::to_owned).collect();
+        for key in keys {
+            self.remove(&key);
         }
     }
 
-    /// The object field `key`, created (empty) when absent or not an object.
-    pub fn object_mut(&mut self, key: &str) -> &mut Map<String, Value> {
-        let slot = self
-            .map_mut()
-            .entry(key.to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !slot.is_object() {
-            *slot = Value::Object(Map::new());
-        }
-        match slot {
-            Value::Object(map) => map,
-            _ => unreachable!("just made an object"),
-        }
+    /// Make an untyped field the first one.
+    pub fn insert_first(&mut self, key: &str, value: Value) {
+        self.changed = true;
+        self.map.shift_insert(0, untyped(key).to_owned(), value);
     }
 
-    /// Whether the array field `key` holds the string `item`.
-    pub(crate) fn holds_text(&self, key: &str, item: &str) -> bool {
-        match self.map.get(key) {
-            Some(Value::Array(items)) => items.iter().any(|v| is_text(v, item)),
-            _ => false,
+    /// Merge `from` into the document as jq's `*` does ([`deep_merge`]).
+    pub fn merge(&mut self, from: &Map<String, Value>) {
+        for (key, value) in from {
+            if let (Some(Value::Object(old)), Value::Object(new)) = (self.map.get_mut(key), value) {
+                self.changed = true;
+                deep_merge(old, new);
+                continue;
+            }
+            self.set(key, value.clone());
         }
     }
+}
 
-    /// Append `item` to the string array `key` unless it is already there; true when added.
-    pub fn push_unique(&mut self, key: &str, item: &str) -> bool {
-        let present = self.holds_text(key, item);
-        if !present {
-            self.array_mut(key).push(Value::String(item.to_owned()));
-        }
-        !present
-    }
-
-    /// Remove every occurrence of `item` from the string array `key`; true when any was removed.
-    pub fn remove_item(&mut self, key: &str, item: &str) -> bool {
-        if !self.holds_text(key, item) {
-            return false;
-        }
-        if let Some(Value::Array(items)) = self.value_mut(key) {
-            items.retain(|v| !is_text(v, item));
-        }
-        true
-    }
+/// Free a value replaced or taken out (see [`State::set`]).
+fn release(value: Option<Value>) {
+    crate::primitives::system::entry::release(value);
 }
 
 /// jq's `*`: objects merged member by member, depth first; anything else is replaced.

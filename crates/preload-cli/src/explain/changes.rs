@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use preload_core::state::State;
 use preload_core::state::fields;
+use preload_core::state::{Field, State};
 use preload_core::state::{IN_CONTEXT, Paths, QUEUED};
 
 /// The files under `dirs` and their bytes (for the before and after of a run).
@@ -186,14 +186,15 @@ pub fn render_state_diff(
         fields::INJECTED_RULES,
     ];
     let keys = |s: Option<&State>| -> Vec<String> {
-        s.map(|s| s.map().keys().cloned().collect())
+        s.map(|s| s.keys().map(str::to_owned).collect())
             .unwrap_or_default()
     };
+    let value = |s: Option<&State>, key: &str| s.and_then(|s| s.field(key)).map(Field::to_value);
     let mut other: Vec<String> = keys(after)
         .into_iter()
         .chain(keys(before))
         .filter(|k| !shown.contains(&k.as_str()))
-        .filter(|k| before.and_then(|s| s.get(k)) != after.and_then(|s| s.get(k)))
+        .filter(|k| value(before, k) != value(after, k))
         .collect();
     other.sort();
     other.dedup();

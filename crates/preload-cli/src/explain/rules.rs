@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use preload_core::pipeline::rules::{self, Facts, Rule, Threshold, Trigger};
 use preload_core::state::fields;
-use preload_core::state::{Phase, QUEUED, State};
+use preload_core::state::{Field, Phase, QUEUED, State};
 
 /// What a rule's trigger tests, with the values it was tested on.
 pub fn condition(rule: &Rule, facts: &Facts) -> String {
@@ -51,12 +51,7 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
             state.number(gte_field).unwrap_or(999.0)
         ),
         Trigger::Discovery(field) => {
-            let n = match state.get(field) {
-                Some(Value::Array(items)) => items.len(),
-                Some(Value::Object(map)) => map.len(),
-                Some(Value::String(s)) => usize::from(!s.is_empty()),
-                _ => 0,
-            };
+            let n = state.field(field).map_or(0, Field::entries);
             format!("{field} not empty ({n} entries)")
         }
         Trigger::PerTranscriptToolCount { gte, eq } => {

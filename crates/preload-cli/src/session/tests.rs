@@ -237,11 +237,5 @@ fn session_parameters_are_checked_then_merged() {
     let s = state::load(&dir.join(STATE_FILE)).unwrap();
     assert_eq!(s.str("taskSummary"), Some("add auth"));
     assert_eq!(s.get("extra"), Some(&json!({"a": 1})));
-    assert_eq!(
-        s.get("phases")
-            .and_then(serde_json::Value::as_array)
-            .map(Vec::len),
-        Some(2),
-        "the skill's static fields win"
-    );
+    assert_eq!(s.phases().items().len(), 2, "the skill's static fields win");
 }

@@ -161,9 +161,9 @@ fn load_carry(path: &Path) -> Result<Option<State>, StateError> {
 fn joined(seed: &State, carry: Option<&State>) -> State {
     let mut view = seed.clone();
     if let Some(carry) = carry {
-        for (key, value) in carry.map() {
-            if key != fields::OWED && !SEED_FIELDS.contains(&key.as_str()) {
-                view.map_mut().insert(key.clone(), value.clone());
+        for (key, value) in carry.fields() {
+            if key != fields::OWED && !SEED_FIELDS.contains(&key) {
+                view.set(key, value.to_value());
             }
         }
     }
@@ -174,23 +174,20 @@ fn joined(seed: &State, carry: Option<&State>) -> State {
 /// nothing but the owner's PID).
 fn split(view: &State) -> (State, Option<State>) {
     let (seed, carry): (Map<String, Value>, _) = view
-        .map()
-        .iter()
-        .map(|(key, value)| (key.clone(), value.clone()))
+        .fields()
+        .map(|(key, value)| (key.to_owned(), value.to_value()))
         .partition(|(key, _)| SEED_FIELDS.contains(&key.as_str()));
     let (seed, mut carry) = (State::from_map(seed), State::from_map(carry));
     let owed = owed_of(view);
     if !owed.is_empty() {
         carry.set(fields::OWED, Value::from(owed));
     }
-    if carry.map().is_empty() {
+    if carry.is_empty() {
         return (seed, None);
     }
     for key in [fields::PID, fields::PID_START_TIME] {
         if let Some(value) = view.get(key) {
-            carry
-                .map_mut()
-                .shift_insert(0, key.to_owned(), value.clone());
+            carry.insert_first(key, value.clone());
         }
     }
     (seed, Some(carry))
@@ -335,7 +332,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
     }
     adopt_call_records(s, &record);
     // The sub-agents' own records go with the window they are part of.
-    for (key, value) in record.map() {
+    for (key, value) in record.fields() {
         let sub_agents = [
             fields::PRELOADED_FILES,
             fields::PRELOAD_PARTS,
@@ -345,9 +342,9 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         if sub_agents
             .iter()
             .any(|base| fields::is_sub_agent_key(key, base))
-            && s.get(key).is_none()
+            && s.field(key).is_none()
         {
-            s.set(key, value.clone());
+            s.set(key, value.to_value());
         }
     }
     if s.window_conversation().is_none() {

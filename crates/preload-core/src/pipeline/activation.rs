@@ -218,7 +218,7 @@ fn activate_state(
     if !skill::is_valid_name(&skill) {
         return Err(Failure::Usage(format!("bad skill name {skill:?}")));
     }
-    let fresh = s.map().is_empty();
+    let fresh = s.is_empty();
     let approved_again = !fresh && completed_again(dir, s, &skill, options)?;
     if let Some(pid) = holder.filter(|p| *p != owner && process::is_alive(*p)) {
         return Err(Failure::Rejected(format!(
@@ -263,7 +263,7 @@ fn activate_state(
         .as_ref()
         .filter(|_| !same_window && !dehydrated)
     {
-        state::deep_merge(s.map_mut(), params);
+        s.merge(params);
     }
     if let Some(def) = ctx.skills.load(&ctx.paths, &skill) {
         for (key, value) in static_fields(&def) {
@@ -286,7 +286,7 @@ fn activate_state(
         (fields::STASH.into(), json!([])),
     ];
     for (key, value) in defaults {
-        if s.get(&key).is_none() {
+        if s.field(&key).is_none() {
             s.set(&key, value);
         }
     }

@@ -261,10 +261,7 @@ impl InContext {
 
     /// The entries named `name` (by their last component), in any order.
     fn named<'s>(&mut self, state: &'s State, name: &str) -> Vec<&'s str> {
-        let items = state
-            .get(&self.key)
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let items = state.items(&self.key);
         self.checks += 1;
         if items.len() > INDEXED_UP_TO {
             self.names = None;

@@ -76,12 +76,7 @@ impl State {
 
     /// The strings of the array field `key`, in order.
     pub(crate) fn entries_of(&self, key: &str) -> impl Iterator<Item = &str> + use<'_> {
-        self.map
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
+        self.items(key).iter().filter_map(Value::as_str)
     }
 
     /// The paths of `list`, as owned strings.
@@ -154,8 +149,8 @@ mod tests {
         assert!(s.add_path(QUEUED, "/c"));
         assert!(!s.add_path(QUEUED, "/c"));
         assert_eq!(
-            s.get("pendingPreloads").unwrap(),
-            &serde_json::json!([7, null, "/b", "/c"])
+            s.field("pendingPreloads").unwrap().to_value(),
+            serde_json::json!([7, null, "/b", "/c"])
         );
     }
 

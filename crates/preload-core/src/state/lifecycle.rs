@@ -95,7 +95,7 @@ impl std::fmt::Display for Lifecycle {
 impl State {
     /// The state's lifecycle, when it names one (a string).
     pub fn lifecycle(&self) -> Option<Lifecycle> {
-        self.str(fields::LIFECYCLE).map(Lifecycle::parse)
+        self.typed.lifecycle.clone()
     }
 
     /// The state's lifecycle; a state without one is at work, as the engine takes it.
@@ -105,7 +105,9 @@ impl State {
 
     /// Set the lifecycle.
     pub fn set_lifecycle(&mut self, lifecycle: &Lifecycle) {
-        self.set(fields::LIFECYCLE, Value::from(lifecycle.name()));
+        if self.typed.lifecycle.as_ref() != Some(lifecycle) {
+            self.set(fields::LIFECYCLE, Value::from(lifecycle.name()));
+        }
     }
 
     /// Whether the session's context window is `owner`'s: it holds the session, or left it idle

@@ -1,4 +1,9 @@
-//! One top-level member of a JSON object, read without parsing the rest (the hot path's peek).
+//! One top-level member of a JSON object, read without parsing the rest (the hot path's peek),
+//! and a parse of some members only.
+
+use serde_json::{Map, Value};
+
+use super::ParseError;
 
 /// The raw text of the value of top-level member `key` of a JSON object, found by skipping the
 /// members before it without building them, and without reading past it.
@@ -99,4 +104,34 @@ fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
 pub fn peek_pid(text: &str, key: &str) -> Option<u32> {
     let raw = peek_member(text, key)?;
     raw.trim_matches('"').parse().ok().filter(|pid| *pid > 0)
+}
+
+/// The top-level `fields` of the JSON object `text`, the rest checked and skipped without being
+/// built (see [`super::State::parse_fields`]).
+pub(super) fn parse_only(text: &str, fields: &[&str]) -> Result<Map<String, Value>, ParseError> {
+    struct Only<'a>(&'a [&'a str]);
+    impl<'de> serde::de::Visitor<'de> for Only<'_> {
+        type Value = Map<String, Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut kept = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if self.0.contains(&key.as_str()) {
+                    kept.insert(key, map.next_value::<Value>()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(kept)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
+        .and_then(|kept| de.end().map(|()| kept))?;
+    Ok(kept)
 }

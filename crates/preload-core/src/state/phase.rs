@@ -36,7 +36,7 @@ impl<'a> Phase<'a> {
 impl State {
     /// The current phase, when the state names one.
     pub fn current_phase(&self) -> Option<Phase<'_>> {
-        self.str(fields::CURRENT_PHASE).map(Phase)
+        self.typed.current_phase.as_deref().map(Phase)
     }
 
     /// Make `phase` the current phase.

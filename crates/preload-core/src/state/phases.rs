@@ -160,7 +160,7 @@ pub fn label_sort_key(label: &str) -> String {
 impl State {
     /// The phases the state declares (none when `phases` is absent or not an array).
     pub fn phases(&self) -> Phases<'_> {
-        Phases::declared_in(self.map())
+        Phases::of(self.typed.phases.as_deref().unwrap_or(&[]))
     }
 
     /// Declare `phases` (the entries as written).

@@ -9,31 +9,34 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use super::typed::Field;
+
 /// `map` as `serde_json::to_string_pretty` writes it, and `extra` bytes of room after it.
+#[cfg(test)]
+pub fn to_string_map(map: &Map<String, Value>, extra: usize) -> String {
+    to_string_fields(entries_of(map), extra)
+}
+
+/// The object of `fields`, in order, as `serde_json::to_string_pretty` writes the object they
+/// are, and `extra` bytes of room after it: a state's fields, typed or not, or a record made of
+/// another document's fields, written without copying them.
 ///
 /// The text is written into a buffer of its size, found first: grown by doubling instead, the
 /// render of a large state touched three times its size in fresh pages, each a page fault.
-pub fn to_string_map(map: &Map<String, Value>, extra: usize) -> String {
-    to_string_of(entries_of(map), extra)
-}
-
-/// The object of `entries`, in order, as [`to_string_map`] writes a map of them: for a record
-/// made of another document's fields, written without copying them.
-pub fn to_string_entries(entries: &[(&str, &Value)], extra: usize) -> String {
-    to_string_of(entries.iter().copied(), extra)
-}
-
-fn to_string_of<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)> + Clone,
+pub fn to_string_fields<'a>(
+    fields: impl ExactSizeIterator<Item = (&'a str, Field<'a>)> + Clone,
     extra: usize,
 ) -> String {
-    let mut out = String::with_capacity(entries_len(entries.clone(), 0) + extra);
-    write_entries(&mut out, entries, 0);
+    let mut out = String::with_capacity(entries_len(fields.clone(), 0) + extra);
+    write_entries(&mut out, fields, 0);
     out
 }
 
-fn entries_of(map: &Map<String, Value>) -> impl ExactSizeIterator<Item = (&str, &Value)> + Clone {
-    map.iter().map(|(key, value)| (key.as_str(), value))
+fn entries_of(
+    map: &Map<String, Value>,
+) -> impl ExactSizeIterator<Item = (&str, Field<'_>)> + Clone {
+    map.iter()
+        .map(|(key, value)| (key.as_str(), Field::Json(value)))
 }
 
 /// Longest text of a number ([`write_value`] writes `Number`'s own): `-`, 17 digits, `.`,
@@ -49,13 +52,27 @@ fn value_len(value: &Value, depth: usize) -> usize {
         Value::Number(_) => NUMBER_LEN,
         Value::String(s) => s.len() + 2,
         // `[`, the items on lines of their own with commas between, `]` on a line of its own.
-        Value::Array(items) if items.is_empty() => 2,
-        Value::Array(items) => {
-            let lines: usize = items.iter().map(|item| value_len(item, depth + 1)).sum();
-            2 + lines + items.len() * (2 + 2 * (depth + 1)) + 2 * depth
-        }
+        Value::Array(items) => array_len(items, depth),
         Value::Object(map) => object_len(map, depth),
     }
+}
+
+/// [`value_len`] of a field, typed or not.
+fn field_len(field: Field<'_>, depth: usize) -> usize {
+    match field {
+        Field::Json(value) => value_len(value, depth),
+        Field::Text(text) => text.len() + 2,
+        Field::List(items) => array_len(items, depth),
+    }
+}
+
+fn array_len(items: &[Value], depth: usize) -> usize {
+    if items.is_empty() {
+        return 2;
+    }
+    // `[`, the items on lines of their own with commas between, `]` on a line of its own.
+    let lines: usize = items.iter().map(|item| value_len(item, depth + 1)).sum();
+    2 + lines + items.len() * (2 + 2 * (depth + 1)) + 2 * depth
 }
 
 fn object_len(map: &Map<String, Value>, depth: usize) -> usize {
@@ -63,7 +80,7 @@ fn object_len(map: &Map<String, Value>, depth: usize) -> usize {
 }
 
 fn entries_len<'a>(
-    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
+    entries: impl ExactSizeIterator<Item = (&'a str, Field<'a>)>,
     depth: usize,
 ) -> usize {
     let n = entries.len();
@@ -71,7 +88,7 @@ fn entries_len<'a>(
         return 2;
     }
     let lines: usize = entries
-        .map(|(key, item)| key.len() + 4 + value_len(item, depth + 1))
+        .map(|(key, item)| key.len() + 4 + field_len(item, depth + 1))
         .sum();
     2 + lines + n * (2 + 2 * (depth + 1)) + 2 * depth
 }
@@ -92,24 +109,34 @@ fn write_value(out: &mut String, value: &Value, depth: usize) {
             let _ = write!(out, "{n}");
         }
         Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            if items.is_empty() {
-                out.push_str("[]");
-                return;
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                write_value(out, item, depth + 1);
-            }
-            newline(out, depth);
-            out.push(']');
-        }
+        Value::Array(items) => write_array(out, items, depth),
         Value::Object(map) => write_object(out, map, depth),
     }
+}
+
+fn write_field(out: &mut String, field: Field<'_>, depth: usize) {
+    match field {
+        Field::Json(value) => write_value(out, value, depth),
+        Field::Text(text) => write_str(out, text),
+        Field::List(items) => write_array(out, items, depth),
+    }
+}
+
+fn write_array(out: &mut String, items: &[Value], depth: usize) {
+    if items.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, depth + 1);
+        write_value(out, item, depth + 1);
+    }
+    newline(out, depth);
+    out.push(']');
 }
 
 fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) {
@@ -118,7 +145,7 @@ fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) {
 
 fn write_entries<'a>(
     out: &mut String,
-    entries: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
+    entries: impl ExactSizeIterator<Item = (&'a str, Field<'a>)>,
     depth: usize,
 ) {
     if entries.len() == 0 {
@@ -133,7 +160,7 @@ fn write_entries<'a>(
         newline(out, depth + 1);
         write_str(out, key);
         out.push_str(": ");
-        write_value(out, item, depth + 1);
+        write_field(out, item, depth + 1);
     }
     newline(out, depth);
     out.push('}');
@@ -210,6 +237,7 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::to_string_map;
+    use crate::state::typed::Field;
 
     fn to_string(value: &Value) -> String {
         let mut map = Map::new();
@@ -273,13 +301,24 @@ mod tests {
             prop_assert_eq!(to_string(&value), expected);
         }
 
-        /// A record of borrowed fields is written as the map of them.
+        /// A record of borrowed fields, typed or not, is written as the map of their values.
         #[test]
-        fn writes_borrowed_entries_as_their_map(value in value(), other in value()) {
-            let entries = [("v", &value), ("w", &other)];
+        fn writes_borrowed_fields_as_their_map(value in value(), other in value(), text in ".{0,12}") {
+            let items: Vec<Value> = match &other {
+                Value::Array(items) => items.clone(),
+                other => vec![other.clone()],
+            };
+            let fields = [
+                ("v", Field::Json(&value)),
+                ("w", Field::List(&items)),
+                ("t", Field::Text(&text)),
+            ];
             let map: Map<String, Value> =
-                entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).clone())).collect();
-            prop_assert_eq!(super::to_string_entries(&entries, 0), to_string_map(&map, 0));
+                fields.iter().map(|(k, f)| ((*k).to_owned(), f.to_value())).collect();
+            prop_assert_eq!(
+                super::to_string_fields(fields.iter().copied(), 0),
+                to_string_map(&map, 0)
+            );
         }
 
         /// The buffer is sized from the text's length: exactly without escapes and numbers,

@@ -126,7 +126,7 @@ pub fn save(path: &Path, state: &State, durability: Durability) -> Result<(), St
 /// [`save`] of a state of `fields`, in order ([`State::pretty_of`]).
 pub fn save_fields(
     path: &Path,
-    fields: &[(&str, &serde_json::Value)],
+    fields: &[(&str, super::Field<'_>)],
     durability: Durability,
 ) -> Result<(), StateError> {
     publish(path, &State::pretty_of(fields), durability, || true).map(|_| ())

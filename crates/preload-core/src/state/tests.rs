@@ -384,12 +384,31 @@ fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
     })
 }
 
+/// Keys typed and untyped: the typed fields' names, and a few others.
+fn any_key() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        "[abc]{1,2}",
+        proptest::sample::select(vec![
+            "lifecycle",
+            "currentPhase",
+            "phases",
+            "preloadedFiles",
+            "pendingPreloads",
+            "preloadedFiles_sub:a1",
+            "pendingPreloads_sub:a1",
+        ])
+        .prop_map(str::to_owned),
+    ]
+}
+
 proptest::proptest! {
-    /// A state equals another exactly when their JSON objects do, whatever the key order.
+    /// A state equals another exactly when their JSON objects do, whatever the key order and
+    /// whether their fields are typed.
     #[test]
     fn states_are_equal_as_their_objects_are(
-        a in proptest::collection::vec(("[abc]{1,2}", json_value()), 0..6),
-        b in proptest::collection::vec(("[abc]{1,2}", json_value()), 0..6),
+        a in proptest::collection::vec((any_key(), json_value()), 0..6),
+        b in proptest::collection::vec((any_key(), json_value()), 0..6),
     ) {
         let x: Map<String, Value> = a.into_iter().collect();
         let y: Map<String, Value> = b.into_iter().collect();
@@ -399,6 +418,143 @@ proptest::proptest! {
         proptest::prop_assert!(State::from_map(x.clone()) == State::from_map(reversed));
         proptest::prop_assert!(State::from_map(x.clone()) == State::from_map(x));
     }
+
+    /// Whatever the shapes of its fields, typed or not, a document reads back as the object it
+    /// is, in its order, and writes the text `serde_json` writes of it.
+    #[test]
+    fn a_document_is_written_as_it_was_read(
+        pairs in proptest::collection::vec((any_key(), json_value()), 0..8),
+    ) {
+        let map: Map<String, Value> = pairs.into_iter().collect();
+        let expected = serde_json::to_string_pretty(&map).unwrap() + "\n";
+        let state = State::parse(&expected).unwrap();
+        proptest::prop_assert_eq!(&state.to_pretty(), &expected);
+        let fields: Vec<(String, Value)> =
+            state.fields().map(|(k, f)| (k.to_owned(), f.to_value())).collect();
+        let keys: Vec<&str> = state.keys().collect();
+        proptest::prop_assert_eq!(keys, map.keys().map(String::as_str).collect::<Vec<_>>());
+        proptest::prop_assert_eq!(fields, map.clone().into_iter().collect::<Vec<_>>());
+        for (key, value) in &map {
+            proptest::prop_assert!(state.field(key).is_some_and(|f| f.is(value)), "{}", key);
+        }
+        proptest::prop_assert_eq!(state.into_map(), map);
+    }
+
+    /// Setting and removing fields, typed or not, leaves the document a map of JSON would be.
+    #[test]
+    fn changes_keep_the_document_a_map_of_json_would_be(
+        start in proptest::collection::vec((any_key(), json_value()), 0..6),
+        changes in proptest::collection::vec(
+            (any_key(), proptest::option::of(json_value())),
+            0..8,
+        ),
+    ) {
+        let mut map: Map<String, Value> = start.into_iter().collect();
+        let mut state = State::from_map(map.clone());
+        for (key, value) in changes {
+            match value {
+                Some(value) => {
+                    state.set(&key, value.clone());
+                    map.insert(key, value);
+                }
+                None => {
+                    proptest::prop_assert_eq!(state.remove(&key), map.shift_remove(&key));
+                }
+            }
+        }
+        let expected = serde_json::to_string_pretty(&map).unwrap() + "\n";
+        proptest::prop_assert_eq!(state.to_pretty(), expected);
+    }
+}
+
+#[test]
+fn the_product_s_fields_are_typed_and_every_other_is_kept_in_its_place() {
+    let mut s = State::parse(REAL_SHAPED).unwrap();
+    assert_eq!(s.lifecycle(), Some(Lifecycle::Active));
+    assert_eq!(s.current_phase().map(Phase::label), Some("0"));
+    assert_eq!(
+        s.path_list(IN_CONTEXT),
+        ["/h/.claude/engine/.directives/COMMANDS.md"]
+    );
+    assert!(s.path_list(QUEUED).is_empty());
+    // Typed fields are no JSON values to the untyped readers; every reader of a field by its
+    // name (the rules' `$field`, a discovery trigger) reads them through `field`.
+    assert_eq!(s.str(fields::LIFECYCLE), Some("active"));
+    assert_eq!(s.field("preloadedFiles").map(Field::entries), Some(1));
+    assert_eq!(s.items("preloadedFiles").len(), 1);
+    s.set_lifecycle(&Lifecycle::Unknown("paused".into()));
+    s.set_paths(QUEUED, ["/q"]);
+    let text = s.to_pretty();
+    let order: Vec<String> = State::parse(&text)
+        .unwrap()
+        .keys()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "pid",
+            "skill",
+            "lifecycle",
+            "loading",
+            "zUnknownField",
+            "currentPhase",
+            "toolUseWithoutLogsWarnAfter",
+            "preloadedFiles",
+            "touchedDirs",
+            "pendingPreloads",
+            "contextUsage",
+            "aaa",
+        ],
+        "each field where it was"
+    );
+    assert!(text.contains("\"lifecycle\": \"paused\""), "{text}");
+    assert!(
+        text.contains("\"pendingPreloads\": [\n    \"/q\"\n  ]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_typed_field_of_another_shape_is_kept_as_written_until_it_is_set() {
+    let text = "{\n  \"lifecycle\": 5,\n  \"currentPhase\": null,\n  \"phases\": {},\n  \"pendingPreloads\": \"oops\"\n}\n";
+    let mut s = State::parse(text).unwrap();
+    assert_eq!(
+        s.lifecycle(),
+        None,
+        "read as absent, as the engine's hooks read it"
+    );
+    assert_eq!(s.current_phase(), None);
+    assert!(s.phases().is_empty() && s.path_list(QUEUED).is_empty());
+    assert_eq!(s.to_pretty(), text, "written back as it was");
+    assert!(
+        s.add_path(QUEUED, "/a"),
+        "a list of another shape is started afresh"
+    );
+    s.set_lifecycle(&Lifecycle::Idle);
+    assert_eq!(s.lifecycle(), Some(Lifecycle::Idle));
+    assert_eq!(
+        s.to_pretty(),
+        "{\n  \"lifecycle\": \"idle\",\n  \"currentPhase\": null,\n  \"phases\": {},\n  \"pendingPreloads\": [\n    \"/a\"\n  ]\n}\n"
+    );
+    assert_eq!(s.remove(fields::LIFECYCLE), Some(json!("idle")));
+    assert_eq!(s.remove("phases"), Some(json!({})));
+    assert_eq!(s.lifecycle(), None);
+    assert_eq!(
+        s.keys().collect::<Vec<_>>(),
+        ["currentPhase", "pendingPreloads"]
+    );
+}
+
+#[test]
+fn parameters_merge_into_typed_and_untyped_fields_as_jq_merges_them() {
+    let mut s = State::parse(r#"{"o": {"a": 1, "b": {"c": 2}}, "lifecycle": "active"}"#).unwrap();
+    let params = json!({"o": {"b": {"d": 3}}, "lifecycle": "idle", "phases": [{"label": "0"}]});
+    s.merge(params.as_object().unwrap());
+    assert!(s.changed());
+    assert_eq!(s.lifecycle(), Some(Lifecycle::Idle));
+    assert_eq!(s.phases().items().len(), 1);
+    assert_eq!(s.get("o"), Some(&json!({"a": 1, "b": {"c": 2, "d": 3}})));
 }
 
 #[test]
@@ -419,7 +575,8 @@ fn only_a_change_or_a_mutable_borrow_marks_the_state() {
         |s| assert!(s.value_mut("o").is_some()),
         |s| assert!(!s.array_mut("list").is_empty()),
         |s| assert!(!s.object_mut("o").is_empty()),
-        |s| assert!(!s.map_mut().is_empty()),
+        |s| s.insert_first("z", Value::Null),
+        |s| s.remove_where(|k| k == "a"),
     ] {
         let mut copy = s.clone();
         change(&mut copy);

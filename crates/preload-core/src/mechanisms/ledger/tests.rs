@@ -83,7 +83,7 @@ fn another_conversation_lets_the_old_window_go() {
         ]
     }));
     new_context_window(&mut s);
-    assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.get("preloadedFiles_sub:a1").is_none());
+    assert!(s.get(fields::PRELOAD_PARTS).is_none() && s.field("preloadedFiles_sub:a1").is_none());
     assert_eq!(s.path_list(QUEUED), ["/stashed.md"]);
     assert_eq!(s.get(fields::STASH), Some(&json!([])));
     assert_eq!(s.path_list(IN_CONTEXT), ["/kept"]);

@@ -10,7 +10,7 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::session;
 use crate::primitives::delivery;
 use crate::state::fields;
-use crate::state::{self, IN_CONTEXT, Lifecycle, QUEUED, State};
+use crate::state::{self, Field, IN_CONTEXT, Lifecycle, QUEUED, State};
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
 /// compaction of the conversation put back (the client recalls them from the transcript);
@@ -76,14 +76,14 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
     };
     let pid = s.pid(fields::PID).unwrap_or(0);
     // Written from the window's own fields: on a large state, thousands of paths not copied.
-    let seeding = Value::from(Lifecycle::Seeding.name());
-    let record: Vec<(&str, &Value)> = std::iter::once((fields::LIFECYCLE, &seeding))
-        .chain(
-            WINDOW_FIELDS
-                .iter()
-                .filter_map(|key| Some((*key, s.get(key)?))),
-        )
-        .collect();
+    let record: Vec<(&str, Field)> =
+        std::iter::once((fields::LIFECYCLE, Field::Text(Lifecycle::Seeding.name())))
+            .chain(
+                WINDOW_FIELDS
+                    .iter()
+                    .filter_map(|key| Some((*key, s.field(key)?))),
+            )
+            .collect();
     let path = session::window_record_path(sessions, pid, old);
     if (replace || fs::symlink_metadata(&path).is_err())
         && fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok()
@@ -155,9 +155,7 @@ fn is_window_field(key: &str) -> bool {
 }
 
 fn drop_window_fields(s: &mut State) {
-    if s.map().keys().any(|k| is_window_field(k)) {
-        s.map_mut().retain(|k, _| !is_window_field(k));
-    }
+    s.remove_where(is_window_field);
 }
 
 /// Let go of the old window's fields (and the old conversation's invoked skills); the files

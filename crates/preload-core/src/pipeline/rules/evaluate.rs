@@ -106,12 +106,7 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
             let threshold = state.number(gte_field).unwrap_or(999.0);
             value >= threshold
         }
-        Trigger::Discovery(field) => match state.get(field) {
-            Some(Value::Array(items)) => !items.is_empty(),
-            Some(Value::Object(map)) => !map.is_empty(),
-            Some(Value::String(s)) => !s.is_empty(),
-            _ => false,
-        },
+        Trigger::Discovery(field) => state.field(field).is_some_and(|f| f.entries() > 0),
         Trigger::PerTranscriptToolCount { gte, eq } => {
             let Some(key) = facts.counter_key else {
                 return false;

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::{Matched, Mode};
-use crate::state::{State, strings_of};
+use crate::state::{Field, State, strings_of};
 
 fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
@@ -13,11 +13,12 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
+fn scalar_text(field: Field<'_>) -> Option<String> {
+    match field {
+        Field::Text(s) => Some(s.to_owned()),
+        Field::Json(Value::String(s)) => Some(s.clone()),
+        Field::Json(Value::Number(n)) => Some(n.to_string()),
+        Field::Json(Value::Bool(b)) => Some(b.to_string()),
         _ => None,
     }
 }
@@ -41,7 +42,7 @@ pub fn substitute(text: &str, state: &State) -> String {
     names.sort_by_key(|n| std::cmp::Reverse(n.len()));
     let mut out = text.to_owned();
     for name in names {
-        if let Some(value) = state.get(name).and_then(scalar_text) {
+        if let Some(value) = state.field(name).and_then(scalar_text) {
             out = out.replace(&format!("${name}"), &value);
         }
     }
@@ -57,9 +58,9 @@ pub fn resolve_payload(payload: &Map<String, Value>, state: &State) -> Map<Strin
         .map(|(key, value)| {
             let resolved = match value {
                 Value::String(s) => match s.strip_prefix('$') {
-                    Some(field) if is_identifier(field) => match state.get(field) {
-                        Some(v) if !v.is_null() => v.clone(),
-                        _ => value.clone(),
+                    Some(field) if is_identifier(field) => match state.field(field) {
+                        Some(Field::Json(Value::Null)) | None => value.clone(),
+                        Some(v) => v.to_value(),
                     },
                     _ => Value::String(substitute(s, state)),
                 },
