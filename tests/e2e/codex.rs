@@ -421,11 +421,6 @@ fn phase0(p: &Paths) -> Vec<String> {
     files
 }
 
-/// Phase 1's commands.
-fn phase1(p: &Paths) -> Vec<String> {
-    p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"])
-}
-
 /// The index of the first tool call of a conversation.
 fn first_call(got: &Received) -> usize {
     got.messages
@@ -485,7 +480,7 @@ fn codex_activation_and_phase_deliver_each_file_once() {
     let p = s.paths();
     let mut expected = at_start(&p);
     expected.extend(phase0(&p));
-    expected.extend(phase1(&p));
+    expected.extend(p.phase_one());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
     s.assert_context("main", &got, &union(&expected, &logged), &saved);
     let skill_dir = p.skill_dir();
@@ -496,7 +491,13 @@ fn codex_activation_and_phase_deliver_each_file_once() {
         s.name
     );
     s.assert_within_calls("phase 0", &got, "session activate", &phase0(&p), &saved);
-    s.assert_within_calls("phase 1", &got, "\"1: Interrogation\"", &phase1(&p), &saved);
+    s.assert_within_calls(
+        "phase 1",
+        &got,
+        "\"1: Interrogation\"",
+        &p.phase_one(),
+        &saved,
+    );
     s.assert_owner(&run, "1: Interrogation");
     s.world.sandbox.assert_no_duplicates();
 }
@@ -526,7 +527,7 @@ fn codex_shell_reads_and_patches_discover_directives_once() {
     let got = last_turn(&requests).expect("the conversation");
     let p = s.paths();
     let mut expected = at_start(&p);
-    expected.extend(phase1(&p));
+    expected.extend(p.phase_one());
     expected.extend(p.core_directives());
     expected.push(docs_directive.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);
@@ -573,7 +574,7 @@ fn codex_compaction_reseeds_the_new_window_once() {
 
     let before = compacted(&requests).expect("the client compacted the conversation");
     let mut before_expected = at_start(&p);
-    before_expected.extend(phase1(&p));
+    before_expected.extend(p.phase_one());
     before_expected.extend(p.core_directives());
     let logged_before = delivered_to_main(s.log(), 0, split);
     s.assert_context(
@@ -593,7 +594,7 @@ fn codex_compaction_reseeds_the_new_window_once() {
         s.name
     );
     let mut expected = at_start(&p);
-    expected.extend(phase1(&p));
+    expected.extend(p.phase_one());
     let logged_after = delivered_to_main(s.log(), split, usize::MAX);
     s.assert_context(
         "after compaction",
@@ -659,7 +660,7 @@ fn codex_resume_does_not_resend_what_the_conversation_holds() {
         s.name
     );
     let mut expected = at_start(&p);
-    expected.extend(phase1(&p));
+    expected.extend(p.phase_one());
     expected.extend(p.core_directives());
     expected.push(docs_directive.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);

@@ -62,7 +62,7 @@ fn two_clients_at_once_in_one_project_keep_their_own_context() {
     }
 
     let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut expected = p.core_standards();
     expected.extend(phase1.clone());
     expected.extend(p.core_directives());

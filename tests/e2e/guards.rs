@@ -132,7 +132,7 @@ fn the_heartbeat_warns_then_blocks_once_each_until_the_agent_logs() {
         );
     }
     let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut expected = p.core_standards();
     expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);

@@ -49,7 +49,7 @@ fn a_chosen_mode_and_a_second_skill_bring_only_their_own_files_once() {
 
     // Case 9.2: the chosen mode's file comes with phase 1's commands, the others never.
     let mode = p.skill("modes/tdd.md");
-    let mut phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let mut phase1 = p.phase_one();
     phase1.push(mode.clone());
     s.assert_phase_files("tdd mode", &got, "1: Interrogation", &phase1, &saved);
     let unchosen: Vec<String> = MODES

@@ -185,7 +185,7 @@ impl Scenario {
     /// logged, each once; phase 1's commands within their phase.
     pub fn assert_through_phase_one(&self, got: &Received, saved: &Path) {
         let p = self.paths();
-        let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+        let phase1 = p.phase_one();
         let mut expected = p.core_standards();
         expected.extend(phase1.clone());
         expected.extend(p.core_directives());

@@ -128,12 +128,7 @@ fn lifecycle_files(p: &Paths) -> Vec<Stage> {
     vec![
         stage("at session start", None, By::Call(START), at_start),
         stage("in phase 0", Some(START), By::PhaseCalls(START), phase0),
-        stage(
-            "in phase 1",
-            Some(P1),
-            By::PhaseCalls(P1),
-            p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]),
-        ),
+        stage("in phase 1", Some(P1), By::PhaseCalls(P1), p.phase_one()),
         // Found by phase 1's Read; they go out after the phase's commands.
         stage(
             "in phase 1 (directives)",
@@ -386,7 +381,7 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
     let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut expected = p.core_standards();
     expected.extend(phase1.clone());
     expected.extend(p.core_directives());
@@ -490,7 +485,7 @@ fn goes_on_from_the_seed(s: &Scenario, id: String) {
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
     let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut expected = p.core_standards();
     expected.push(p.project("docs/TOC.md"));
     expected.extend(phase1.clone());
@@ -588,7 +583,7 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
 
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
     assert!(
         after
@@ -735,7 +730,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
         );
     }
     let mut expected = p.core_standards();
-    expected.extend(p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]));
+    expected.extend(p.phase_one());
     let logged_after = delivered_to_main(s.log(), split, usize::MAX);
     s.assert_context(
         "after compaction",
@@ -799,7 +794,7 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
         .collect();
     assert_clean(s.name, "sub-agent start", &late, &sub_got, &saved);
     s.assert_phase_files("sub-agent", &sub_got, "2: Planning", &planning, &saved);
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut main_expected = p.core_standards();
     main_expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);

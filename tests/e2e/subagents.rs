@@ -103,7 +103,7 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
 /// `/test`, in its conversation or in its record.
 fn main_is_untouched(s: &Scenario, main_got: &Received, test_dir: &str, saved: &Path) {
     let p = s.paths();
-    let phase1 = p.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"]);
+    let phase1 = p.phase_one();
     let mut main_expected = p.core_standards();
     main_expected.extend(phase1.clone());
     let logged = delivered_to_main(s.log(), 0, usize::MAX);

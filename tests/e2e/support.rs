@@ -313,6 +313,11 @@ impl<'a> Paths<'a> {
     pub fn cmds(&self, names: &[&str]) -> Vec<String> {
         names.iter().map(|c| self.cmd(c)).collect()
     }
+
+    /// The command files of phase 1 of the example's `/implement` (`1: Interrogation`).
+    pub fn phase_one(&self) -> Vec<String> {
+        self.cmds(&["CMD_INTERROGATE", "CMD_ASK_ROUND", "CMD_LOG_INTERACTION"])
+    }
 }
 
 /// One delivery the hooks recorded in their event log (`direct-deliver` or `claim-deliver`).
