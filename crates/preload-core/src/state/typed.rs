@@ -34,8 +34,8 @@ pub(super) struct Typed {
     pub(super) current_phase: Option<String>,
     /// `phases`: the engine's phase objects, as written.
     pub(super) phases: Option<Vec<Value>>,
-    /// The lists of paths, by field: the main agent's first when it has them, then each
-    /// sub-agent's in the order they were read or made.
+    /// The lists of paths, by field (the main agent's and each sub-agent's), in the order they
+    /// were read or made.
     pub(super) lists: Vec<(String, Vec<Value>)>,
 }
 
