@@ -757,3 +757,24 @@ fn a_window_continued_after_its_client_was_killed_is_resumed_without_sending_it_
     crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a process that already held a session of its own ran `engine session continue` on
+/// another, dehydrated one whose owner had gone. The engine replaces the taken session's lists
+/// with the process's seed, but this process had none (its window lived in its own session),
+/// so the taken session kept the ended window's lists, and the files this process held (its
+/// skill's phase commands and templates, some delivered by the `continue` call's own
+/// PreToolUse) went out again. The guard engine now writes the window as the process's seed
+/// once the call's own deliveries are in it. Found by `make soak`.
+#[test]
+fn a_process_that_continues_another_session_keeps_its_own_window() {
+    let ops = vec![
+        Startup(0),
+        Startup(1),
+        Activate(1, Implement),
+        Activate(0, Implement),
+        Dehydrate(0, 0),
+        Startup(0),
+        Continue(1),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -35,7 +35,8 @@ mod window;
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
 pub use retire::{retire_seed, sweep_seeds};
 pub use window::{
-    KeptBy, archive_window, keep_restarting_window, skills_held_at_start, tag_conversation,
+    KeptBy, archive_window, keep_restarting_window, seed_from_window, skills_held_at_start,
+    tag_conversation,
 };
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
@@ -328,7 +329,14 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         }
     }
     if let Some(Value::Array(entries)) = record.get(fields::STASH) {
-        s.array_mut(fields::STASH).extend(entries.iter().cloned());
+        // Once each: a seed written from a session's window (see `seed_from_window`) may come
+        // back to that session when the `continue` it was written for did not run.
+        let stash = s.array_mut(fields::STASH);
+        for entry in entries {
+            if !stash.contains(entry) {
+                stash.push(entry.clone());
+            }
+        }
     }
     adopt_call_records(s, &record);
     // The sub-agents' own records go with the window they are part of.

@@ -72,8 +72,11 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let call = Call::new(input);
     let engine = engine_command(&call);
-    if engine == Some(EngineCommand::Continue) {
-        keep_continued_window(ctx, call.command);
+    let continued = (engine == Some(EngineCommand::Continue))
+        .then(|| continued_session(ctx, call.command))
+        .flatten();
+    if let Some(dir) = &continued {
+        keep_continued_window(dir);
     }
     let rules = load_rules(ctx);
     let (target, read) = locate(ctx, &sessions)?;
@@ -110,6 +113,9 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             )
         }
     };
+    if let Some(dir) = continued.as_deref().filter(|_| plan.deny.is_none()) {
+        seed_continuing_window(ctx, dir);
+    }
     let is_session = matches!(target, Target::Session(_));
     plan.batch.log(ctx, is_session);
     for (file, source) in &plan.stashed {
@@ -125,20 +131,41 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     })
 }
 
+/// The session directory an `engine session continue` names (the owner's own without one, as
+/// the engine's `find` answers).
+fn continued_session(ctx: &Context, command: &str) -> Option<PathBuf> {
+    match call::continued(command) {
+        Some("") | None => session::cached_session(ctx),
+        Some(dir) => Some(ctx.cwd.join(dir)),
+    }
+}
+
 /// The session an `engine session continue` is about to take over, when a restart of it is
 /// under way: its window is kept before the engine replaces its lists with this process's
 /// (the process that ended with the restart may have run no `SessionEnd`, and no start-up
 /// came between; see [`ledger::keep_restarting_window`]).
-fn keep_continued_window(ctx: &Context, command: &str) {
-    let dir = match call::continued(command) {
-        Some("") | None => session::cached_session(ctx),
-        Some(dir) => Some(ctx.cwd.join(dir)),
-    };
-    let Some(dir) = dir else {
-        return;
-    };
+fn keep_continued_window(dir: &Path) {
     if let (Ok(s), Some(sessions)) = (state::load(&dir.join(STATE_FILE)), dir.parent()) {
         ledger::keep_restarting_window(sessions, &s, ledger::KeptBy::Successor);
+    }
+}
+
+/// This process's own context window, when it lives in another session than the one an
+/// `engine session continue` takes over: written as the process's seed once this call's own
+/// deliveries are in it, for the engine's `continue` to replace the taken session's lists with
+/// (see [`ledger::seed_from_window`]).
+fn seed_continuing_window(ctx: &Context, dir: &Path) {
+    let same = |own: &Path| fs::canonicalize(own).ok() == fs::canonicalize(dir).ok();
+    let window = session::cached_session(ctx)
+        .filter(|own| !same(own))
+        .and_then(|own| state::load(&own.join(STATE_FILE)).ok())
+        .filter(|w| {
+            w.pid(fields::PID) == Some(ctx.owner_pid)
+                && ctx.conversation.is_some()
+                && w.window_conversation() == ctx.conversation.as_deref()
+        });
+    if let (Some(window), Some(sessions)) = (window, dir.parent()) {
+        ledger::seed_from_window(ctx, sessions, &window);
     }
 }
 

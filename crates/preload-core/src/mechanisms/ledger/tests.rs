@@ -73,6 +73,19 @@ fn adoption_puts_owed_files_back_in_the_queue() {
 }
 
 #[test]
+fn a_carry_adopted_by_the_window_it_came_from_adds_no_stash_entry_twice() {
+    let entry = json!({"agentId": "", "content": "[Preloaded: /s.md]\nx"});
+    let mut s = state(json!({"pendingAllowInjections": [entry.clone()]}));
+    let carry =
+        state(json!({"pendingAllowInjections": [entry.clone(), {"agentId": "", "content": "y"}]}));
+    adopt(&mut s, None, Some(&carry));
+    assert_eq!(
+        s.get(fields::STASH),
+        Some(&json!([entry, {"agentId": "", "content": "y"}]))
+    );
+}
+
+#[test]
 fn another_conversation_lets_the_old_window_go() {
     let mut s = state(json!({
         "sessionId": "old", "preloadedFiles": ["/kept"], "preloadParts": {"/big": 3},

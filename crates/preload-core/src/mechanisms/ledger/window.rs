@@ -9,8 +9,9 @@ use std::path::Path;
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session;
 use crate::primitives::delivery;
+use crate::primitives::lock::StateLock;
 use crate::state::fields;
-use crate::state::{self, Field, IN_CONTEXT, Lifecycle, QUEUED, State};
+use crate::state::{self, Durability, Field, IN_CONTEXT, Lifecycle, QUEUED, State};
 
 /// The skills a new client process holds at SessionStart `source`: on a resume, those a
 /// compaction of the conversation put back (the client recalls them from the transcript);
@@ -103,6 +104,34 @@ pub fn keep_restarting_window(sessions: &Path, s: &State, by: KeptBy) {
     if s.restart_under_way() {
         record_window(sessions, s, "", by == KeptBy::Owner);
     }
+}
+
+/// Before an `engine session continue` takes another session over for this process: when the
+/// process's context window lives in a session it activated before (`window`) and it has no
+/// seed, the window is written as its seed. The engine's `continue` replaces the taken
+/// session's lists with the seed's (the seed is what the process has seen), and the hooks adopt
+/// the carry at their next write there: the session goes on with what this window holds, not
+/// with the lists of the window that ended.
+pub fn seed_from_window(ctx: &Context, sessions: &Path, window: &State) {
+    let seed = session::seed_path(sessions, ctx.owner_pid);
+    if fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_err() {
+        return;
+    }
+    let Ok(lock) = StateLock::acquire(&seed, ctx.lock_deadline()) else {
+        return;
+    };
+    if fs::symlink_metadata(&seed).is_err() {
+        let mut view = State::default();
+        view.set(fields::PID, Value::from(ctx.owner_pid));
+        view.set_lifecycle(&Lifecycle::Seeding);
+        for key in std::iter::once(&fields::PID_START_TIME).chain(&WINDOW_FIELDS) {
+            if let Some(field) = window.field(key) {
+                view.set(key, field.to_value());
+            }
+        }
+        let _ = super::write_seed(&lock, &seed, &view, None, None, Durability::Durable);
+    }
+    lock.release();
 }
 
 /// Who keeps a restarting window ([`keep_restarting_window`]).
