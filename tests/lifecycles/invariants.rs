@@ -265,7 +265,7 @@ impl World {
         let state = preload_core::mechanisms::ledger::read_seed(&seed).ok()?;
         Some((
             format!("sessions/.seeds/{pid}.json"),
-            Value::Object(state.into_map()),
+            Value::Object(state.to_map()),
         ))
     }
 

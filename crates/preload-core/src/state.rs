@@ -151,19 +151,11 @@ impl State {
         &self.map
     }
 
-    /// The document as a JSON object, the typed fields in their places.
-    pub fn into_map(self) -> Map<String, Value> {
-        let Self {
-            mut map, mut typed, ..
-        } = self;
-        for (key, value) in &mut map {
-            if let Some(kind) = Kind::of(key).filter(|_| value.is_null()) {
-                if let Some(typed) = typed.remove(key, kind) {
-                    *value = typed;
-                }
-            }
-        }
-        map
+    /// The document as a JSON object (a copy), the typed fields in their places.
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.fields()
+            .map(|(key, value)| (key.to_owned(), value.to_value()))
+            .collect()
     }
 
     /// The names of the fields, in order.

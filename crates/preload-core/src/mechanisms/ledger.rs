@@ -175,8 +175,8 @@ fn joined(seed: &State, carry: Option<&State>) -> State {
 /// nothing but the owner's PID).
 fn split(view: &State) -> (State, Option<State>) {
     let (seed, carry): (Map<String, Value>, _) = view
-        .fields()
-        .map(|(key, value)| (key.to_owned(), value.to_value()))
+        .to_map()
+        .into_iter()
         .partition(|(key, _)| SEED_FIELDS.contains(&key.as_str()));
     let (seed, mut carry) = (State::from_map(seed), State::from_map(carry));
     let owed = owed_of(view);

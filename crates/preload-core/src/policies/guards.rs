@@ -113,8 +113,10 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             )
         }
     };
-    if let Some(dir) = continued.as_deref().filter(|_| plan.deny.is_none()) {
-        seed_continuing_window(ctx, dir);
+    if let (Some(dir), Target::Session(own)) = (&continued, &target) {
+        if plan.deny.is_none() {
+            seed_continuing_window(ctx, dir, own);
+        }
     }
     let is_session = matches!(target, Target::Session(_));
     plan.batch.log(ctx, is_session);
@@ -150,20 +152,19 @@ fn keep_continued_window(dir: &Path) {
     }
 }
 
-/// This process's own context window, when it lives in another session than the one an
-/// `engine session continue` takes over: written as the process's seed once this call's own
-/// deliveries are in it, for the engine's `continue` to replace the taken session's lists with
-/// (see [`ledger::seed_from_window`]).
-fn seed_continuing_window(ctx: &Context, dir: &Path) {
-    let same = |own: &Path| fs::canonicalize(own).ok() == fs::canonicalize(dir).ok();
-    let window = session::cached_session(ctx)
-        .filter(|own| !same(own))
-        .and_then(|own| state::load(&own.join(STATE_FILE)).ok())
-        .filter(|w| {
-            w.pid(fields::PID) == Some(ctx.owner_pid)
-                && ctx.conversation.is_some()
-                && w.window_conversation() == ctx.conversation.as_deref()
-        });
+/// This process's own context window, when the session this call recorded its deliveries in
+/// (`own`) is not the one an `engine session continue` takes over (`dir`): written as the
+/// process's seed once this call's own deliveries are in it, for the engine's `continue` to
+/// replace the taken session's lists with (see [`ledger::seed_from_window`]).
+fn seed_continuing_window(ctx: &Context, dir: &Path, own: &Path) {
+    if fs::canonicalize(own).ok() == fs::canonicalize(dir).ok() {
+        return;
+    }
+    let window = state::load(&own.join(STATE_FILE)).ok().filter(|w| {
+        w.pid(fields::PID) == Some(ctx.owner_pid)
+            && ctx.conversation.is_some()
+            && w.window_conversation() == ctx.conversation.as_deref()
+    });
     if let (Some(window), Some(sessions)) = (window, dir.parent()) {
         ledger::seed_from_window(ctx, sessions, &window);
     }

@@ -437,7 +437,7 @@ proptest::proptest! {
         for (key, value) in &map {
             proptest::prop_assert!(state.field(key).is_some_and(|f| f.is(value)), "{}", key);
         }
-        proptest::prop_assert_eq!(state.into_map(), map);
+        proptest::prop_assert_eq!(state.to_map(), map);
     }
 
     /// Setting and removing fields, typed or not, leaves the document a map of JSON would be.
