@@ -60,7 +60,7 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 ## wiring (not the `if` filters, which only the per-binary wiring has, nor the plugin's; the
 ## real-engine ones are opt-in), held to the same windows as the per-binary wiring.
 DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
-DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness:: codex::
+DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness:: codex:: branches::
 space := $(empty) $(empty)
 DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/)) | binary(lifecycles)
 ## Generated lifecycles under --dispatch in make test (the per-binary run has 150), and as the

@@ -184,6 +184,11 @@ impl Run {
 pub struct Options {
     /// `--resume <id>`.
     pub resume: Option<String>,
+    /// With `resume`: `--fork-session`, a new conversation that starts as a copy of it.
+    pub fork: bool,
+    /// With `resume`: `--resume-session-at <message uuid>`, the conversation rewound to that
+    /// message (the client drops what came after it from the context).
+    pub resume_at: Option<String>,
     /// The delivery log the hooks append to (`PRELOAD_TEST_LOG`); the world's when `None`.
     pub log: Option<PathBuf>,
     /// Answer `AskUserQuestion` with `preload-e2e-auto-answer`: the test-session settings of
@@ -256,6 +261,12 @@ pub fn start(
     }
     if let Some(id) = &options.resume {
         cmd.args(["--resume", id]);
+        if options.fork {
+            cmd.arg("--fork-session");
+        }
+        if let Some(at) = &options.resume_at {
+            cmd.args(["--resume-session-at", at]);
+        }
     }
     if let Some(dir) = &world.plugin_dir {
         cmd.arg("--plugin-dir").arg(dir);

@@ -14,6 +14,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod branches;
 mod client;
 mod codex;
 mod codex_client;

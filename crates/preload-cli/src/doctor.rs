@@ -3,7 +3,8 @@
 //! Nothing is changed; each problem comes with what to do about it. The checks run in order:
 //! the binaries, the wiring (`wiring`, with the enabled `plugins`), the engine and its rules,
 //! the context packs (`packs`), the largest files a session would preload (`sizes`), then the
-//! state files and locks of the project (`sessions`). With `--canary`, the binaries also run
+//! state files and locks of the project (`sessions`) and `preload audit` of its latest
+//! conversation. With `--canary`, the binaries also run
 //! end to end in a throwaway sandbox (`canary`).
 
 pub mod canary;
@@ -185,6 +186,7 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
             for dir in paths::sessions_dirs(&root, vars.get(env::WORKSPACE)) {
                 sessions::check_sessions(&dir, &mut findings);
             }
+            check_latest_conversation(vars, cwd, &mut findings);
         }
         None => findings.push(Finding::ok(format!(
             "state: no project at {} (no .claude/ above it), nothing to check",
@@ -192,6 +194,55 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
         ))),
     }
     findings
+}
+
+/// `preload audit` of the project's latest conversation: what its transcript shows the model
+/// received, against the session's record.
+fn check_latest_conversation(vars: &Env, cwd: &Path, findings: &mut Vec<Finding>) {
+    let args = crate::audit::AuditArgs::default();
+    match crate::audit::audit(&args, vars, cwd) {
+        Err(crate::audit::AuditError::NoConversation(_)) => findings.push(Finding::ok(
+            "conversations: none of this project yet, nothing to audit",
+        )),
+        Err(err) => findings.push(Finding::warn(
+            format!("latest conversation: {err}"),
+            "`preload audit --transcript PATH` reads another one",
+        )),
+        Ok(found) => {
+            let id = found.receipt.conversation.as_deref().unwrap_or("(unknown)");
+            if found.is_clean() {
+                findings.push(Finding::ok(format!(
+                    "latest conversation {id}: {} preloaded files on its active branch, each \
+                     once{}",
+                    found.receipt.files.len(),
+                    if found.record.is_some() {
+                        ", as its record says"
+                    } else {
+                        " (no record of it here)"
+                    }
+                )));
+                return;
+            }
+            let mut what = Vec::new();
+            if !found.duplicates.is_empty() {
+                what.push(format!("twice: {}", found.duplicates.join(", ")));
+            }
+            if !found.missing.is_empty() {
+                what.push(format!(
+                    "recorded as sent but never received: {}",
+                    found.missing.join(", ")
+                ));
+            }
+            findings.push(Finding::warn(
+                format!("latest conversation {id}: {}", what.join("; ")),
+                format!(
+                    "`preload audit --transcript {}` lists every file; files twice often \
+                     mean hooks wired twice (see the wiring above)",
+                    found.transcript.display()
+                ),
+            ));
+        }
+    }
 }
 
 fn check_binaries(prefix: &Path, findings: &mut Vec<Finding>) {

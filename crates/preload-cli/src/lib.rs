@@ -1,7 +1,7 @@
 //! The `preload` command line: parses it and hands each subcommand to the module of its name.
 //!
 //! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
-//! `install` and `uninstall` (wiring), `plugin`, `doctor`, `status`, `report`, over the hook library
+//! `install` and `uninstall` (wiring), `plugin`, `doctor`, `status`, `report`, `audit`, over the hook library
 //! `preload-core`. Parsed with `clap`: each subcommand has its `--help`; an unknown subcommand
 //! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Hook binaries
 //! never link this crate.
@@ -15,6 +15,7 @@ use exit::Exit;
 use preload_core::pipeline::runner;
 use preload_core::primitives::system::entry;
 
+pub mod audit;
 pub mod calls;
 pub mod doctor;
 pub mod exit;
@@ -70,6 +71,10 @@ enum Command {
     Status(status::StatusArgs),
     /// A summary of a delivery event log.
     Report(report::ReportArgs),
+    /// What the model received on a conversation's active branch, read from the client's
+    /// transcript: each preloaded file's count, the duplicates, and what the session's record
+    /// claims that never arrived. Exit 0 clean, 1 duplicates or missing, 2 unreadable.
+    Audit(audit::AuditArgs),
     /// Time every installed hook on harmless inputs in a sandbox copy of the project's state,
     /// against a bare process start and the hook's budget.
     Timings(timings::TimingsArgs),
@@ -107,6 +112,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Audit(args) => audit::run(&args),
         Command::Timings(args) => timings::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Noop => noop(),

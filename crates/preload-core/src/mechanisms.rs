@@ -1,6 +1,6 @@
 //! Layer 3, the mechanisms: what a context window is made of: [`context`], [`session`],
 //! [`ledger`], [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
-//! [`start_text`], [`dehydrated`], [`reread`], [`work_files`], [`packs`].
+//! [`start_text`], [`dehydrated`], [`reread`], [`work_files`], [`packs`], [`receipt`].
 
 pub mod context;
 pub mod counters;
@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod heartbeat;
 pub mod ledger;
 pub mod packs;
+pub mod receipt;
 pub mod report;
 pub mod reread;
 pub mod session;

@@ -249,10 +249,30 @@ pub fn serves_conversation(ctx: &Context, dir: &Path, conversation: &str) -> boo
 /// context is in the replayed transcript. The session index names the session; when it names
 /// none that holds the conversation, every state is read (and the index rebuilt).
 pub fn find_conversation(ctx: &Context, conversation: &str) -> Option<PreloadState> {
+    find_window(ctx, conversation, |state| {
+        holds_conversation(ctx, state, conversation)
+    })
+}
+
+/// The record of conversation `conversation`'s context window, whoever owns it now: the state
+/// [`find_conversation`] finds, or one a live client holds (what `preload audit` compares a
+/// transcript with while the client runs).
+pub fn conversation_record(ctx: &Context, conversation: &str) -> Option<PreloadState> {
+    find_window(ctx, conversation, |state| {
+        state.window_conversation() == Some(conversation)
+    })
+}
+
+/// The state `holds` takes for conversation `conversation`: the session the index names, then
+/// every session, then the seeds and ended records, newest first.
+fn find_window(
+    ctx: &Context,
+    conversation: &str,
+    holds: impl Fn(&State) -> bool,
+) -> Option<PreloadState> {
     if conversation.is_empty() {
         return None;
     }
-    let holds = |state: &State| holds_conversation(ctx, state, conversation);
     let as_session = |dir: &Path| PreloadState {
         path: dir.join(STATE_FILE),
         is_session: true,

@@ -14,6 +14,7 @@
 //! hold whole blocks. What the text holds is planned in its `contents` module.
 
 mod contents;
+mod fork;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use self::contents::{Fill, Plan};
+use self::fork::fork_parent;
 use crate::mechanisms::dehydrated;
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs;
@@ -167,11 +169,15 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     };
 
     let conversation = input.session_id().unwrap_or("").to_owned();
+    let parent = (source == "fork")
+        .then(|| fork_parent(ctx))
+        .flatten()
+        .filter(|p| *p != conversation);
     let Window {
         session_dir,
         goes_on,
         resumed_seed,
-    } = choose_window(ctx, &source, &conversation);
+    } = choose_window(ctx, &source, &conversation, parent.as_deref());
     // Only now: the seed of a resumed conversation belongs to a process that is gone.
     ledger::sweep_seeds(&sessions, ctx.lock_deadline());
     let from_session = session_dir.as_deref().and_then(|dir| {
@@ -191,7 +197,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
             plan.in_flight.as_ref(),
         );
         let fill = plan.fill(&mut seed, None, &[], &mut packer);
-        if source == "resume" {
+        if goes_on_from_history(&source) {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
             ledger::note_start_deliveries(&mut seed, &source, &delivered, &fill.batch.text());
         }
@@ -203,7 +209,9 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     fill.batch.log(ctx, is_session);
     let seed_path = session::seed_path(&sessions, ctx.owner_pid);
     if write_seed(ctx, &seed_path, &seed) {
-        if let Some((old, _)) = resumed_seed.as_ref().filter(|(old, _)| *old != seed_path) {
+        // The seed of a resumed conversation was its dead process's; a fork's parent keeps its.
+        let taken = resumed_seed.as_ref().filter(|_| parent.is_none());
+        if let Some((old, _)) = taken.filter(|(old, _)| *old != seed_path) {
             let _ = fs::remove_file(old);
             let _ = fs::remove_file(ledger::carry_path(old));
         }
@@ -260,9 +268,9 @@ fn fill_session(
     // A new context window (or a resumed one with this process as its owner): the state is
     // written whatever the change, without a copy taken to tell.
     let result = state::rewrite(&path, ctx.lock_deadline(), |s| {
-        // Another conversation's window, replaced here, stays resumable: recorded as it was,
-        // with the skills its client holds.
-        if let Some(sessions) = dir.parent().filter(|_| !goes_on) {
+        // Another conversation's window, replaced here (or forked from here), stays resumable:
+        // recorded as it was, with the skills its client holds.
+        if let Some(sessions) = dir.parent() {
             ledger::archive_window(sessions, s, conversation);
         }
         // Which skills the client process holds, to put back after its next compaction.
@@ -293,7 +301,7 @@ fn fill_session(
             s.set_conversation(conversation);
         }
         let fill = plan.fill(s, Some(&dir), &carried, packer);
-        if plan.source == "resume" {
+        if goes_on_from_history(plan.source) {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
             ledger::note_start_deliveries(s, plan.source, &delivered, &fill.batch.text());
         }
@@ -335,24 +343,43 @@ struct Window {
     resumed_seed: Option<(PathBuf, State)>,
 }
 
+/// Whether a start's client holds the history of a conversation with what the hooks added to
+/// it: a `resume` replays it, a `fork` copies it.
+fn goes_on_from_history(source: &str) -> bool {
+    matches!(source, "resume" | "fork")
+}
+
 /// On `resume` the client replays the conversation: what its state recorded as in context is in
 /// the transcript again, so that context window goes on instead of starting over. A session the
 /// conversation's dead process left is this process's now. When the owner has a session, only
 /// that session's state is asked whether it served the conversation.
-fn choose_window(ctx: &Context, source: &str, conversation: &str) -> Window {
-    let resume = source == "resume";
+///
+/// A fork (`parent`: the conversation it was made from) starts as its parent's window at the fork
+/// point, under its own conversation: it goes on from the parent's state the way a resume of the
+/// parent would, and [`fill_session`] keeps the parent's window there as the parent's record.
+fn choose_window(ctx: &Context, source: &str, conversation: &str, parent: Option<&str>) -> Window {
+    let history = match parent {
+        Some(parent) => Some(parent),
+        None if source == "resume" => Some(conversation),
+        None => None,
+    };
     if let Some(dir) = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file()) {
         return Window {
-            goes_on: resume && session::serves_conversation(ctx, &dir, conversation),
+            goes_on: history.is_some_and(|c| session::serves_conversation(ctx, &dir, c)),
             session_dir: Some(dir),
             resumed_seed: None,
         };
     }
-    let resumed = if resume {
-        session::find_conversation(ctx, conversation)
-    } else {
-        None
-    };
+    let resumed = history.and_then(|c| session::find_conversation(ctx, c));
+    // A fork leaves its parent's seed as it was, and keeps the parent's window as its record.
+    let fork_of_seed = resumed
+        .as_ref()
+        .filter(|r| parent.is_some() && !r.is_session);
+    if let (Some(r), Some(sessions)) = (fork_of_seed, ctx.sessions_dir()) {
+        if let Ok(old) = ledger::read_seed(&r.path) {
+            ledger::archive_window(&sessions, &old, conversation);
+        }
+    }
     match resumed {
         Some(r) if r.is_session => Window {
             session_dir: r.path.parent().map(Path::to_path_buf),

@@ -11,7 +11,9 @@ use serde_json::json;
 
 use crate::primitives::clock;
 
+mod header;
 mod parts;
+pub use header::{Header, parse_header};
 pub use parts::labelled_parts;
 #[cfg(test)]
 use parts::split_at_lines;

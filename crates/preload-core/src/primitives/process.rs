@@ -120,6 +120,21 @@ pub fn name_of(pid: u32) -> Option<String> {
     facts(pid).map(|facts| facts.name)
 }
 
+/// The command line a process was started with (`/proc/<pid>/cmdline`, at most 64 KiB), when the
+/// platform shows it there; `None` elsewhere (macOS) or when it cannot be read.
+pub fn arguments(pid: u32) -> Option<Vec<String>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut bytes = Vec::new();
+    file.take(64 * 1024).read_to_end(&mut bytes).ok()?;
+    let args: Vec<String> = bytes
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (!args.is_empty()).then_some(args)
+}
+
 /// True when `pid` names a live process that is the same one that had `started` as start time.
 ///
 /// Without a recorded start time only liveness is checked.
@@ -205,6 +220,18 @@ mod tests {
         assert_eq!(pid, nearest_non_shell_ancestor());
         assert_eq!(started, start_time(pid));
         assert!(started.is_some());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_process_command_line_is_its_arguments() {
+        let args = arguments(std::process::id()).unwrap();
+        assert_eq!(
+            args.first().map(String::as_str),
+            std::env::args().next().as_deref()
+        );
+        assert_eq!(args.len(), std::env::args().count());
+        assert_eq!(arguments(0), None);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! What the client's transcript (`transcript_path`: one JSON object per line, appended as the
-//! conversation goes) says about the tool calls a compaction keeps.
+//! conversation goes) says: the tool calls a compaction keeps (here), the tree of a Claude Code
+//! transcript and its active branch ([`branch`]), a Codex rollout's context window
+//! ([`rollout`]).
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -7,6 +9,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::Value;
+
+pub mod branch;
+pub mod rollout;
 
 /// How much of a transcript's end is read: the latest response with tool calls lies within it
 /// unless its results alone are larger.

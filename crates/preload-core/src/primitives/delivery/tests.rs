@@ -136,3 +136,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(split_at_lines(&body, room), expected);
     }
 }
+
+#[test]
+fn a_header_is_read_into_its_path_note_and_part() {
+    let read = |inner| {
+        let h = parse_header(inner);
+        (h.path, h.renewed, h.part)
+    };
+    assert_eq!(read("/a/b.md"), ("/a/b.md", false, None));
+    assert_eq!(read("/a/b.md (part 2/3)"), ("/a/b.md", false, Some((2, 3))));
+    assert_eq!(read("/a/b.md (updated)"), ("/a/b.md", true, None));
+    assert_eq!(
+        read("/a/b.md (updated) (part 1/4)"),
+        ("/a/b.md", true, Some((1, 4)))
+    );
+    assert_eq!(
+        read("/s/DIALOGUE.md (last 100 of 532 lines)"),
+        ("/s/DIALOGUE.md", true, None)
+    );
+    // A note this product does not write is part of the path, as `header_path` reads it.
+    assert_eq!(read("/a (b).md"), ("/a (b).md", false, None));
+    assert_eq!(read("/a.md (part x/3)"), ("/a.md", false, None));
+}
