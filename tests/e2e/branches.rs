@@ -197,12 +197,7 @@ fn a_fork_starts_as_its_parents_window_and_gets_nothing_twice() {
 /// `CLAUDE_SUPERVISOR_PID`): the fork goes on from the owner's session, which served its parent.
 #[test]
 fn a_fork_under_one_supervisor_goes_on_from_its_parents_window() {
-    let mut world = World::new();
-    world.client_env.push((
-        "CLAUDE_SUPERVISOR_PID".into(),
-        std::process::id().to_string(),
-    ));
-    let Some(s) = Scenario::new("fork_supervised", world) else {
+    let Some(s) = Scenario::new("fork_supervised", supervised()) else {
         return;
     };
     let parent = first_conversation(&s);
@@ -308,4 +303,143 @@ fn preload_audit_reads_what_the_client_wrote() {
         assert_eq!(code, Some(2), "{}: {out}", path.display());
         assert_eq!(out, Value::Null, "nothing on stdout for {}", path.display());
     }
+}
+
+/// The `uuid` of the last assistant message of conversation `id`: the point a rewind goes back
+/// to (`--resume-session-at`).
+fn last_answer(s: &Scenario, id: &str) -> String {
+    let text = std::fs::read_to_string(transcript_of(s, id)).expect("the transcript");
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "assistant")
+        .find_map(|v| v["uuid"].as_str().map(str::to_owned))
+        .expect("an assistant message")
+}
+
+/// A world whose clients all run under one supervisor PID, as under the engine's `run.sh`.
+fn supervised() -> World {
+    let mut world = World::new();
+    world.client_env.push((
+        "CLAUDE_SUPERVISOR_PID".into(),
+        std::process::id().to_string(),
+    ));
+    world
+}
+
+/// A conversation resumed, then rewound (`--resume A --resume-session-at <uuid>`) to before the
+/// resumed run: what that run carried (phase 2's commands, the package's directives) is out of
+/// the client's context, and arrives again, once, on the new branch.
+fn a_rewind_gets_back_what_it_took_out(name: &'static str, world: World) {
+    let Some(s) = Scenario::new(name, world) else {
+        return;
+    };
+    let id = first_conversation(&s);
+    let cut = last_answer(&s, &id);
+    let resumed = Options {
+        resume: Some(id.clone()),
+        ..Options::default()
+    };
+    s.run_with(Script::main(fork_steps(&s)), "Carry on.", &resumed);
+    let rewound = Options {
+        resume: Some(id.clone()),
+        resume_at: Some(cut),
+        ..Options::default()
+    };
+    let steps = vec![bash("ls packages"), bash("ls packages/estimate/src")];
+    s.run_with(Script::main(steps), "Let us go another way.", &rewound);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the rewound conversation");
+    assert_eq!(
+        got.count_text("Carry on."),
+        0,
+        "{}: the client dropped the rewound turns ({})",
+        s.name,
+        saved.display()
+    );
+    let p = s.paths();
+    let mut taken = p.cmds(&[
+        "CMD_GENERATE_PLAN",
+        "CMD_WALK_THROUGH_RESULTS",
+        "CMD_APPEND_LOG",
+    ]);
+    taken.extend(p.core_directives());
+    for file in &taken {
+        assert_eq!(
+            got.count(file),
+            1,
+            "{}: {file}, carried by a rewound turn, arrives again on the new branch, once ({})",
+            s.name,
+            saved.display()
+        );
+    }
+    let receipt = audit_agrees(&s, &id, &got);
+    assert_eq!(receipt["duplicates"], json!([]), "{receipt}");
+    assert_eq!(
+        receipt["missing"],
+        json!([]),
+        "{}: the record holds only what the branch shows: {receipt}",
+        s.name
+    );
+}
+
+#[test]
+fn a_rewind_gets_back_exactly_what_it_took_out() {
+    a_rewind_gets_back_what_it_took_out("rewind", World::new());
+}
+
+#[test]
+fn a_rewind_under_one_supervisor_gets_back_exactly_what_it_took_out() {
+    a_rewind_gets_back_what_it_took_out("rewind_supervised", supervised());
+}
+
+/// Under one supervisor PID: a fork goes on in the owner's session, then the parent is resumed.
+/// The parent's window was kept as it was at the fork: its resume sends nothing twice.
+#[test]
+fn a_resume_of_the_parent_after_a_fork_sends_nothing_twice() {
+    let Some(s) = Scenario::new("fork_then_parent", supervised()) else {
+        return;
+    };
+    let parent = first_conversation(&s);
+    let fork = Options {
+        resume: Some(parent.clone()),
+        fork: true,
+        ..Options::default()
+    };
+    s.run_with(Script::main(fork_steps(&s)), "Go on in a fork.", &fork);
+    let back = Options {
+        resume: Some(parent.clone()),
+        ..Options::default()
+    };
+    let steps = vec![read(&s.world, "packages/estimate/src/total.ts"), bash("ls")];
+    s.run_with(Script::main(steps), "Back to the first.", &back);
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the parent's conversation");
+    assert_eq!(
+        got.count_text("Go on in a fork."),
+        0,
+        "{}: the last conversation is the parent's ({})",
+        s.name,
+        saved.display()
+    );
+    assert_eq!(
+        got.count_text("session-gate"),
+        0,
+        "{}: not locked out",
+        s.name
+    );
+    let receipt = audit_agrees(&s, &parent, &got);
+    assert_eq!(
+        receipt["duplicates"],
+        json!([]),
+        "{}: the parent's resume sends nothing twice ({})",
+        s.name,
+        saved.display()
+    );
+    assert_eq!(
+        got.count(&s.paths().skill("SKILL.md")),
+        0,
+        "{}: the client holds SKILL.md; no block of it goes out",
+        s.name
+    );
 }

@@ -14,6 +14,7 @@ use crate::primitives::input::HookInput;
 use crate::primitives::lock;
 use crate::primitives::memo::Memo;
 use crate::primitives::paths::{self, EnginePaths, PhysicalDirs};
+use crate::primitives::transcript;
 use crate::state::dedup::FileIds;
 
 /// Default largest file delivered by content.
@@ -116,6 +117,9 @@ pub struct Context {
     delivery_reads: Memo<(PathBuf, u64), (FileBody, Option<std::fs::Metadata>)>,
     config: OnceLock<Config>,
     packs: OnceLock<packs::Loaded>,
+    /// The client's transcript (`transcript_path`), when given.
+    transcript: Option<PathBuf>,
+    turn: OnceLock<Option<transcript::branch::Turn>>,
 }
 
 impl Context {
@@ -166,7 +170,26 @@ impl Context {
             delivery_reads: Memo::default(),
             config: OnceLock::new(),
             packs: OnceLock::new(),
+            transcript: input.transcript_path().map(PathBuf::from),
+            turn: OnceLock::new(),
         }
+    }
+
+    /// The client's transcript (`transcript_path`), when the input names one.
+    pub fn transcript(&self) -> Option<&Path> {
+        self.transcript.as_deref()
+    }
+
+    /// The newest prompt of the client's transcript and what a rewind to before it abandoned
+    /// ([`transcript::branch::latest_turn`]), read once in this call.
+    pub fn latest_turn(&self) -> Option<&transcript::branch::Turn> {
+        self.turn
+            .get_or_init(|| {
+                self.transcript
+                    .as_deref()
+                    .and_then(transcript::branch::latest_turn)
+            })
+            .as_ref()
     }
 
     /// [`delivery::read_for_delivery_meta`] of `path`, read once in this call.

@@ -29,14 +29,16 @@ use crate::primitives::lock::StateLock;
 use crate::state::fields;
 use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
 
+mod branch;
 mod calls;
 mod retire;
 mod window;
+pub use branch::{check_branch_at, note_carried, take_back};
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
 pub use retire::{retire_seed, sweep_seeds};
 pub use window::{
-    KeptBy, archive_window, keep_restarting_window, seed_from_window, skills_held_at_start,
-    tag_conversation,
+    KeptBy, archive_window, keep_restarting_window, restore_window, seed_from_window,
+    skills_held_at_start, tag_conversation,
 };
 
 /// The fields of a seed that the engine's activate reads; everything else lives in the carry.
@@ -339,6 +341,17 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         }
     }
     adopt_call_records(s, &record);
+    for carrier in record.items(fields::CARRIERS) {
+        if let Some(call) = carrier[fields::CALL_ID].as_str() {
+            let files: Vec<String> = carrier[fields::CALL_FILES]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect();
+            note_carried(s, call, &files);
+        }
+    }
     // The sub-agents' own records go with the window they are part of.
     for (key, value) in record.fields() {
         let sub_agents = [

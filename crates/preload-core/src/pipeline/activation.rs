@@ -320,6 +320,8 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
         fields::INVOKED_SKILLS,
         fields::RELOADED_SKILLS,
         fields::CALL_DELIVERIES,
+        fields::CARRIERS,
+        fields::BRANCH_AT,
     ] {
         s.remove(key);
     }

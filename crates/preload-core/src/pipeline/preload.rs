@@ -31,6 +31,9 @@ mod source;
 mod changed;
 pub use changed::{CHANGED_SOURCE, requeue_changed};
 
+mod rewound;
+pub use rewound::{REWIND_SOURCE, requeue_rewound};
+
 mod due;
 pub use due::pack_requests;
 

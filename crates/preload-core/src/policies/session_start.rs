@@ -15,15 +15,17 @@
 
 mod contents;
 mod fork;
+mod window;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::json;
 
 use self::contents::{Fill, Plan};
 use self::fork::fork_parent;
+use self::window::{Window, choose_window, goes_on_from_history};
 use crate::mechanisms::dehydrated;
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs;
@@ -154,13 +156,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     } else {
         None
     };
-    let slots = slots.max(1);
-    let reserve = POINTER_RESERVE.min(ctx.budget / 4);
-    let mut budgets = vec![ctx.budget; slots];
-    if let Some(last) = budgets.last_mut() {
-        *last = last.saturating_sub(reserve);
-    }
-    let mut packer = Packer::slots(&budgets);
+    let mut packer = slot_packer(ctx, slots);
     let plan = Plan {
         ctx,
         source: &source,
@@ -169,10 +165,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     };
 
     let conversation = input.session_id().unwrap_or("").to_owned();
-    let parent = (source == "fork")
-        .then(|| fork_parent(ctx))
-        .flatten()
-        .filter(|p| *p != conversation);
+    let parent = fork_parent(ctx, &source, &conversation);
     let Window {
         session_dir,
         goes_on,
@@ -182,7 +175,15 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     ledger::sweep_seeds(&sessions, ctx.lock_deadline());
     let from_session = session_dir.as_deref().and_then(|dir| {
         let mut attempt = packer.clone();
-        let filled = fill_session(ctx, &plan, dir, goes_on, &conversation, &mut attempt)?;
+        let record = resumed_seed.as_ref().map(|(_, record)| record);
+        let filled = fill_session(
+            ctx,
+            &plan,
+            dir,
+            (goes_on, record),
+            &conversation,
+            &mut attempt,
+        )?;
         packer = attempt;
         Some(filled)
     });
@@ -251,14 +252,26 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     Ok(out)
 }
 
+/// The packer of `slots` outputs, each within the budget, the last one keeping room for the
+/// pointer to what did not fit.
+fn slot_packer(ctx: &Context, slots: usize) -> Packer {
+    let reserve = POINTER_RESERVE.min(ctx.budget / 4);
+    let mut budgets = vec![ctx.budget; slots.max(1)];
+    if let Some(last) = budgets.last_mut() {
+        *last = last.saturating_sub(reserve);
+    }
+    Packer::slots(&budgets)
+}
+
 /// Re-seed (or, on resume, go on with) the session in `dir` and fill `packer`, in one locked
-/// write. `None` when the state is corrupt or locked: it is left as it is, and the seed carries
-/// this context window.
+/// write; a window that goes on from a `record` (one it left elsewhere) takes its lists first.
+/// `None` when the state is corrupt or locked: it is left as it is, and the seed carries this
+/// context window.
 fn fill_session(
     ctx: &Context,
     plan: &Plan<'_>,
     dir: &Path,
-    goes_on: bool,
+    (goes_on, record): (bool, Option<&State>),
     conversation: &str,
     packer: &mut Packer,
 ) -> Option<(Fill, Vec<String>)> {
@@ -272,6 +285,10 @@ fn fill_session(
         // recorded as it was, with the skills its client holds.
         if let Some(sessions) = dir.parent() {
             ledger::archive_window(sessions, s, conversation);
+        }
+        // A conversation that goes on here from the record its window left elsewhere.
+        if let Some(record) = record {
+            ledger::restore_window(s, record);
         }
         // Which skills the client process holds, to put back after its next compaction.
         ledger::skills_held_at_start(s, plan.source);
@@ -333,68 +350,6 @@ fn fill_session(
     }
 }
 
-/// Which context window a SessionStart fills.
-struct Window {
-    /// The session to re-seed (the owner's, or a resumed conversation's).
-    session_dir: Option<PathBuf>,
-    /// True when the window goes on (a resumed conversation) instead of starting over.
-    goes_on: bool,
-    /// A resumed conversation that never activated a session: its seed, to go on from.
-    resumed_seed: Option<(PathBuf, State)>,
-}
-
-/// Whether a start's client holds the history of a conversation with what the hooks added to
-/// it: a `resume` replays it, a `fork` copies it.
-fn goes_on_from_history(source: &str) -> bool {
-    matches!(source, "resume" | "fork")
-}
-
-/// On `resume` the client replays the conversation: what its state recorded as in context is in
-/// the transcript again, so that context window goes on instead of starting over. A session the
-/// conversation's dead process left is this process's now. When the owner has a session, only
-/// that session's state is asked whether it served the conversation.
-///
-/// A fork (`parent`: the conversation it was made from) starts as its parent's window at the fork
-/// point, under its own conversation: it goes on from the parent's state the way a resume of the
-/// parent would, and [`fill_session`] keeps the parent's window there as the parent's record.
-fn choose_window(ctx: &Context, source: &str, conversation: &str, parent: Option<&str>) -> Window {
-    let history = match parent {
-        Some(parent) => Some(parent),
-        None if source == "resume" => Some(conversation),
-        None => None,
-    };
-    if let Some(dir) = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file()) {
-        return Window {
-            goes_on: history.is_some_and(|c| session::serves_conversation(ctx, &dir, c)),
-            session_dir: Some(dir),
-            resumed_seed: None,
-        };
-    }
-    let resumed = history.and_then(|c| session::find_conversation(ctx, c));
-    // A fork leaves its parent's seed as it was, and keeps the parent's window as its record.
-    let fork_of_seed = resumed
-        .as_ref()
-        .filter(|r| parent.is_some() && !r.is_session);
-    if let (Some(r), Some(sessions)) = (fork_of_seed, ctx.sessions_dir()) {
-        if let Ok(old) = ledger::read_seed(&r.path) {
-            ledger::archive_window(&sessions, &old, conversation);
-        }
-    }
-    match resumed {
-        Some(r) if r.is_session => Window {
-            session_dir: r.path.parent().map(Path::to_path_buf),
-            goes_on: true,
-            resumed_seed: None,
-        },
-        resumed => Window {
-            session_dir: None,
-            goes_on: false,
-            resumed_seed: resumed
-                .and_then(|r| ledger::read_seed(&r.path).ok().map(|seed| (r.path, seed))),
-        },
-    }
-}
-
 #[allow(clippy::print_stderr)]
 fn runner_note(ctx: &Context, message: &str) {
     eprintln!("preload-{}: {message}", ctx.hook);
@@ -409,6 +364,9 @@ fn reset(state: &mut State) {
     state.remove(fields::PRELOAD_PARTS);
     state.remove(fields::PRELOAD_PARTS_HELD);
     state.remove(fields::PRELOAD_PARTS_CUT);
+    // The new window's branch starts with it.
+    state.remove(fields::CARRIERS);
+    state.remove(fields::BRANCH_AT);
 }
 
 /// Write the fresh seed under its lock; an unparsable seed is left untouched.

@@ -280,6 +280,9 @@ pub enum Event {
     /// `split <first>-<last>/<parts>`), or did not fit and waits for the next call
     /// (`carried-over`), or a whole output was over it (`output <chars>/<budget>`).
     OverBudget,
+    /// The client's transcript (`file`) could not be read: what a rewind took out of the
+    /// context is not followed in this call.
+    NoTranscript,
 }
 
 impl Event {
@@ -296,6 +299,7 @@ impl Event {
             Self::SkipInode => "skip-inode",
             Self::OverrideDetect => "override-detect",
             Self::OverBudget => "over-budget",
+            Self::NoTranscript => "no-transcript",
         }
     }
 }

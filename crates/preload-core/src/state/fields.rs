@@ -145,6 +145,14 @@ pub const RELOADED_SKILLS: &str = "reloadedSkills";
 /// (`[{toolUseId, files, parts?, stashed?, superseded?}]`): a compaction keeps the calls of the
 /// client's latest response (see `crate::mechanisms::ledger::KeptCall`).
 pub const CALL_DELIVERIES: &str = "callDeliveries";
+/// Ours: what each of the main agent's tool calls in this context window carried whole
+/// (`[{toolUseId, files}]`, the latest last, at most 256): the transcript entries that carried
+/// them, so a rewind that leaves a call off the active branch takes its files out of the
+/// window (see `crate::mechanisms::ledger::take_back`). Unlike [`CALL_DELIVERIES`], a resume
+/// keeps them.
+pub const CARRIERS: &str = "preloadCarriers";
+/// Ours: the newest prompt (its transcript `uuid`) whose branch this window was checked at.
+pub const BRANCH_AT: &str = "preloadBranchAt";
 /// A record's tool call (`tool_use_id`, or `session-start(resume)` for a resume's texts).
 pub const CALL_ID: &str = "toolUseId";
 /// Its files.

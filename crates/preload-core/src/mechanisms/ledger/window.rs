@@ -19,7 +19,8 @@ use crate::state::{self, Durability, Field, IN_CONTEXT, Lifecycle, QUEUED, State
 pub fn skills_held_at_start(s: &mut State, source: &str) {
     match source {
         "compact" => {}
-        "resume" => {
+        // A fork's client holds its parent's history, as a resume's does.
+        "resume" | "fork" => {
             let reloaded = s.strings(fields::RELOADED_SKILLS);
             let held: Vec<String> = s
                 .strings(fields::INVOKED_SKILLS)
@@ -39,8 +40,9 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
     }
 }
 
-/// The fields of a context window's record that a `--resume` of its conversation goes on from.
-const WINDOW_FIELDS: [&str; 15] = [
+/// The fields of a context window's record that a `--resume` of its conversation goes on from
+/// (the conversation's two fields first).
+const WINDOW_FIELDS: [&str; 17] = [
     fields::SESSION_ID,
     fields::WINDOW_CONVERSATION,
     fields::PRELOADED_FILES,
@@ -54,6 +56,8 @@ const WINDOW_FIELDS: [&str; 15] = [
     fields::INVOKED_SKILLS,
     fields::RELOADED_SKILLS,
     fields::CALL_DELIVERIES,
+    fields::CARRIERS,
+    fields::BRANCH_AT,
     fields::DISCOVERED_CHECKLISTS,
     fields::INJECTED_RULES,
 ];
@@ -90,6 +94,20 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
         && fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok()
     {
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
+    }
+}
+
+/// Put the context window a record holds (an ended record, a seed: see [`archive_window`])
+/// in place of the one state `s` holds: a conversation resumed (or forked) in a session that
+/// served another goes on from its own window. The conversation is the caller's to set.
+pub fn restore_window(s: &mut State, record: &State) {
+    for key in &WINDOW_FIELDS[2..] {
+        match record.field(key) {
+            Some(value) => s.set(key, value.to_value()),
+            None => {
+                s.remove(key);
+            }
+        }
     }
 }
 

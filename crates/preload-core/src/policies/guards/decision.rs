@@ -86,8 +86,10 @@ pub(super) fn decide(
         // This call is the latest now: what an earlier one carried is not what a compaction
         // keeps, even when no hook of this call gets to add to the record (one killed).
         ledger::note_call_deliveries(s, call.input.tool_use_id(), &[], "");
-        // A file in context that changed on disk goes out again, with this call.
+        // A file in context that changed on disk goes out again, with this call, and so does
+        // one a rewind took out of the context.
         plan.batch.extend(preload::requeue_changed(ctx, s));
+        plan.batch.extend(preload::requeue_rewound(ctx, s));
     }
     if writes == Writes::Allowed
         && engine.is_none()

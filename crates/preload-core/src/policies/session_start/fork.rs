@@ -3,18 +3,23 @@
 use crate::mechanisms::context::Context;
 use crate::primitives::{env, process};
 
-/// The conversation a `fork` start was made from: the `--resume <id>` (`-r <id>`,
+/// The conversation a `fork` start (`source`) of `conversation` was made from: the `--resume <id>` (`-r <id>`,
 /// `--resume=<id>`) its client was started with, as `claude --resume <id> --fork-session` is.
 /// The input names no parent, and the fork's transcript is written only after its first
 /// prompt. The client is the hook's nearest process that is not a shell (`CLAUDE_PID`, which
 /// the client sets, when present). `None` for a fork made inside a running client.
-pub(super) fn fork_parent(ctx: &Context) -> Option<String> {
+pub(super) fn fork_parent(ctx: &Context, source: &str, conversation: &str) -> Option<String> {
+    if source != "fork" {
+        return None;
+    }
     let client = ctx
         .env
         .number::<u32>(env::CLAUDE_PID)
         .filter(|pid| *pid > 0)
         .unwrap_or_else(process::nearest_non_shell_ancestor);
-    resumed_conversation(&process::arguments(client)?).map(str::to_owned)
+    resumed_conversation(&process::arguments(client)?)
+        .filter(|parent| *parent != conversation)
+        .map(str::to_owned)
 }
 
 /// The conversation a client's arguments resume.

@@ -10,6 +10,9 @@
 //! no parent, so the chain ends at the newest one: one context window at a time.
 
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -210,6 +213,112 @@ impl Tree {
             .flatten()
             .collect()
     }
+}
+
+/// The newest prompt of a transcript, and the tool calls a rewind to before it left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The prompt's `uuid`.
+    pub prompt: String,
+    /// The `tool_use` ids of the main conversation's calls written after the entry the prompt
+    /// hangs off and before the prompt: the turns a rewind abandoned (empty when the prompt
+    /// follows on from the newest entry before it).
+    pub abandoned: Vec<String>,
+}
+
+/// How much of a transcript's end [`latest_turn`] reads: the first tool call after a prompt
+/// lies within it.
+const TURN_TAIL: u64 = 256 << 10;
+
+/// The newest prompt in the last 256 KiB of the transcript at `path`, and what a rewind to
+/// before it abandoned. A rewind (the TUI's rewind, an edited message, `--resume-session-at`)
+/// hangs the new prompt off an earlier entry: everything written between that entry and the
+/// prompt is off the active branch (nothing written after an entry is its ancestor). Only then
+/// is the rest of the file read, to find that entry. `None` when the file cannot be read or
+/// its tail holds no prompt.
+pub fn latest_turn(path: &Path) -> Option<Turn> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(TURN_TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::new();
+    (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
+    let lines = lines_of(&tail, start > 0);
+    let (at, prompt) = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, (_, line))| prompt_of(line).map(|p| (i, p)))?;
+    let previous = lines[..at]
+        .iter()
+        .rev()
+        .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid));
+    let uuid = prompt.uuid?;
+    let Some(parent) = prompt.parent_uuid.filter(|p| previous.as_ref() != Some(p)) else {
+        return Some(Turn {
+            prompt: uuid,
+            abandoned: Vec::new(),
+        });
+    };
+    // The prompt hangs off an earlier entry: find it, from the start of the file.
+    let prompt_at = usize::try_from(start).ok()? + lines[at].0;
+    let mut head = vec![0; prompt_at];
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read_exact(&mut head).ok()?;
+    let needle = format!("\"uuid\":\"{parent}\"");
+    let abandoned = memchr::memmem::rfind(&head, needle.as_bytes())
+        .map(|found| {
+            let from = memchr::memchr(b'\n', &head[found..]).map_or(head.len(), |n| found + n);
+            lines_of(&head[from..], false)
+                .into_iter()
+                .filter_map(|(_, line)| main_line(line))
+                .filter(|l| l.kind.as_deref() == Some("assistant"))
+                .flat_map(|l| l.message_of("assistant").tool_uses)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Turn {
+        prompt: uuid,
+        abandoned,
+    })
+}
+
+/// The lines of `bytes` with their offsets; the first one left out when `cut` (a tail read
+/// starts within it).
+fn lines_of(bytes: &[u8], cut: bool) -> Vec<(usize, &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for line in bytes.split(|b| *b == b'\n') {
+        if !(line.is_empty() || cut && at == 0) {
+            out.push((at, line));
+        }
+        at += line.len() + 1;
+    }
+    out
+}
+
+/// A line of the main conversation (not a sub-agent's), parsed.
+fn main_line(line: &[u8]) -> Option<Line> {
+    serde_json::from_slice::<Line>(line)
+        .ok()
+        .filter(|l| !l.is_sidechain)
+}
+
+/// A prompt: a user message the user wrote (not a tool's result, not the client's own line).
+fn prompt_of(line: &[u8]) -> Option<Line> {
+    // Only a user line is parsed.
+    memchr::memmem::find(line, b"\"user\"")?;
+    let line = main_line(line)?;
+    let typed = line.kind.as_deref() == Some("user") && !line.is_meta;
+    let written = match &line.message["content"] {
+        Value::String(_) => true,
+        Value::Array(blocks) => {
+            blocks.iter().any(|b| b["type"] == "text")
+                && !blocks.iter().any(|b| b["type"] == "tool_result")
+        }
+        _ => false,
+    };
+    (typed && written).then_some(line)
 }
 
 /// The fields of a transcript line the tree is made of (the client's own names, camel case).

@@ -237,3 +237,57 @@ fn text_that_is_no_transcript_has_no_branch() {
         assert!(tree.active().is_empty());
     }
 }
+
+fn turn_of(lines: &Lines) -> Option<Turn> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, lines.text()).unwrap();
+    latest_turn(&path)
+}
+
+#[test]
+fn a_prompt_that_follows_on_abandons_nothing() {
+    let mut lines = Lines::new("c1");
+    one_call(&mut lines);
+    lines
+        .context("s2", "post1", "SessionStart", "start2", "[Preloaded: /r]\n")
+        .user("u2", Some("s2"), "carry on")
+        .call("a2", "u2", "toolu_2");
+    assert_eq!(
+        turn_of(&lines),
+        Some(Turn {
+            prompt: "u2".into(),
+            abandoned: Vec::new()
+        })
+    );
+}
+
+#[test]
+fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
+    let mut lines = Lines::new("c1");
+    one_call(&mut lines);
+    lines
+        .user("u2", Some("post1"), "carry on")
+        .call("a2", "u2", "toolu_2")
+        .result("r2", "a2", "toolu_2")
+        .call("a3", "r2", "toolu_3")
+        .result("r3", "a3", "toolu_3")
+        // Rewound to the first call's result.
+        .user("u4", Some("post1"), "again")
+        .call("a4", "u4", "toolu_4");
+    assert_eq!(
+        turn_of(&lines),
+        Some(Turn {
+            prompt: "u4".into(),
+            abandoned: vec!["toolu_2".into(), "toolu_3".into()]
+        })
+    );
+}
+
+#[test]
+fn no_turn_without_a_prompt_in_the_tail_or_a_file() {
+    let mut lines = Lines::new("c1");
+    lines.call("a1", "x", "toolu_1");
+    assert_eq!(turn_of(&lines), None);
+    assert_eq!(latest_turn(Path::new("/nonexistent/t.jsonl")), None);
+}

@@ -1,0 +1,41 @@
+//! Files a rewind took out of the context window: the client's transcript shows the newest
+//! prompt hung off an earlier entry, and the calls written since are off the active branch, so
+//! what they carried is queued once more, to go out with this call.
+//!
+//! Read once per prompt: the first tool call of a prompt reads the end of the transcript (and
+//! the rest of it only when the prompt does not follow on from the entry before it); later
+//! calls see the prompt already checked. Without a readable transcript nothing changes, and the
+//! delivery log says so (`no-transcript`).
+
+use super::Batch;
+use crate::mechanisms::context::Context;
+use crate::mechanisms::ledger;
+use crate::primitives::delivery::Event;
+use crate::state::State;
+
+/// The `source` of the queue events of rewound files.
+pub const REWIND_SOURCE: &str = "rewind";
+
+/// Queue again, inside the caller's locked update, what the calls a rewind abandoned carried,
+/// once per prompt.
+pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
+    let mut batch = Batch::default();
+    let Some(turn) = ctx.latest_turn() else {
+        if let Some(path) = ctx.transcript().filter(|p| !p.is_file()) {
+            batch.note(
+                Event::NoTranscript,
+                &path.to_string_lossy(),
+                REWIND_SOURCE,
+                "unreadable",
+            );
+        }
+        return batch;
+    };
+    if !ledger::check_branch_at(state, &turn.prompt) {
+        return batch;
+    }
+    for file in ledger::take_back(state, &turn.abandoned) {
+        batch.note(Event::QueuePending, &file, REWIND_SOURCE, "rewound");
+    }
+    batch
+}

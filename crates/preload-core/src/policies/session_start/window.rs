@@ -1,0 +1,84 @@
+//! Which context window a SessionStart fills: the owner's session, a resumed or forked
+//! conversation's, or a new one.
+
+use std::path::{Path, PathBuf};
+
+use crate::mechanisms::context::Context;
+use crate::mechanisms::ledger;
+use crate::mechanisms::session::{self, STATE_FILE};
+use crate::state::State;
+
+/// Which context window a SessionStart fills.
+pub(super) struct Window {
+    /// The session to re-seed (the owner's, or a resumed conversation's).
+    pub(super) session_dir: Option<PathBuf>,
+    /// True when the window goes on (a resumed conversation) instead of starting over.
+    pub(super) goes_on: bool,
+    /// A resumed conversation that never activated a session: its seed, to go on from.
+    pub(super) resumed_seed: Option<(PathBuf, State)>,
+}
+
+/// Whether a start's client holds the history of a conversation with what the hooks added to
+/// it: a `resume` replays it, a `fork` copies it.
+pub(super) fn goes_on_from_history(source: &str) -> bool {
+    matches!(source, "resume" | "fork")
+}
+
+/// On `resume` the client replays the conversation: what its state recorded as in context is in
+/// the transcript again, so that context window goes on instead of starting over. A session the
+/// conversation's dead process left is this process's now. When the owner has a session, only
+/// that session's state is asked whether it served the conversation.
+///
+/// A fork (`parent`: the conversation it was made from) starts as its parent's window at the fork
+/// point, under its own conversation: it goes on from the parent's state the way a resume of the
+/// parent would, and [`fill_session`] keeps the parent's window there as the parent's record.
+pub(super) fn choose_window(
+    ctx: &Context,
+    source: &str,
+    conversation: &str,
+    parent: Option<&str>,
+) -> Window {
+    let history = match parent {
+        Some(parent) => Some(parent),
+        None if source == "resume" => Some(conversation),
+        None => None,
+    };
+    if let Some(dir) = session::find_session(ctx).filter(|d| d.join(STATE_FILE).is_file()) {
+        let serves = history.is_some_and(|c| session::serves_conversation(ctx, &dir, c));
+        // The owner's session serves another conversation now (a fork or a `/clear` under one
+        // supervisor PID): the one resumed goes on there from the record its window left.
+        let record = history
+            .filter(|_| !serves)
+            .and_then(|c| session::find_conversation(ctx, c))
+            .filter(|r| !r.is_session)
+            .and_then(|r| ledger::read_seed(&r.path).ok().map(|seed| (r.path, seed)));
+        return Window {
+            goes_on: serves || record.is_some(),
+            session_dir: Some(dir),
+            resumed_seed: record,
+        };
+    }
+    let resumed = history.and_then(|c| session::find_conversation(ctx, c));
+    // A fork leaves its parent's seed as it was, and keeps the parent's window as its record.
+    let fork_of_seed = resumed
+        .as_ref()
+        .filter(|r| parent.is_some() && !r.is_session);
+    if let (Some(r), Some(sessions)) = (fork_of_seed, ctx.sessions_dir()) {
+        if let Ok(old) = ledger::read_seed(&r.path) {
+            ledger::archive_window(&sessions, &old, conversation);
+        }
+    }
+    match resumed {
+        Some(r) if r.is_session => Window {
+            session_dir: r.path.parent().map(Path::to_path_buf),
+            goes_on: true,
+            resumed_seed: None,
+        },
+        resumed => Window {
+            session_dir: None,
+            goes_on: false,
+            resumed_seed: resumed
+                .and_then(|r| ledger::read_seed(&r.path).ok().map(|seed| (r.path, seed))),
+        },
+    }
+}
