@@ -109,9 +109,9 @@ MINUTES ?= 10
 soak:
 	@third=$$(( $(MINUTES) * 20 )); status=0; \
 	echo "soak: $(MINUTES) minutes, $$third s per wiring and client"; \
-	PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
-	PRELOAD_WIRING=dispatch PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
-	PRELOAD_CLIENT=codex PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles generated_lifecycles -- --include-ignored --nocapture || status=$$?; \
+	PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles soak_generated_lifecycles -- --ignored --nocapture || status=$$?; \
+	PRELOAD_WIRING=dispatch PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles soak_generated_lifecycles -- --ignored --nocapture || status=$$?; \
+	PRELOAD_CLIENT=codex PRELOAD_SOAK_SECONDS=$$third $(CARGO) test --locked --test lifecycles soak_generated_lifecycles -- --ignored --nocapture || status=$$?; \
 	exit $$status
 
 ## Runs a whole preload lifecycle on the bundled example through the release binaries and

@@ -14,8 +14,8 @@
 //! of all the processes the client starts for the call; reported, no target).
 //!
 //! Environment: `BENCH_ITERS` (calls per case, default 15), `BENCH_ONLY` (comma-separated
-//! scenarios: typical, large, sessions, events, wirings; and, outside the table, chunks and
-//! contention), `BENCH_KEEP` (keep the sandboxes),
+//! scenarios: typical, large, sessions, transcript (the typical state with a 20 MB transcript,
+//! typical targets), events, wirings; and, outside the table, chunks and contention), `BENCH_KEEP` (keep the sandboxes),
 //! `BENCH_BIN_DIR` (the directory of the binaries to measure).
 
 #![allow(
@@ -41,6 +41,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use preload_core::primitives::env;
+use preload_core::state::fields;
 use serde_json::{Value, json};
 
 use measure::{Call, median};
@@ -56,6 +57,8 @@ const LARGE_RATIO: f64 = 5.0;
 const CHUNKS_RATIO: f64 = 10.0;
 /// Characters of SessionStart text the chunks scenario delivers.
 const SESSION_START_CHARS: usize = 250_000;
+/// Bytes of the transcript of the `transcript` scenario.
+const TRANSCRIPT_BYTES: usize = 20_000_000;
 /// Hook processes started at once on one state file.
 const CONTENDERS: usize = 8;
 
@@ -748,6 +751,35 @@ fn scenario_large(
     Ok(())
 }
 
+/// The typical state with a long conversation's transcript (20 MB): the first call of a prompt
+/// reads the end of it to check its branch, a compaction the calls of its latest response.
+fn scenario_transcript(
+    avail: &Availability,
+    noop: &Path,
+    strace: bool,
+    chunks: usize,
+    v: &mut Verdicts,
+) -> Result<(), Error> {
+    let sizes = Sizes {
+        transcript_bytes: TRANSCRIPT_BYTES,
+        ..Sizes::TYPICAL
+    };
+    let mut sb = Sandbox::generate(sizes, std::process::id())?;
+    // Calls of the window carried files: the first call of a prompt checks its branch.
+    sb.base_state[fields::CARRIERS] = json!([{fields::CALL_ID: "toolu_call-00000002",
+        fields::CALL_FILES: [sb.base_state["preloadedFiles"][0].clone()]}]);
+    sb.restore(&sb.base_state)?;
+    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
+    print_table(
+        "transcript (1 session, 50; 20 MB transcript)",
+        &res,
+        Some(TYPICAL_RATIO),
+        strace,
+        v,
+    );
+    Ok(())
+}
+
 /// 10 and 10,000 session directories beside the active session (typical state otherwise): what
 /// a project's history costs a call.
 fn scenario_sessions(
@@ -971,6 +1003,7 @@ fn scenario_chunks(
         directives: 0,
         skill_lines: 1_500,
         command_bytes: 19_000,
+        transcript_bytes: 0,
     };
     let sb = Sandbox::generate(sizes, std::process::id())?;
     let rounds = iterations().div_ceil(2).max(3);
@@ -1323,6 +1356,9 @@ fn run() -> Result<(), Error> {
     }
     if wants("sessions") {
         scenario_sessions(&avail, &noop, strace, chunks, &mut verdicts)?;
+    }
+    if wants("transcript") {
+        scenario_transcript(&avail, &noop, strace, chunks, &mut verdicts)?;
     }
     if wants("events") {
         events::scenario_events(&noop, &mut verdicts)?;

@@ -69,6 +69,9 @@ pub struct Sizes {
     /// Bytes of every engine command file and core standard (0: the example's), so that
     /// `SessionStart` has a lot of text to deliver.
     pub command_bytes: usize,
+    /// Bytes of the client's transcript (0: one empty line): a long conversation, as Claude
+    /// Code writes it (see [`transcript`]).
+    pub transcript_bytes: usize,
 }
 
 impl Sizes {
@@ -79,6 +82,7 @@ impl Sizes {
         directives: 0,
         skill_lines: 0,
         command_bytes: 0,
+        transcript_bytes: 0,
     };
 
     /// The large scenario divided by `divisor`.
@@ -89,6 +93,7 @@ impl Sizes {
             directives: 300 / divisor,
             skill_lines: (2_000 / divisor).max(20),
             command_bytes: 0,
+            transcript_bytes: 0,
         }
     }
 }
@@ -155,6 +160,82 @@ fn write(path: &Path, body: &str, bytes: &mut u64) -> io::Result<()> {
     fs::write(path, body)?;
     *bytes += body.len() as u64;
     Ok(())
+}
+
+/// A Claude Code transcript of about `bytes` bytes, in the shape the pinned client writes it:
+/// turns of a prompt and tool calls, each call with its hooks' answers (`hook_success`) and
+/// contexts (`hook_additional_context`) hung off it, linked by `uuid` / `parentUuid`; it ends
+/// with a prompt and its first call, so the first call of a prompt has its branch to check.
+pub fn transcript_text(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 4096);
+    let mut parent = "root".to_owned();
+    let mut n = 0usize;
+    let mut next = |kind: &str| {
+        n += 1;
+        format!("{kind}-{n:08}")
+    };
+    let padding = "x".repeat(1_500);
+    let line = |out: &mut String, value: Value| {
+        out.push_str(&value.to_string());
+        out.push('\n');
+    };
+    while out.len() < bytes {
+        let prompt = next("prompt");
+        line(
+            &mut out,
+            json!({"type": "user", "uuid": prompt, "parentUuid": parent,
+            "sessionId": "bench", "isSidechain": false,
+            "message": {"role": "user", "content": "Carry on."}}),
+        );
+        parent = prompt;
+        for _ in 0..8 {
+            let call = next("call");
+            let tool = format!("toolu_{call}");
+            line(
+                &mut out,
+                json!({"type": "assistant", "uuid": call, "parentUuid": parent,
+                "sessionId": "bench", "isSidechain": false, "message": {"role": "assistant",
+                "content": [{"type": "tool_use", "id": tool, "name": "Read", "input": {}}]}}),
+            );
+            let success = next("hook");
+            line(
+                &mut out,
+                json!({"type": "attachment", "uuid": success, "parentUuid": call,
+                "sessionId": "bench", "attachment": {"type": "hook_success",
+                "hookEvent": "PreToolUse", "toolUseID": tool, "stdout": padding}}),
+            );
+            let result = next("result");
+            line(
+                &mut out,
+                json!({"type": "user", "uuid": result, "parentUuid": call,
+                "sessionId": "bench", "message": {"role": "user", "content": [{"type":
+                "tool_result", "tool_use_id": tool, "content": padding}]}}),
+            );
+            let context = next("context");
+            line(
+                &mut out,
+                json!({"type": "attachment", "uuid": context, "parentUuid": result,
+                "sessionId": "bench", "attachment": {"type": "hook_additional_context",
+                "hookEvent": "PostToolUse", "toolUseID": tool,
+                "content": [format!("[Preloaded: /bench/{call}.md]\n{padding}")]}}),
+            );
+            parent = context;
+        }
+    }
+    let prompt = next("prompt");
+    line(
+        &mut out,
+        json!({"type": "user", "uuid": prompt, "parentUuid": parent,
+        "sessionId": "bench", "message": {"role": "user", "content": "One more thing."}}),
+    );
+    let call = next("call");
+    line(
+        &mut out,
+        json!({"type": "assistant", "uuid": call, "parentUuid": prompt,
+        "sessionId": "bench", "message": {"role": "assistant",
+        "content": [{"type": "tool_use", "id": format!("toolu_{call}"), "name": "Read"}]}}),
+    );
+    out
 }
 
 /// The 12 rules: the eight of the engine's `guards.json` and four more of the same kinds.
@@ -470,7 +551,12 @@ impl Sandbox {
         }
         write(&active.join("DIALOGUE.md"), &dialogue, &mut bytes)?;
         let transcript = root.join("transcripts").join(TRANSCRIPT);
-        write(&transcript, "{}\n", &mut bytes)?;
+        let text = if sizes.transcript_bytes == 0 {
+            "{}\n".to_owned()
+        } else {
+            transcript_text(sizes.transcript_bytes)
+        };
+        write(&transcript, &text, &mut bytes)?;
         // Everything generated is written back before anything is measured: otherwise the first
         // synced write of a call (the state's fdatasync) commits the generation's metadata with
         // it, and file creation waits on that writeback (measured: about 1 ms per created file

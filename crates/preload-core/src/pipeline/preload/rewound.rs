@@ -2,9 +2,9 @@
 //! prompt hung off an earlier entry, and the calls written since are off the active branch, so
 //! what they carried is queued once more, to go out with this call.
 //!
-//! Read once per prompt: the first tool call of a prompt reads the end of the transcript (and
-//! the rest of it only when the prompt does not follow on from the entry before it); later
-//! calls see the prompt already checked. Without a readable transcript nothing changes, and the
+//! Read once per prompt, and only by a window whose calls carried something: the first tool call
+//! of a prompt reads the end of the transcript (and the rest of it only when the prompt does not
+//! follow on from the entry before it); later calls see the prompt already checked. Without a readable transcript nothing changes, and the
 //! delivery log says so (`no-transcript`).
 
 use super::Batch;
@@ -12,6 +12,7 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::ledger;
 use crate::primitives::delivery::Event;
 use crate::state::State;
+use crate::state::fields;
 
 /// The `source` of the queue events of rewound files.
 pub const REWIND_SOURCE: &str = "rewind";
@@ -20,6 +21,10 @@ pub const REWIND_SOURCE: &str = "rewind";
 /// once per prompt.
 pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
     let mut batch = Batch::default();
+    // Nothing a call carried: nothing a rewind could take out, and nothing to read.
+    if state.items(fields::CARRIERS).is_empty() {
+        return batch;
+    }
     let Some(turn) = ctx.latest_turn() else {
         if let Some(path) = ctx.transcript().filter(|p| !p.is_file()) {
             batch.note(

@@ -241,7 +241,7 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
     let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(TURN_TAIL);
     file.seek(SeekFrom::Start(start)).ok()?;
-    let mut tail = Vec::new();
+    let mut tail = Vec::with_capacity(usize::try_from(len - start).ok()?);
     (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
     let lines = lines_of(&tail, start > 0);
     let (at, prompt) = lines
@@ -271,6 +271,7 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
             let from = memchr::memchr(b'\n', &head[found..]).map_or(head.len(), |n| found + n);
             lines_of(&head[from..], false)
                 .into_iter()
+                .filter(|(_, line)| memchr::memmem::find(line, b"\"tool_use\"").is_some())
                 .filter_map(|(_, line)| main_line(line))
                 .filter(|l| l.kind.as_deref() == Some("assistant"))
                 .flat_map(|l| l.message_of("assistant").tool_uses)
@@ -288,11 +289,12 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
 fn lines_of(bytes: &[u8], cut: bool) -> Vec<(usize, &[u8])> {
     let mut out = Vec::new();
     let mut at = 0;
-    for line in bytes.split(|b| *b == b'\n') {
-        if !(line.is_empty() || cut && at == 0) {
-            out.push((at, line));
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    for end in ends {
+        if end > at && !(cut && at == 0) {
+            out.push((at, &bytes[at..end]));
         }
-        at += line.len() + 1;
+        at = end + 1;
     }
     out
 }
