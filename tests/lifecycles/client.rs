@@ -270,6 +270,13 @@ pub struct Transcript {
     pub lost: BTreeSet<String>,
 }
 
+/// Whether the client drops a fork's SessionStart context that `kept` others came before: the
+/// pinned client keeps the first registration's only (`e2e::branches`: the fork's transcript
+/// and request hold one of the 32; public reports say a fork's may be dropped altogether).
+pub fn fork_drops(kept: usize) -> bool {
+    kept > 0
+}
+
 /// THE rule of which skills a compaction puts back (the single place to change it): the skills
 /// invoked in this client process (a `/skill` prompt or a `Skill` call) since its start or
 /// `/clear`, plus, after a resume, the skills an earlier compaction of the resumed conversation

@@ -181,7 +181,7 @@ impl World {
                 .into_owned(),
         );
         let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
-        if matches!(source, "compact" | "resume") {
+        if matches!(source, "compact" | "resume" | "fork") {
             if let Some((_, state)) = self.active_of(pid) {
                 let skill = state["skill"].as_str().unwrap_or("").to_owned();
                 paths.push(self.skill_md(&skill));

@@ -68,6 +68,10 @@ pub enum Op {
     Startup(u8),
     /// A new client process in the slot resuming an earlier conversation (`n`th, wrapping).
     Resume(u8, u8),
+    /// A new client process in the slot forking an earlier conversation (`n`th, wrapping):
+    /// `claude --resume <id> --fork-session`, a new conversation over a copy of its window;
+    /// the parent's stays as it was, to be resumed or forked again.
+    Fork(u8, u8),
     /// `/clear`: a new conversation in the same process.
     Clear(u8),
     /// The client compacts the conversation.
@@ -163,6 +167,7 @@ pub fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => slot().prop_map(Op::Startup),
         2 => (slot(), 0u8..4).prop_map(|(s, n)| Op::Resume(s, n)),
+        1 => (slot(), 0u8..4).prop_map(|(s, n)| Op::Fork(s, n)),
         1 => slot().prop_map(Op::Clear),
         3 => slot().prop_map(Op::Compact),
         1 => slot().prop_map(Op::Exit),

@@ -778,3 +778,37 @@ fn a_process_that_continues_another_session_keeps_its_own_window() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a fork of a conversation whose process had ended rewrote that conversation's ended
+/// record from its window fields, and the record lost what else it held (a foreign field). A
+/// fork leaves its parent's record as it was; it writes the parent's window as an ended record
+/// only when its own seed replaces the parent's (one owner PID). Found by the generated cases
+/// once they played forks.
+#[test]
+fn a_fork_leaves_its_parents_record_as_it_was() {
+    let ops = vec![Startup(0), Startup(0), Fork(0, 0)];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A fork of an activated conversation in the middle of `/implement`: the fork holds its
+/// parent's window (standards, the skill, phase 1's commands), gets nothing twice, and what
+/// becomes due in it (a new directory's directives, the next phase's commands) arrives there;
+/// then the parent is resumed and gets nothing twice either (`e2e::branches`, in the real
+/// client).
+#[test]
+fn a_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
+    let ops = vec![
+        Activate(0, Implement),
+        Phase(0, 0),
+        Call(0, Ls, 0),
+        Exit(0),
+        Fork(0, 0),
+        Call(0, Read, 3),
+        Phase(0, 0),
+        Call(0, Ls, 1),
+        Exit(0),
+        Resume(0, 0),
+        Call(0, Read, 4),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -166,6 +166,12 @@ impl World {
         if let Some(p) = &self.procs[slot] {
             self.sb.pid = p.pid;
             self.sb.conversation.clone_from(&p.conversation);
+            // The client's own PID, which it gives its hooks (they read a fork's command line).
+            let claude_pid = preload_core::primitives::env::CLAUDE_PID;
+            self.sb.extra_env.retain(|(k, _)| k != claude_pid);
+            self.sb
+                .extra_env
+                .push((claude_pid.to_owned(), p.pid.to_string()));
         }
         self.acting = Some(slot);
     }
@@ -223,17 +229,20 @@ impl World {
         let codex_lacks = matches!(
             op,
             Op::Clear(_)
+                | Op::Fork(..)
                 | Op::SlashSkill(..)
                 | Op::SkillCall(..)
                 | Op::SubSkill(..)
                 | Op::Failed(..)
         );
         let done = match op {
-            // Codex has no skills to call or expand, and no `/clear`; what its hooks see of a
-            // failed call is not documented, so failures are played for Claude Code only.
+            // Codex has no skills to call or expand, no `/clear` and (in exec mode) no fork; what
+            // its hooks see of a failed call is not documented, so failures are played for
+            // Claude Code only.
             _ if self.client == Client::Codex && codex_lacks => false,
             Op::Startup(s) => self.startup(key(*s)),
             Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
+            Op::Fork(s, n) => self.fork(key(*s), usize::from(*n)),
             Op::Clear(s) => self.clear(key(*s)),
             Op::Compact(s) => self.compact(key(*s)),
             Op::Exit(s) => self.exit(key(*s)),
@@ -327,10 +336,28 @@ impl World {
     }
 
     fn spawn_process(&mut self, conversation: String, window: Window) -> Process {
-        let child = std::process::Command::new("sleep")
-            .arg("3600")
-            .spawn()
-            .expect("spawn the owner");
+        self.spawn_client(conversation, window, None)
+    }
+
+    /// A client process; `forked_from`: one started as `claude --resume <id> --fork-session`,
+    /// the command line the hooks read a fork's parent from.
+    fn spawn_client(
+        &mut self,
+        conversation: String,
+        window: Window,
+        forked_from: Option<&str>,
+    ) -> Process {
+        let mut command = if let Some(parent) = forked_from {
+            let mut c = std::process::Command::new("perl");
+            c.args(["-e", "sleep 3600", "--", "claude", "--resume", parent])
+                .arg("--fork-session");
+            c
+        } else {
+            let mut c = std::process::Command::new("sleep");
+            c.arg("3600");
+            c
+        };
+        let child = command.spawn().expect("spawn the owner");
         Process {
             pid: child.id(),
             child,
@@ -394,7 +421,7 @@ impl World {
         self.planted.retain(|f| *f != seed && *f != carry);
         // A loss in the one window stays the same loss when a compaction keeps the killed
         // call (its record names what the killed hook committed); a new conversation ends it.
-        if !matches!(source, "resume" | "compact") {
+        if !matches!(source, "resume" | "compact" | "fork") {
             self.lost.retain(|(s, _)| *s != slot);
         }
         let Some(window) = self.window(slot, None) else {
@@ -408,9 +435,13 @@ impl World {
             if source == "resume" && client::resume_drops(window, &text) {
                 continue;
             }
+            // A fork keeps the first registration's context only.
+            if source == "fork" && client::fork_drops(kept.len()) {
+                continue;
+            }
             kept.push((label.clone(), answer.clone()));
         }
-        if source == "resume" {
+        if matches!(source, "resume" | "fork") {
             window.kept_exchange = Some(exchange);
         }
         self.deliver(slot, None, exchange, &kind, &kept);
@@ -520,6 +551,38 @@ impl World {
         self.lost
             .extend(t.lost.iter().map(|path| (slot, path.clone())));
         self.session_start(slot, "resume");
+        true
+    }
+
+    /// `claude --resume <id> --fork-session`: a new conversation over a copy of an ended one's
+    /// window (with the skills it holds); the parent's record stays as it was.
+    fn fork(&mut self, slot: usize, n: usize) -> bool {
+        if self.procs[slot].is_some() {
+            self.exit(slot);
+        }
+        let other = self.procs[1 - slot]
+            .as_ref()
+            .map(|p| p.conversation.clone());
+        let candidates: Vec<&Transcript> = self
+            .ended
+            .iter()
+            .filter(|t| Some(&t.conversation) != other.as_ref())
+            .collect();
+        if candidates.is_empty() {
+            return false;
+        }
+        let t = candidates[n % candidates.len()].clone();
+        self.counter += 1;
+        let id = format!("conversation-{}", self.counter);
+        let mut p = self.spawn_client(id, t.window.clone(), Some(&t.conversation));
+        p.held_at_resume = client::held_after_resume(&t);
+        p.reloaded.clone_from(&t.reloaded);
+        self.procs[slot] = Some(p);
+        // The copied window's losses come with it.
+        self.lost.retain(|(s, _)| *s != slot);
+        self.lost
+            .extend(t.lost.iter().map(|path| (slot, path.clone())));
+        self.session_start(slot, "fork");
         true
     }
 

@@ -102,8 +102,15 @@ impl Plan<'_> {
             requests.extend(skill_requests(ctx, state));
             requests.extend(artifact_requests(ctx, state, dir));
         }
+        // A fork's client keeps at most the first registration's context (some clients drop it
+        // altogether): what the fork's window lacks waits in the queue for its first call.
+        let mode = if self.source == "fork" {
+            Mode::Queue
+        } else {
+            Mode::Direct
+        };
         fill.batch
-            .extend(preload::apply(ctx, state, &requests, Mode::Direct, packer));
+            .extend(preload::apply(ctx, state, &requests, mode, packer));
 
         if let Some(dir) = active {
             add_text(packer, artifacts::listing(dir), &mut texts_left);
@@ -117,7 +124,7 @@ impl Plan<'_> {
                 .map(|p| Request::new(p.to_string_lossy(), "dehydrated-context"))
                 .collect();
             fill.batch
-                .extend(preload::apply(ctx, state, &files, Mode::Direct, packer));
+                .extend(preload::apply(ctx, state, &files, mode, packer));
         }
 
         let deferred = fill

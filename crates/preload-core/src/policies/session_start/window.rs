@@ -59,12 +59,14 @@ pub(super) fn choose_window(
         };
     }
     let resumed = history.and_then(|c| session::find_conversation(ctx, c));
-    // A fork leaves its parent's seed as it was, and keeps the parent's window as its record.
-    let fork_of_seed = resumed
-        .as_ref()
-        .filter(|r| parent.is_some() && !r.is_session);
-    if let (Some(r), Some(sessions)) = (fork_of_seed, ctx.sessions_dir()) {
-        if let Ok(old) = ledger::read_seed(&r.path) {
+    // A fork leaves its parent's record as it was. The one exception is a parent's seed that
+    // the fork's own seed replaces (one owner PID for both): its window is kept as the parent's
+    // ended record first.
+    if let (Some(r), Some(sessions)) = (resumed.as_ref(), ctx.sessions_dir()) {
+        let replaced = parent.is_some()
+            && !r.is_session
+            && r.path == session::seed_path(&sessions, ctx.owner_pid);
+        if let Some(old) = replaced.then(|| ledger::read_seed(&r.path).ok()).flatten() {
             ledger::archive_window(&sessions, &old, conversation);
         }
     }
