@@ -28,14 +28,19 @@ fn transcript_of(s: &Scenario, id: &str) -> PathBuf {
 /// `preload audit --json` (the installed binary) with `args`, in the project, as the user runs
 /// it: its JSON and its exit code.
 fn audit(s: &Scenario, args: &[&str]) -> (Value, Option<i32>) {
-    let out = Command::new(s.world.prefix().join("preload"))
+    audit_in(&s.world, args)
+}
+
+/// [`audit`] in `world`.
+fn audit_in(world: &World, args: &[&str]) -> (Value, Option<i32>) {
+    let out = Command::new(world.prefix().join("preload"))
         .arg("audit")
         .arg("--json")
         .args(args)
         .env_clear()
-        .env("HOME", &s.world.sandbox.home)
+        .env("HOME", &world.sandbox.home)
         .env("PATH", "/usr/bin:/bin")
-        .current_dir(&s.world.sandbox.project)
+        .current_dir(&world.sandbox.project)
         .output()
         .expect("run preload audit");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -47,11 +52,21 @@ fn audit(s: &Scenario, args: &[&str]) -> (Value, Option<i32>) {
 /// in `got`: the same files, each as many times (the most any one part or label arrived). The
 /// skills the client expanded itself are the client's, not blocks of ours, and are left out.
 fn audit_agrees(s: &Scenario, id: &str, got: &Received) -> Value {
-    let transcript = transcript_of(s, id);
-    let (receipt, code) = audit(s, &["--transcript", transcript.to_str().unwrap()]);
+    transcript_agrees(s.name, &s.world, &transcript_of(s, id), got)
+}
+
+/// The audit of the transcript (or rollout) at `transcript`, which must agree with what the
+/// model received in `got` (see [`audit_agrees`]).
+pub fn transcript_agrees(
+    name: &str,
+    world: &World,
+    transcript: &std::path::Path,
+    got: &Received,
+) -> Value {
+    let (receipt, code) = audit_in(world, &["--transcript", transcript.to_str().unwrap()]);
     let audited: BTreeMap<String, u64> = receipt["files"]
         .as_array()
-        .unwrap_or_else(|| panic!("{}: audit printed no files: {receipt}", s.name))
+        .unwrap_or_else(|| panic!("{name}: audit printed no files: {receipt}"))
         .iter()
         .filter(|f| f["expanded"].is_null())
         .map(|f| {
@@ -81,16 +96,16 @@ fn audit_agrees(s: &Scenario, id: &str, got: &Received) -> Value {
         *received.entry(path).or_default() += n;
     }
     assert_eq!(
-        audited, received,
-        "{}: preload audit of {} counts what the model received",
-        s.name, id
+        audited,
+        received,
+        "{name}: preload audit of {} counts what the model received",
+        transcript.display()
     );
     let clean = receipt["duplicates"] == json!([]) && receipt["missing"] == json!([]);
     assert_eq!(
         code,
         Some(i32::from(!clean)),
-        "{}: the audit's exit code says whether it is clean: {receipt}",
-        s.name
+        "{name}: the audit's exit code says whether it is clean: {receipt}"
     );
     receipt
 }

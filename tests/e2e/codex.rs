@@ -102,7 +102,13 @@ impl CodexScenario {
     /// One client run of `steps` with `prompt`; must exit 0.
     pub fn run_any(&self, steps: Vec<Step>, prompt: &str, mode: Mode) -> Run {
         self.model.set_script(Script::new(steps));
-        let run = codex_client::run(&self.codex, &self.world, &self.codex_home, prompt, mode);
+        let run = codex_client::run(
+            &self.codex,
+            &self.world,
+            &self.codex_home,
+            prompt,
+            mode.clone(),
+        );
         notice(&format!(
             "{}: codex run {:?} took {:.1} s",
             self.name,
@@ -756,5 +762,100 @@ fn codex_rejects_an_allow_without_updated_input() {
         0,
         "{}: a rejected answer's context is dropped",
         s.name
+    );
+}
+
+/// The rollout of Codex conversation `id` (under the client's `CODEX_HOME/sessions`).
+fn rollout_of(s: &CodexScenario, id: &str) -> PathBuf {
+    let mut files = Vec::new();
+    collect_files(&s.codex_home.join("sessions"), &mut files);
+    files
+        .into_iter()
+        .find(|f| {
+            fs::read_to_string(f)
+                .ok()
+                .and_then(|t| t.lines().next().map(str::to_owned))
+                .is_some_and(|first| first.contains(&format!("\"id\":\"{id}\"")))
+        })
+        .unwrap_or_else(|| panic!("{}: no rollout of {id}", s.name))
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// `codex exec fork <id>` (SessionStart `fork`; the fork's rollout names its parent in its
+/// `session_meta`): the fork starts as its parent's window, is never locked out, gets nothing
+/// twice, and what becomes due in it arrives there; `preload audit` of its rollout agrees with
+/// what the model received.
+#[test]
+fn codex_fork_starts_as_its_parents_window() {
+    let world = World::new();
+    let Some(s) = CodexScenario::new("codex_fork", world) else {
+        return;
+    };
+    let first = vec![
+        activate_step(),
+        phase_step("1: Interrogation"),
+        shell("ls packages/estimate"),
+    ];
+    let run = s.run(first, PROMPT, Mode::New);
+    let parent = codex_client::session_id(&run).expect("the client prints its session id");
+    let second = vec![
+        shell("sed -n 1,40p packages/estimate/src/parser.ts"),
+        phase_step("2: Planning"),
+        shell("ls packages"),
+    ];
+    let forked = s.run(second, "Go on in a fork.", Mode::Fork(parent.clone()));
+    let fork = codex_client::session_id(&forked).expect("the fork's session id");
+    assert_ne!(
+        fork, parent,
+        "{}: a fork is a conversation of its own",
+        s.name
+    );
+    let (requests, saved) = s.requests();
+    let got = last_turn(&requests).expect("the fork's conversation");
+    assert_eq!(
+        got.count_text("[block: session"),
+        0,
+        "{}: the fork is never locked out by the session gate ({})",
+        s.name,
+        saved.display()
+    );
+    let p = s.paths();
+    let mut due = p.cmds(&[
+        "CMD_GENERATE_PLAN",
+        "CMD_WALK_THROUGH_RESULTS",
+        "CMD_APPEND_LOG",
+    ]);
+    due.extend(p.core_directives());
+    for file in &due {
+        assert_eq!(
+            got.count(file),
+            1,
+            "{}: {file} became due in the fork and arrives there once ({})",
+            s.name,
+            saved.display()
+        );
+    }
+    let receipt =
+        crate::branches::transcript_agrees(s.name, &s.world, &rollout_of(&s, &fork), &got);
+    assert_eq!(
+        receipt["duplicates"],
+        json!([]),
+        "{}: the fork receives nothing twice ({})",
+        s.name,
+        saved.display()
     );
 }

@@ -126,13 +126,15 @@ fn toml_string(s: &str) -> String {
 }
 
 /// How one client run starts, beyond the prompt.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub enum Mode {
     /// `codex exec <prompt>`: a new conversation.
     #[default]
     New,
     /// `codex exec resume --last <prompt>`: the latest conversation goes on.
     ResumeLast,
+    /// `codex exec fork <id> <prompt>`: a new conversation over a copy of conversation `id`.
+    Fork(String),
 }
 
 /// One `codex exec` run of `prompt` in the world's project against the scripted model, with
@@ -146,11 +148,20 @@ pub fn run(codex: &Path, world: &World, codex_home: &Path, prompt: &str, mode: M
     let err_path = sandbox.root().join(format!("codex-{n}.err"));
     let mut cmd = Command::new(codex);
     cmd.arg("exec");
-    if matches!(mode, Mode::ResumeLast) {
-        cmd.args(["resume", "--last"]);
+    match &mode {
+        Mode::New => {}
+        Mode::ResumeLast => {
+            cmd.args(["resume", "--last"]);
+        }
+        Mode::Fork(_) => {
+            cmd.arg("fork");
+        }
     }
-    cmd.args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"])
-        .arg(prompt)
+    cmd.args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"]);
+    if let Mode::Fork(id) = &mode {
+        cmd.arg(id);
+    }
+    cmd.arg(prompt)
         .env_clear()
         .env(env::HOME, &sandbox.home)
         .env("CODEX_HOME", codex_home)

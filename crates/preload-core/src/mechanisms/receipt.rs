@@ -188,13 +188,20 @@ impl Receipt {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        Self::of_text(&String::from_utf8_lossy(&text), home)
+        let text = String::from_utf8_lossy(&text);
+        let rollout = Rollout::read(path, &text);
+        Self::of(&text, rollout, home)
             .ok_or_else(|| ReceiptError::NotATranscript(path.display().to_string()))
     }
 
-    /// The receipt of a transcript's text; `None` when it is neither client's.
+    /// The receipt of a transcript's text; `None` when it is neither client's. A Codex fork's
+    /// history by reference is read by [`Receipt::of_file`] only.
     pub fn of_text(text: &str, home: &Path) -> Option<Self> {
-        if let Some(rollout) = Rollout::parse(text) {
+        Self::of(text, Rollout::parse(text), home)
+    }
+
+    fn of(text: &str, rollout: Option<Rollout>, home: &Path) -> Option<Self> {
+        if let Some(rollout) = rollout {
             let mut counter = Counter::default();
             for context in &rollout.developer_texts {
                 for inner in delivery::headers(context) {
@@ -205,7 +212,7 @@ impl Receipt {
                 client: Client::Codex,
                 conversation: rollout.session_id,
                 cwd: rollout.cwd,
-                forked_from: None,
+                forked_from: rollout.forked_from.map(|(id, _)| id),
                 contexts: rollout.developer_texts.len(),
                 files: counter.into_arrivals(),
             });

@@ -1,25 +1,30 @@
 //! The conversation a `fork` start was made from.
 
 use crate::mechanisms::context::Context;
+use crate::primitives::transcript::rollout;
 use crate::primitives::{env, process};
 
-/// The conversation a `fork` start (`source`) of `conversation` was made from: the `--resume <id>` (`-r <id>`,
-/// `--resume=<id>`) its client was started with, as `claude --resume <id> --fork-session` is.
-/// The input names no parent, and the fork's transcript is written only after its first
-/// prompt. The client is the hook's nearest process that is not a shell (`CLAUDE_PID`, which
-/// the client sets, when present). `None` for a fork made inside a running client.
+/// The conversation a `fork` start (`source`) of `conversation` was made from. The input names
+/// no parent. A Codex rollout (`codex exec fork <id>`) names it in its `session_meta`, written
+/// before the hooks run. A Claude Code fork's transcript is written only after its first
+/// prompt: its parent is the `--resume <id>` (`-r <id>`, `--resume=<id>`) the client was
+/// started with, as `claude --resume <id> --fork-session` is; the client is `CLAUDE_PID`, which
+/// it sets, else the hook's nearest process that is not a shell. `None` for a fork made inside
+/// a running client.
 pub(super) fn fork_parent(ctx: &Context, source: &str, conversation: &str) -> Option<String> {
     if source != "fork" {
         return None;
     }
-    let client = ctx
-        .env
-        .number::<u32>(env::CLAUDE_PID)
-        .filter(|pid| *pid > 0)
-        .unwrap_or_else(process::nearest_non_shell_ancestor);
-    resumed_conversation(&process::arguments(client)?)
-        .filter(|parent| *parent != conversation)
-        .map(str::to_owned)
+    let from_rollout = ctx.transcript().and_then(rollout::forked_from);
+    let parent = from_rollout.or_else(|| {
+        let client = ctx
+            .env
+            .number::<u32>(env::CLAUDE_PID)
+            .filter(|pid| *pid > 0)
+            .unwrap_or_else(process::nearest_non_shell_ancestor);
+        resumed_conversation(&process::arguments(client)?).map(str::to_owned)
+    });
+    parent.filter(|parent| parent != conversation)
 }
 
 /// The conversation a client's arguments resume.
