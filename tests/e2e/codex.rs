@@ -102,17 +102,11 @@ impl CodexScenario {
     /// One client run of `steps` with `prompt`; must exit 0.
     pub fn run_any(&self, steps: Vec<Step>, prompt: &str, mode: Mode) -> Run {
         self.model.set_script(Script::new(steps));
-        let run = codex_client::run(
-            &self.codex,
-            &self.world,
-            &self.codex_home,
-            prompt,
-            mode.clone(),
-        );
+        let what = format!("{mode:?}");
+        let run = codex_client::run(&self.codex, &self.world, &self.codex_home, prompt, mode);
         notice(&format!(
-            "{}: codex run {:?} took {:.1} s",
+            "{}: codex run {what} took {:.1} s",
             self.name,
-            mode,
             run.elapsed.as_secs_f64()
         ));
         if run.code != Some(0) {

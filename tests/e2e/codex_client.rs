@@ -148,17 +148,19 @@ pub fn run(codex: &Path, world: &World, codex_home: &Path, prompt: &str, mode: M
     let err_path = sandbox.root().join(format!("codex-{n}.err"));
     let mut cmd = Command::new(codex);
     cmd.arg("exec");
-    match &mode {
-        Mode::New => {}
+    let forked = match mode {
+        Mode::New => None,
         Mode::ResumeLast => {
             cmd.args(["resume", "--last"]);
+            None
         }
-        Mode::Fork(_) => {
+        Mode::Fork(id) => {
             cmd.arg("fork");
+            Some(id)
         }
-    }
+    };
     cmd.args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"]);
-    if let Mode::Fork(id) = &mode {
+    if let Some(id) = forked {
         cmd.arg(id);
     }
     cmd.arg(prompt)
