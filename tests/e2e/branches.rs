@@ -2,7 +2,7 @@
 //! and read back from the client's own transcript by `preload audit`, which must agree.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -11,6 +11,7 @@ use crate::client::Options;
 use crate::model::{Script, Step, bash};
 use crate::received::Received;
 use crate::scenario::{IMPLEMENT_PROMPT, Scenario, activate, phase, read};
+use crate::support::Paths;
 use crate::world::World;
 
 /// The transcript the client wrote for conversation `id` (under the world's
@@ -57,12 +58,7 @@ fn audit_agrees(s: &Scenario, id: &str, got: &Received) -> Value {
 
 /// The audit of the transcript (or rollout) at `transcript`, which must agree with what the
 /// model received in `got` (see [`audit_agrees`]).
-pub fn transcript_agrees(
-    name: &str,
-    world: &World,
-    transcript: &std::path::Path,
-    got: &Received,
-) -> Value {
+pub fn transcript_agrees(name: &str, world: &World, transcript: &Path, got: &Received) -> Value {
     let (receipt, code) = audit_in(world, &["--transcript", transcript.to_str().unwrap()]);
     let audited: BTreeMap<String, u64> = receipt["files"]
         .as_array()
@@ -110,6 +106,37 @@ pub fn transcript_agrees(
     receipt
 }
 
+/// What the second run of the branch scenarios makes due: phase 2's commands and the package's
+/// directives (its Read in the package, its move to phase 2).
+pub fn due_in_the_branch(p: &Paths) -> Vec<String> {
+    let mut due = p.cmds(&[
+        "CMD_GENERATE_PLAN",
+        "CMD_WALK_THROUGH_RESULTS",
+        "CMD_APPEND_LOG",
+    ]);
+    due.extend(p.core_directives());
+    due
+}
+
+/// The checks of a branch's conversation `got`: no call locked out by the session gate, and
+/// each of `files` there once (it `why`).
+pub fn assert_branch(name: &str, got: &Received, files: &[String], why: &str, saved: &Path) {
+    assert_eq!(
+        got.count_text("[block: session"),
+        0,
+        "{name}: the branch is never locked out by the session gate ({})",
+        saved.display()
+    );
+    for file in files {
+        assert_eq!(
+            got.count(file),
+            1,
+            "{name}: {file} {why}, once ({})",
+            saved.display()
+        );
+    }
+}
+
 /// The first conversation of the fork scenarios: activation and phase 1 of `/implement`,
 /// nothing read in a package yet.
 fn first_conversation(s: &Scenario) -> String {
@@ -135,35 +162,15 @@ fn fork_steps(s: &Scenario) -> Vec<Step> {
 /// The checks of a fork's conversation `got`: no call locked out by the session gate, nothing
 /// twice (the fork holds its parent's history, with everything the hooks added to it), and
 /// what became due in the fork arrived in it, once.
-fn assert_fork(
-    s: &Scenario,
-    got: &Received,
-    (parent, fork): (&str, &str),
-    saved: &std::path::Path,
-) {
-    assert_eq!(
-        got.count_text("session-gate"),
-        0,
-        "{}: the fork is never locked out by the session gate ({})",
+fn assert_fork(s: &Scenario, got: &Received, (parent, fork): (&str, &str), saved: &Path) {
+    let due = due_in_the_branch(&s.paths());
+    assert_branch(
         s.name,
-        saved.display()
+        got,
+        &due,
+        "became due in the fork and arrives there",
+        saved,
     );
-    let p = s.paths();
-    let mut due = p.cmds(&[
-        "CMD_GENERATE_PLAN",
-        "CMD_WALK_THROUGH_RESULTS",
-        "CMD_APPEND_LOG",
-    ]);
-    due.extend(p.core_directives());
-    for file in &due {
-        assert_eq!(
-            got.count(file),
-            1,
-            "{}: {file} became due in the fork and arrives there once ({})",
-            s.name,
-            saved.display()
-        );
-    }
     let receipt = audit_agrees(s, fork, got);
     assert_eq!(
         receipt["duplicates"],
@@ -372,22 +379,9 @@ fn a_rewind_gets_back_what_it_took_out(name: &'static str, world: World) {
         s.name,
         saved.display()
     );
-    let p = s.paths();
-    let mut taken = p.cmds(&[
-        "CMD_GENERATE_PLAN",
-        "CMD_WALK_THROUGH_RESULTS",
-        "CMD_APPEND_LOG",
-    ]);
-    taken.extend(p.core_directives());
-    for file in &taken {
-        assert_eq!(
-            got.count(file),
-            1,
-            "{}: {file}, carried by a rewound turn, arrives again on the new branch, once ({})",
-            s.name,
-            saved.display()
-        );
-    }
+    let taken = due_in_the_branch(&s.paths());
+    let why = "was carried by a rewound turn and arrives again on the new branch";
+    assert_branch(s.name, &got, &taken, why, &saved);
     let receipt = audit_agrees(&s, &id, &got);
     assert_eq!(receipt["duplicates"], json!([]), "{receipt}");
     assert_eq!(

@@ -820,29 +820,9 @@ fn codex_fork_starts_as_its_parents_window() {
     );
     let (requests, saved) = s.requests();
     let got = last_turn(&requests).expect("the fork's conversation");
-    assert_eq!(
-        got.count_text("[block: session"),
-        0,
-        "{}: the fork is never locked out by the session gate ({})",
-        s.name,
-        saved.display()
-    );
-    let p = s.paths();
-    let mut due = p.cmds(&[
-        "CMD_GENERATE_PLAN",
-        "CMD_WALK_THROUGH_RESULTS",
-        "CMD_APPEND_LOG",
-    ]);
-    due.extend(p.core_directives());
-    for file in &due {
-        assert_eq!(
-            got.count(file),
-            1,
-            "{}: {file} became due in the fork and arrives there once ({})",
-            s.name,
-            saved.display()
-        );
-    }
+    let due = crate::branches::due_in_the_branch(&s.paths());
+    let why = "became due in the fork and arrives there";
+    crate::branches::assert_branch(s.name, &got, &due, why, &saved);
     let receipt =
         crate::branches::transcript_agrees(s.name, &s.world, &rollout_of(&s, &fork), &got);
     assert_eq!(

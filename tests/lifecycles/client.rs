@@ -80,6 +80,8 @@ pub struct Window {
     /// The last exchange that was a tool call, or a resume's SessionStart (what a compaction
     /// keeps).
     pub kept_exchange: Option<usize>,
+    /// The window's prompts, as the transcript holds them: (exchange, `uuid`, `parentUuid`).
+    pub prompts: Vec<(usize, String, Option<String>)>,
 }
 
 impl Window {

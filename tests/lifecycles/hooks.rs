@@ -106,18 +106,34 @@ pub fn transcript(sb: &Sandbox) -> std::path::PathBuf {
 
 /// Append the main agent's response making the calls `ids` to the current conversation's
 /// transcript, as the client writes it: one line per `tool_use` block, each with the message's
-/// id (what a compaction keeps is read from it).
-pub fn respond(sb: &Sandbox, ids: &[&str]) {
-    use std::io::Write;
-    let path = transcript(sb);
+/// id (what a compaction keeps is read from it), linked by `uuid` / `parentUuid` from `parent`
+/// (the entries' `uuids`, one per call).
+pub fn respond(sb: &Sandbox, ids: &[&str], parent: Option<&str>, uuids: &[String]) {
     let Some(first) = ids.first() else {
         return;
     };
+    let mut parent = parent.map(str::to_owned);
+    let rows: Vec<Value> = ids
+        .iter()
+        .zip(uuids)
+        .map(|(id, uuid)| {
+            let row = json!({"type": "assistant", "uuid": uuid, "parentUuid": parent,
+                "sessionId": sb.conversation, "message": {"id": format!("msg_{first}"),
+                "role": "assistant", "content": [{"type": "tool_use", "id": id}]}});
+            parent = Some(uuid.clone());
+            row
+        })
+        .collect();
+    append(sb, &rows);
+}
+
+/// Append `rows` to the current conversation's transcript.
+pub fn append(sb: &Sandbox, rows: &[Value]) {
+    use std::io::Write;
+    let path = transcript(sb);
     let mut lines = String::new();
-    for id in ids {
-        let line = json!({"type": "assistant", "message": {"id": format!("msg_{first}"),
-            "role": "assistant", "content": [{"type": "tool_use", "id": id}]}});
-        lines.push_str(&line.to_string());
+    for row in rows {
+        lines.push_str(&row.to_string());
         lines.push('\n');
     }
     std::fs::create_dir_all(path.parent().expect("a directory")).expect("transcripts/");

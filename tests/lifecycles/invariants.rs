@@ -337,6 +337,13 @@ impl World {
         }
     }
 
+    /// Whether a file the record holds and the window lacks is excused: lost in the one window
+    /// (a killed hook), or, in the main window, taken out by a rewind and not yet back (the next
+    /// tool call takes it back).
+    fn excused(&self, main: bool, file: &(usize, String)) -> bool {
+        self.lost.contains(file) || (main && self.rewound.contains(file))
+    }
+
     fn check_slot(&mut self, slot: usize) -> Vec<String> {
         let mut problems = Vec::new();
         let Some(p) = self.procs[slot].as_ref() else {
@@ -378,7 +385,7 @@ impl World {
                         let lost = (slot, canon(&path));
                         if held.contains(&lost.1)
                             || in_flight.contains(&lost.1)
-                            || self.lost.contains(&lost)
+                            || self.excused(agent.is_none(), &lost)
                         {
                             continue;
                         }

@@ -72,6 +72,9 @@ pub enum Op {
     /// `claude --resume <id> --fork-session`, a new conversation over a copy of its window;
     /// the parent's stays as it was, to be resumed or forked again.
     Fork(u8, u8),
+    /// The slot's conversation rewound to before its `k`th prompt of the window (wrapping), and
+    /// a new prompt in its place: an edited message (the TUI's rewind, `--resume-session-at`).
+    Rewind(u8, u8),
     /// `/clear`: a new conversation in the same process.
     Clear(u8),
     /// The client compacts the conversation.
@@ -168,6 +171,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         2 => slot().prop_map(Op::Startup),
         2 => (slot(), 0u8..4).prop_map(|(s, n)| Op::Resume(s, n)),
         1 => (slot(), 0u8..4).prop_map(|(s, n)| Op::Fork(s, n)),
+        1 => (slot(), 0u8..4).prop_map(|(s, k)| Op::Rewind(s, k)),
         1 => slot().prop_map(Op::Clear),
         3 => slot().prop_map(Op::Compact),
         1 => slot().prop_map(Op::Exit),

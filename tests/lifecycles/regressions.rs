@@ -812,3 +812,42 @@ fn a_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// A rewind (an edited message) to before a prompt whose turn read into a package and moved to
+/// the next phase: the client drops those turns, and the next tool call gets back what they
+/// carried (the package's directives, the phase's commands), once (`e2e::branches`, in the
+/// real client).
+#[test]
+fn a_rewind_gets_back_what_the_dropped_turns_carried() {
+    let ops = vec![
+        Activate(0, Implement),
+        Phase(0, 0),
+        Prompt(0),
+        Call(0, Read, 0),
+        Phase(0, 0),
+        Call(0, Ls, 1),
+        Rewind(0, 0),
+        Call(0, Ls, 2),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a rewind to before a `/skill` prompt dropped the SKILL.md the client had expanded
+/// with it, but the record kept it (UserPromptSubmit records the expansion): the skill's
+/// protocol was missing on the new branch. What a prompt carries is recorded with the prompt
+/// (its `promptId`), and a rewind that drops the prompt takes it back. Found by the generated
+/// cases once they played rewinds.
+#[test]
+fn a_rewind_to_before_a_skill_prompt_takes_back_its_skill() {
+    let ops = vec![SlashSkill(0, Implement), Rewind(0, 0), SkillCall(0, Do)];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a fork of a conversation whose session was being restarted when its process ended
+/// rewrote the ended record the restart had kept (`keep_restarting_window`), which lost what
+/// else it held. Found by `make soak` once the generated cases played forks.
+#[test]
+fn a_fork_of_a_restarted_conversation_leaves_its_record_as_it_was() {
+    let ops = vec![Activate(0, Implement), Restart(0), Startup(0), Fork(0, 2)];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

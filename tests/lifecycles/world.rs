@@ -87,6 +87,11 @@ pub struct World {
     originals: BTreeMap<String, String>,
     /// The seconds (Unix time) in which each conversation's `SessionStart` events ran.
     start_seconds: BTreeMap<String, BTreeSet<u64>>,
+    /// Each conversation's newest transcript entry (`uuid`), which the next one hangs off.
+    leaf: BTreeMap<String, String>,
+    /// Files (slot, canonical path) a rewind took out of the slot's window that its record may
+    /// still hold until its next tool call takes them back.
+    pub rewound: BTreeSet<(usize, String)>,
 }
 
 fn key(slot: u8) -> usize {
@@ -154,12 +159,62 @@ impl World {
             counter: 0,
             originals: BTreeMap::new(),
             start_seconds: BTreeMap::new(),
+            leaf: BTreeMap::new(),
+            rewound: BTreeSet::new(),
         }
     }
 
     fn next(&mut self) -> usize {
         self.counter += 1;
         self.counter
+    }
+
+    /// The main agent's response making calls `ids`, written to the current conversation's
+    /// transcript after its newest entry.
+    fn respond(&mut self, ids: &[&str]) {
+        let uuids: Vec<String> = ids
+            .iter()
+            .map(|_| format!("entry-{}", self.next()))
+            .collect();
+        let conversation = self.sb.conversation.clone();
+        let parent = self.leaf.get(&conversation).cloned();
+        hooks::respond(&self.sb, ids, parent.as_deref(), &uuids);
+        // This call is the one that takes back what a rewind took out.
+        if let Some(slot) = self.acting {
+            self.rewound.retain(|(s, _)| *s != slot);
+        }
+        if let Some(last) = uuids.last() {
+            self.leaf.insert(conversation, last.clone());
+        }
+    }
+
+    /// A user prompt (its text and `promptId`; or a hook's SessionStart context, `prompt: None`)
+    /// written to the current
+    /// conversation's transcript after `parent` (its newest entry when `None`): its `uuid` and
+    /// the entry it hangs off. Claude Code's transcript only: the Codex CLI's rollout has no
+    /// such links.
+    fn link(
+        &mut self,
+        prompt: Option<(&str, &str)>,
+        parent: Option<String>,
+    ) -> Option<(String, Option<String>)> {
+        if self.client == Client::Codex {
+            return None;
+        }
+        let uuid = format!("entry-{}", self.next());
+        let conversation = self.sb.conversation.clone();
+        let parent = parent.or_else(|| self.leaf.get(&conversation).cloned());
+        let row = match prompt {
+            Some((text, id)) => json!({"type": "user", "uuid": uuid, "parentUuid": parent,
+                "promptId": id, "sessionId": conversation,
+                "message": {"role": "user", "content": text}}),
+            None => json!({"type": "attachment", "uuid": uuid, "parentUuid": parent,
+                "sessionId": conversation, "attachment": {"type": "hook_additional_context",
+                "hookEvent": "SessionStart", "content": []}}),
+        };
+        hooks::append(&self.sb, &[row]);
+        self.leaf.insert(conversation, uuid.clone());
+        Some((uuid, parent))
     }
 
     fn use_slot(&mut self, slot: usize) {
@@ -230,6 +285,7 @@ impl World {
             op,
             Op::Clear(_)
                 | Op::Fork(..)
+                | Op::Rewind(..)
                 | Op::SlashSkill(..)
                 | Op::SkillCall(..)
                 | Op::SubSkill(..)
@@ -243,6 +299,7 @@ impl World {
             Op::Startup(s) => self.startup(key(*s)),
             Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
             Op::Fork(s, n) => self.fork(key(*s), usize::from(*n)),
+            Op::Rewind(s, k) => self.rewind(key(*s), usize::from(*k)),
             Op::Clear(s) => self.clear(key(*s)),
             Op::Compact(s) => self.compact(key(*s)),
             Op::Exit(s) => self.exit(key(*s)),
@@ -424,6 +481,13 @@ impl World {
         if !matches!(source, "resume" | "compact" | "fork") {
             self.lost.retain(|(s, _)| *s != slot);
         }
+        // Its context hangs off the conversation's newest entry (a compaction's off nothing:
+        // the summary is the new window's root).
+        if source == "compact" {
+            let conversation = self.sb.conversation.clone();
+            self.leaf.remove(&conversation);
+        }
+        let _ = self.link(None, None);
         let Some(window) = self.window(slot, None) else {
             return;
         };
@@ -526,21 +590,9 @@ impl World {
     }
 
     fn resume(&mut self, slot: usize, n: usize) -> bool {
-        if self.procs[slot].is_some() {
-            self.exit(slot);
-        }
-        let other = self.procs[1 - slot]
-            .as_ref()
-            .map(|p| p.conversation.clone());
-        let candidates: Vec<&Transcript> = self
-            .ended
-            .iter()
-            .filter(|t| Some(&t.conversation) != other.as_ref())
-            .collect();
-        if candidates.is_empty() {
+        let Some(t) = self.ended_for(slot, n) else {
             return false;
-        }
-        let t = candidates[n % candidates.len()].clone();
+        };
 
         let mut p = self.spawn_process(t.conversation.clone(), t.window.clone());
         p.held_at_resume = client::held_after_resume(&t);
@@ -554,9 +606,45 @@ impl World {
         true
     }
 
-    /// `claude --resume <id> --fork-session`: a new conversation over a copy of an ended one's
-    /// window (with the skills it holds); the parent's record stays as it was.
-    fn fork(&mut self, slot: usize, n: usize) -> bool {
+    /// A rewind of the slot's conversation to before its `k`th (wrapping) prompt in this window,
+    /// followed by a new prompt (an edited message; the TUI's rewind, `--resume-session-at`):
+    /// the client drops those turns from the context, and the new prompt hangs off the entry the
+    /// old one did. What the dropped turns carried may stay in the record until the slot's next
+    /// tool call, which takes it back.
+    fn rewind(&mut self, slot: usize, k: usize) -> bool {
+        let Some(p) = self.procs[slot].as_mut() else {
+            return false;
+        };
+        let window = &mut p.window;
+        if window.prompts.is_empty() {
+            return false;
+        }
+        let (exchange, _, parent) = window.prompts[k % window.prompts.len()].clone();
+        let (kept, dropped): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut window.entries)
+            .into_iter()
+            .partition(|e| e.exchange < exchange);
+        window.entries = kept;
+        window.prompts.retain(|(at, ..)| *at < exchange);
+        window.kept_exchange = window.kept_exchange.filter(|at| *at < exchange);
+        let dropped = Window {
+            entries: dropped,
+            ..Window::default()
+        };
+        for r in dropped.receptions() {
+            self.rewound.insert((slot, canon(&r.path)));
+        }
+        self.use_slot(slot);
+        let conversation = self.sb.conversation.clone();
+        match parent {
+            Some(parent) => self.leaf.insert(conversation, parent),
+            None => self.leaf.remove(&conversation),
+        };
+        self.prompt(slot, "Let us go another way.", None)
+    }
+
+    /// The `n`th (wrapping) conversation left behind that the other slot's process does not
+    /// run, for the process in `slot` to take up; the process in `slot` exits first.
+    fn ended_for(&mut self, slot: usize, n: usize) -> Option<Transcript> {
         if self.procs[slot].is_some() {
             self.exit(slot);
         }
@@ -568,12 +656,26 @@ impl World {
             .iter()
             .filter(|t| Some(&t.conversation) != other.as_ref())
             .collect();
-        if candidates.is_empty() {
+        (!candidates.is_empty()).then(|| candidates[n % candidates.len()].clone())
+    }
+
+    /// `claude --resume <id> --fork-session`: a new conversation over a copy of an ended one's
+    /// window (with the skills it holds); the parent's record stays as it was.
+    fn fork(&mut self, slot: usize, n: usize) -> bool {
+        let Some(t) = self.ended_for(slot, n) else {
             return false;
-        }
-        let t = candidates[n % candidates.len()].clone();
+        };
         self.counter += 1;
         let id = format!("conversation-{}", self.counter);
+        // The fork's transcript starts as a copy of its parent's, its entries' `uuid`s kept.
+        let transcripts = self.sb.root().join("transcripts");
+        let _ = fs::copy(
+            transcripts.join(format!("{}.jsonl", t.conversation)),
+            transcripts.join(format!("{id}.jsonl")),
+        );
+        if let Some(leaf) = self.leaf.get(&t.conversation).cloned() {
+            self.leaf.insert(id.clone(), leaf);
+        }
         let mut p = self.spawn_client(id, t.window.clone(), Some(&t.conversation));
         p.held_at_resume = client::held_after_resume(&t);
         p.reloaded.clone_from(&t.reloaded);
@@ -645,6 +747,8 @@ impl World {
             rounds: p.window.rounds,
             round_largest: p.window.round_largest.clone(),
             kept_exchange: p.window.kept_exchange,
+            // The summary is the window's root: no rewind goes back before it.
+            prompts: Vec::new(),
         };
         let exchange = window.next_exchange();
         window.receive(exchange, Kind::Summary, "summary", "This session is being continued from a previous conversation. Summary: work in progress.");
@@ -680,14 +784,19 @@ impl World {
             return false;
         }
         self.use_slot(slot);
+        let prompt_id = format!("prompt-{}", self.next());
         let answers = hooks::event(
             &self.sb,
             "UserPromptSubmit",
-            json!({"hook_event_name": "UserPromptSubmit", "prompt": text}),
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": text, "prompt_id": prompt_id}),
             None,
         );
         let exchange = self.window(slot, None).unwrap().next_exchange();
         self.deliver(slot, None, exchange, &Kind::Prompt, &answers);
+        if let Some((uuid, parent)) = self.link(Some((text, &prompt_id)), None) {
+            let window = self.window(slot, None).unwrap();
+            window.prompts.push((exchange, uuid, parent));
+        }
         if let Some(k) = skill {
             // The client expands a `/skill` prompt whatever the window holds (a copy after
             // another is the client's: the invariants judge the hooks').
@@ -744,7 +853,7 @@ impl World {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, agent).unwrap().next_exchange();
         if agent.is_none() {
-            hooks::respond(&self.sb, &[&id]);
+            self.respond(&[&id]);
         }
         let ran = self.call_in(slot, agent, exchange, tool, tool_input, &id, kill, expand);
         (exchange, ran)
@@ -842,7 +951,7 @@ impl World {
         let exchange = self.window(slot, agent).unwrap().next_exchange();
         if agent.is_none() {
             let ids: Vec<&str> = inputs.iter().map(|(.., id)| id.as_str()).collect();
-            hooks::respond(&self.sb, &ids);
+            self.respond(&ids);
         }
         let sb = &self.sb;
         let results: Vec<_> = std::thread::scope(|scope| {
@@ -961,7 +1070,7 @@ impl World {
     ) -> (bool, bool) {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, None).unwrap().next_exchange();
-        hooks::respond(&self.sb, &[&id]);
+        self.respond(&[&id]);
         let input = json!({"command": command});
         let (pre, _) = run_call(&self.sb, None, "Bash", &input, &id, None, Some(()));
         let allowed = !pre.iter().any(|(_, a)| a.decision() == "deny");

@@ -33,11 +33,11 @@ mod branch;
 mod calls;
 mod retire;
 mod window;
-pub use branch::{check_branch_at, note_carried, take_back};
+pub use branch::{check_branch_at, note_carried, prompt_carrier, take_back};
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
 pub use retire::{retire_seed, sweep_seeds};
 pub use window::{
-    KeptBy, archive_window, keep_restarting_window, restore_window, seed_from_window,
+    KeptBy, archive_window, keep_restarting_window, keep_window, restore_window, seed_from_window,
     skills_held_at_start, tag_conversation,
 };
 

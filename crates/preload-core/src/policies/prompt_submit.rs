@@ -81,7 +81,12 @@ fn gate_message(ctx: &Context) -> Result<Option<String>, HookError> {
 
 /// Record the invoked skill's SKILL.md as in context and queue its references, and deliver the
 /// skill's context packs within `budget` characters (one locked write); the packs' blocks.
-fn track_expansion(ctx: &Context, name: &str, budget: usize) -> Result<String, HookError> {
+fn track_expansion(
+    ctx: &Context,
+    input: &HookInput,
+    name: &str,
+    budget: usize,
+) -> Result<String, HookError> {
     let file = ctx.paths.skill_file(name);
     if !file.is_file() {
         return Ok(String::new());
@@ -102,6 +107,11 @@ fn track_expansion(ctx: &Context, name: &str, budget: usize) -> Result<String, H
             &format!("skill-expansion({name})"),
         );
         batch.extend(preload::apply(ctx, s, &packs, Mode::Direct, &mut packer));
+        // What the prompt carried, by the prompt: a rewind that drops it takes it back.
+        if let Some(prompt) = input.prompt_id() {
+            let carried: Vec<String> = batch.delivered().map(str::to_owned).collect();
+            ledger::note_carried(s, &ledger::prompt_carrier(prompt), &carried);
+        }
         batch
     })?;
     batch.log(ctx, target.is_session);
@@ -119,7 +129,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         .budget
         .saturating_sub(gate.as_deref().map_or(0, |g| delivery::chars(g) + 2));
     let packs = match input.prompt().and_then(invoked_skill) {
-        Some(name) => track_expansion(ctx, name, room)?,
+        Some(name) => track_expansion(ctx, input, name, room)?,
         None => String::new(),
     };
     let text: Vec<String> = gate

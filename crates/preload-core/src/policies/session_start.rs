@@ -282,9 +282,14 @@ fn fill_session(
     // written whatever the change, without a copy taken to tell.
     let result = state::rewrite(&path, ctx.lock_deadline(), |s| {
         // Another conversation's window, replaced here (or forked from here), stays resumable:
-        // recorded as it was, with the skills its client holds.
+        // recorded as it was, with the skills its client holds (a fork leaves a record of it
+        // already there as it is).
         if let Some(sessions) = dir.parent() {
-            ledger::archive_window(sessions, s, conversation);
+            if plan.source == "fork" && record.is_none() {
+                ledger::keep_window(sessions, s, conversation);
+            } else {
+                ledger::archive_window(sessions, s, conversation);
+            }
         }
         // A conversation that goes on here from the record its window left elsewhere.
         if let Some(record) = record {

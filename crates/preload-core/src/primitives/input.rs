@@ -86,6 +86,10 @@ impl HookInput {
     pub fn session_id(&self) -> Option<&str> {
         self.str("session_id")
     }
+    /// `prompt_id`: the user prompt a call belongs to (the transcript's `promptId`).
+    pub fn prompt_id(&self) -> Option<&str> {
+        self.str("prompt_id")
+    }
     /// `transcript_path`.
     pub fn transcript_path(&self) -> Option<&str> {
         self.str("transcript_path")

@@ -12,7 +12,13 @@ use crate::state::{Audience, IN_CONTEXT, State};
 /// carried files leaves the oldest in the window.
 const CARRIER_RECORDS: usize = 256;
 
-/// Note that the main agent's call `call` carried `files` whole.
+/// The carrier of what the prompt `prompt_id` carried (a skill the client expanded, the packs
+/// sent with it): the transcript names the prompt by its `promptId`.
+pub fn prompt_carrier(prompt_id: &str) -> String {
+    format!("prompt:{prompt_id}")
+}
+
+/// Note that the main agent's call (or prompt, [`prompt_carrier`]) `call` carried `files` whole.
 pub fn note_carried(s: &mut State, call: &str, files: &[String]) {
     if files.is_empty() {
         return;

@@ -71,6 +71,12 @@ pub fn archive_window(sessions: &Path, s: &State, conversation: &str) {
     record_window(sessions, s, conversation, true);
 }
 
+/// [`archive_window`] for a window that goes on elsewhere (a fork of it): a record of it already
+/// there (one its process left as it ended) is left as it is.
+pub fn keep_window(sessions: &Path, s: &State, conversation: &str) {
+    record_window(sessions, s, conversation, false);
+}
+
 /// [`archive_window`], `replace` saying whether a record already there is written again.
 fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) {
     let Some(old) = s

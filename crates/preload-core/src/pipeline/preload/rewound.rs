@@ -39,7 +39,13 @@ pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
     if !ledger::check_branch_at(state, &turn.prompt) {
         return batch;
     }
-    for file in ledger::take_back(state, &turn.abandoned) {
+    let mut abandoned = turn.abandoned.clone();
+    abandoned.extend(
+        turn.abandoned_prompts
+            .iter()
+            .map(|p| ledger::prompt_carrier(p)),
+    );
+    for file in ledger::take_back(state, &abandoned) {
         batch.note(Event::QueuePending, &file, REWIND_SOURCE, "rewound");
     }
     batch

@@ -14,7 +14,9 @@ pub(super) struct Window {
     pub(super) session_dir: Option<PathBuf>,
     /// True when the window goes on (a resumed conversation) instead of starting over.
     pub(super) goes_on: bool,
-    /// A resumed conversation that never activated a session: its seed, to go on from.
+    /// The record a resumed (or forked) conversation goes on from when no session holds its
+    /// window: its seed, or the ended record its window left; with `session_dir`, the record
+    /// whose lists replace the session's.
     pub(super) resumed_seed: Option<(PathBuf, State)>,
 }
 
@@ -26,12 +28,13 @@ pub(super) fn goes_on_from_history(source: &str) -> bool {
 
 /// On `resume` the client replays the conversation: what its state recorded as in context is in
 /// the transcript again, so that context window goes on instead of starting over. A session the
-/// conversation's dead process left is this process's now. When the owner has a session, only
-/// that session's state is asked whether it served the conversation.
+/// conversation's dead process left is this process's now. When the owner has a session, that
+/// session goes on when it served the conversation; when it serves another now (a fork or a
+/// `/clear` under one supervisor PID), it goes on from the record the conversation's window left.
 ///
 /// A fork (`parent`: the conversation it was made from) starts as its parent's window at the fork
 /// point, under its own conversation: it goes on from the parent's state the way a resume of the
-/// parent would, and [`fill_session`] keeps the parent's window there as the parent's record.
+/// parent would, and the session's fill keeps the parent's window there as the parent's record.
 pub(super) fn choose_window(
     ctx: &Context,
     source: &str,
@@ -67,7 +70,7 @@ pub(super) fn choose_window(
             && !r.is_session
             && r.path == session::seed_path(&sessions, ctx.owner_pid);
         if let Some(old) = replaced.then(|| ledger::read_seed(&r.path).ok()).flatten() {
-            ledger::archive_window(&sessions, &old, conversation);
+            ledger::keep_window(&sessions, &old, conversation);
         }
     }
     match resumed {

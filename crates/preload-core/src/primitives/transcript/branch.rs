@@ -224,6 +224,8 @@ pub struct Turn {
     /// hangs off and before the prompt: the turns a rewind abandoned (empty when the prompt
     /// follows on from the newest entry before it).
     pub abandoned: Vec<String>,
+    /// The `promptId`s of the prompts written there: the abandoned prompts.
+    pub abandoned_prompts: Vec<String>,
 }
 
 /// How much of a transcript's end [`latest_turn`] reads: the first tool call after a prompt
@@ -258,6 +260,7 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
         return Some(Turn {
             prompt: uuid,
             abandoned: Vec::new(),
+            abandoned_prompts: Vec::new(),
         });
     };
     // The prompt hangs off an earlier entry: find it, from the start of the file.
@@ -266,22 +269,39 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
     file.seek(SeekFrom::Start(0)).ok()?;
     file.read_exact(&mut head).ok()?;
     let needle = format!("\"uuid\":\"{parent}\"");
-    let abandoned = memchr::memmem::rfind(&head, needle.as_bytes())
-        .map(|found| {
-            let from = memchr::memchr(b'\n', &head[found..]).map_or(head.len(), |n| found + n);
-            lines_of(&head[from..], false)
-                .into_iter()
-                .filter(|(_, line)| memchr::memmem::find(line, b"\"tool_use\"").is_some())
-                .filter_map(|(_, line)| main_line(line))
-                .filter(|l| l.kind.as_deref() == Some("assistant"))
-                .flat_map(|l| l.message_of("assistant").tool_uses)
-                .collect()
-        })
-        .unwrap_or_default();
-    Some(Turn {
+    let mut turn = Turn {
         prompt: uuid,
-        abandoned,
-    })
+        abandoned: Vec::new(),
+        abandoned_prompts: Vec::new(),
+    };
+    let Some(found) = memchr::memmem::rfind(&head, needle.as_bytes()) else {
+        return Some(turn);
+    };
+    let from = memchr::memchr(b'\n', &head[found..]).map_or(head.len(), |n| found + n);
+    let marks = |line: &[u8]| {
+        memchr::memmem::find(line, b"\"tool_use\"").is_some()
+            || memchr::memmem::find(line, b"\"promptId\"").is_some()
+    };
+    for (_, line) in lines_of(&head[from..], false) {
+        let Some(line) = Some(line).filter(|l| marks(l)).and_then(main_line) else {
+            continue;
+        };
+        match line.kind.as_deref() {
+            Some("assistant") => turn
+                .abandoned
+                .extend(line.message_of("assistant").tool_uses),
+            Some("user") => {
+                if let Some(id) = line
+                    .prompt_id
+                    .filter(|id| !turn.abandoned_prompts.contains(id))
+                {
+                    turn.abandoned_prompts.push(id);
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(turn)
 }
 
 /// The lines of `bytes` with their offsets; the first one left out when `cut` (a tail read
@@ -334,6 +354,7 @@ struct Line {
     parent_uuid: Option<String>,
     session_id: Option<String>,
     request_session_id: Option<String>,
+    prompt_id: Option<String>,
     cwd: Option<String>,
     #[serde(default)]
     is_sidechain: bool,

@@ -257,7 +257,8 @@ fn a_prompt_that_follows_on_abandons_nothing() {
         turn_of(&lines),
         Some(Turn {
             prompt: "u2".into(),
-            abandoned: Vec::new()
+            abandoned: Vec::new(),
+            abandoned_prompts: Vec::new()
         })
     );
 }
@@ -266,8 +267,11 @@ fn a_prompt_that_follows_on_abandons_nothing() {
 fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
     let mut lines = Lines::new("c1");
     one_call(&mut lines);
+    lines.user("u2", Some("post1"), "carry on");
+    let last = lines.lines.len() - 1;
+    lines.lines[last] =
+        lines.lines[last].replace("\"uuid\":\"u2\"", "\"uuid\":\"u2\",\"promptId\":\"p-2\"");
     lines
-        .user("u2", Some("post1"), "carry on")
         .call("a2", "u2", "toolu_2")
         .result("r2", "a2", "toolu_2")
         .call("a3", "r2", "toolu_3")
@@ -279,7 +283,8 @@ fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
         turn_of(&lines),
         Some(Turn {
             prompt: "u4".into(),
-            abandoned: vec!["toolu_2".into(), "toolu_3".into()]
+            abandoned: vec!["toolu_2".into(), "toolu_3".into()],
+            abandoned_prompts: vec!["p-2".into()]
         })
     );
 }
