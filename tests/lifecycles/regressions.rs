@@ -851,3 +851,29 @@ fn a_fork_of_a_restarted_conversation_leaves_its_record_as_it_was() {
     let ops = vec![Activate(0, Implement), Restart(0), Startup(0), Fork(0, 2)];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a rewind to before a `/skill` prompt, then the process ended with no tool call in
+/// between: the resume's SessionStart counted the expanded skill as in the window, which the
+/// branch no longer held. A resume (a window that goes on) takes back what a rewind took out,
+/// as a tool call does. Found by `make soak`.
+#[test]
+fn a_resume_after_a_rewind_takes_back_what_it_dropped() {
+    let ops = vec![SlashSkill(0, Implement), Rewind(0, 0), Resume(0, 0)];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a rewind to before the prompt whose turn activated a skill, then a compaction with
+/// no tool call in between: the compaction counted the abandoned activation call as the one the
+/// client keeps. A response a rewind abandoned is not kept. Found by `make soak` (under
+/// `--dispatch`).
+#[test]
+fn a_compaction_after_a_rewind_keeps_no_abandoned_call() {
+    let ops = vec![
+        Prompt(0),
+        Activate(0, Implement),
+        Call(0, Read, 0),
+        Rewind(0, 0),
+        Compact(0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

@@ -18,7 +18,7 @@ mod fork;
 mod window;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::json;
@@ -31,6 +31,7 @@ use crate::mechanisms::ledger;
 use crate::mechanisms::packs;
 use crate::mechanisms::session::{self, STATE_FILE};
 use crate::mechanisms::start_text::{self, Chunk, Lookup, Slots, StartCache, StartCacheError};
+use crate::pipeline::preload;
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::{self, Event, Packer};
 use crate::primitives::lock::StateLock;
@@ -136,12 +137,20 @@ fn cache_failure(err: StartCacheError) -> HookError {
 // Generation.
 
 /// On a compaction, the calls of the client's latest response (what it keeps), from its
-/// transcript.
-fn in_flight(input: &HookInput, source: &str) -> Option<transcript::Calls> {
+/// transcript. A response a rewind abandoned is not on the branch the client compacts: it
+/// keeps none of its calls.
+fn in_flight(ctx: &Context, input: &HookInput, source: &str) -> Option<transcript::Calls> {
     if source != "compact" {
         return None;
     }
-    transcript::calls(Path::new(input.transcript_path()?))
+    let mut calls = transcript::calls(Path::new(input.transcript_path()?))?;
+    let abandoned = ctx
+        .latest_turn()
+        .map_or(&[][..], |t| t.abandoned.as_slice());
+    if calls.latest.iter().any(|c| abandoned.contains(c)) {
+        calls.latest.clear();
+    }
+    Some(calls)
 }
 
 /// Generate the text for `slots` outputs, write the state, and return the blocks per slot.
@@ -161,7 +170,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
         ctx,
         source: &source,
         recovery: recovery.as_ref(),
-        in_flight: in_flight(input, &source),
+        in_flight: in_flight(ctx, input, &source),
     };
 
     let conversation = input.session_id().unwrap_or("").to_owned();
@@ -190,18 +199,7 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        let mut seed = contents::window_seed(
-            ctx,
-            &sessions,
-            &source,
-            resumed_seed.as_ref(),
-            plan.in_flight.as_ref(),
-        );
-        let fill = plan.fill(&mut seed, None, &[], &mut packer);
-        if goes_on_from_history(&source) {
-            let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
-            ledger::note_start_deliveries(&mut seed, &source, &delivered, &fill.batch.text());
-        }
+        let (fill, seed) = fill_seed(&plan, &sessions, resumed_seed.as_ref(), &mut packer);
         (fill, seed, false)
     };
     if !conversation.is_empty() {
@@ -252,6 +250,32 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     Ok(out)
 }
 
+/// The seed of a context window no session holds (a new one, or a resumed conversation's
+/// record, `resumed`), filled into `packer`.
+fn fill_seed(
+    plan: &Plan<'_>,
+    sessions: &Path,
+    resumed: Option<&(PathBuf, State)>,
+    packer: &mut Packer,
+) -> (Fill, State) {
+    let ctx = plan.ctx;
+    let source = plan.source;
+    let mut seed = contents::window_seed(ctx, sessions, source, resumed, plan.in_flight.as_ref());
+    // A window that goes on holds what its branch holds: what a rewind took out comes again.
+    let rewound = if resumed.is_some() {
+        preload::requeue_rewound(ctx, &mut seed)
+    } else {
+        preload::Batch::default()
+    };
+    let mut fill = plan.fill(&mut seed, None, &[], packer);
+    fill.batch.extend(rewound);
+    if goes_on_from_history(source) {
+        let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
+        ledger::note_start_deliveries(&mut seed, source, &delivered, &fill.batch.text());
+    }
+    (fill, seed)
+}
+
 /// The packer of `slots` outputs, each within the budget, the last one keeping room for the
 /// pointer to what did not fit.
 fn slot_packer(ctx: &Context, slots: usize) -> Packer {
@@ -297,8 +321,11 @@ fn fill_session(
         }
         // Which skills the client process holds, to put back after its next compaction.
         ledger::skills_held_at_start(s, plan.source);
+        // A window that goes on holds what its branch holds: what a rewind took out comes again.
+        let mut rewound = preload::Batch::default();
         if goes_on {
             s.set(fields::PID, json!(ctx.owner_pid));
+            rewound = preload::requeue_rewound(ctx, s);
         } else {
             // The client keeps the calls a compaction happened after, with what the hooks added
             // to them: those files are in the new context window from its start.
@@ -322,11 +349,12 @@ fn fill_session(
         if !conversation.is_empty() {
             s.set_conversation(conversation);
         }
-        let fill = plan.fill(s, Some(&dir), &carried, packer);
+        let mut fill = plan.fill(s, Some(&dir), &carried, packer);
         if goes_on_from_history(plan.source) {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
             ledger::note_start_deliveries(s, plan.source, &delivered, &fill.batch.text());
         }
+        fill.batch.extend(rewound);
         if plan.recovery.is_some_and(|r| r.state == path) {
             s.remove(fields::DEHYDRATED_CONTEXT);
         }
