@@ -187,6 +187,24 @@ fn assert_fork(s: &Scenario, got: &Received, (parent, fork): (&str, &str), saved
     );
 }
 
+/// A first conversation, then its fork (`--resume A --fork-session`) with [`fork_steps`],
+/// checked by [`assert_fork`]: the fork's run and conversation.
+fn fork_of_a_first_conversation(s: &Scenario) -> (crate::client::Run, Received) {
+    let parent = first_conversation(s);
+    let options = Options {
+        resume: Some(parent.clone()),
+        fork: true,
+        ..Options::default()
+    };
+    let forked = s.run_with(Script::main(fork_steps(s)), "Go on in a fork.", &options);
+    let fork = forked.session_id().expect("the fork's session id");
+    assert_ne!(fork, parent, "a fork is a conversation of its own");
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the fork's conversation");
+    assert_fork(s, &got, (&parent, &fork), &saved);
+    (forked, got)
+}
+
 /// A fork of a conversation whose client has ended (`--resume A --fork-session`): it starts as
 /// A's window at the fork point, under its own conversation, is never locked out, gets nothing
 /// twice, and what becomes due in it arrives there; `preload audit` agrees with the model.
@@ -195,18 +213,7 @@ fn a_fork_starts_as_its_parents_window_and_gets_nothing_twice() {
     let Some(s) = Scenario::new("fork", World::new()) else {
         return;
     };
-    let parent = first_conversation(&s);
-    let options = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
-    let forked = s.run_with(Script::main(fork_steps(&s)), "Go on in a fork.", &options);
-    let fork = forked.session_id().expect("the fork's session id");
-    assert_ne!(fork, parent, "a fork is a conversation of its own");
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the fork's conversation");
-    assert_fork(&s, &got, (&parent, &fork), &saved);
+    let (forked, _) = fork_of_a_first_conversation(&s);
     let state = s.world.session_state().expect("the session");
     assert_eq!(
         state["pid"],
@@ -222,17 +229,7 @@ fn a_fork_under_one_supervisor_goes_on_from_its_parents_window() {
     let Some(s) = Scenario::new("fork_supervised", supervised()) else {
         return;
     };
-    let parent = first_conversation(&s);
-    let options = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
-    let forked = s.run_with(Script::main(fork_steps(&s)), "Go on in a fork.", &options);
-    let fork = forked.session_id().expect("the fork's session id");
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the fork's conversation");
-    assert_fork(&s, &got, (&parent, &fork), &saved);
+    let (_, got) = fork_of_a_first_conversation(&s);
     assert_eq!(
         got.count(&s.paths().skill("SKILL.md")),
         0,

@@ -594,16 +594,22 @@ impl World {
             return false;
         };
 
-        let mut p = self.spawn_process(t.conversation.clone(), t.window.clone());
-        p.held_at_resume = client::held_after_resume(&t);
+        let p = self.spawn_process(t.conversation.clone(), t.window.clone());
+        self.take_up(slot, p, &t, "resume");
+        true
+    }
+
+    /// Process `p` in `slot` takes up the window of conversation `t` (a resume of it, or a fork
+    /// over a copy of it), with the skills it holds and its losses (no other window's), and
+    /// starts with `source`.
+    fn take_up(&mut self, slot: usize, mut p: Process, t: &Transcript, source: &str) {
+        p.held_at_resume = client::held_after_resume(t);
         p.reloaded.clone_from(&t.reloaded);
         self.procs[slot] = Some(p);
-        // The resumed window's losses come back with it (and no other window's).
         self.lost.retain(|(s, _)| *s != slot);
         self.lost
             .extend(t.lost.iter().map(|path| (slot, path.clone())));
-        self.session_start(slot, "resume");
-        true
+        self.session_start(slot, source);
     }
 
     /// A rewind of the slot's conversation to before its `k`th (wrapping) prompt in this window,
@@ -676,15 +682,8 @@ impl World {
         if let Some(leaf) = self.leaf.get(&t.conversation).cloned() {
             self.leaf.insert(id.clone(), leaf);
         }
-        let mut p = self.spawn_client(id, t.window.clone(), Some(&t.conversation));
-        p.held_at_resume = client::held_after_resume(&t);
-        p.reloaded.clone_from(&t.reloaded);
-        self.procs[slot] = Some(p);
-        // The copied window's losses come with it.
-        self.lost.retain(|(s, _)| *s != slot);
-        self.lost
-            .extend(t.lost.iter().map(|path| (slot, path.clone())));
-        self.session_start(slot, "fork");
+        let p = self.spawn_client(id, t.window.clone(), Some(&t.conversation));
+        self.take_up(slot, p, &t, "fork");
         true
     }
 
