@@ -180,7 +180,7 @@ impl World {
                 .to_string_lossy()
                 .into_owned(),
         );
-        let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
+        let pid = self.owner(slot);
         if matches!(source, "compact" | "resume" | "fork") {
             if let Some((_, state)) = self.active_of(pid) {
                 let skill = state["skill"].as_str().unwrap_or("").to_owned();
@@ -349,7 +349,7 @@ impl World {
         let Some(p) = self.procs[slot].as_ref() else {
             return problems;
         };
-        let pid = p.pid;
+        let pid = self.owner(slot);
         let mut windows: Vec<(Option<String>, Window)> = vec![(None, p.window.clone())];
         windows.extend(p.subs.iter().map(|(a, w)| (Some(a.clone()), w.clone())));
         let record = self.record_of(pid);
@@ -537,7 +537,7 @@ impl World {
             return Vec::new();
         };
         let mut seen: BTreeSet<String> = BTreeSet::new();
-        if let Some((_, state)) = self.record_of(p.pid) {
+        if let Some((_, state)) = self.record_of(self.owner(slot)) {
             seen.extend(stashed(&state, None));
             for (a, _) in &p.subs {
                 seen.extend(stashed(&state, Some(a)));

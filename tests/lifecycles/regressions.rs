@@ -797,7 +797,20 @@ fn a_fork_leaves_its_parents_record_as_it_was() {
 /// client).
 #[test]
 fn a_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
-    let ops = vec![
+    crate::run::play_through(&fork_then_parent()).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// [`a_fork_goes_on_from_its_parents_window_and_the_parent_after_it`] under one supervisor PID
+/// (the engine's `run.sh`): the fork goes on from the owner's session, which served its parent,
+/// and the parent's resume finds its own window again.
+#[test]
+fn a_fork_under_one_supervisor_goes_on_from_its_parents_window_and_the_parent_after_it() {
+    crate::run::play_supervised(&fork_then_parent()).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A fork in the middle of `/implement`, work in it, then the parent resumed.
+fn fork_then_parent() -> Vec<Op> {
+    vec![
         Activate(0, Implement),
         Phase(0, 0),
         Call(0, Ls, 0),
@@ -809,8 +822,7 @@ fn a_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
         Exit(0),
         Resume(0, 0),
         Call(0, Read, 4),
-    ];
-    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+    ]
 }
 
 /// A rewind (an edited message) to before a prompt whose turn read into a package and moved to
@@ -819,7 +831,18 @@ fn a_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
 /// real client).
 #[test]
 fn a_rewind_gets_back_what_the_dropped_turns_carried() {
-    let ops = vec![
+    crate::run::play_through(&rewound_turns()).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// [`a_rewind_gets_back_what_the_dropped_turns_carried`] under one supervisor PID.
+#[test]
+fn a_rewind_under_one_supervisor_gets_back_what_the_dropped_turns_carried() {
+    crate::run::play_supervised(&rewound_turns()).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Turns that read into a package and move to the next phase, then a rewind to before them.
+fn rewound_turns() -> Vec<Op> {
+    vec![
         Activate(0, Implement),
         Phase(0, 0),
         Prompt(0),
@@ -828,8 +851,7 @@ fn a_rewind_gets_back_what_the_dropped_turns_carried() {
         Call(0, Ls, 1),
         Rewind(0, 0),
         Call(0, Ls, 2),
-    ];
-    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+    ]
 }
 
 /// Finding: a rewind to before a `/skill` prompt dropped the SKILL.md the client had expanded
@@ -876,4 +898,39 @@ fn a_compaction_after_a_rewind_keeps_no_abandoned_call() {
         Compact(0),
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// The model's supervisor mode is what it says: every client's hooks take the one supervisor PID
+/// for their owner (the owner's seed is named by it), and an op on the second slot acts on the
+/// one client there is.
+#[test]
+fn the_model_plays_one_supervisor_across_clients() {
+    let mut world = World::owned(
+        crate::world::Client::of_run(),
+        crate::world::Ownership::Supervisor,
+    );
+    world.apply(&Op::Startup(0));
+    world.apply(&Op::Startup(1));
+    assert!(world.procs[1].is_none(), "one client at a time");
+    let client = world.procs[0].as_ref().unwrap().pid;
+    let owner = world.owner(0);
+    assert_ne!(owner, client, "the owner is the supervisor, not the client");
+    let seed = world
+        .sb
+        .sessions
+        .join(".seeds")
+        .join(format!("{owner}.json"));
+    assert!(seed.is_file(), "no seed named by the supervisor: {seed:?}");
+    assert_eq!(world.check(), Vec::<String>::new());
+}
+
+/// Finding: under one supervisor PID, a conversation whose client ended with no SessionEnd (a
+/// crash) left its window in the owner's seed; resuming an earlier conversation wrote that seed
+/// from the earlier one's record and the crashed conversation's window was gone, so its own
+/// resume sent everything again. A seed a resume replaces is kept as its conversation's ended
+/// record first. Found by the generated cases once they played one supervisor.
+#[test]
+fn under_one_supervisor_a_resume_keeps_the_window_a_crashed_client_left() {
+    let ops = vec![Startup(0), Crash(0), Resume(0, 0), Resume(0, 2)];
+    crate::run::play_supervised(&ops).unwrap_or_else(|r| panic!("{r}"));
 }

@@ -8,6 +8,8 @@
 //! * `PRELOAD_SOAK_SECONDS`: soak (`soak_generated_lifecycles`, ignored unless asked for): new
 //!   seeded runs until the time is up (seeds from the clock).
 //! * `PRELOAD_LIFECYCLE_OPS`: the longest generated sequence (default 30).
+//! * `PRELOAD_OWNERSHIP`: `client` or `supervisor` ([`Ownership`]) for every case; else the
+//!   even shards (and soak runs) play client-owned sessions and the odd ones one supervisor PID.
 //!
 //! On failure: the seed, the shrunk sequence as Rust code for `regressions.rs`, and the
 //! violated invariant with the step list, the window, the state and the log tail.
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 
 use crate::ops::{self, Op};
-use crate::world::World;
+use crate::world::{Ownership, World};
 
 /// Cases of one ordinary run (64 passing cases took 25 s with debug binaries on two cores, so
 /// 150 take about a minute).
@@ -56,7 +58,28 @@ pub fn play_through_as(
     wiring: crate::common::Wiring,
     ops: &[Op],
 ) -> Result<(), String> {
-    let mut world = World::for_client(client);
+    play_through_owned(client, wiring, Ownership::Client, ops)
+}
+
+/// [`play_through`] under one supervisor PID (the engine's `run.sh`), on the run's wiring and
+/// client.
+pub fn play_supervised(ops: &[Op]) -> Result<(), String> {
+    play_through_owned(
+        crate::world::Client::of_run(),
+        crate::common::Wiring::of_run(),
+        Ownership::Supervisor,
+        ops,
+    )
+}
+
+/// [`play_through_as`] with sessions owned as `ownership` says.
+pub fn play_through_owned(
+    client: crate::world::Client,
+    wiring: crate::common::Wiring,
+    ownership: Ownership,
+    ops: &[Op],
+) -> Result<(), String> {
+    let mut world = World::owned(client, ownership);
     world.sb.wiring = wiring;
     let all: Vec<Op> = std::iter::once(Op::Startup(0))
         .chain(ops.iter().cloned())
@@ -76,7 +99,12 @@ pub fn play_through_as(
 
 /// [`play`] without reporting the invariants tagged `ignore` (a known finding, to pin another).
 pub fn play_ignoring(ops: &[Op], ignore: &[&str]) -> Result<(), String> {
-    let mut world = World::new();
+    play_owned(Ownership::of_run(Ownership::Client), ops, ignore)
+}
+
+/// [`play_ignoring`] with sessions owned as `ownership` says.
+fn play_owned(ownership: Ownership, ops: &[Op], ignore: &[&str]) -> Result<(), String> {
+    let mut world = World::owned(crate::world::Client::of_run(), ownership);
     world.ignore = ignore.iter().map(|t| (*t).to_owned()).collect();
     let all: Vec<Op> = std::iter::once(Op::Startup(0))
         .chain(ops.iter().cloned())
@@ -100,8 +128,10 @@ pub fn report(world: &World, problems: &[String]) -> String {
     }
     let _ = writeln!(
         out,
-        "STEPS (wiring {:?}, client {:?}):",
-        world.sb.wiring, world.client
+        "STEPS (wiring {:?}, client {:?}, ownership {:?}):",
+        world.sb.wiring,
+        world.client,
+        world.ownership()
     );
     for (i, s) in world.steps.iter().enumerate() {
         let _ = writeln!(out, "  {i:>3}. {s}");
@@ -138,7 +168,7 @@ pub fn report(world: &World, problems: &[String]) -> String {
                 w.receptions().len()
             );
         }
-        if let Some((at, state)) = world.record_of(p.pid) {
+        if let Some((at, state)) = world.record_of(world.owner(slot)) {
             let _ = writeln!(
                 out,
                 "  record {at}: currentPhase {} preloadedFiles {} pendingPreloads {}",
@@ -158,8 +188,9 @@ pub fn report(world: &World, problems: &[String]) -> String {
     out
 }
 
-/// One proptest run of `cases` cases from `seed`; the failure, shrunk, as a report.
-pub fn run_seed(seed: u64, cases: u32) -> Result<(), String> {
+/// One proptest run of `cases` cases from `seed`, owned as `ownership` says; the failure,
+/// shrunk, as a report.
+pub fn run_seed(seed: u64, cases: u32, ownership: Ownership) -> Result<(), String> {
     let max_ops = usize::try_from(env_num("PRELOAD_LIFECYCLE_OPS").unwrap_or(30)).unwrap_or(30);
     let config = Config {
         cases,
@@ -171,13 +202,18 @@ pub fn run_seed(seed: u64, cases: u32) -> Result<(), String> {
     };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&ops::lifecycle(max_ops), |ops| {
-        play(&ops).map_err(TestCaseError::fail)
+        play_owned(ownership, &ops, &[]).map_err(TestCaseError::fail)
     });
+    let replay = match ownership {
+        Ownership::Supervisor => "crate::run::play_supervised(&ops)",
+        Ownership::Client => "crate::run::play(&ops)",
+    };
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(reason, ops)) => Err(format!(
-            "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed}), wiring {:?}, client {:?} ====\n\
-             shrunk sequence for regressions.rs:\n\n{}\n    crate::run::play(&ops).unwrap_or_else(|r| panic!(\"{{r}}\"));\n\n{}",
+            "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_OWNERSHIP={}), wiring {:?}, client {:?} ====\n\
+             shrunk sequence for regressions.rs:\n\n{}\n    {replay}.unwrap_or_else(|r| panic!(\"{{r}}\"));\n\n{}",
+            ownership.name(),
             crate::common::Wiring::of_run(),
             crate::world::Client::of_run(),
             ops::as_rust(&ops),
@@ -191,6 +227,11 @@ pub fn run_seed(seed: u64, cases: u32) -> Result<(), String> {
 fn run_shard(shard: u32) {
     let wiring = crate::common::Wiring::of_run();
     let client = crate::world::Client::of_run();
+    let ownership = Ownership::of_run(if shard % 2 == 1 {
+        Ownership::Supervisor
+    } else {
+        Ownership::Client
+    });
     let cases = env_num("PRELOAD_LIFECYCLE_CASES")
         .map_or(DEFAULT_CASES, |c| u32::try_from(c).unwrap_or(u32::MAX));
     let (seed, cases) = match env_num("PRELOAD_LIFECYCLE_SEED") {
@@ -202,17 +243,18 @@ fn run_shard(shard: u32) {
         ),
     };
     eprintln!(
-        "lifecycles: shard {shard} of {SHARDS}: seed {seed}, {cases} cases, wiring {wiring:?}, client {client:?}"
+        "lifecycles: shard {shard} of {SHARDS}: seed {seed}, {cases} cases, wiring {wiring:?}, client {client:?}, ownership {ownership:?}"
     );
     if cases == 0 {
         return;
     }
-    let failure = run_seed(seed, cases).err();
+    let failure = run_seed(seed, cases, ownership).err();
     assert!(
         failure.is_none(),
         "{}\nplay this run again: PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES={cases} \
-         cargo test --test lifecycles generated_lifecycles_shard_0",
-        failure.unwrap_or_default()
+         PRELOAD_OWNERSHIP={} cargo test --test lifecycles generated_lifecycles_shard_0",
+        failure.unwrap_or_default(),
+        ownership.name()
     );
 }
 
@@ -260,12 +302,18 @@ fn soak(time: Duration) {
     let mut runs = 0u64;
     while start.elapsed() < time {
         let seed = base.wrapping_mul(1_000).wrapping_add(runs);
+        let ownership = Ownership::of_run(if runs % 2 == 1 {
+            Ownership::Supervisor
+        } else {
+            Ownership::Client
+        });
         eprintln!(
-            "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4), wiring {:?}, client {:?}",
+            "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4 PRELOAD_OWNERSHIP={}), wiring {:?}, client {:?}",
+            ownership.name(),
             crate::common::Wiring::of_run(),
             crate::world::Client::of_run()
         );
-        if let Err(report) = run_seed(seed, 4) {
+        if let Err(report) = run_seed(seed, 4, ownership) {
             eprintln!("{report}");
             failures.push(report);
         }

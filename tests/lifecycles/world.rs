@@ -47,14 +47,46 @@ impl Client {
     }
 }
 
+/// Who owns the sessions of a lifecycle: each client process (its PID), or one supervisor PID
+/// that every client runs under (`CLAUDE_SUPERVISOR_PID`, as the engine's `run.sh` exports it),
+/// with one client at a time as `run.sh` starts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// Each client process owns its session.
+    Client,
+    /// One supervisor PID across clients.
+    Supervisor,
+}
+
+impl Ownership {
+    /// `PRELOAD_OWNERSHIP` (`client` or `supervisor`) when set, else `fallback`.
+    pub fn of_run(fallback: Self) -> Self {
+        match std::env::var("PRELOAD_OWNERSHIP").as_deref() {
+            Ok("supervisor") => Self::Supervisor,
+            Ok("client") => Self::Client,
+            _ => fallback,
+        }
+    }
+
+    /// The value `PRELOAD_OWNERSHIP` names it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Supervisor => "supervisor",
+        }
+    }
+}
+
 /// The world of one generated case.
 pub struct World {
     /// The sandbox.
     pub sb: Sandbox,
     /// The client played.
     pub client: Client,
-    /// The client processes of slots 0 and 1.
+    /// The client processes of slots 0 and 1 (slot 0 only under a supervisor).
     pub procs: [Option<Process>; 2],
+    /// The supervisor every client runs under ([`Ownership::Supervisor`]).
+    supervisor: Option<std::process::Child>,
     /// Conversations left behind (the latest transcript of each).
     pub ended: Vec<Transcript>,
     /// What each step did.
@@ -92,10 +124,6 @@ pub struct World {
     /// Files (slot, canonical path) a rewind took out of the slot's window that its record may
     /// still hold until its next tool call takes them back.
     pub rewound: BTreeSet<(usize, String)>,
-}
-
-fn key(slot: u8) -> usize {
-    usize::from(slot) % 2
 }
 
 /// The canonical form of a path or pack key (for comparing spellings).
@@ -143,6 +171,7 @@ impl World {
             sb,
             client,
             procs: [None, None],
+            supervisor: None,
             ended: Vec::new(),
             steps: Vec::new(),
             problems: Vec::new(),
@@ -161,6 +190,46 @@ impl World {
             start_seconds: BTreeMap::new(),
             leaf: BTreeMap::new(),
             rewound: BTreeSet::new(),
+        }
+    }
+
+    /// [`World::for_client`] with its sessions owned as `ownership` says.
+    pub fn owned(client: Client, ownership: Ownership) -> Self {
+        let mut world = Self::for_client(client);
+        if ownership == Ownership::Supervisor {
+            let child = std::process::Command::new("sleep")
+                .arg("3600")
+                .spawn()
+                .expect("spawn the supervisor");
+            world.supervisor = Some(child);
+        }
+        world
+    }
+
+    /// How this world's sessions are owned.
+    pub fn ownership(&self) -> Ownership {
+        if self.supervisor.is_some() {
+            Ownership::Supervisor
+        } else {
+            Ownership::Client
+        }
+    }
+
+    /// The PID the hooks of the client in `slot` take for its owner (0: no client there).
+    pub fn owner(&self, slot: usize) -> u32 {
+        match (&self.supervisor, &self.procs[slot]) {
+            (Some(s), Some(_)) => s.id(),
+            (None, Some(p)) => p.pid,
+            (_, None) => 0,
+        }
+    }
+
+    /// The slot an op names: under a supervisor, one client at a time, in slot 0.
+    fn key(&self, slot: u8) -> usize {
+        if self.supervisor.is_some() {
+            0
+        } else {
+            usize::from(slot) % 2
         }
     }
 
@@ -218,8 +287,9 @@ impl World {
     }
 
     fn use_slot(&mut self, slot: usize) {
+        let owner = self.owner(slot);
         if let Some(p) = &self.procs[slot] {
-            self.sb.pid = p.pid;
+            self.sb.pid = owner;
             self.sb.conversation.clone_from(&p.conversation);
             // The client's own PID, which it gives its hooks (they read a fork's command line).
             let claude_pid = preload_core::primitives::env::CLAUDE_PID;
@@ -240,7 +310,8 @@ impl World {
 
     /// The active session of the client process in `slot`: (name, state).
     fn active_in(&self, slot: usize) -> Option<(String, Value)> {
-        self.active_of(self.procs[slot].as_ref()?.pid)
+        self.procs[slot].as_ref()?;
+        self.active_of(self.owner(slot))
     }
 
     /// The session the owner left idle (`engine session idle` keeps it as `lastKnownPid`):
@@ -278,7 +349,7 @@ impl World {
         self.acting = None;
         self.kill_step = false;
         for slot in 0..2 {
-            let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
+            let pid = self.owner(slot);
             self.record_before[slot] = self.record_of(pid).map_or(Value::Null, |(_, r)| r);
         }
         let codex_lacks = matches!(
@@ -296,45 +367,45 @@ impl World {
             // its hooks see of a failed call is not documented, so failures are played for
             // Claude Code only.
             _ if self.client == Client::Codex && codex_lacks => false,
-            Op::Startup(s) => self.startup(key(*s)),
-            Op::Resume(s, n) => self.resume(key(*s), usize::from(*n)),
-            Op::Fork(s, n) => self.fork(key(*s), usize::from(*n)),
-            Op::Rewind(s, k) => self.rewind(key(*s), usize::from(*k)),
-            Op::Clear(s) => self.clear(key(*s)),
-            Op::Compact(s) => self.compact(key(*s)),
-            Op::Exit(s) => self.exit(key(*s)),
-            Op::Crash(s) => self.crash(key(*s)),
-            Op::Prompt(s) => self.prompt(key(*s), "Carry on with the work.", None),
+            Op::Startup(s) => self.startup(self.key(*s)),
+            Op::Resume(s, n) => self.resume(self.key(*s), usize::from(*n)),
+            Op::Fork(s, n) => self.fork(self.key(*s), usize::from(*n)),
+            Op::Rewind(s, k) => self.rewind(self.key(*s), usize::from(*k)),
+            Op::Clear(s) => self.clear(self.key(*s)),
+            Op::Compact(s) => self.compact(self.key(*s)),
+            Op::Exit(s) => self.exit(self.key(*s)),
+            Op::Crash(s) => self.crash(self.key(*s)),
+            Op::Prompt(s) => self.prompt(self.key(*s), "Carry on with the work.", None),
             Op::SlashSkill(s, k) => {
                 let text = format!("/{} add a total to the estimate", k.name());
-                self.prompt(key(*s), &text, Some(*k))
+                self.prompt(self.key(*s), &text, Some(*k))
             }
-            Op::SkillCall(s, k) => self.skill_call(key(*s), None, *k),
-            Op::Activate(s, k) => self.activate(key(*s), *k),
-            Op::Phase(s, n) => self.phase(key(*s), usize::from(*n)),
-            Op::Call(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], Outcome::Done),
-            Op::Parallel(s, v) => self.calls(key(*s), None, v, Outcome::Done),
+            Op::SkillCall(s, k) => self.skill_call(self.key(*s), None, *k),
+            Op::Activate(s, k) => self.activate(self.key(*s), *k),
+            Op::Phase(s, n) => self.phase(self.key(*s), usize::from(*n)),
+            Op::Call(s, t, n) => self.calls(self.key(*s), None, &[(*t, *n)], Outcome::Done),
+            Op::Parallel(s, v) => self.calls(self.key(*s), None, v, Outcome::Done),
             Op::Touch(n) => self.touch(usize::from(*n)),
             Op::Grow(b, n) => self.grow(*b, usize::from(*n)),
-            Op::Subagent(s, a) => self.subagent(key(*s), *a),
+            Op::Subagent(s, a) => self.subagent(self.key(*s), *a),
             Op::SubCall(s, a, t, n) => {
-                let agent = self.agent_id(key(*s), *a);
-                self.calls(key(*s), Some(agent), &[(*t, *n)], Outcome::Done)
+                let agent = self.agent_id(self.key(*s), *a);
+                self.calls(self.key(*s), Some(agent), &[(*t, *n)], Outcome::Done)
             }
             Op::SubSkill(s, a, k) => {
-                let agent = self.agent_id(key(*s), *a);
-                self.skill_call(key(*s), Some(agent), *k)
+                let agent = self.agent_id(self.key(*s), *a);
+                self.skill_call(self.key(*s), Some(agent), *k)
             }
             Op::Killed(s, t, n, k, ms) => {
                 let kill = (usize::from(*k), Duration::from_millis(u64::from(*ms)));
-                self.calls(key(*s), None, &[(*t, *n)], Outcome::Killed(kill))
+                self.calls(self.key(*s), None, &[(*t, *n)], Outcome::Killed(kill))
             }
-            Op::Failed(s, t, n) => self.calls(key(*s), None, &[(*t, *n)], Outcome::Fails),
-            Op::Restart(s) => self.restart(key(*s), None),
-            Op::Dehydrate(s, n) => self.restart(key(*s), Some(usize::from(*n))),
-            Op::Continue(s) => self.continue_session(key(*s)),
-            Op::Idle(s) => self.idle(key(*s)),
-            Op::Statusline(s) => self.statusline(key(*s)),
+            Op::Failed(s, t, n) => self.calls(self.key(*s), None, &[(*t, *n)], Outcome::Fails),
+            Op::Restart(s) => self.restart(self.key(*s), None),
+            Op::Dehydrate(s, n) => self.restart(self.key(*s), Some(usize::from(*n))),
+            Op::Continue(s) => self.continue_session(self.key(*s)),
+            Op::Idle(s) => self.idle(self.key(*s)),
+            Op::Statusline(s) => self.statusline(self.key(*s)),
         };
         let note = if done { "" } else { "   (skipped)" };
         self.steps.push(format!("{op:?}{note}"));
@@ -997,9 +1068,8 @@ impl World {
         if !heard {
             return;
         }
-        let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
         let name = self
-            .active_of(pid)
+            .active_of(self.owner(slot))
             .map_or_else(|| format!("work{slot}"), |(n, _)| n);
         let input = json!({"command": format!("engine log sessions/{name}/LOG.md")});
         self.one_call(slot, agent, "Bash", &input, None, false);
@@ -1109,9 +1179,8 @@ impl World {
         let command = format!("engine session activate {dir} {}", k.name());
         let (ran, ok) = self.bash_cli(slot, &command, &["activate", &dir, "--skill", k.name()], "");
         if ran && ok {
-            let pid = self.procs[slot].as_ref().map_or(0, |p| p.pid);
             let phase = self
-                .active_of(pid)
+                .active_of(self.owner(slot))
                 .and_then(|(_, st)| st["currentPhase"].as_str().map(str::to_owned));
             self.due_at_skill(slot, None, k, phase.as_deref());
         }
@@ -1158,10 +1227,11 @@ impl World {
     /// `engine session continue` on a session whose restart is requested and whose owner is no
     /// live process of the world.
     fn continue_session(&mut self, slot: usize) -> bool {
-        let Some(pid) = self.procs[slot].as_ref().map(|p| p.pid) else {
+        if self.procs[slot].is_none() {
             return false;
-        };
-        let live: Vec<u32> = self.procs.iter().flatten().map(|p| p.pid).collect();
+        }
+        let pid = self.owner(slot);
+        let live: Vec<u32> = (0..2).map(|s| self.owner(s)).filter(|p| *p != 0).collect();
         let restarting = self.session_where(|state| {
             let owner = state["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
             state["killRequested"] == json!(true) && owner.is_none_or(|p| !live.contains(&p))
@@ -1194,12 +1264,10 @@ impl World {
 
     /// The statusline's update of the session the owner holds.
     fn statusline(&mut self, slot: usize) -> bool {
-        let Some((pid, conversation)) = self.procs[slot]
-            .as_ref()
-            .map(|p| (p.pid, p.conversation.clone()))
-        else {
+        let Some(conversation) = self.procs[slot].as_ref().map(|p| p.conversation.clone()) else {
             return false;
         };
+        let pid = self.owner(slot);
         // `session.sh find`: by the owner's PID, else the session it left idle (then claimed).
         let found = self
             .session_where(|state| state["pid"].as_u64() == Some(u64::from(pid)))
@@ -1406,9 +1474,15 @@ fn post_call(
 
 impl Drop for World {
     fn drop(&mut self) {
-        for p in self.procs.iter_mut().flatten() {
-            let _ = p.child.kill();
-            let _ = p.child.wait();
+        for child in self
+            .procs
+            .iter_mut()
+            .flatten()
+            .map(|p| &mut p.child)
+            .chain(&mut self.supervisor)
+        {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -297,8 +297,17 @@ pub(super) fn window_seed(
     resumed_seed: Option<&(PathBuf, State)>,
     in_flight: Option<&transcript::Calls>,
 ) -> State {
+    let own = session::seed_path(sessions, ctx.owner_pid);
     match resumed_seed {
-        Some((_, old)) => {
+        Some((from, old)) => {
+            // The owner's seed serves another conversation (one supervisor PID, whose client
+            // ended without a SessionEnd): that window stays resumable.
+            if *from != own {
+                if let Ok(replaced) = ledger::read_seed(&own) {
+                    let conversation = ctx.conversation.as_deref().unwrap_or("");
+                    ledger::archive_window(sessions, &replaced, conversation);
+                }
+            }
             let mut seed = old.clone();
             session::own_seed(&mut seed, ctx.owner_pid);
             ledger::skills_held_at_start(&mut seed, source);
@@ -308,7 +317,7 @@ pub(super) fn window_seed(
         // to them (as `fill_session` keeps them for a session): those files are in the new
         // context window from its start.
         None if source == "compact" => {
-            let old = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)).ok();
+            let old = ledger::read_seed(&own).ok();
             let mut seed = session::new_seed(ctx.owner_pid, &[]);
             if let Some(old) = &old {
                 ledger::KeptCall::of(old, in_flight, ctx.env.agent()).carry_into(&mut seed);
@@ -328,7 +337,7 @@ pub(super) fn window_seed(
         }
         None => {
             // `/clear` in this process: the window its seed held stays resumable.
-            if let Ok(old) = ledger::read_seed(&session::seed_path(sessions, ctx.owner_pid)) {
+            if let Ok(old) = ledger::read_seed(&own) {
                 ledger::archive_window(sessions, &old, ctx.conversation.as_deref().unwrap_or(""));
             }
             session::new_seed(ctx.owner_pid, &[])
