@@ -808,6 +808,19 @@ fn a_fork_under_one_supervisor_goes_on_from_its_parents_window_and_the_parent_af
     crate::run::play_supervised(&fork_then_parent()).unwrap_or_else(|r| panic!("{r}"));
 }
 
+/// [`a_fork_goes_on_from_its_parents_window_and_the_parent_after_it`] as the Codex CLI forks
+/// (`codex exec fork <id>`): the hooks find the parent in the fork's rollout, not in the
+/// client's command line.
+#[test]
+fn a_codex_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
+    crate::run::play_through_as(
+        crate::world::Client::Codex,
+        crate::common::Wiring::of_run(),
+        &fork_then_parent(),
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+}
+
 /// A fork in the middle of `/implement`, work in it, then the parent resumed.
 fn fork_then_parent() -> Vec<Op> {
     vec![
@@ -933,4 +946,37 @@ fn the_model_plays_one_supervisor_across_clients() {
 fn under_one_supervisor_a_resume_keeps_the_window_a_crashed_client_left() {
     let ops = vec![Startup(0), Crash(0), Resume(0, 0), Resume(0, 2)];
     crate::run::play_supervised(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a file changed on disk went out again marked updated, then a rewind dropped that
+/// turn: the file went out a third time with no mark, as if the branch held none of it, when it
+/// held the first text. A rewound delivery of a new text leaves the file due as changed, marked
+/// updated. Found by `make soak`.
+#[test]
+fn a_rewound_update_goes_out_again_marked_updated() {
+    let ops = vec![
+        Prompt(0),
+        Touch(2),
+        SkillCall(0, Implement),
+        Rewind(0, 0),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a rewind to before the prompt whose turn activated a skill, then two prompts before
+/// the next tool call: that call looked at the newest prompt only, which follows on from the one
+/// before it, and the activation's files stayed recorded though the branch had lost them. Every
+/// prompt since is looked at. Found by `make soak` (one supervisor PID; client-owned too).
+#[test]
+fn a_rewind_then_a_second_prompt_takes_back_at_the_next_call() {
+    let ops = vec![
+        Touch(2),
+        Prompt(0),
+        Activate(0, Implement),
+        Rewind(0, 0),
+        Prompt(0),
+        Failed(0, Read, 0),
+    ];
+    crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }

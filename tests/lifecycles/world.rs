@@ -355,7 +355,6 @@ impl World {
         let codex_lacks = matches!(
             op,
             Op::Clear(_)
-                | Op::Fork(..)
                 | Op::Rewind(..)
                 | Op::SlashSkill(..)
                 | Op::SkillCall(..)
@@ -363,7 +362,8 @@ impl World {
                 | Op::Failed(..)
         );
         let done = match op {
-            // Codex has no skills to call or expand, no `/clear` and (in exec mode) no fork; what
+            // Codex has no skills to call or expand, no `/clear` and (in exec mode) no rewind
+            // (its backtrack is the TUI's); what
             // its hooks see of a failed call is not documented, so failures are played for
             // Claude Code only.
             _ if self.client == Client::Codex && codex_lacks => false,
@@ -559,6 +559,7 @@ impl World {
             self.leaf.remove(&conversation);
         }
         let _ = self.link(None, None);
+        let claude_code = self.client == Client::ClaudeCode;
         let Some(window) = self.window(slot, None) else {
             return;
         };
@@ -570,8 +571,8 @@ impl World {
             if source == "resume" && client::resume_drops(window, &text) {
                 continue;
             }
-            // A fork keeps the first registration's context only.
-            if source == "fork" && client::fork_drops(kept.len()) {
+            // Claude Code's fork keeps the first registration's context only.
+            if source == "fork" && claude_code && client::fork_drops(kept.len()) {
                 continue;
             }
             kept.push((label.clone(), answer.clone()));
@@ -744,16 +745,27 @@ impl World {
         };
         self.counter += 1;
         let id = format!("conversation-{}", self.counter);
-        // The fork's transcript starts as a copy of its parent's, its entries' `uuid`s kept.
         let transcripts = self.sb.root().join("transcripts");
-        let _ = fs::copy(
-            transcripts.join(format!("{}.jsonl", t.conversation)),
-            transcripts.join(format!("{id}.jsonl")),
-        );
-        if let Some(leaf) = self.leaf.get(&t.conversation).cloned() {
-            self.leaf.insert(id.clone(), leaf);
-        }
-        let p = self.spawn_client(id, t.window.clone(), Some(&t.conversation));
+        let forked = transcripts.join(format!("{id}.jsonl"));
+        let p = if self.client == Client::Codex {
+            // `codex exec fork <id>`: the fork's rollout opens with its `session_meta`, which
+            // names its parent; the parent's records are its history by reference.
+            let meta = json!({"type": "session_meta", "payload": {"id": id,
+                "cwd": self.sb.project, "forked_from_id": t.conversation}});
+            let _ = fs::create_dir_all(&transcripts);
+            let _ = fs::write(&forked, format!("{meta}\n"));
+            self.spawn_process(id, t.window.clone())
+        } else {
+            // The fork's transcript starts as a copy of its parent's, its entries' `uuid`s kept.
+            let _ = fs::copy(
+                transcripts.join(format!("{}.jsonl", t.conversation)),
+                &forked,
+            );
+            if let Some(leaf) = self.leaf.get(&t.conversation).cloned() {
+                self.leaf.insert(id.clone(), leaf);
+            }
+            self.spawn_client(id, t.window.clone(), Some(&t.conversation))
+        };
         self.take_up(slot, p, &t, "fork");
         true
     }

@@ -341,17 +341,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         }
     }
     adopt_call_records(s, &record);
-    for carrier in record.items(fields::CARRIERS) {
-        if let Some(call) = carrier[fields::CALL_ID].as_str() {
-            let files: Vec<String> = carrier[fields::CALL_FILES]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.as_str().map(str::to_owned))
-                .collect();
-            note_carried(s, call, &files);
-        }
-    }
+    branch::adopt_carriers(s, &record);
     // The sub-agents' own records go with the window they are part of.
     for (key, value) in record.fields() {
         let sub_agents = [

@@ -110,7 +110,8 @@ fn track_expansion(
         // What the prompt carried, by the prompt: a rewind that drops it takes it back.
         if let Some(prompt) = input.prompt_id() {
             let carried: Vec<String> = batch.delivered().map(str::to_owned).collect();
-            ledger::note_carried(s, &ledger::prompt_carrier(prompt), &carried);
+            let renewed = delivery::renewed_paths(&batch.text());
+            ledger::note_carried(s, &ledger::prompt_carrier(prompt), &carried, &renewed);
         }
         batch
     })?;

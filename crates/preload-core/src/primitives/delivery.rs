@@ -122,6 +122,18 @@ pub fn block_paths(text: &str) -> Vec<String> {
     out
 }
 
+/// The paths a text carries whole as a new text of a file delivered before (its header's note:
+/// `[Preloaded: <path> (updated)]`), in order, each once.
+pub fn renewed_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for header in headers(text).map(parse_header) {
+        if header.renewed && header.part.is_none() && !out.iter().any(|p| p == header.path) {
+            out.push(header.path.to_owned());
+        }
+    }
+    out
+}
+
 /// Join blocks so that one blank line separates them.
 pub fn join_blocks<S: AsRef<str>>(blocks: &[S]) -> String {
     let mut out = String::new();

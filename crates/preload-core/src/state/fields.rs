@@ -157,6 +157,9 @@ pub const BRANCH_AT: &str = "preloadBranchAt";
 pub const CALL_ID: &str = "toolUseId";
 /// Its files.
 pub const CALL_FILES: &str = "files";
+/// Of a carrier's files (see [`CARRIERS`]), those it carried as a new text of a file the window
+/// held before (`updated`): a rewind that drops it leaves the older text on the branch.
+pub const CALL_UPDATED: &str = "updated";
 /// Its files of which it carried the first parts only: how many, and of how many parts
 /// (`{path: [parts, n]}`; `{path: parts}` in a record written before it said).
 pub const CALL_PARTS: &str = "parts";

@@ -244,6 +244,17 @@ pub fn set(state: &mut State, key: &str, stamp: &Stamp) {
         .insert(key.to_owned(), stamp.to_value(key));
 }
 
+/// Mark the stamp of `key` as of a text other than the file's now, whatever it holds: the next
+/// delivery of it says `updated` (the window holds an older text of it, and the newer one it was
+/// sent went out of the window with a rewind). Nothing when `key` has no stamp.
+pub fn mark_stale(state: &mut State, key: &str) {
+    if let Some(mut stamp) = get(state, key) {
+        // No hash is the tag alone (see `hash`).
+        stamp.hash = WORDS_TAG.to_string();
+        set(state, key, &stamp);
+    }
+}
+
 /// Every key with a stamp, in order.
 pub fn keys(state: &State) -> Vec<String> {
     match state.get(fields::PRELOADED_STAMPS) {

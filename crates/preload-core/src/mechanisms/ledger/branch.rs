@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::state::fields;
-use crate::state::{Audience, IN_CONTEXT, State};
+use crate::state::{Audience, IN_CONTEXT, State, stamps};
 
 /// How many calls' carriers a window keeps: a rewind further back than that many calls that
 /// carried files leaves the oldest in the window.
@@ -18,8 +18,9 @@ pub fn prompt_carrier(prompt_id: &str) -> String {
     format!("prompt:{prompt_id}")
 }
 
-/// Note that the main agent's call (or prompt, [`prompt_carrier`]) `call` carried `files` whole.
-pub fn note_carried(s: &mut State, call: &str, files: &[String]) {
+/// Note that the main agent's call (or prompt, [`prompt_carrier`]) `call` carried `files` whole,
+/// `renewed` of them as a new text of a file the window held before (`(updated)`).
+pub fn note_carried(s: &mut State, call: &str, files: &[String], renewed: &[String]) {
     if files.is_empty() {
         return;
     }
@@ -30,20 +31,39 @@ pub fn note_carried(s: &mut State, call: &str, files: &[String]) {
         records.push(json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
         records.len() - 1
     };
-    if let Some(Value::Array(list)) = records[index].get_mut(fields::CALL_FILES) {
-        for file in files {
-            if !list.iter().any(|f| f.as_str() == Some(file)) {
-                list.push(Value::from(file.as_str()));
-            }
-        }
+    let record = &mut records[index];
+    add_unique(record, fields::CALL_FILES, files);
+    let renewed: Vec<String> = renewed
+        .iter()
+        .filter(|r| files.contains(r))
+        .cloned()
+        .collect();
+    if !renewed.is_empty() {
+        add_unique(record, fields::CALL_UPDATED, &renewed);
     }
     let excess = records.len().saturating_sub(CARRIER_RECORDS);
     records.drain(..excess);
 }
 
+/// Copy the carriers of `record` (another state of this window) into `s`.
+pub fn adopt_carriers(s: &mut State, record: &State) {
+    for carrier in record.items(fields::CARRIERS) {
+        if let Some(call) = record_id(carrier) {
+            note_carried(
+                s,
+                call,
+                &listed(carrier, fields::CALL_FILES),
+                &listed(carrier, fields::CALL_UPDATED),
+            );
+        }
+    }
+}
+
 /// Take what the calls `abandoned` carried out of the window: each of their files still in it
 /// is queued again (once: a file carried by a call the branch keeps stays), and their records
-/// go. Returns the files queued.
+/// go. A file they carried only as a new text of one the window held before (`updated`) is
+/// still on the branch in its older text: it is queued as changed, to go out marked updated.
+/// Returns the files queued.
 pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     if abandoned.is_empty() || s.items(fields::CARRIERS).is_empty() {
         return Vec::new();
@@ -56,32 +76,59 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     if gone.is_empty() {
         return Vec::new();
     }
-    let still_carried = |file: &str| {
-        kept.iter().any(|r| {
-            r[fields::CALL_FILES]
-                .as_array()
-                .is_some_and(|l| l.iter().any(|f| f.as_str() == Some(file)))
-        })
+    let carries = |records: &[Value], key: &str, file: &str| {
+        records
+            .iter()
+            .any(|r| listed(r, key).iter().any(|f| f == file))
     };
     let mut out: Vec<String> = Vec::new();
     for record in &gone {
-        for file in record[fields::CALL_FILES].as_array().into_iter().flatten() {
-            let Some(file) = file.as_str() else {
-                continue;
-            };
-            if s.has_path(IN_CONTEXT, file)
-                && !still_carried(file)
-                && !out.iter().any(|o| o == file)
+        for file in listed(record, fields::CALL_FILES) {
+            if s.has_path(IN_CONTEXT, &file)
+                && !carries(&kept, fields::CALL_FILES, &file)
+                && !out.contains(&file)
             {
-                out.push(file.to_owned());
+                out.push(file);
             }
         }
     }
     for file in &out {
+        // Renewed by every abandoned call that carried it: its first text is still there.
+        let first_text_kept = gone.iter().all(|r| {
+            !carries(std::slice::from_ref(r), fields::CALL_FILES, file)
+                || carries(std::slice::from_ref(r), fields::CALL_UPDATED, file)
+        });
+        if first_text_kept {
+            stamps::mark_stale(s, file);
+        }
         s.owe(Audience::Main, file);
     }
     s.set(fields::CARRIERS, Value::from(kept));
     out
+}
+
+/// The strings a carrier record lists under `key`.
+fn listed(record: &Value, key: &str) -> Vec<String> {
+    record[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Add `items` to the list `record` holds under `key`, each once.
+fn add_unique(record: &mut Value, key: &str, items: &[String]) {
+    if !record[key].is_array() {
+        record[key] = json!([]);
+    }
+    if let Some(Value::Array(list)) = record.get_mut(key) {
+        for item in items {
+            if !list.iter().any(|f| f.as_str() == Some(item)) {
+                list.push(Value::from(item.as_str()));
+            }
+        }
+    }
 }
 
 /// Mark the window's branch as checked at prompt `prompt`; false when it was already.
@@ -114,10 +161,10 @@ mod tests {
     #[test]
     fn what_an_abandoned_call_carried_is_due_again_once() {
         let mut s = state();
-        note_carried(&mut s, "toolu_1", &owned(&["/a"]));
-        note_carried(&mut s, "toolu_2", &owned(&["/b"]));
-        note_carried(&mut s, "toolu_2", &owned(&["/b", "/c"]));
-        note_carried(&mut s, "toolu_3", &owned(&[]));
+        note_carried(&mut s, "toolu_1", &owned(&["/a"]), &[]);
+        note_carried(&mut s, "toolu_2", &owned(&["/b"]), &[]);
+        note_carried(&mut s, "toolu_2", &owned(&["/b", "/c"]), &[]);
+        note_carried(&mut s, "toolu_3", &owned(&[]), &[]);
         assert_eq!(s.items(fields::CARRIERS).len(), 2);
         let back = take_back(&mut s, &owned(&["toolu_2", "toolu_9"]));
         assert_eq!(back, owned(&["/b", "/c"]));
@@ -131,10 +178,66 @@ mod tests {
     #[test]
     fn a_file_a_kept_call_also_carried_stays() {
         let mut s = state();
-        note_carried(&mut s, "toolu_1", &owned(&["/a"]));
-        note_carried(&mut s, "toolu_2", &owned(&["/a", "/b"]));
+        note_carried(&mut s, "toolu_1", &owned(&["/a"]), &[]);
+        note_carried(&mut s, "toolu_2", &owned(&["/a", "/b"]), &[]);
         assert_eq!(take_back(&mut s, &owned(&["toolu_2"])), owned(&["/b"]));
         assert!(s.has_path(IN_CONTEXT, "/a"));
+    }
+
+    #[test]
+    fn a_rewound_new_text_of_a_file_goes_out_again_as_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.md");
+        std::fs::write(&file, "new text\n").unwrap();
+        let path = file.to_string_lossy().into_owned();
+        let meta = std::fs::metadata(&file).unwrap();
+        let mut s = State::parse(&format!(r#"{{"preloadedFiles": ["{path}", "/b"]}}"#)).unwrap();
+        stamps::set(
+            &mut s,
+            &path,
+            &stamps::Stamp::of_file(&path, "new text\n", &meta),
+        );
+        // The first text went out at the start (no call carried it), the new one with a call.
+        note_carried(
+            &mut s,
+            "toolu_1",
+            &owned(&[&path, "/b"]),
+            &owned(&[&path, "/c"]),
+        );
+        assert_eq!(
+            s.items(fields::CARRIERS)[0][fields::CALL_UPDATED],
+            json!([path]),
+            "only a file the call carried is noted as renewed"
+        );
+        assert_eq!(
+            take_back(&mut s, &owned(&["toolu_1"])),
+            owned(&[&path, "/b"])
+        );
+        let now = stamps::Stamp::of_file(&path, "new text\n", &meta);
+        assert!(
+            !stamps::get(&s, &path).unwrap().matches(&now, "new text\n"),
+            "the window holds its first text: the next delivery says updated"
+        );
+        assert_eq!(s.path_list(QUEUED), owned(&[&path, "/b"]));
+    }
+
+    #[test]
+    fn a_file_whose_every_text_was_rewound_goes_out_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.md");
+        std::fs::write(&file, "text\n").unwrap();
+        let path = file.to_string_lossy().into_owned();
+        let meta = std::fs::metadata(&file).unwrap();
+        let mut s = State::parse(&format!(r#"{{"preloadedFiles": ["{path}"]}}"#)).unwrap();
+        let stamp = stamps::Stamp::of_file(&path, "text\n", &meta);
+        stamps::set(&mut s, &path, &stamp);
+        note_carried(&mut s, "toolu_1", &owned(&[&path]), &[]);
+        note_carried(&mut s, "toolu_2", &owned(&[&path]), &owned(&[&path]));
+        assert_eq!(
+            take_back(&mut s, &owned(&["toolu_1", "toolu_2"])),
+            owned(&[&path])
+        );
+        assert_eq!(stamps::get(&s, &path), Some(stamp));
     }
 
     #[test]
@@ -149,7 +252,7 @@ mod tests {
     fn a_window_keeps_the_latest_calls_records() {
         let mut s = state();
         for i in 0..(CARRIER_RECORDS + 5) {
-            note_carried(&mut s, &format!("toolu_{i}"), &owned(&["/a"]));
+            note_carried(&mut s, &format!("toolu_{i}"), &owned(&["/a"]), &[]);
         }
         let records = s.items(fields::CARRIERS);
         assert_eq!(records.len(), CARRIER_RECORDS);

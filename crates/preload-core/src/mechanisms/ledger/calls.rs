@@ -23,7 +23,8 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         return;
     };
     let carried = Carried::of(s, files, text);
-    super::branch::note_carried(s, call, &carried.files);
+    let renewed = crate::primitives::delivery::renewed_paths(text);
+    super::branch::note_carried(s, call, &carried.files, &renewed);
     if carried.is_empty() {
         // Every PreToolUse comes here: the records are marked in place, not copied, and only
         // when the mark is new.

@@ -215,14 +215,14 @@ impl Tree {
     }
 }
 
-/// The newest prompt of a transcript, and the tool calls a rewind to before it left behind.
+/// The newest prompt of a transcript, and the tool calls the rewinds before it left behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Turn {
     /// The prompt's `uuid`.
     pub prompt: String,
-    /// The `tool_use` ids of the main conversation's calls written after the entry the prompt
-    /// hangs off and before the prompt: the turns a rewind abandoned (empty when the prompt
-    /// follows on from the newest entry before it).
+    /// The `tool_use` ids of the main conversation's calls a rewind abandoned: for each prompt
+    /// in the part read that hangs off an entry other than the one written before it, those
+    /// written after that entry and before the prompt (empty when every prompt follows on).
     pub abandoned: Vec<String>,
     /// The `promptId`s of the prompts written there: the abandoned prompts.
     pub abandoned_prompts: Vec<String>,
@@ -232,12 +232,14 @@ pub struct Turn {
 /// lies within it.
 const TURN_TAIL: u64 = 256 << 10;
 
-/// The newest prompt in the last 256 KiB of the transcript at `path`, and what a rewind to
-/// before it abandoned. A rewind (the TUI's rewind, an edited message, `--resume-session-at`)
+/// The newest prompt in the last 256 KiB of the transcript at `path`, and what the rewinds in
+/// that part abandoned. A rewind (the TUI's rewind, an edited message, `--resume-session-at`)
 /// hangs the new prompt off an earlier entry: everything written between that entry and the
-/// prompt is off the active branch (nothing written after an entry is its ancestor). Only then
-/// is the rest of the file read, to find that entry. `None` when the file cannot be read or
-/// its tail holds no prompt.
+/// prompt is off the active branch (nothing written after an entry is its ancestor). Every
+/// prompt of the part is looked at, not the newest alone: a rewind followed by a second prompt
+/// before any tool call is seen at the next call. Only when a prompt was hung off an earlier
+/// entry is the rest of the file read, to find that entry. `None` when the file cannot be read
+/// or its tail holds no prompt.
 pub fn latest_turn(path: &Path) -> Option<Turn> {
     let mut file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
@@ -246,59 +248,74 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
     let mut tail = Vec::with_capacity(usize::try_from(len - start).ok()?);
     (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
     let lines = lines_of(&tail, start > 0);
-    let (at, prompt) = lines
+    let prompts: Vec<(usize, Line)> = lines
         .iter()
         .enumerate()
-        .rev()
-        .find_map(|(i, (_, line))| prompt_of(line).map(|p| (i, p)))?;
-    let previous = lines[..at]
-        .iter()
-        .rev()
-        .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid));
-    let uuid = prompt.uuid?;
-    let Some(parent) = prompt.parent_uuid.filter(|p| previous.as_ref() != Some(p)) else {
-        return Some(Turn {
-            prompt: uuid,
-            abandoned: Vec::new(),
-            abandoned_prompts: Vec::new(),
-        });
-    };
-    // The prompt hangs off an earlier entry: find it, from the start of the file.
-    let prompt_at = usize::try_from(start).ok()? + lines[at].0;
-    let mut head = vec![0; prompt_at];
-    file.seek(SeekFrom::Start(0)).ok()?;
-    file.read_exact(&mut head).ok()?;
-    let needle = format!("\"uuid\":\"{parent}\"");
+        .filter_map(|(i, (_, line))| prompt_of(line).map(|p| (i, p)))
+        .collect();
+    let (newest_at, newest) = prompts.last()?;
     let mut turn = Turn {
-        prompt: uuid,
+        prompt: newest.uuid.clone()?,
         abandoned: Vec::new(),
         abandoned_prompts: Vec::new(),
     };
-    let Some(found) = memchr::memmem::rfind(&head, needle.as_bytes()) else {
+    // The prompts hung off an entry other than the main line written before them: rewinds. An
+    // older prompt with no line before it in the part read is taken to follow on.
+    let rewinds: Vec<(usize, &str)> = prompts
+        .iter()
+        .filter_map(|(at, prompt)| {
+            let previous = lines[..*at]
+                .iter()
+                .rev()
+                .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid));
+            if previous.is_none() && at != newest_at {
+                return None;
+            }
+            let parent = prompt.parent_uuid.as_deref()?;
+            (previous.as_deref() != Some(parent)).then_some((*at, parent))
+        })
+        .collect();
+    let Some((last, _)) = rewinds.last() else {
         return Some(turn);
     };
-    let from = memchr::memchr(b'\n', &head[found..]).map_or(head.len(), |n| found + n);
+    // Each rewind's entry is found from the start of the file: read once, up to the last.
+    let offset = |at: usize| usize::try_from(start).ok().map(|s| s + lines[at].0);
+    let mut head = vec![0; offset(*last)?];
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read_exact(&mut head).ok()?;
     let marks = |line: &[u8]| {
         memchr::memmem::find(line, b"\"tool_use\"").is_some()
             || memchr::memmem::find(line, b"\"promptId\"").is_some()
     };
-    for (_, line) in lines_of(&head[from..], false) {
-        let Some(line) = Some(line).filter(|l| marks(l)).and_then(main_line) else {
+    for (at, parent) in &rewinds {
+        let before = &head[..offset(*at)?];
+        let needle = format!("\"uuid\":\"{parent}\"");
+        let Some(found) = memchr::memmem::rfind(before, needle.as_bytes()) else {
             continue;
         };
-        match line.kind.as_deref() {
-            Some("assistant") => turn
-                .abandoned
-                .extend(line.message_of("assistant").tool_uses),
-            Some("user") => {
-                if let Some(id) = line
-                    .prompt_id
-                    .filter(|id| !turn.abandoned_prompts.contains(id))
-                {
-                    turn.abandoned_prompts.push(id);
+        let from = memchr::memchr(b'\n', &before[found..]).map_or(before.len(), |n| found + n);
+        for (_, line) in lines_of(&before[from..], false) {
+            let Some(line) = Some(line).filter(|l| marks(l)).and_then(main_line) else {
+                continue;
+            };
+            match line.kind.as_deref() {
+                Some("assistant") => {
+                    for id in line.message_of("assistant").tool_uses {
+                        if !turn.abandoned.contains(&id) {
+                            turn.abandoned.push(id);
+                        }
+                    }
                 }
+                Some("user") => {
+                    if let Some(id) = line
+                        .prompt_id
+                        .filter(|id| !turn.abandoned_prompts.contains(id))
+                    {
+                        turn.abandoned_prompts.push(id);
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
     Some(turn)

@@ -296,3 +296,24 @@ fn no_turn_without_a_prompt_in_the_tail_or_a_file() {
     assert_eq!(turn_of(&lines), None);
     assert_eq!(latest_turn(Path::new("/nonexistent/t.jsonl")), None);
 }
+
+#[test]
+fn a_rewind_before_a_prompt_that_follows_on_is_still_seen() {
+    let mut lines = Lines::new("c1");
+    one_call(&mut lines);
+    lines
+        .call("a2", "post1", "toolu_2")
+        .result("r2", "a2", "toolu_2")
+        // Rewound to the first call's result, then a second prompt before any call.
+        .user("u3", Some("post1"), "another way")
+        .user("u4", Some("u3"), "carry on")
+        .call("a4", "u4", "toolu_4");
+    assert_eq!(
+        turn_of(&lines),
+        Some(Turn {
+            prompt: "u4".into(),
+            abandoned: vec!["toolu_2".into()],
+            abandoned_prompts: Vec::new()
+        })
+    );
+}
