@@ -256,6 +256,8 @@ pub struct Process {
     /// How many times the sub-agents ended with their window (a compaction or `/clear` of the
     /// main conversation): a sub-agent started after that is a new one, with an id of its own.
     pub sub_generation: usize,
+    /// A fork of a conversation that had an active session: the session gate never blocks it.
+    pub forked_from_session: bool,
 }
 
 /// A conversation a client process left behind, for `--resume`.

@@ -68,7 +68,8 @@ pub enum Op {
     Startup(u8),
     /// A new client process in the slot resuming an earlier conversation (`n`th, wrapping).
     Resume(u8, u8),
-    /// A new client process in the slot forking an earlier conversation (`n`th, wrapping):
+    /// A new client process in the slot forking an earlier conversation, or the one the other
+    /// slot's client runs now (`n`th, wrapping):
     /// `claude --resume <id> --fork-session`, a new conversation over a copy of its window;
     /// the parent's stays as it was, to be resumed or forked again.
     Fork(u8, u8),

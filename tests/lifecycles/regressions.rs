@@ -980,3 +980,84 @@ fn a_rewind_then_a_second_prompt_takes_back_at_the_next_call() {
     ];
     crate::run::play_through(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a rewind to before the prompt whose turn activated a skill, while a restart of the
+/// session was requested: the next call was let through untouched (as the engine's guard does
+/// while a session restarts) and the activation's files stayed recorded though the branch had
+/// lost them. A call let through still takes back what a rewind dropped. Found by `make soak`
+/// (one supervisor PID).
+#[test]
+fn a_call_let_through_while_restarting_takes_back_what_a_rewind_dropped() {
+    let ops = vec![
+        Prompt(0),
+        Activate(0, Implement),
+        Restart(0),
+        Rewind(0, 0),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_supervised(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a resume's SessionStart text carried the files queued at an activation; a rewind to
+/// before the activation's prompt dropped that text too (it hangs off the entry after the
+/// activation), but nothing took back what it carried. What a resume's text carries is recorded
+/// with the entry it hangs off, and a rewind past that entry takes it back. Found by `make soak`
+/// (under `--dispatch`).
+#[test]
+fn a_rewind_past_a_resume_takes_back_what_its_start_carried() {
+    let ops = vec![
+        Startup(0),
+        Prompt(0),
+        Activate(0, Implement),
+        Resume(0, 1),
+        Rewind(0, 0),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+        .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: under one supervisor PID, a conversation's record written as its client ended with a
+/// restart under way was written again when a start-up replaced the session's window, and lost
+/// what else it held (a foreign field). A record written again keeps its other fields. Found by
+/// `make soak` (as the Codex CLI runs the hooks).
+#[test]
+fn a_window_record_written_again_keeps_its_other_fields() {
+    let ops = vec![
+        Activate(0, Implement),
+        Restart(0),
+        Fork(0, 0),
+        Exit(0),
+        Startup(0),
+    ];
+    crate::run::play_through_owned(
+        crate::world::Client::Codex,
+        crate::common::Wiring::Binaries,
+        crate::world::Ownership::Supervisor,
+        &ops,
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A fork of a conversation whose client still runs, with an active session (client-owned): the
+/// fork starts as that window, in a seed of its own, and gets nothing twice; the session gate
+/// does not block it; the parent goes on untouched.
+#[test]
+fn a_fork_of_a_running_conversation_starts_as_its_window_and_is_not_locked_out() {
+    let ops = vec![
+        Activate(0, Implement),
+        Phase(0, 0),
+        Call(0, Read, 0),
+        Fork(1, 0),
+        Call(1, Read, 3),
+        Call(1, Ls, 1),
+        Call(0, Read, 4),
+    ];
+    crate::run::play_through_owned(
+        crate::world::Client::of_run(),
+        crate::common::Wiring::of_run(),
+        crate::world::Ownership::Client,
+        &ops,
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+}

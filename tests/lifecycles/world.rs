@@ -452,12 +452,21 @@ impl World {
             window.receive(exchange, kind.clone(), label, &Window::capped(&context));
             if answer.decision() == "deny" {
                 denied = true;
-                window.receive(
-                    exchange,
-                    kind.clone(),
-                    label,
-                    &Window::capped(&answer.reason()),
-                );
+                let reason = answer.reason();
+                if agent.is_none()
+                    && reason.contains("[block: session-gate]")
+                    && self.procs[slot]
+                        .as_ref()
+                        .is_some_and(|p| p.forked_from_session)
+                {
+                    self.problems.push(format!(
+                        "(gate) slot {slot}: a fork of a conversation with an active session was blocked by the session gate"
+                    ));
+                }
+                let Some(window) = self.window(slot, agent) else {
+                    continue;
+                };
+                window.receive(exchange, kind.clone(), label, &Window::capped(&reason));
             }
         }
         denied
@@ -496,6 +505,7 @@ impl World {
             reloaded: Vec::new(),
             subs: Vec::new(),
             sub_generation: 0,
+            forked_from_session: false,
         }
     }
 
@@ -740,9 +750,36 @@ impl World {
     /// `claude --resume <id> --fork-session`: a new conversation over a copy of an ended one's
     /// window (with the skills it holds); the parent's record stays as it was.
     fn fork(&mut self, slot: usize, n: usize) -> bool {
-        let Some(t) = self.ended_for(slot, n) else {
+        if self.procs[slot].is_some() {
+            self.exit(slot);
+        }
+        // The conversations left behind, and the one the other slot's client runs now.
+        let other = 1 - slot;
+        let live = self.procs[other].as_ref().map(|p| Transcript {
+            conversation: p.conversation.clone(),
+            window: p.window.clone(),
+            reloaded: p.reloaded.clone(),
+            lost: self.lost_in(other),
+        });
+        let mut candidates: Vec<Transcript> = self
+            .ended
+            .iter()
+            .filter(|t| {
+                live.as_ref()
+                    .is_none_or(|l| l.conversation != t.conversation)
+            })
+            .cloned()
+            .collect();
+        candidates.extend(live);
+        if candidates.is_empty() {
             return false;
-        };
+        }
+        let t = candidates[n % candidates.len()].clone();
+        let had_session = self
+            .session_where(|st| {
+                st["preloadConversation"] == t.conversation.as_str() && st["lifecycle"] == "active"
+            })
+            .is_some();
         self.counter += 1;
         let id = format!("conversation-{}", self.counter);
         let transcripts = self.sb.root().join("transcripts");
@@ -766,6 +803,8 @@ impl World {
             }
             self.spawn_client(id, t.window.clone(), Some(&t.conversation))
         };
+        let mut p = p;
+        p.forked_from_session = had_session;
         self.take_up(slot, p, &t, "fork");
         true
     }

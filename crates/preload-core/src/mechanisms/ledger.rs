@@ -33,7 +33,7 @@ mod branch;
 mod calls;
 mod retire;
 mod window;
-pub use branch::{check_branch_at, note_carried, prompt_carrier, take_back};
+pub use branch::{check_branch_at, note_carried, prompt_carrier, start_carrier, take_back};
 pub use calls::{KeptCall, adopt_call_records, note_call_deliveries, note_start_deliveries};
 pub use retire::{retire_seed, sweep_seeds};
 pub use window::{

@@ -255,7 +255,7 @@ fn session_call(
         if pass == Pass::Dehydrating {
             mark_dehydrating(ctx, path);
         }
-        return Ok(Plan::default());
+        return Ok(rewound_only(ctx, call, &record, &read));
     }
     let view = match &count_of(call, &read, engine) {
         Some(delta) => Some(counters::update(
@@ -399,6 +399,22 @@ fn count_of(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<cou
         tool: call.tool.to_owned(),
         edited: call.input.tool_input_str("file_path").map(str::to_owned),
     })
+}
+
+/// A call let through untouched (a lifecycle bypass) still takes what a rewind dropped out of
+/// the record, which says what the branch holds: nothing goes out now, and the files wait in
+/// the queue as every queued file does while the session restarts.
+fn rewound_only(ctx: &Context, call: &Call, record: &PreloadState, read: &State) -> Plan {
+    let mut plan = Plan::default();
+    if call.is_sub() || read.items(fields::CARRIERS).is_empty() {
+        return plan;
+    }
+    if let Ok(batch) = ledger::update(ctx, record, |s| {
+        crate::pipeline::preload::requeue_rewound(ctx, s)
+    }) {
+        plan.batch = batch;
+    }
+    plan
 }
 
 /// Lifecycle bypasses: the call is allowed with no rule evaluated.

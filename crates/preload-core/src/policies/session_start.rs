@@ -271,7 +271,14 @@ fn fill_seed(
     fill.batch.extend(rewound);
     if goes_on_from_history(source) {
         let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
-        ledger::note_start_deliveries(&mut seed, source, &delivered, &fill.batch.text());
+        let at = ctx.transcript().and_then(transcript::branch::newest_entry);
+        ledger::note_start_deliveries(
+            &mut seed,
+            source,
+            at.as_deref(),
+            &delivered,
+            &fill.batch.text(),
+        );
     }
     (fill, seed)
 }
@@ -352,7 +359,14 @@ fn fill_session(
         let mut fill = plan.fill(s, Some(&dir), &carried, packer);
         if goes_on_from_history(plan.source) {
             let delivered: Vec<String> = fill.batch.delivered().map(str::to_owned).collect();
-            ledger::note_start_deliveries(s, plan.source, &delivered, &fill.batch.text());
+            let at = ctx.transcript().and_then(transcript::branch::newest_entry);
+            ledger::note_start_deliveries(
+                s,
+                plan.source,
+                at.as_deref(),
+                &delivered,
+                &fill.batch.text(),
+            );
         }
         fill.batch.extend(rewound);
         if plan.recovery.is_some_and(|r| r.state == path) {

@@ -153,6 +153,10 @@ pub const CALL_DELIVERIES: &str = "callDeliveries";
 pub const CARRIERS: &str = "preloadCarriers";
 /// Ours: the newest prompt (its transcript `uuid`) whose branch this window was checked at.
 pub const BRANCH_AT: &str = "preloadBranchAt";
+/// Ours, on a seed: the conversation this window was forked from while another live client
+/// held its session. The fork's window starts as that one's, and the session gate does not
+/// block it: the conversation it goes on from has a session.
+pub const FORK_OF: &str = "preloadForkOf";
 /// A record's tool call (`tool_use_id`, or `session-start(resume)` for a resume's texts).
 pub const CALL_ID: &str = "toolUseId";
 /// Its files.

@@ -18,6 +18,12 @@ pub fn prompt_carrier(prompt_id: &str) -> String {
     format!("prompt:{prompt_id}")
 }
 
+/// The carrier of what a SessionStart text of a window that goes on (a resume) carried: the
+/// transcript names that text by the entry it hangs off, `at`.
+pub fn start_carrier(at: &str) -> String {
+    format!("start:{at}")
+}
+
 /// Note that the main agent's call (or prompt, [`prompt_carrier`]) `call` carried `files` whole,
 /// `renewed` of them as a new text of a file the window held before (`(updated)`).
 pub fn note_carried(s: &mut State, call: &str, files: &[String], renewed: &[String]) {
@@ -76,16 +82,13 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     if gone.is_empty() {
         return Vec::new();
     }
-    let carries = |records: &[Value], key: &str, file: &str| {
-        records
-            .iter()
-            .any(|r| listed(r, key).iter().any(|f| f == file))
-    };
+    let lists =
+        |record: &Value, key: &str, file: &str| listed(record, key).iter().any(|f| f == file);
     let mut out: Vec<String> = Vec::new();
     for record in &gone {
         for file in listed(record, fields::CALL_FILES) {
             if s.has_path(IN_CONTEXT, &file)
-                && !carries(&kept, fields::CALL_FILES, &file)
+                && !kept.iter().any(|r| lists(r, fields::CALL_FILES, &file))
                 && !out.contains(&file)
             {
                 out.push(file);
@@ -94,10 +97,9 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     }
     for file in &out {
         // Renewed by every abandoned call that carried it: its first text is still there.
-        let first_text_kept = gone.iter().all(|r| {
-            !carries(std::slice::from_ref(r), fields::CALL_FILES, file)
-                || carries(std::slice::from_ref(r), fields::CALL_UPDATED, file)
-        });
+        let first_text_kept = gone
+            .iter()
+            .all(|r| !lists(r, fields::CALL_FILES, file) || lists(r, fields::CALL_UPDATED, file));
         if first_text_kept {
             stamps::mark_stale(s, file);
         }

@@ -376,12 +376,27 @@ const RESUME_RECORD_PREFIX: &str = "session-start(";
 /// resumed conversation compacted at once, or `claude -p /compact --resume`), they come after
 /// the summary, in the new context window, like the calls a compaction happens after. The
 /// record replaces the tool calls': they belong to the client process that is gone.
-pub fn note_start_deliveries(s: &mut State, source: &str, files: &[String], text: &str) {
+///
+/// `at`, the transcript's newest entry, is the one the text hangs off: a rewind to before it
+/// takes back what the text carried (see [`super::branch::start_carrier`]).
+pub fn note_start_deliveries(
+    s: &mut State,
+    source: &str,
+    at: Option<&str>,
+    files: &[String],
+    text: &str,
+) {
+    let carried = Carried::of(s, files, text);
+    if let Some(at) = at {
+        let renewed = crate::primitives::delivery::renewed_paths(text);
+        let start = super::branch::start_carrier(at);
+        super::branch::note_carried(s, &start, &carried.files, &renewed);
+    }
     let mut record = serde_json::json!({
         fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
         fields::CALL_FILES: [],
     });
-    Carried::of(s, files, text).add_to(&mut record);
+    carried.add_to(&mut record);
     s.set(fields::CALL_DELIVERIES, Value::from(vec![record]));
 }
 

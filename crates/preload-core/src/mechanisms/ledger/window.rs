@@ -42,7 +42,7 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
 
 /// The fields of a context window's record that a `--resume` of its conversation goes on from
 /// (the conversation's two fields first).
-const WINDOW_FIELDS: [&str; 17] = [
+const WINDOW_FIELDS: [&str; 18] = [
     fields::SESSION_ID,
     fields::WINDOW_CONVERSATION,
     fields::PRELOADED_FILES,
@@ -60,6 +60,7 @@ const WINDOW_FIELDS: [&str; 17] = [
     fields::BRANCH_AT,
     fields::DISCOVERED_CHECKLISTS,
     fields::INJECTED_RULES,
+    fields::FORK_OF,
 ];
 
 /// Keep the record of the context window `s` holds (a session's or a seed's) when another window
@@ -86,8 +87,15 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
         return;
     };
     let pid = s.pid(fields::PID).unwrap_or(0);
+    let path = session::window_record_path(sessions, pid, old);
+    let there = fs::symlink_metadata(&path).is_ok();
+    if there && !replace {
+        return;
+    }
+    // A record written again keeps what else it holds (fields not of the window), as it was.
+    let before = there.then(|| state::load(&path).ok()).flatten();
     // Written from the window's own fields: on a large state, thousands of paths not copied.
-    let record: Vec<(&str, Field)> =
+    let mut record: Vec<(&str, Field)> =
         std::iter::once((fields::LIFECYCLE, Field::Text(Lifecycle::Seeding.name())))
             .chain(
                 WINDOW_FIELDS
@@ -95,10 +103,14 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
                     .filter_map(|key| Some((*key, s.field(key)?))),
             )
             .collect();
-    let path = session::window_record_path(sessions, pid, old);
-    if (replace || fs::symlink_metadata(&path).is_err())
-        && fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok()
-    {
+    if let Some(before) = &before {
+        record.extend(
+            before
+                .fields()
+                .filter(|(key, _)| *key != fields::LIFECYCLE && !WINDOW_FIELDS.contains(key)),
+        );
+    }
+    if fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok() {
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
     }
 }

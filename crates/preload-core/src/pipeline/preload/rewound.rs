@@ -45,6 +45,11 @@ pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
             .iter()
             .map(|p| ledger::prompt_carrier(p)),
     );
+    abandoned.extend(
+        turn.abandoned_starts
+            .iter()
+            .map(|at| ledger::start_carrier(at)),
+    );
     for file in ledger::take_back(state, &abandoned) {
         batch.note(Event::QueuePending, &file, REWIND_SOURCE, "rewound");
     }

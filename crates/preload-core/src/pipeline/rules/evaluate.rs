@@ -94,7 +94,9 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
             eq,
         } => {
             let lifecycle = state.lifecycle();
-            let holds = lifecycle.as_ref().is_some_and(Lifecycle::holds_session);
+            // A fork of a conversation another client holds goes on from that one's session.
+            let holds = lifecycle.as_ref().is_some_and(Lifecycle::holds_session)
+                || state.str(fields::FORK_OF).is_some();
             (*no_active_session && !holds)
                 || eq.as_deref() == Some(lifecycle.as_ref().map_or("", Lifecycle::name))
         }

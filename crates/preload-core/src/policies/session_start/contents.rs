@@ -327,6 +327,8 @@ pub(super) fn window_seed(
                 fields::CALL_DELIVERIES,
                 fields::INVOKED_SKILLS,
                 fields::RELOADED_SKILLS,
+                // The conversation it goes on from is still the fork's.
+                fields::FORK_OF,
             ];
             for key in carried {
                 if let Some(value) = old.as_ref().and_then(|o| o.get(key)) {

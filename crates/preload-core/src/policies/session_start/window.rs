@@ -62,6 +62,12 @@ pub(super) fn choose_window(
         };
     }
     let resumed = history.and_then(|c| session::find_conversation(ctx, c));
+    if let Some(window) = parent
+        .filter(|_| resumed.is_none())
+        .and_then(|p| fork_of_held(ctx, p))
+    {
+        return window;
+    }
     // A fork leaves its parent's record as it was. The one exception is a parent's seed that
     // the fork's own seed replaces (one owner PID for both): its window is kept as the parent's
     // ended record first.
@@ -86,4 +92,28 @@ pub(super) fn choose_window(
                 .and_then(|r| ledger::read_seed(&r.path).ok().map(|seed| (r.path, seed))),
         },
     }
+}
+
+/// A fork of conversation `parent` whose record another live client holds (its session, or
+/// its seed): the fork starts, in a seed of its own, as that window at the fork point (its
+/// fields, not the session's), and the parent's record is left as it is. `None` when no
+/// record names the conversation.
+fn fork_of_held(ctx: &Context, parent: &str) -> Option<Window> {
+    let held = session::conversation_record(ctx, parent)?;
+    let record = if held.is_session {
+        crate::state::load(&held.path).ok()?
+    } else {
+        ledger::read_seed(&held.path).ok()?
+    };
+    let mut seed = session::new_seed(ctx.owner_pid, &[]);
+    ledger::restore_window(&mut seed, &record);
+    seed.set(
+        crate::state::fields::FORK_OF,
+        serde_json::Value::from(parent),
+    );
+    Some(Window {
+        session_dir: None,
+        goes_on: false,
+        resumed_seed: Some((held.path, seed)),
+    })
 }

@@ -226,6 +226,9 @@ pub struct Turn {
     pub abandoned: Vec<String>,
     /// The `promptId`s of the prompts written there: the abandoned prompts.
     pub abandoned_prompts: Vec<String>,
+    /// The entries the SessionStart texts written there hang off (their `parentUuid`): the
+    /// abandoned texts of a resume.
+    pub abandoned_starts: Vec<String>,
 }
 
 /// How much of a transcript's end [`latest_turn`] reads: the first tool call after a prompt
@@ -258,6 +261,7 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
         prompt: newest.uuid.clone()?,
         abandoned: Vec::new(),
         abandoned_prompts: Vec::new(),
+        abandoned_starts: Vec::new(),
     };
     // The prompts hung off an entry other than the main line written before them: rewinds. An
     // older prompt with no line before it in the part read is taken to follow on.
@@ -286,6 +290,7 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
     let marks = |line: &[u8]| {
         memchr::memmem::find(line, b"\"tool_use\"").is_some()
             || memchr::memmem::find(line, b"\"promptId\"").is_some()
+            || memchr::memmem::find(line, b"\"SessionStart\"").is_some()
     };
     for (at, parent) in &rewinds {
         let before = &head[..offset(*at)?];
@@ -314,11 +319,35 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
                         turn.abandoned_prompts.push(id);
                     }
                 }
+                Some("attachment") if line.attachment["hookEvent"] == "SessionStart" => {
+                    if let Some(at) = line
+                        .parent_uuid
+                        .filter(|at| !turn.abandoned_starts.contains(at))
+                    {
+                        turn.abandoned_starts.push(at);
+                    }
+                }
                 _ => {}
             }
         }
     }
     Some(turn)
+}
+
+/// The `uuid` of the newest main-conversation entry in the last 256 KiB of the transcript at
+/// `path`: the entry a SessionStart text of a resume hangs off. `None` when the file cannot be
+/// read or its tail holds none.
+pub fn newest_entry(path: &Path) -> Option<String> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(TURN_TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::with_capacity(usize::try_from(len - start).ok()?);
+    (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
+    lines_of(&tail, start > 0)
+        .iter()
+        .rev()
+        .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid))
 }
 
 /// The lines of `bytes` with their offsets; the first one left out when `cut` (a tail read

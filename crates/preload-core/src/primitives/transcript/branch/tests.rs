@@ -258,7 +258,8 @@ fn a_prompt_that_follows_on_abandons_nothing() {
         Some(Turn {
             prompt: "u2".into(),
             abandoned: Vec::new(),
-            abandoned_prompts: Vec::new()
+            abandoned_prompts: Vec::new(),
+            abandoned_starts: Vec::new()
         })
     );
 }
@@ -284,7 +285,8 @@ fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
         Some(Turn {
             prompt: "u4".into(),
             abandoned: vec!["toolu_2".into(), "toolu_3".into()],
-            abandoned_prompts: vec!["p-2".into()]
+            abandoned_prompts: vec!["p-2".into()],
+            abandoned_starts: Vec::new()
         })
     );
 }
@@ -313,7 +315,8 @@ fn a_rewind_before_a_prompt_that_follows_on_is_still_seen() {
         Some(Turn {
             prompt: "u4".into(),
             abandoned: vec!["toolu_2".into()],
-            abandoned_prompts: Vec::new()
+            abandoned_prompts: Vec::new(),
+            abandoned_starts: Vec::new()
         })
     );
 }
