@@ -1,4 +1,5 @@
-//! The default guard rules: the shipped `hooks/guards.json`, written where the engine has none.
+//! The default guard rules: the shipped `guards.json` (beside this file; `hooks/guards.json` in
+//! the repository and the release tarballs), written where the engine has none.
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +9,7 @@ use preload_core::primitives::file::OpError;
 use preload_core::primitives::paths::EnginePaths;
 
 /// The shipped default rules (`hooks/guards.json`): the engine's own rule set.
-pub const DEFAULT_GUARDS: &str = include_str!("../../../../hooks/guards.json");
+pub const DEFAULT_GUARDS: &str = include_str!("guards.json");
 
 /// Why the default rules were not written.
 #[derive(Debug, thiserror::Error)]
