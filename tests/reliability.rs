@@ -1528,7 +1528,14 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
                                 "preload-overflow",
                                 &[],
                                 stdin.as_bytes(),
-                                &[(env::PRELOAD_LOCK_TIMEOUT_MS, "3")],
+                                // The loaded machine's budget: a call past the PreToolUse
+                                // budget fails open and counts nothing, by design (tested on
+                                // its own), which 24 processes on 2 busy cores, or under
+                                // emulation, reach; what is tested here is the lock.
+                                &[
+                                    (env::PRELOAD_LOCK_TIMEOUT_MS, "3"),
+                                    crate::common::LOADED_MACHINE_LIMITS[0],
+                                ],
                             )
                         })
                         .collect::<Vec<_>>()
