@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity soak clean
+.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity soak clean dist-test test-aarch64 link-macos package
 
 all: build
 
@@ -152,22 +152,29 @@ fmt:
 	$(CARGO) fmt --all
 	$(CARGO) fmt --all --manifest-path fuzz/Cargo.toml
 
-## The macOS target the code is also linted for (only its standard library is needed:
-## `rustup target add aarch64-apple-darwin`; nothing is linked).
-MACOS_TARGET ?= aarch64-apple-darwin
+## The macOS targets the code is also linted for (only their standard libraries are needed:
+## `rustup target add aarch64-apple-darwin x86_64-apple-darwin`; nothing is linked).
+MACOS_TARGETS ?= aarch64-apple-darwin x86_64-apple-darwin
 
 ## Formatting (the workspace and the fuzz targets), clippy with warnings as errors (for this
-## machine, then for macOS: the platform code and everything else as it compiles there; and the
-## library and binaries for musl, when `make release` builds for it), and a
+## machine, then for both macOS targets: the platform code and everything else as it compiles
+## there; and the library and binaries for musl, when `make release` builds for it), a
 ## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is built
-## but never run).
+## but never run), the GitHub workflows checked by actionlint (with ShellCheck for their
+## scripts) and the release scripts by ShellCheck (support/dist-tools.sh --actionlint installs
+## both from PyPI into .tools/).
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) fmt --all --check --manifest-path fuzz/Cargo.toml
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml
-	$(CARGO) clippy --workspace --all-targets --locked --target $(MACOS_TARGET) -- -D warnings
+	for target in $(MACOS_TARGETS); do \
+		$(CARGO) clippy --workspace --all-targets --locked --target $$target -- -D warnings || exit 1; \
+	done
 	$(if $(HAS_MUSL),$(CARGO) clippy --workspace --lib --bins --locked --target $(MUSL_TARGET) -- -D warnings)
+	support/dist-tools.sh --actionlint "$(DIST_TOOLS)"
+	PATH="$(DIST_TOOLS)/bin:$$PATH" actionlint .github/workflows/*.yml
+	"$(DIST_TOOLS)/bin/shellcheck" support/dist.sh support/dist-tools.sh support/dist-test.sh .ci/run
 
 ## The API docs, with warnings as errors.
 doc:
@@ -184,69 +191,33 @@ parity: release
 clean:
 	$(CARGO) clean
 
-## The targets `make dist` packages: this machine's (its musl target where `make release` uses it),
-## and macOS on Apple silicon.
-DIST_TARGETS ?= $(RELEASE_TARGET) $(MACOS_TARGET)
+## The targets `make dist` packages: static Linux executables (musl) for x86_64 and aarch64, and
+## macOS on Intel and on Apple silicon.
+DIST_TARGETS ?= x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin
 DIST_DIR ?= $(CURDIR)/target/dist
-## The binaries (every [[bin]] of Cargo.toml).
-DIST_BINARIES := $(PACKAGE_BINARIES)
+## Where support/dist-tools.sh installs the build's own pinned tools (zig, cargo-zigbuild, the
+## workflow linter; gitignored, kept by `make clean`).
+DIST_TOOLS ?= $(CURDIR)/.tools
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-
-## make dist [DIST_TARGETS="..."]: one tarball per target in target/dist/, each with bin/ (the
-## twelve binaries), README.md, CHANGELOG.md, LICENSE when there is one, docs/install.md and
-## hooks/ (settings.json, guards.json, shims/), and a `sha256sum -c` file beside it. A target
-## other than this machine's is built only when its standard library is installed and it can be
-## linked: CARGO_TARGET_<TRIPLE>_LINKER is set, or it is macOS on a macOS host, or cargo-zigbuild
-## and zig are installed (then `cargo zigbuild` links it); else it is skipped, and the last line
-## names what was skipped and why. macOS binaries are built for macOS 11 and later.
+## macOS binaries are built for macOS 11 and later.
 MACOSX_DEPLOYMENT_TARGET ?= 11.0
+DIST_ENV = DIST_TARGETS="$(DIST_TARGETS)" DIST_DIR="$(DIST_DIR)" DIST_TOOLS="$(DIST_TOOLS)" \
+	VERSION="$(VERSION)" BINARIES="$(PACKAGE_BINARIES)" RELEASE_TARGET="$(RELEASE_TARGET)" \
+	RELEASE_RUSTFLAGS="$(RELEASE_RUSTFLAGS)" STATIC_FLAGS="$(STATIC_FLAGS)" RUSTFLAGS="$(RUSTFLAGS)" \
+	MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" CARGO="$(CARGO)" BUILD_DIR="$(BUILD_DIR)"
+
+## make dist [DIST_TARGETS="..."]: one tarball per target in target/dist/,
+## preload-hooks-<version>-<target>.tar.gz, each with bin/ (`preload` under every name of the
+## twelve binaries, as `make release` makes it), README.md, CHANGELOG.md, LICENSE,
+## docs/install.md and hooks/ (settings.json, guards.json, shims/); a `sha256sum -c` file beside
+## each, and SHA256SUMS for them all. It first installs what it needs (support/dist-tools.sh:
+## the targets' standard libraries with rustup, zig from PyPI's `ziglang` with pip, cargo-zigbuild
+## with cargo), links this machine's own targets with its linker and the others with zig, and
+## ends by checking every tarball (support/check-dist.py: the format, architecture and static
+## linking of each binary, macOS's minimum version and libraries, `--version` under every name
+## where this machine runs it). See docs/install.md, "Release tarballs".
 dist:
-	@set -eu; mkdir -p "$(DIST_DIR)"; skipped=""; \
-	if command -v sha256sum >/dev/null 2>&1; then sum="sha256sum"; else sum="shasum -a 256"; fi; \
-	if tar --version 2>/dev/null | grep -q GNU; then \
-		stamp="$$(git log -1 --format=%ct 2>/dev/null || echo 0)"; \
-		tarflags="--sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$stamp"; \
-	else tarflags=""; fi; \
-	for target in $(DIST_TARGETS); do \
-		build=build; \
-		if [ "$$target" != "$(RELEASE_TARGET)" ]; then \
-			libdir="$$(rustc --print target-libdir --target "$$target" 2>/dev/null || true)"; \
-			if [ -z "$$libdir" ] || ! ls "$$libdir"/libstd-* >/dev/null 2>&1; then \
-				skipped="$$skipped $$target (no standard library: rustup target add $$target)"; continue; \
-			fi; \
-			linker_var="CARGO_TARGET_$$(echo "$$target" | tr 'a-z-' 'A-Z_')_LINKER"; \
-			case "$$target" in *-apple-darwin) native=Darwin;; *) native=;; esac; \
-			if [ -n "$$(printenv "$$linker_var" || true)" ] || [ "$$(uname -s)" = "$$native" ]; then :; \
-			elif $(CARGO) zigbuild --help >/dev/null 2>&1 && { command -v zig >/dev/null 2>&1 \
-					|| python3 -m ziglang version >/dev/null 2>&1; }; then build=zigbuild; \
-			else \
-				skipped="$$skipped $$target (no linker: set $$linker_var, or install cargo-zigbuild and zig)"; \
-				continue; \
-			fi; \
-		fi; \
-		echo "dist: building $$target ($(CARGO) $$build)"; \
-		flags="$$RUSTFLAGS"; [ "$$target" != "$(RELEASE_TARGET)" ] || flags="$(RELEASE_RUSTFLAGS)"; \
-		MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" RUSTFLAGS="$$flags" \
-			$(CARGO) $$build --release --locked --bin preload --target "$$target"; \
-		name="preload-hooks-$(VERSION)-$$target"; stage="$(DIST_DIR)/$$name"; \
-		rm -rf "$$stage"; mkdir -p "$$stage/bin" "$$stage/docs" "$$stage/hooks"; \
-		for bin in $(DIST_BINARIES); do \
-			cp "$(BUILD_DIR)/$$target/release/preload" "$$stage/bin/$$bin"; \
-			if [ "$$target" = "$(RELEASE_TARGET)" ]; then \
-				"$$stage/bin/$$bin" --version </dev/null | grep -qx "$$bin $(VERSION)"; \
-			fi; \
-		done; \
-		cp README.md CHANGELOG.md "$$stage/"; \
-		if [ -f LICENSE ]; then cp LICENSE "$$stage/"; fi; \
-		cp docs/install.md "$$stage/docs/"; \
-		cp hooks/settings.json hooks/guards.json "$$stage/hooks/"; \
-		cp -R hooks/shims "$$stage/hooks/shims"; \
-		tar -C "$(DIST_DIR)" $$tarflags -czf "$(DIST_DIR)/$$name.tar.gz" "$$name"; \
-		rm -rf "$$stage"; \
-		(cd "$(DIST_DIR)" && $$sum "$$name.tar.gz" > "$$name.tar.gz.sha256"); \
-		echo "dist: $(DIST_DIR)/$$name.tar.gz"; \
-	done; \
-	if [ -n "$$skipped" ]; then echo "dist: skipped:$$skipped"; fi
+	@$(DIST_ENV) support/dist.sh
 
 ## Installs the Claude Code client the end-to-end scenarios are pinned to into .e2e/ (npm).
 e2e-setup:
@@ -272,3 +243,48 @@ e2e-engine:
 		$(CARGO) test --locked --test e2e real_engine -- --nocapture || status=$$?; \
 	tests/e2e/summary.sh "$(E2E_STATUS)"; \
 	exit $$status
+
+## make dist-test [DIST_TARGETS="..."]: `make dist` in an empty environment (`env -i`: a new
+## HOME, no RUSTFLAGS), into target/dist-test/, then its tarballs checked, every Linux binary
+## run under each of its names (the aarch64 ones under qemu's user mode), and the check itself
+## shown to refuse a wrong minimum macOS version and a changed checksum (support/dist-test.sh).
+dist-test:
+	@DIST_TOOLS="$(DIST_TOOLS)" MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" \
+		support/dist-test.sh "$(CURDIR)/target/dist-test" $(DIST_TARGETS)
+
+## make test-aarch64 [AARCH64_TESTS="--test tests --test lifecycles"]: the aarch64 Linux tarball
+## as `make dist-test` builds and checks it, unpacked, and the hook suites run against its
+## binaries (PRELOAD_TEST_BIN_DIR, as `make test` runs RELEASE_TESTS) under qemu's user mode:
+## directly where binfmt_misc already runs them, else in a private user namespace with its own
+## binfmt_misc entry (support/emulate.py). Installs qemu-user-static with apt-get when missing.
+AARCH64_TARGET := aarch64-unknown-linux-musl
+AARCH64_TESTS ?= --test tests
+AARCH64_DIR := $(CURDIR)/target/test-aarch64
+test-aarch64:
+	@support/dist-test.sh "$(AARCH64_DIR)/dist" $(AARCH64_TARGET)
+	@support/dist-tools.sh --qemu "$(DIST_TOOLS)"
+	@rm -rf "$(AARCH64_DIR)/unpacked" && mkdir -p "$(AARCH64_DIR)/unpacked" && \
+		tar -xzf "$(AARCH64_DIR)/dist/preload-hooks-$(VERSION)-$(AARCH64_TARGET).tar.gz" -C "$(AARCH64_DIR)/unpacked"
+	@bin="$(AARCH64_DIR)/unpacked/preload-hooks-$(VERSION)-$(AARCH64_TARGET)/bin"; started=$$(date +%s); \
+	if $(CARGO) nextest --version >/dev/null 2>&1; then run="$(CARGO) nextest run"; else run="$(CARGO) test"; fi; \
+	PRELOAD_TEST_BIN_DIR="$$bin" PRELOAD_LIFECYCLE_CASES=$(RELEASE_LIFECYCLE_CASES) \
+		python3 support/emulate.py --probe "$$bin/preload" -- $$run --locked --no-fail-fast $(AARCH64_TESTS); \
+	status=$$?; echo "test-aarch64: $(AARCH64_TESTS) against $$bin under emulation: $$(( $$(date +%s) - started )) s, exit $$status"; \
+	exit $$status
+
+## make link-macos: the test binaries of the whole workspace (and the release binaries' code as
+## the tests build it) compiled and linked for both macOS targets with zig (`cargo test
+## --no-run` through cargo-zigbuild): what clippy checks, linked as a Mac would link it.
+link-macos:
+	@support/dist-tools.sh "$(DIST_TOOLS)" $(MACOS_TARGETS)
+	@for target in $(MACOS_TARGETS); do \
+		PYTHONPATH="$(DIST_TOOLS)/zig" CARGO_ZIGBUILD_ZIG_PATH="$(DIST_TOOLS)/bin/zig" CARGO_ZIGBUILD_CACHE_DIR="$(DIST_TOOLS)/cache" \
+			MACOSX_DEPLOYMENT_TARGET="$(MACOSX_DEPLOYMENT_TARGET)" \
+			"$(DIST_TOOLS)/bin/cargo-zigbuild" test --workspace --locked --no-run --target $$target || exit 1; \
+	done
+
+## make package: the three crates as the crate registry would get them (`cargo package
+## --workspace`: each one's files, with its path dependencies taken as registry versions), each
+## built from its own package alone.
+package:
+	$(CARGO) package --workspace --locked
