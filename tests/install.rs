@@ -213,7 +213,7 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
         "backup still the pre-install file"
     );
     assert!(
-        second.stdout.contains("(0 updated)"),
+        second.stdout.contains("all up to date"),
         "binaries not copied again: {}",
         second.stdout
     );
@@ -299,8 +299,80 @@ fn install_into_a_project_without_settings_and_back() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_contract_wiring(&read_json(&settings), "fresh project");
-    assert_eq!(preload(&sb, &["uninstall"]).code, 0);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("wired (a new file: uninstall removes it)") && !said.contains("backup"),
+        "a first install into no file keeps no backup and says so: {said}"
+    );
+    assert!(
+        !backup_of(&settings).exists(),
+        "no backup stands for no file"
+    );
+    let out = preload(&sb, &["uninstall"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout
+            .contains("removed (there was none before install)"),
+        "{}",
+        out.stdout
+    );
     assert!(!settings.exists(), "the file did not exist before");
+}
+
+#[test]
+fn an_empty_settings_file_comes_back_empty() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    fs::write(&settings, "").unwrap();
+    assert_eq!(
+        preload(&sb, &["install", "--prefix", built().to_str().unwrap()]).code,
+        0
+    );
+    assert_contract_wiring(&read_json(&settings), "empty file");
+    assert_eq!(fs::read(backup_of(&settings)).unwrap(), b"");
+    let out = preload(&sb, &["uninstall"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains("restored from the backup"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        fs::read(&settings).unwrap(),
+        b"",
+        "the empty file is back, empty"
+    );
+}
+
+#[test]
+fn install_names_doctor_by_its_full_path_when_the_prefix_is_not_on_path() {
+    let sb = Sandbox::bare();
+    let prefix = sb.root().join("engine-bin");
+    let out = preload(&sb, &["install", "--prefix", prefix.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("binaries: 12 copied to"),
+        "{}",
+        out.stdout
+    );
+    let last = out.stdout.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with(&format!("check with: {}/preload doctor", prefix.display()))
+            && last.contains(&format!("export PATH=\"{}:$PATH\"", prefix.display())),
+        "{last}"
+    );
+    let on_path = sb
+        .command("preload")
+        .args(["install", "--prefix", prefix.to_str().unwrap()])
+        .env("PATH", format!("{}:/usr/bin:/bin", prefix.display()))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&on_path.stdout);
+    assert_eq!(
+        said.lines().last(),
+        Some("check with: preload doctor"),
+        "{said}"
+    );
 }
 
 #[test]

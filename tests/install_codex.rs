@@ -5,6 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use preload_cli::install::backup_of;
+use preload_cli::install::trust::{CodexConfig, PROJECT_MARK, hook_hash, registrations};
 use preload_cli::install::wiring::{all_handlers, our_binary};
 use serde_json::Value;
 
@@ -203,7 +204,8 @@ fn doctor_checks_the_codex_wiring_registration_by_registration() {
         "{}",
         none.stdout
     );
-    assert_eq!(install(&sb, &[]).code, 0);
+    let out = install(&sb, &["--trust-project"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let ok = doctor(&sb);
     assert!(
         ok.stdout.contains("wires every registration once"),
@@ -227,4 +229,167 @@ fn doctor_checks_the_codex_wiring_registration_by_registration() {
         missing.stdout
     );
     assert_eq!(missing.code, 1);
+}
+
+/// `$CODEX_HOME/config.toml` of the sandbox, given `text` first, and the sandbox.
+fn with_codex_config(text: &str) -> (Sandbox, PathBuf) {
+    let mut sb = Sandbox::bare();
+    let codex_home = sb.root().join("codex-home");
+    sb.extra_env
+        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
+    fs::create_dir_all(&codex_home).unwrap();
+    let config = codex_home.join("config.toml");
+    fs::write(&config, text).unwrap();
+    (sb, config)
+}
+
+const USER_CONFIG: &str =
+    "# my settings\nmodel = \"m\" # the model\n\n[features]\nmulti_agent = true\n";
+
+#[test]
+fn trust_writes_an_entry_per_registration_and_a_reinstall_keeps_the_trust() {
+    let (sb, config) = with_codex_config(USER_CONFIG);
+    let file = sb.project.join(".codex/hooks.json");
+    let plain = install(&sb, &[]);
+    assert!(
+        plain.stdout.contains("45 of 45 hooks not trusted") && plain.stdout.contains("--trust"),
+        "install without --trust says what to do: {}",
+        plain.stdout
+    );
+    assert_eq!(fs::read_to_string(&config).unwrap(), USER_CONFIG);
+    let untrusted = doctor(&sb);
+    assert!(
+        untrusted.stdout.contains("45 missing (none is trusted)")
+            && untrusted
+                .stdout
+                .contains("is not trusted: Codex does not load"),
+        "{}",
+        untrusted.stdout
+    );
+    assert_eq!(untrusted.code, 1);
+
+    let out = install(&sb, &["--trust-project"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("45 hooks trusted"), "{}", out.stdout);
+    let text = fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with(USER_CONFIG),
+        "the user's settings stay first: {text}"
+    );
+    let read = CodexConfig::read(&config).unwrap();
+    let hooks = read_json(&file);
+    let wired = registrations(&file, &hooks);
+    assert_eq!(wired.len(), 45);
+    let real_file = file.canonicalize().unwrap();
+    for r in &wired {
+        let key = &r.key;
+        assert!(
+            key.starts_with(&format!("{}:", real_file.display())),
+            "{key}"
+        );
+        let (event, group, handler) = {
+            let mut parts = key.rsplitn(3, ':');
+            let h: usize = parts.next().unwrap().parse().unwrap();
+            let g: usize = parts.next().unwrap().parse().unwrap();
+            (r.event.as_str(), g, h)
+        };
+        let declared = &hooks["hooks"][event][group];
+        let hash = hook_hash(
+            event,
+            declared["matcher"].as_str(),
+            &declared["hooks"][handler],
+        );
+        assert_eq!(read.trusted_hash(key), Some(hash.as_str()), "{key}");
+    }
+    let project = sb.project.canonicalize().unwrap();
+    assert!(
+        text.contains(&format!(
+            "{PROJECT_MARK}\n[projects.\"{}\"]\ntrust_level = \"trusted\"",
+            project.display()
+        )),
+        "{text}"
+    );
+    let trusted = doctor(&sb);
+    assert!(
+        trusted.stdout.contains("45 registrations trusted"),
+        "{}",
+        trusted.stdout
+    );
+    assert!(
+        !trusted.stdout.contains("FAIL  codex"),
+        "{}",
+        trusted.stdout
+    );
+
+    // A reinstall, with or without --trust, keeps every hook where it was and as it was: the
+    // entries stay valid and the file is not rewritten.
+    for again in [&[][..], &["--trust"][..], &["--trust-project"][..]] {
+        let out = install(&sb, again);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stdout.contains("45 hooks trusted"),
+            "{again:?}: {}",
+            out.stdout
+        );
+        assert_eq!(fs::read_to_string(&config).unwrap(), text, "{again:?}");
+    }
+    assert!(doctor(&sb).stdout.contains("45 registrations trusted"));
+
+    // Uninstall takes out what install trusted, and nothing else.
+    let out = preload(&sb, &["uninstall", "--agent", "codex"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("45 hook trust entries and the trust of project"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(fs::read_to_string(&config).unwrap(), USER_CONFIG);
+}
+
+#[test]
+fn doctor_names_a_stale_trust_and_uninstall_keeps_an_entry_it_did_not_write() {
+    let (sb, config) = with_codex_config("");
+    let file = sb.project.join(".codex/hooks.json");
+    assert_eq!(install(&sb, &["--trust"]).code, 0);
+    // Someone changed a hook's timeout after it was trusted: Codex sees another definition.
+    let mut doc = read_json(&file);
+    doc["hooks"]["Stop"][0]["hooks"][0]["timeout"] = serde_json::json!(7);
+    fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let stale = doctor(&sb);
+    assert!(
+        stale.stdout.contains("1 of 45 registrations")
+            && stale.stdout.contains(
+                "1 stale (trusted with another definition: Stop preload-compaction-reread stop)"
+            ),
+        "{}",
+        stale.stdout
+    );
+    assert_eq!(stale.code, 1);
+    let out = preload(&sb, &["uninstall", "--agent", "codex"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let left = fs::read_to_string(&config).unwrap();
+    assert_eq!(left.matches("trusted_hash").count(), 1, "{left}");
+    assert!(left.contains(":stop:0:0"), "{left}");
+}
+
+#[test]
+fn trust_is_refused_where_it_does_not_apply_and_with_a_broken_config() {
+    let (sb, config) = with_codex_config("model = \n");
+    let out = install(&sb, &["--trust"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("is not valid TOML"), "{}", out.stderr);
+    assert_eq!(fs::read_to_string(&config).unwrap(), "model = \n");
+    assert!(
+        !sb.project.join(".codex/hooks.json").exists(),
+        "nothing was wired"
+    );
+    let global = install(&sb, &["--global", "--trust-project"]);
+    assert_eq!(global.code, 2, "{}", global.stderr);
+    let prefix = built();
+    let claude = preload(
+        &sb,
+        &["install", "--trust", "--prefix", prefix.to_str().unwrap()],
+    );
+    assert_eq!(claude.code, 2, "{}", claude.stderr);
 }

@@ -58,6 +58,22 @@ pub struct CodexScenario {
     pub model: CodexModel,
     /// The client's `CODEX_HOME`.
     pub codex_home: PathBuf,
+    /// How the hooks come to run: trusted by install, or `--dangerously-bypass-hook-trust`.
+    pub trust: Trust,
+}
+
+/// How a scenario's hooks come to run in the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// `preload install --agent codex` without `--trust`; every run passes
+    /// `--dangerously-bypass-hook-trust` (the harness trusts the project).
+    Bypass,
+    /// `preload install --agent codex --trust-project`: the hooks and the project trusted in
+    /// `config.toml` by install, the runs without the bypass.
+    Installed,
+    /// `preload install --agent codex` without `--trust`, the runs without the bypass (the
+    /// harness trusts the project): Codex skips every hook.
+    None,
 }
 
 impl CodexScenario {
@@ -65,7 +81,14 @@ impl CodexScenario {
     /// codex`; `None` (printed) when the client cannot run and `PRELOAD_E2E` does not require
     /// it. A failing install fails the scenario.
     pub fn new(name: &'static str, world: World) -> Option<Self> {
-        Self::wired(name, world, install)
+        Self::with_trust(name, world, Trust::Bypass)
+    }
+
+    /// [`Self::new`], the hooks coming to run as `trust` says.
+    pub fn with_trust(name: &'static str, world: World, trust: Trust) -> Option<Self> {
+        Self::wired_as(name, world, trust, |world, home| {
+            install(world, home, trust);
+        })
     }
 
     /// Sets up `name` in `world` with `hooks` (a `hooks.json` document) as the project's
@@ -84,10 +107,19 @@ impl CodexScenario {
         world: World,
         wire: impl FnOnce(&mut World, &Path),
     ) -> Option<Self> {
+        Self::wired_as(name, world, Trust::Bypass, wire)
+    }
+
+    fn wired_as(
+        name: &'static str,
+        world: World,
+        trust: Trust,
+        wire: impl FnOnce(&mut World, &Path),
+    ) -> Option<Self> {
         let codex = codex_or_skip(name)?;
         let mut world = world;
         let model = CodexModel::start();
-        let codex_home = codex_client::codex_home(&world, &model);
+        let codex_home = codex_client::codex_home_with(&world, &model, trust != Trust::Installed);
         wire(&mut world, &codex_home);
         notice(&format!("{name}: hooks wired by {}", world.wiring));
         Some(Self {
@@ -96,6 +128,7 @@ impl CodexScenario {
             world,
             model,
             codex_home,
+            trust,
         })
     }
 
@@ -103,7 +136,15 @@ impl CodexScenario {
     pub fn run_any(&self, steps: Vec<Step>, prompt: &str, mode: Mode) -> Run {
         self.model.set_script(Script::new(steps));
         let what = format!("{mode:?}");
-        let run = codex_client::run(&self.codex, &self.world, &self.codex_home, prompt, mode);
+        let bypass = self.trust == Trust::Bypass;
+        let run = codex_client::run(
+            &self.codex,
+            &self.world,
+            &self.codex_home,
+            prompt,
+            mode,
+            bypass,
+        );
         notice(&format!(
             "{}: codex run {what} took {:.1} s",
             self.name,
@@ -267,11 +308,13 @@ impl CodexScenario {
 /// project's `.codex/hooks.json` (a file install wrote anew) starts with `PRELOAD_AGENT=codex`
 /// and runs a binary from the prefix, every event is wired, SessionStart has its
 /// `--chunk I/N` registrations, and `guards.json` is the shipped default.
-fn install(world: &mut World, codex_home: &Path) {
+fn install(world: &mut World, codex_home: &Path, trust: Trust) {
     let dispatch = world.sandbox.wiring == Wiring::Dispatch;
+    let trusting = trust == Trust::Installed;
     let out = Command::new(bin("preload"))
         .args(["install", "--agent", "codex"])
         .args(dispatch.then_some("--dispatch"))
+        .args(trusting.then_some("--trust-project"))
         .env_clear()
         .env("HOME", &world.sandbox.home)
         .env("CODEX_HOME", codex_home)
@@ -286,10 +329,17 @@ fn install(world: &mut World, codex_home: &Path) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        stdout.contains("--dangerously-bypass-hook-trust"),
-        "install says how Codex comes to run the hooks: {stdout}"
-    );
+    if trusting {
+        assert!(
+            stdout.contains(" hooks trusted in ") && stdout.contains("trusted\n"),
+            "install says it trusted the hooks and the project: {stdout}"
+        );
+    } else {
+        assert!(
+            stdout.contains("--trust") && stdout.contains("--dangerously-bypass-hook-trust"),
+            "install says how Codex comes to run the hooks: {stdout}"
+        );
+    }
     let file = world.sandbox.project.join(".codex/hooks.json");
     let doc: Value = serde_json::from_str(&fs::read_to_string(&file).expect("install wrote it"))
         .expect("hooks.json is JSON");
@@ -333,8 +383,9 @@ fn install(world: &mut World, codex_home: &Path) {
         "install writes the shipped default rules"
     );
     world.wiring = format!(
-        "`preload install --agent codex{}` (the project's .codex/hooks.json, binaries in {})",
+        "`preload install --agent codex{}{}` (the project's .codex/hooks.json, binaries in {})",
         if dispatch { " --dispatch" } else { "" },
+        if trusting { " --trust-project" } else { "" },
         world.prefix().display()
     );
 }
@@ -831,5 +882,82 @@ fn codex_fork_starts_as_its_parents_window() {
         "{}: the fork receives nothing twice ({})",
         s.name,
         saved.display()
+    );
+}
+
+/// `preload install --agent codex --trust-project` writes the trust entries the real client
+/// reads: with the project left untrusted by the harness and no
+/// `--dangerously-bypass-hook-trust`, the client loads the project's `.codex/`, runs every
+/// hook, and the model receives what the activation scenario's does, each file once; the
+/// harness's own settings in `config.toml` (the scripted provider) stay as they were.
+#[test]
+fn codex_hooks_trusted_by_install_run_without_the_bypass() {
+    let Some(s) = CodexScenario::with_trust("codex_trusted", World::new(), Trust::Installed) else {
+        return;
+    };
+    let config = fs::read_to_string(s.codex_home.join("config.toml")).expect("config.toml");
+    assert!(
+        config.contains("[model_providers.scripted]") && config.contains("trusted_hash = "),
+        "{}: install kept the client's settings and added its entries: {config}",
+        s.name
+    );
+    let steps = vec![
+        activate_step(),
+        shell("ls packages/estimate"),
+        phase_step("1: Interrogation"),
+        shell("ls packages/estimate/tests"),
+        shell("ls packages"),
+    ];
+    let run = s.run(steps, PROMPT, Mode::New);
+    let (requests, saved) = s.requests();
+    let got = last_turn(&requests).expect("the conversation");
+    let p = s.paths();
+    let mut expected = at_start(&p);
+    expected.extend(phase0(&p));
+    expected.extend(p.phase_one());
+    let logged = delivered_to_main(s.log(), 0, usize::MAX);
+    s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    let early =
+        got.check_arrives_within(&at_start(&p), 0, first_call(&got), "before the first call");
+    assert_clean(s.name, "standards at start-up", &early, &got, &saved);
+    s.assert_within_calls("phase 0", &got, "session activate", &phase0(&p), &saved);
+    s.assert_within_calls(
+        "phase 1",
+        &got,
+        "\"1: Interrogation\"",
+        &p.phase_one(),
+        &saved,
+    );
+    s.assert_owner(&run, "1: Interrogation");
+}
+
+/// Without `--trust` and without the bypass, the client skips every hook of the install (it
+/// says nothing about it): no hook context reaches the model, the session gate denies
+/// nothing, and no hook delivered anything. What makes the trusted scenario able to fail.
+#[test]
+fn codex_hooks_installed_without_trust_do_not_run() {
+    let Some(s) = CodexScenario::with_trust("codex_untrusted", World::new(), Trust::None) else {
+        return;
+    };
+    s.run(vec![shell("ls packages")], "Say hello.", Mode::New);
+    let (requests, saved) = s.requests();
+    let got = last_turn(&requests).expect("the conversation");
+    assert!(
+        got.hook_contexts().is_empty(),
+        "{}: an untrusted hook's context reached the model: {:?} ({})",
+        s.name,
+        got.hook_contexts(),
+        saved.display()
+    );
+    assert!(
+        got.errors().is_empty(),
+        "{}: an untrusted gate denied a call: {:?}",
+        s.name,
+        got.errors()
+    );
+    assert!(
+        deliveries(s.log()).is_empty(),
+        "{}: an untrusted hook delivered files",
+        s.name
     );
 }

@@ -93,9 +93,10 @@ fn probe(codex: &Path) -> Result<(), String> {
 
 /// The client's private `CODEX_HOME` (`<sandbox>/codex-home`): its `config.toml` names the
 /// scripted model as the only provider, runs every command without asking and outside a
-/// sandbox, compacts past [`COMPACT_LIMIT`] tokens, and trusts the world's project, without
-/// which the client skips the project's `.codex/hooks.json`.
-pub fn codex_home(world: &World, model: &CodexModel) -> PathBuf {
+/// sandbox, compacts past [`COMPACT_LIMIT`] tokens, and with `trust_project` trusts the world's
+/// project, without which the client skips the project's `.codex/hooks.json` (else that is
+/// left to `preload install --trust-project`).
+pub fn codex_home_with(world: &World, model: &CodexModel, trust_project: bool) -> PathBuf {
     let home = world.sandbox.root().join("codex-home");
     fs::create_dir_all(&home).expect("CODEX_HOME");
     let project = toml_string(&world.sandbox.project.to_string_lossy());
@@ -110,12 +111,14 @@ pub fn codex_home(world: &World, model: &CodexModel) -> PathBuf {
          name = \"Scripted model\"\n\
          base_url = {url}\n\
          env_key = \"{KEY_ENV}\"\n\
-         wire_api = \"responses\"\n\
-         \n\
-         [projects.{project}]\n\
-         trust_level = \"trusted\"\n",
+         wire_api = \"responses\"\n",
         url = toml_string(&model.base_url()),
     );
+    let config = if trust_project {
+        format!("{config}\n[projects.{project}]\ntrust_level = \"trusted\"\n")
+    } else {
+        config
+    };
     fs::write(home.join("config.toml"), config).expect("config.toml");
     home
 }
@@ -139,9 +142,17 @@ pub enum Mode {
 
 /// One `codex exec` run of `prompt` in the world's project against the scripted model, with
 /// the world's `HOME`, `PATH` and delivery log and the private `CODEX_HOME`; killed after
-/// [`RUN_TIMEOUT`]. The hooks run without review (`--dangerously-bypass-hook-trust`):
-/// reviewing is the user's step, and install says so.
-pub fn run(codex: &Path, world: &World, codex_home: &Path, prompt: &str, mode: Mode) -> Run {
+/// [`RUN_TIMEOUT`]. With `bypass` the hooks run without review
+/// (`--dangerously-bypass-hook-trust`); without it only those trusted in `config.toml` run
+/// (what `preload install --agent codex --trust` writes).
+pub fn run(
+    codex: &Path,
+    world: &World,
+    codex_home: &Path,
+    prompt: &str,
+    mode: Mode,
+    bypass: bool,
+) -> Run {
     let sandbox = &world.sandbox;
     let n = world.next_run();
     let out_path = sandbox.root().join(format!("codex-{n}.out"));
@@ -159,7 +170,10 @@ pub fn run(codex: &Path, world: &World, codex_home: &Path, prompt: &str, mode: M
             Some(id)
         }
     };
-    cmd.args(["--dangerously-bypass-hook-trust", "--skip-git-repo-check"]);
+    if bypass {
+        cmd.arg("--dangerously-bypass-hook-trust");
+    }
+    cmd.arg("--skip-git-repo-check");
     if let Some(id) = forked {
         cmd.arg(id);
     }

@@ -16,6 +16,7 @@ pub mod per_event;
 pub mod settings;
 pub mod shims;
 pub mod targets;
+pub mod trust;
 pub mod uninstall;
 pub mod wiring;
 
@@ -98,6 +99,14 @@ pub struct InstallArgs {
     /// With --agent codex: turn Codex's hooks on where its config.toml turns them off.
     #[arg(long)]
     pub enable: bool,
+    /// With --agent codex: trust the hooks just wired in `$CODEX_HOME/config.toml`
+    /// (`[hooks.state]` `trusted_hash`), so Codex runs them without a review.
+    #[arg(long)]
+    pub trust: bool,
+    /// With --agent codex, for a project's .codex/hooks.json: also trust the project, without
+    /// which Codex does not load its .codex/ (hooks, config and rules); implies --trust.
+    #[arg(long)]
+    pub trust_project: bool,
     /// Leave the settings alone and replace the engine's hook scripts by shims instead.
     #[arg(long)]
     pub shims: bool,
@@ -140,6 +149,9 @@ pub enum InstallError {
     /// Codex's config.toml was not changed.
     #[error(transparent)]
     Codex(#[from] codex::CodexError),
+    /// Codex's config.toml could not be read or written for the trust entries.
+    #[error(transparent)]
+    Trust(#[from] trust::TrustError),
     /// The default rules were not written.
     #[error(transparent)]
     Guards(#[from] GuardsError),
@@ -185,16 +197,7 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         WiringMode::Binaries
     };
     let agent = Agent::from(opts.agent);
-    if agent == Agent::Codex && opts.shims {
-        return Err(InstallError::Usage(
-            "--shims replaces the Claude Code engine's bash hooks; Codex has none to replace",
-        ));
-    }
-    if agent != Agent::Codex && opts.enable {
-        return Err(InstallError::Usage(
-            "--enable applies to --agent codex only",
-        ));
-    }
+    check_flags(opts, agent)?;
     if opts.print {
         let hooks = wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode, agent);
         return Ok(vec![settings::to_pretty(&json!({ "hooks": hooks }), b"  ")]);
@@ -202,20 +205,27 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
     // A settings file that cannot be wired stops install before anything is copied, and so
     // does `--shims` with no engine script to replace.
     settings::check(&targets.settings)?;
+    // The trust entries go into a config.toml read whole first: one that cannot be read stops
+    // install before anything is changed when they are asked for.
+    let wants_trust = opts.trust || opts.trust_project;
+    let codex_config = match agent {
+        Agent::Codex => match trust::CodexConfig::read(&targets.codex_home.join("config.toml")) {
+            Err(err) if wants_trust || opts.enable => return Err(err.into()),
+            read => Some(read),
+        },
+        Agent::ClaudeCode => None,
+    };
+    let before = if agent == Agent::Codex {
+        codex::registrations_in(&targets.settings)
+    } else {
+        Vec::new()
+    };
     if opts.shims && !shims::any_to_replace(&targets.hooks_dir()) {
         return Err(InstallError::NoEngineScripts {
             dir: targets.hooks_dir(),
         });
     }
-    let mut lines = Vec::new();
-    let exe = std::env::current_exe().map_err(|source| InstallError::Locate { source })?;
-    let from = exe.parent().unwrap_or(Path::new("."));
-    let copied = binaries::install_binaries(from, &targets.prefix)?;
-    lines.push(format!(
-        "binaries: {} in {} ({copied} updated)",
-        BINARIES.len(),
-        targets.prefix.display()
-    ));
+    let mut lines = vec![copy_binaries(&targets.prefix)?];
     if guards::install_default_guards(&targets.home)? {
         lines.push(format!(
             "rules: the engine had no guards.json; the default rules written to {}",
@@ -242,29 +252,101 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
         mode,
         agent,
     )?;
+    // No backup: there was no file before preload (uninstall removes it again).
+    let backed_up = backup_of(&targets.settings).exists();
+    let kept = if backed_up {
+        "backup kept"
+    } else {
+        "a new file: uninstall removes it"
+    };
     let what = match (change, opts.shims, mode) {
-        (Change::Unchanged, false, _) => "already wired, nothing changed",
-        (Change::Unchanged, true, _) => "no native wiring to remove",
-        (_, false, WiringMode::Binaries) => "wired (backup kept)",
-        (_, false, WiringMode::Dispatch) => "wired, one process per event (backup kept)",
-        (_, true, _) => "native wiring removed (the bash entries run the shims)",
+        (Change::Unchanged, false, _) => "already wired, nothing changed".to_owned(),
+        (Change::Unchanged, true, _) => "no native wiring to remove".to_owned(),
+        (_, false, WiringMode::Binaries) => format!("wired ({kept})"),
+        (_, false, WiringMode::Dispatch) => format!("wired, one process per event ({kept})"),
+        (_, true, _) => "native wiring removed (the bash entries run the shims)".to_owned(),
     };
     lines.push(format!("settings: {} {what}", targets.settings.display()));
     if let Some(line) = ignore_seeds(targets) {
         lines.push(line);
     }
-    if change != Change::Unchanged {
+    if change != Change::Unchanged && backed_up {
         lines.push(format!(
             "backup: {} (before preload), {} (before this change)",
             backup_of(&targets.settings).display(),
             previous_of(&targets.settings).display()
         ));
     }
-    if agent == Agent::Codex {
-        lines.extend(codex::after_install(targets, opts.enable)?);
+    if let Some(config) = codex_config {
+        let request = codex::TrustRequest {
+            hooks: opts.trust || opts.trust_project,
+            project: opts.trust_project,
+        };
+        lines.extend(codex::after_install(
+            targets,
+            opts.enable,
+            config,
+            request,
+            &before,
+        )?);
     }
-    lines.push("check with: preload doctor".into());
+    lines.push(check_with(targets, agent));
     Ok(lines)
+}
+
+/// Refuse the flags that do not apply to `agent` or to each other; nothing was changed.
+fn check_flags(opts: &InstallArgs, agent: Agent) -> Result<(), InstallError> {
+    if agent == Agent::Codex && opts.shims {
+        return Err(InstallError::Usage(
+            "--shims replaces the Claude Code engine's bash hooks; Codex has none to replace",
+        ));
+    }
+    if agent != Agent::Codex && (opts.enable || opts.trust || opts.trust_project) {
+        return Err(InstallError::Usage(
+            "--enable, --trust and --trust-project apply to --agent codex only",
+        ));
+    }
+    if opts.global && opts.trust_project {
+        return Err(InstallError::Usage(
+            "--trust-project trusts the project of a project's .codex/hooks.json; --global wires the user's file, which needs no project trust",
+        ));
+    }
+    Ok(())
+}
+
+/// Copy the binaries from the directory of the running `preload` into `prefix`; the line to
+/// report.
+fn copy_binaries(prefix: &Path) -> Result<String, InstallError> {
+    let exe = std::env::current_exe().map_err(|source| InstallError::Locate { source })?;
+    let from = exe.parent().unwrap_or(Path::new("."));
+    let present = BINARIES.iter().filter(|b| prefix.join(b).exists()).count();
+    let copied = binaries::install_binaries(from, prefix)?;
+    let dir = prefix.display();
+    Ok(match (present, copied) {
+        (0, _) => format!("binaries: {} copied to {dir}", BINARIES.len()),
+        (_, 0) => format!("binaries: {} in {dir}, all up to date", BINARIES.len()),
+        _ => format!("binaries: {} in {dir} ({copied} updated)", BINARIES.len()),
+    })
+}
+
+/// The last line: how to run `preload doctor`, by its full path when the install directory
+/// is not on `PATH` (`~/.claude/engine/bin` is not, by default), with how to put it there.
+fn check_with(targets: &Targets, agent: Agent) -> String {
+    let args = if agent == Agent::Codex {
+        " doctor --agent codex"
+    } else {
+        " doctor"
+    };
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir == targets.prefix));
+    if on_path {
+        return format!("check with: preload{args}");
+    }
+    let dir = targets.prefix.display();
+    format!(
+        "check with: {dir}/preload{args} ({dir} is not on PATH; to run `preload` by name, add \
+         `export PATH=\"{dir}:$PATH\"` to your shell's profile)"
+    )
 }
 
 /// Add the seeds' ignore rule when the project is in a git repository; the line to report.

@@ -29,6 +29,7 @@ pub mod session;
 pub mod status;
 pub mod timings;
 pub mod transition;
+pub mod words;
 
 /// What every subcommand reads from the environment.
 const ENV_HELP: &str =

@@ -9,9 +9,12 @@ use serde_json::Value;
 
 use super::Finding;
 use crate::install::codex::hooks_off;
+use crate::install::codex::project_of;
 use crate::install::settings::installed_prefix;
 use crate::install::targets::{Scope, Targets};
+use crate::install::trust::{self, CodexConfig, TrustStatus};
 use crate::install::wiring::{Agent, WiringMode, all_handlers, our_binary, wanted_for};
+use crate::words::plural;
 use preload_core::primitives::env::Env;
 
 /// The Codex hooks files to look at: the project's, then the user's.
@@ -48,6 +51,11 @@ fn registrations_of(doc: &Value) -> Vec<Registration> {
 /// Check the Codex wiring; `required` (`--agent codex`): no Codex wiring is a failure.
 pub(super) fn check_codex(vars: &Env, cwd: &Path, required: bool, findings: &mut Vec<Finding>) {
     let (files, config) = codex_files(vars, cwd);
+    let codex_home = config
+        .as_deref()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let mut wired = Vec::new();
     for file in &files {
         let Ok(text) = fs::read_to_string(file) else {
@@ -108,6 +116,9 @@ pub(super) fn check_codex(vars: &Env, cwd: &Path, required: bool, findings: &mut
                 expected.len()
             )));
         }
+        if let Some(config) = &config {
+            check_trust(file, &doc, config, &codex_home, findings);
+        }
     }
     if wired.len() > 1 {
         findings.push(Finding::warn(
@@ -134,5 +145,86 @@ pub(super) fn check_codex(vars: &Env, cwd: &Path, required: bool, findings: &mut
             format!("codex: {} turns hooks off ([features])", config.display()),
             "run `preload install --agent codex --enable`",
         ));
+    }
+}
+
+/// Whether Codex trusts each of our registrations in `file` (`[hooks.state]` of `config`:
+/// the hash matches, is stale or is missing) and, for a project's file, the project.
+fn check_trust(
+    file: &Path,
+    doc: &Value,
+    config: &Path,
+    codex_home: &Path,
+    findings: &mut Vec<Finding>,
+) {
+    let config = match CodexConfig::read(config) {
+        Ok(config) => config,
+        Err(err) => {
+            findings.push(Finding::fail(
+                format!("codex: {err}"),
+                "Codex cannot start with it either: fix it",
+            ));
+            return;
+        }
+    };
+    let registrations = trust::registrations(file, doc);
+    let mut stale = Vec::new();
+    let mut missing = Vec::new();
+    for r in &registrations {
+        let name = format!("{} {}", r.event, r.command.rsplit('/').next().unwrap_or(""));
+        match config.status(r) {
+            TrustStatus::Trusted => {}
+            TrustStatus::Stale => stale.push(name),
+            TrustStatus::Missing => missing.push(name),
+        }
+    }
+    if stale.is_empty() && missing.is_empty() {
+        findings.push(Finding::ok(format!(
+            "codex: {} trusted in {} (each hash matches)",
+            plural(registrations.len(), "registration", "registrations"),
+            config.path.display()
+        )));
+    } else {
+        let mut what = Vec::new();
+        if !stale.is_empty() {
+            what.push(format!(
+                "{} stale (trusted with another definition: {})",
+                stale.len(),
+                stale.join(", ")
+            ));
+        }
+        if !missing.is_empty() {
+            what.push(format!(
+                "{} missing{}",
+                missing.len(),
+                if missing.len() == registrations.len() {
+                    " (none is trusted)".to_owned()
+                } else {
+                    format!(": {}", missing.join(", "))
+                }
+            ));
+        }
+        findings.push(Finding::fail(
+            format!(
+                "codex: {} of {} in {} not trusted, so Codex skips them without a word: {}",
+                stale.len() + missing.len(),
+                plural(registrations.len(), "registration", "registrations"),
+                file.display(),
+                what.join("; ")
+            ),
+            "run `preload install --agent codex --trust` (or review them in codex's /hooks)",
+        ));
+    }
+    if let Some(project) = project_of(file, codex_home) {
+        let key = trust::project_key(&project);
+        if !config.project_trusted(&key) {
+            findings.push(Finding::fail(
+                format!(
+                    "codex: project {} is not trusted: Codex does not load its .codex/, hooks included",
+                    key.display()
+                ),
+                "run `preload install --agent codex --trust-project` (or trust it when codex asks)",
+            ));
+        }
     }
 }

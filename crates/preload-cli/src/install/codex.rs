@@ -1,29 +1,24 @@
 //! What `preload install --agent codex` says and does beyond the hooks file: whether Codex's
 //! `config.toml` turns its hooks off (`[features] hooks = false`, or the older `codex_hooks`),
-//! turning them on with `--enable`, and how Codex comes to trust the hooks.
+//! turning them on with `--enable`, and trusting the hooks (and the project) with `--trust`
+//! and `--trust-project` ([`super::trust`]).
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
-use preload_core::primitives::file;
+use serde_json::Value;
 
 use super::previous_of;
 use super::targets::Targets;
+use super::trust::{self, CodexConfig, Registration, TrustError, TrustStatus};
+use crate::words::plural;
 
 /// Why Codex's `config.toml` was not read or changed.
 #[derive(Debug, thiserror::Error)]
 pub enum CodexError {
-    /// Reading or writing the file failed; it is as it was.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: io::Error,
-    },
+    /// The trust entries were not written.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
 }
 
 /// The feature keys that turn Codex's hooks on or off (`codex_hooks`: the older name).
@@ -73,56 +68,158 @@ fn turned_on(text: &str, off: &[usize]) -> String {
     out
 }
 
-/// After the hooks file was wired: the lines install reports about Codex, and with `enable`
-/// its hooks turned on where `config.toml` turns them off (the file as it was kept in
-/// `config.toml.preload-previous`).
-pub fn after_install(targets: &Targets, enable: bool) -> Result<Vec<String>, CodexError> {
-    let config = targets.codex_home.join("config.toml");
+/// What `--trust` and `--trust-project` ask for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrustRequest {
+    /// Trust the hooks just wired.
+    pub hooks: bool,
+    /// Trust the project whose `.codex/hooks.json` was wired.
+    pub project: bool,
+}
+
+/// Our registrations in the hooks file at `path` as it is now (none when absent or broken).
+pub fn registrations_in(path: &Path) -> Vec<Registration> {
+    fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|doc| trust::registrations(path, &doc))
+        .unwrap_or_default()
+}
+
+/// The project whose `.codex/` holds `hooks`, when it is a project's file and not the user's
+/// `$CODEX_HOME/hooks.json`.
+pub fn project_of(hooks: &Path, codex_home: &Path) -> Option<PathBuf> {
+    let dir = hooks.parent()?;
+    let is_dot_codex = dir.file_name().is_some_and(|n| n == ".codex");
+    (is_dot_codex && trust::real_path(dir) != trust::real_path(codex_home))
+        .then(|| dir.parent().map(Path::to_path_buf))
+        .flatten()
+}
+
+/// After the hooks file was wired: the lines install reports about Codex. With `enable` its
+/// hooks are turned on where `config.toml` turns them off; with `request` the hooks just wired
+/// (and the project) are trusted there, and the entries of `before` (our registrations before
+/// this install) that no longer name one of ours are taken out. The file as it was is kept in
+/// `config.toml.preload-previous`.
+pub fn after_install(
+    targets: &Targets,
+    enable: bool,
+    config: Result<CodexConfig, TrustError>,
+    request: TrustRequest,
+    before: &[Registration],
+) -> Result<Vec<String>, CodexError> {
     let mut lines = Vec::new();
-    let text = match fs::read_to_string(&config) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(source) => {
-            return Err(CodexError::Io {
-                action: "read",
-                path: config,
-                source,
-            });
+    let mut config = match config {
+        Ok(config) => config,
+        Err(err) => {
+            lines.push(format!("codex: {err}; the hooks' trust was not checked"));
+            return Ok(lines);
         }
     };
-    let off = text.as_deref().map(hooks_off).unwrap_or_default();
-    match (text, off.is_empty(), enable) {
-        (Some(text), false, true) => {
-            write(&previous_of(&config), &text)?;
-            write(&config, &turned_on(&text, &off))?;
-            lines.push(format!(
-                "codex: hooks turned on in {} ([features]; the file as it was kept in {})",
-                config.display(),
-                previous_of(&config).display()
-            ));
-        }
-        (Some(_), false, false) => lines.push(format!(
+    let path = config.path.clone();
+    let off = config.text().map(hooks_off).unwrap_or_default();
+    if !off.is_empty() && enable {
+        config.edit_text(|text| turned_on(text, &off))?;
+        lines.push(format!(
+            "codex: hooks turned on in {} ([features])",
+            path.display()
+        ));
+    } else if !off.is_empty() {
+        lines.push(format!(
             "codex: {} turns hooks off ([features] hooks = false): none of them runs; `preload install --agent codex --enable` turns them on",
-            config.display()
-        )),
-        _ => {}
+            path.display()
+        ));
     }
-    lines.push(
-        "codex: Codex runs a hook only once you have trusted it (until then it skips it without \
-         a word): review and trust them in codex, or run `codex exec \
-         --dangerously-bypass-hook-trust` for one run; a project's .codex/hooks.json also needs \
-         the project trusted (`codex exec --trust`)"
-            .into(),
-    );
+    let now = registrations_in(&targets.settings);
+    let project =
+        project_of(&targets.settings, &targets.codex_home).map(|p| trust::project_key(&p));
+    if request.hooks {
+        for old in before
+            .iter()
+            .filter(|old| !now.iter().any(|n| n.key == old.key))
+        {
+            config.untrust(old);
+        }
+        for registration in &now {
+            config.trust(registration)?;
+        }
+    }
+    if let (true, Some(key)) = (request.project, &project) {
+        config.trust_project(key)?;
+    }
+    if config.save()? {
+        lines.push(format!(
+            "codex: {} updated (the file as it was kept in {})",
+            path.display(),
+            previous_of(&path).display()
+        ));
+    }
+    let untrusted = now
+        .iter()
+        .filter(|r| config.status(r) != TrustStatus::Trusted)
+        .count();
+    if untrusted == 0 {
+        lines.push(format!(
+            "codex: {} trusted in {}",
+            plural(now.len(), "hook", "hooks"),
+            path.display()
+        ));
+    } else {
+        lines.push(format!(
+            "codex: {untrusted} of {} not trusted: Codex skips a hook until it is trusted, \
+             without a word; `preload install --agent codex --trust` trusts them (or review them \
+             in codex's /hooks, or run `codex exec --dangerously-bypass-hook-trust` for one run)",
+            plural(now.len(), "hook", "hooks"),
+        ));
+    }
+    match &project {
+        Some(key) if config.project_trusted(key) => {
+            lines.push(format!("codex: project {} trusted", key.display()));
+        }
+        Some(key) => lines.push(format!(
+            "codex: project {} not trusted: Codex does not load its .codex/ (hooks included) \
+             until it is; `preload install --agent codex --trust-project` trusts it (or answer \
+             codex's prompt, or run `codex exec --trust`)",
+            key.display()
+        )),
+        None => {}
+    }
     Ok(lines)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CodexError> {
-    file::write_atomic(path, text.as_bytes()).map_err(|err| CodexError::Io {
-        action: "write",
-        path: path.to_path_buf(),
-        source: err.source,
-    })
+/// Take out what install trusted for the registrations of `before` (ours as they were before
+/// an uninstall took them out of the hooks file): each entry that still trusts exactly its
+/// definition, and the project's trust table when install added it. The lines to report.
+pub fn after_uninstall(targets: &Targets, before: &[Registration]) -> Vec<String> {
+    let mut config = match CodexConfig::read(&targets.codex_home.join("config.toml")) {
+        Ok(config) => config,
+        Err(err) => return vec![format!("codex: {err}; its trust entries stay")],
+    };
+    let removed = before.iter().filter(|r| config.untrust(r)).count();
+    let project = project_of(&targets.settings, &targets.codex_home)
+        .map(|p| trust::project_key(&p))
+        .filter(|key| config.untrust_project(key));
+    let mut lines = Vec::new();
+    match config.save() {
+        Ok(false) => {}
+        Ok(true) => {
+            let mut what = Vec::new();
+            if removed > 0 {
+                what.push(plural(removed, "hook trust entry", "hook trust entries"));
+            }
+            if let Some(key) = project {
+                what.push(format!("the trust of project {}", key.display()));
+            }
+            lines.push(format!(
+                "codex: {} removed from {} (the file as it was kept in {})",
+                what.join(" and "),
+                config.path.display(),
+                previous_of(&config.path).display()
+            ));
+        }
+        Err(err) => lines.push(format!("codex: {err}; its trust entries stay")),
+    }
+    lines
 }
 
 #[cfg(test)]

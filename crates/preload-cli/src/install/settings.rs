@@ -2,7 +2,7 @@
 //!
 //! A file that is not valid JSON, or not a JSON object, is refused and left as it is. A second
 //! install writes nothing. The first install keeps the file as it was in
-//! `<settings>.preload-backup`; uninstall restores that backup byte for byte when nothing else
+//! `<settings>.preload-backup` (no backup: there was no file); uninstall restores that backup byte for byte when nothing else
 //! changed since, and otherwise removes exactly our handlers and puts the replaced bash
 //! handlers back. Every write (or removal) of the file first keeps it as it was in
 //! `<settings>.preload-previous`.
@@ -182,8 +182,10 @@ pub enum Change {
     Unchanged,
     /// The file was written.
     Written,
-    /// The backup was put back byte for byte (or the file removed, when it did not exist before).
+    /// The backup was put back byte for byte.
     Restored,
+    /// The file was removed: there was none before install.
+    Removed,
 }
 
 /// Wire the settings file; keeps the backup. `native` false only removes our handlers.
@@ -215,9 +217,18 @@ pub fn install_settings_in(
         return Ok(Change::Unchanged);
     }
     let backup = backup_of(path);
-    if !backup.exists() || !has_our_handlers(&file.doc) {
-        // The state before preload was wired; an empty backup stands for "no file".
-        write_file(&backup, &old)?;
+    if !has_our_handlers(&file.doc) {
+        // The state before preload was wired: the file byte for byte (an empty file too), or
+        // no backup at all when there was no file.
+        match &file.text {
+            Some(text) => write_file(&backup, text)?,
+            None => match fs::remove_file(&backup) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(OpError::at("remove", &backup)(e).into());
+                }
+                _ => {}
+            },
+        }
     }
     keep_previous(path, file.text.as_deref())?;
     write_file(path, &new)?;
@@ -245,24 +256,28 @@ pub fn uninstall_settings(path: &Path) -> Result<Change, SettingsError> {
                 .filter(Value::is_object)
         }
     });
-    if let (Some(text), Some(doc)) = (&backup, &backup_doc) {
+    // No backup beside wiring of ours: there was no file before install.
+    let before = match (&backup, &backup_doc) {
+        (Some(text), Some(doc)) => Some((Some(text.as_str()), doc.clone())),
+        (None, _) => Some((None, Value::Object(Map::new()))),
+        (Some(_), None) => None,
+    };
+    if let (Some((text, doc)), Some(prefix)) = (before, installed_prefix(&file.doc)) {
         // Nothing changed since install: what install would write from the backup is exactly
         // what is there. Then the backup is the previous wiring, byte for byte.
-        let installed_prefix = installed_prefix(&file.doc);
-        if let Some(prefix) = installed_prefix {
-            let mode = WiringMode::of(&file.doc);
-            let agent = agent_of(&file.doc);
-            let expected = Layout::of(text).render(&wire_in(doc, &prefix, true, mode, agent));
-            if expected == current {
-                keep_previous(path, Some(&current))?;
-                if text.is_empty() {
-                    fs::remove_file(path).map_err(OpError::at("remove", path))?;
-                } else {
-                    write_file(path, text)?;
-                }
-                fs::remove_file(&backup_path).map_err(OpError::at("remove", &backup_path))?;
-                return Ok(Change::Restored);
-            }
+        let mode = WiringMode::of(&file.doc);
+        let agent = agent_of(&file.doc);
+        let layout = Layout::of(text.unwrap_or(""));
+        let expected = layout.render(&wire_in(&doc, &prefix, true, mode, agent));
+        if expected == current {
+            keep_previous(path, Some(&current))?;
+            let Some(text) = text else {
+                fs::remove_file(path).map_err(OpError::at("remove", path))?;
+                return Ok(Change::Removed);
+            };
+            write_file(path, text)?;
+            fs::remove_file(&backup_path).map_err(OpError::at("remove", &backup_path))?;
+            return Ok(Change::Restored);
         }
     }
     let new = Layout::of(&current).render(&unwire(&file.doc, backup_doc.as_ref()));

@@ -74,6 +74,11 @@ pub fn run(args: &UninstallArgs) -> ExitCode {
 
 fn uninstall(targets: &Targets, agent: Agent) -> Result<Vec<String>, UninstallError> {
     let mut lines = Vec::new();
+    let trusted = if agent == Agent::Codex {
+        super::codex::registrations_in(&targets.settings)
+    } else {
+        Vec::new()
+    };
     let change = settings::uninstall_settings(&targets.settings)?;
     lines.push(format!(
         "settings: {} {}",
@@ -82,6 +87,7 @@ fn uninstall(targets: &Targets, agent: Agent) -> Result<Vec<String>, UninstallEr
             Change::Unchanged => "had no preload wiring",
             Change::Written => "preload wiring removed, the replaced bash hooks put back",
             Change::Restored => "restored from the backup",
+            Change::Removed => "removed (there was none before install)",
         }
     ));
     if change != Change::Unchanged {
@@ -89,6 +95,9 @@ fn uninstall(targets: &Targets, agent: Agent) -> Result<Vec<String>, UninstallEr
             "previous version kept in {}",
             super::previous_of(&targets.settings).display()
         ));
+    }
+    if agent == Agent::Codex {
+        lines.extend(super::codex::after_uninstall(targets, &trusted));
     }
     // The seeds' ignore rule and the shims belong to the Claude Code wiring.
     let rule = targets
