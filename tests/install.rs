@@ -730,6 +730,48 @@ fn doctor_after_uninstall_names_each_missing_registration_once() {
 }
 
 #[test]
+fn doctor_names_a_broken_settings_file_once_with_what_is_wrong_and_nothing_after_it() {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    let prefix = built();
+    let prefix_s = prefix.to_str().unwrap();
+    assert_eq!(preload(&sb, &["install", "--prefix", prefix_s]).code, 0);
+    let installed = fs::read_to_string(&settings).unwrap();
+    // A trailing comma before the last brace, as an edit by hand leaves it.
+    let broken = format!(
+        "{},\n}}\n",
+        installed.trim_end().trim_end_matches('}').trim_end()
+    );
+    fs::write(&settings, &broken).unwrap();
+    let refused = preload(&sb, &["install", "--prefix", prefix_s]);
+    assert_eq!(refused.code, 1);
+    let out = preload(&sb, &["doctor", "--prefix", prefix_s]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let settings_lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("settings:"))
+        .collect();
+    assert_eq!(settings_lines.len(), 1, "one finding: {}", out.stdout);
+    assert!(
+        settings_lines[0].contains("is not valid JSON (trailing comma at line"),
+        "the parse error install names: {}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("is not wired"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("run `preload install`"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        broken,
+        "doctor changes nothing"
+    );
+}
+
+#[test]
 fn status_prints_no_raw_nulls_and_names_no_project_without_a_claude_directory() {
     let sb = Sandbox::new();
     sb.active_session("2026_01_01_S", &json!({"currentPhase": "1: Interrogation"}));

@@ -6,13 +6,13 @@
 //! registrations.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::plugins::PluginHooks;
 use super::{DoctorArgs, Finding};
+use crate::install::settings::{self, SettingsError};
 use crate::install::shims::{self, is_shim};
 use crate::install::targets::Targets;
 use crate::install::wiring::all_handlers;
@@ -113,22 +113,43 @@ fn is_row(row: &Wiring, handler: &Value) -> bool {
     plain == row.args
 }
 
-/// Every handler of the settings files that exist; `None` when none exists.
-fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Option<Vec<Found>> {
+/// What the settings files hold.
+enum Collected {
+    /// No settings file exists.
+    None,
+    /// One of them cannot be read as install reads it (reported): what is wired is unknown.
+    Broken,
+    /// Every handler of the files that exist.
+    Handlers(Vec<Found>),
+}
+
+/// Every handler of the settings files that exist. A file install would refuse is one finding,
+/// with what is wrong with it, and nothing else is judged.
+fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Collected {
     let mut found = Vec::new();
     let mut read_any = false;
+    let mut broken = false;
     for file in files {
-        let Ok(text) = fs::read_to_string(file) else {
-            continue;
+        let doc = match settings::read_document(file) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => continue,
+            Err(err) => {
+                broken = true;
+                let what = match err {
+                    SettingsError::NotJson { why, .. } => format!("is not valid JSON ({why})"),
+                    SettingsError::NotAnObject { found, .. } => {
+                        format!("is JSON but not an object (it holds {found})")
+                    }
+                    SettingsError::Io(err) => format!("cannot be read ({})", err.source),
+                };
+                findings.push(Finding::fail(
+                    format!("settings: {} {what}", file.display()),
+                    "fix it first: Claude Code does not read a broken settings file as you meant it, and preload install refuses to touch it until then",
+                ));
+                continue;
+            }
         };
         read_any = true;
-        let Ok(doc @ Value::Object(_)) = serde_json::from_str::<Value>(&text) else {
-            findings.push(Finding::fail(
-                format!("settings: {} is not a JSON object", file.display()),
-                "Claude Code ignores broken parts of it; fix the JSON (preload install refuses to touch it)",
-            ));
-            continue;
-        };
         for (event, _, handler) in all_handlers(&doc) {
             found.push(Found {
                 file: file.clone(),
@@ -137,7 +158,11 @@ fn collect_handlers(files: &[PathBuf], findings: &mut Vec<Finding>) -> Option<Ve
             });
         }
     }
-    read_any.then_some(found)
+    match (broken, read_any) {
+        (true, _) => Collected::Broken,
+        (false, true) => Collected::Handlers(found),
+        (false, false) => Collected::None,
+    }
 }
 
 /// The handlers of the plugins that wire our hooks.
@@ -161,7 +186,11 @@ pub(super) fn check_settings(
     home: &Path,
     findings: &mut Vec<Finding>,
 ) {
-    let from_settings = collect_handlers(files, findings);
+    let from_settings = match collect_handlers(files, findings) {
+        Collected::Broken => return,
+        Collected::None => None,
+        Collected::Handlers(found) => Some(found),
+    };
     if from_settings.is_none() && plugins.is_empty() {
         findings.push(Finding::fail(
             "settings: no settings file wires the preload hooks",

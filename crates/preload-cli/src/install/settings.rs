@@ -155,6 +155,12 @@ fn read_settings(path: &Path) -> Result<SettingsFile, SettingsError> {
     })
 }
 
+/// The settings file's document as install reads it (absent: `None`; empty: `{}`), or why it
+/// is refused.
+pub fn read_document(path: &Path) -> Result<Option<Value>, SettingsError> {
+    read_settings(path).map(|f| f.text.map(|_| f.doc))
+}
+
 /// Refuse a settings file that could not be wired (not valid JSON, not an object, unreadable)
 /// before anything else is done; nothing is written.
 pub fn check(path: &Path) -> Result<(), SettingsError> {
