@@ -320,6 +320,37 @@ fn install_into_a_project_without_settings_and_back() {
 }
 
 #[test]
+fn uninstall_removes_the_default_rules_install_wrote_and_keeps_edited_ones() {
+    let sb = Sandbox::bare();
+    let guards = sb.home.join(".claude/engine/guards.json");
+    let prefix = built();
+    let install = |sb: &Sandbox| preload(sb, &["install", "--prefix", prefix.to_str().unwrap()]);
+    assert!(install(&sb).stdout.contains("the default rules written to"));
+    assert!(guards.exists());
+    let out = preload(&sb, &["uninstall"]);
+    assert!(
+        out.stdout.contains(&format!("rules: {} removed", guards.display())),
+        "{}",
+        out.stdout
+    );
+    assert!(!guards.exists(), "unchanged since install: removed");
+    assert_eq!(install(&sb).code, 0);
+    fs::write(&guards, "[]\n").unwrap();
+    let out = preload(&sb, &["uninstall"]);
+    assert!(
+        out.stdout.contains("kept: it changed since install"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(fs::read_to_string(&guards).unwrap(), "[]\n");
+    // The engine's own rules, never written by install, stay.
+    assert_eq!(install(&sb).code, 0);
+    let out = preload(&sb, &["uninstall"]);
+    assert!(!out.stdout.contains("rules:"), "{}", out.stdout);
+    assert!(guards.exists());
+}
+
+#[test]
 fn an_empty_settings_file_comes_back_empty() {
     let sb = Sandbox::bare();
     let settings = sb.project.join(".claude/settings.local.json");

@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use preload_core::primitives::env::Env;
 
 use super::AgentArg;
+use super::guards::{GuardsError, GuardsRemoval};
 use super::settings::{self, Change, SettingsError};
 use super::shims::{self, ShimError};
 use super::targets::{Scope, Targets, TargetsError};
-use super::wiring::Agent;
+use super::wiring::{Agent, all_handlers, our_binary};
 use crate::exit::{self, CommandError, Exit};
 
 /// `preload uninstall`.
@@ -43,6 +44,9 @@ pub enum UninstallError {
     /// The engine's scripts were not put back.
     #[error(transparent)]
     Shims(#[from] ShimError),
+    /// The default rules install wrote were not taken out.
+    #[error(transparent)]
+    Guards(#[from] GuardsError),
 }
 
 impl CommandError for UninstallError {
@@ -52,6 +56,35 @@ impl CommandError for UninstallError {
             _ => Exit::Failure,
         }
     }
+}
+
+/// A wiring of the hooks other than the one just taken out, in the places install writes: the
+/// project's and the user's Claude Code settings and Codex hooks files.
+fn still_wired(targets: &Targets) -> Option<PathBuf> {
+    let vars = Env::from_process();
+    let cwd = crate::process_cwd();
+    let mut files = Vec::new();
+    if let Some(project) = &targets.project {
+        files.push(project.join(".claude/settings.local.json"));
+        files.push(project.join(".claude/settings.json"));
+    }
+    files.push(targets.home.join(".claude/settings.json"));
+    for global in [false, true] {
+        let scope = Scope {
+            agent: Agent::Codex,
+            global,
+        };
+        if let Ok(codex) = Targets::resolve_for(None, None, scope, &vars, &cwd) {
+            files.push(codex.settings);
+        }
+    }
+    files.into_iter().find(|file| {
+        file != &targets.settings
+            && settings::read_document(file)
+                .ok()
+                .flatten()
+                .is_some_and(|doc| all_handlers(&doc).any(|(_, _, h)| our_binary(h).is_some()))
+    })
 }
 
 /// Run `preload uninstall`.
@@ -123,6 +156,23 @@ fn uninstall(targets: &Targets, agent: Agent) -> Result<Vec<String>, UninstallEr
     };
     if !restored.is_empty() {
         lines.push(format!("shims: {} engine scripts restored", restored.len()));
+    }
+    let in_use = still_wired(targets);
+    match super::guards::uninstall_default_guards(&targets.home, in_use.as_deref())? {
+        GuardsRemoval::NotInstalled => {}
+        GuardsRemoval::Removed(path) => lines.push(format!(
+            "rules: {} removed (the default rules install wrote, unchanged)",
+            path.display()
+        )),
+        GuardsRemoval::Changed(path) => lines.push(format!(
+            "rules: {} kept: it changed since install wrote the default rules",
+            path.display()
+        )),
+        GuardsRemoval::InUse(path, wiring) => lines.push(format!(
+            "rules: {} kept: {} still wires the hooks, which read it",
+            path.display(),
+            wiring.display()
+        )),
     }
     lines.push(format!(
         "binaries left in {} (remove the directory to delete them)",
