@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::exit::{self, Exit};
+use crate::words::plural;
 use preload_core::mechanisms::context::Context;
 use preload_core::mechanisms::receipt::{Receipt, ReceiptError};
 use preload_core::mechanisms::session;
@@ -139,9 +140,9 @@ impl Audit {
         );
         let _ = writeln!(
             out,
-            "active branch: {} files in {} hook contexts",
-            r.files.len(),
-            r.contexts
+            "active branch: {} in {}",
+            plural(r.files.len(), "file", "files"),
+            plural(r.contexts, "hook context", "hook contexts")
         );
         for f in &r.files {
             let mut notes = Vec::new();
@@ -149,7 +150,7 @@ impl Audit {
                 notes.push(format!("{} parts", f.parts));
             }
             if f.renewed > 0 {
-                notes.push(format!("{} new text(s)", f.renewed));
+                notes.push(plural(f.renewed, "new text", "new texts"));
             }
             if f.expanded > 0 {
                 notes.push("expanded by the client".to_owned());

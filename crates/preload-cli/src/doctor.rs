@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::exit::Exit;
 use crate::install::wiring::{BINARIES, DEFAULT_PREFIX};
+use crate::words::plural;
 use preload_core::mechanisms::session::CORE_STANDARDS;
 use preload_core::pipeline::runner;
 use preload_core::primitives::env::{self, Env};
@@ -97,6 +98,19 @@ impl Finding {
     }
 }
 
+/// The last line: `all good (1 warning)`, `1 problem, 0 warnings`.
+fn summary(fails: usize, warns: usize) -> String {
+    if fails == 0 {
+        format!("all good ({})", plural(warns, "warning", "warnings"))
+    } else {
+        format!(
+            "{}, {}",
+            plural(fails, "problem", "problems"),
+            plural(warns, "warning", "warnings")
+        )
+    }
+}
+
 /// Run `preload doctor`.
 pub fn run(args: &DoctorArgs) -> ExitCode {
     let vars = Env::from_process();
@@ -117,15 +131,7 @@ pub fn run(args: &DoctorArgs) -> ExitCode {
     }
     let fails = findings.iter().filter(|f| f.level == Level::Fail).count();
     let warns = findings.iter().filter(|f| f.level == Level::Warn).count();
-    let _ = write!(
-        out,
-        "{}",
-        if fails == 0 {
-            format!("all good ({warns} warnings)")
-        } else {
-            format!("{fails} problems, {warns} warnings")
-        }
-    );
+    let _ = write!(out, "{}", summary(fails, warns));
     runner::print_text(&out);
     if fails == 0 {
         Exit::Success.into()
@@ -336,8 +342,8 @@ fn check_engine(home: &Path, findings: &mut Vec<Finding>) {
         )),
         Ok(text) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Array(rules)) => findings.push(Finding::ok(format!(
-                "rules: {} rules in {}",
-                rules.len(),
+                "rules: {} in {}",
+                plural(rules.len(), "rule", "rules"),
                 engine_paths.guards.display()
             ))),
             Ok(_) => findings.push(Finding::fail(
@@ -349,5 +355,17 @@ fn check_engine(home: &Path, findings: &mut Vec<Finding>) {
                 "the guard engine ignores it and allows every call until it is fixed",
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        assert_eq!(summary(1, 0), "1 problem, 0 warnings");
+        assert_eq!(summary(2, 1), "2 problems, 1 warning");
+        assert_eq!(summary(0, 1), "all good (1 warning)");
     }
 }

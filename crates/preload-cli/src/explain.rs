@@ -25,6 +25,7 @@ use crate::doctor::sizes::CLIENT_CAP;
 use crate::exit::{self, CommandError, Exit};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::timings::binaries_dir;
+use crate::words::plural;
 use preload_core::mechanisms::context::Context;
 use preload_core::mechanisms::session::{self, PreloadState};
 use preload_core::pipeline::rules::{self as guard_rules, Facts};
@@ -143,12 +144,12 @@ fn describe_state(
     };
     let get = |k: &str| state.str(k).unwrap_or("-").to_owned();
     format!(
-        "{} {path}: skill {}, phase {}, lifecycle {}; {} files in context, {} queued, {} stashed",
+        "{} {path}: skill {}, phase {}, lifecycle {}; {} in context, {} queued, {} stashed",
         if found.is_session { "session" } else { "seed" },
         get(fields::SKILL),
         state.current_phase().map_or("-", Phase::as_str),
         get(fields::LIFECYCLE),
-        state.path_list(IN_CONTEXT).len(),
+        plural(state.path_list(IN_CONTEXT).len(), "file", "files"),
         state.path_list(QUEUED).len(),
         state
             .get(fields::STASH)
@@ -217,8 +218,8 @@ impl Trial {
         let stdin = self.copy.to_string();
         let registrations = calls::registrations_for(&self.copy);
         let mut out = format!(
-            "answers ({} registrations the wiring runs for this input):\n",
-            registrations.len()
+            "answers ({} the wiring runs for this input):\n",
+            plural(registrations.len(), "registration", "registrations")
         );
         let (mut largest, mut idle) = (0, 0);
         for reg in &registrations {

@@ -248,7 +248,11 @@ fn render_status(s: &Value) -> String {
     }
     if let Some(parts) = s["parts"].as_object() {
         for (path, done) in parts {
-            let _ = writeln!(out, "  partly delivered: {path} ({done} parts out)");
+            let done = match done.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => crate::words::plural(n, "part", "parts"),
+                None => format!("{done} parts"),
+            };
+            let _ = writeln!(out, "  partly delivered: {path} ({done} out)");
         }
     }
     let stash = s["stashed"].as_array().cloned().unwrap_or_default();

@@ -21,6 +21,7 @@ use crate::calls::{self, CallError};
 use crate::exit::{self, CommandError, Exit};
 use crate::install::wiring::{BINARIES, DEFAULT_PREFIX, WIRING, Wiring};
 use crate::sandbox::{Sandbox, SandboxError};
+use crate::words::plural;
 use preload_core::mechanisms::context::Context;
 use preload_core::pipeline::runner::{self, HookEvent};
 use preload_core::primitives::env::{self, Env};
@@ -226,7 +227,8 @@ fn render(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "timings: {runs} runs of each hook, binaries in {}, in a sandbox copy of the state of {} (the real files are not touched)",
+        "timings: {} of each hook, binaries in {}, in a sandbox copy of the state of {} (the real files are not touched)",
+        plural(runs, "run", "runs"),
         bin_dir.display(),
         sandbox.real_project.display()
     );
@@ -252,7 +254,10 @@ fn render(
             flags.push("OVER BUDGET".to_owned());
         }
         if row.failed > 0 {
-            flags.push(format!("{} runs did not exit 0", row.failed));
+            flags.push(format!(
+                "{} not exit 0",
+                plural(row.failed, "run did", "runs did")
+            ));
         }
         let _ = writeln!(
             out,
@@ -283,7 +288,11 @@ fn render(
         if over == 0 {
             "every hook within its budget".to_owned()
         } else {
-            format!("{over} hooks over their budget (95th percentile)")
+            format!(
+                "{} over {} budget (95th percentile)",
+                plural(over, "hook", "hooks"),
+                if over == 1 { "its" } else { "their" }
+            )
         }
     );
     out

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::Finding;
+use crate::words::plural;
 use preload_core::mechanisms::packs::{self, Strategy};
 
 /// The context-packs files of the project at `root` (or only the global one without a project).
@@ -41,8 +42,8 @@ pub(super) fn check_packs(home: &Path, root: Option<&Path>, findings: &mut Vec<F
                     .unwrap_or_default();
                 if missing.is_empty() {
                     findings.push(Finding::ok(format!(
-                        "context packs: {} pack(s) in {}",
-                        config.packs.len(),
+                        "context packs: {} in {}",
+                        plural(config.packs.len(), "pack", "packs"),
                         file.display()
                     )));
                 } else {

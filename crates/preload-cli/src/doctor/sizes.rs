@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::Finding;
+use crate::words::plural;
 use preload_core::mechanisms::context::Context;
 use preload_core::mechanisms::session::{self, CORE_STANDARDS, STATE_FILE};
 use preload_core::mechanisms::skill::Skill;
@@ -147,9 +148,9 @@ pub fn check_sizes(vars: &Env, cwd: &Path, findings: &mut Vec<Finding>) {
         })
         .collect();
     let what = format!(
-        "sizes: the {} largest of {} files a session would preload (cap {} characters per output, budget {}):\n        {}",
+        "sizes: the {} largest of {} a session would preload (cap {} characters per output, budget {}):\n        {}",
         lines.len(),
-        sized.len(),
+        plural(sized.len(), "file", "files"),
         group(CLIENT_CAP),
         group(ctx.budget),
         lines.join("\n        ")

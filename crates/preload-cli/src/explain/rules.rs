@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use crate::words::plural;
 use preload_core::pipeline::rules::{self, Facts, Rule, Threshold, Trigger};
 use preload_core::state::fields;
 use preload_core::state::{Field, Phase, QUEUED, State};
@@ -52,7 +53,7 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
         ),
         Trigger::Discovery(field) => {
             let n = state.field(field).map_or(0, Field::entries);
-            format!("{field} not empty ({n} entries)")
+            format!("{field} not empty ({})", plural(n, "entry", "entries"))
         }
         Trigger::PerTranscriptToolCount { gte, eq } => {
             let key = facts.counter_key.unwrap_or("(no transcript)");
