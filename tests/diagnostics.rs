@@ -223,13 +223,24 @@ fn timings_time_every_hook_in_a_sandbox_and_leave_the_state_alone() {
         "{}",
         out.stdout
     );
+    let mut labels = std::collections::BTreeSet::new();
     for row in WIRING {
-        let label = row.registrations().swap_remove(0);
-        let label = if label.is_empty() {
-            row.binary.to_owned()
-        } else {
-            format!("{} {}", row.binary, label.join(" "))
-        };
+        // Named as doctor names it: the binary and its arguments, its matcher and its `if`.
+        let mut label = std::iter::once(row.binary.to_owned())
+            .chain(row.registrations().swap_remove(0))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let tells: Vec<String> = [
+            row.matcher.map(|m| format!("matcher {m}")),
+            row.filter.map(|f| format!("if {f}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !tells.is_empty() {
+            label = format!("{label} ({})", tells.join(", "));
+        }
+        assert!(labels.insert(label.clone()), "two rows named {label}");
         let line = out
             .stdout
             .lines()
@@ -243,6 +254,12 @@ fn timings_time_every_hook_in_a_sandbox_and_leave_the_state_alone() {
         let budget = HookEvent::from_name(row.event).unwrap().default_budget();
         assert_eq!(columns[4], budget.as_millis().to_string(), "{line}");
     }
+    assert!(
+        out.stdout
+            .contains("x floor: a hook's median over the floor's"),
+        "the ratio says what it is: {}",
+        out.stdout
+    );
     assert_untouched(&before, &snapshot(sb.root()));
 
     // A budget of 0 ms: every hook is over it, and says so.

@@ -4,9 +4,11 @@
 //! Each registration of the wiring (SessionStart's first chunk standing for its parallel
 //! registrations) runs `--runs` times in a [`Sandbox`] built from the current project, so the
 //! real state files are never read-modify-written. The floor is `preload noop` from the same
-//! directory: the same kind of process, which reads its stdin and prints `{}`. Each line gives
-//! the median and the 95th percentile in milliseconds, the median's ratio to the floor's, and
-//! the event's budget (`PRELOAD_BUDGET_MS`, else 300 ms PreToolUse, 5 s SessionStart, 1 s
+//! directory: the same kind of process, which reads its stdin and prints `{}`, run right before
+//! each run of a hook (interleaved, so both see the same load, as `make bench` pairs them).
+//! Each line names the registration (its matcher and its `if`, as `preload doctor` does) and
+//! gives the median and the 95th percentile in milliseconds, the median's ratio to the floor's
+//! median (over all its runs, spread over the whole measurement), and the event's budget (`PRELOAD_BUDGET_MS`, else 300 ms PreToolUse, 5 s SessionStart, 1 s
 //! others); a hook whose 95th percentile is over it is flagged. The figures are this machine's,
 //! now: a loaded machine gives larger ones.
 
@@ -154,8 +156,29 @@ struct Timed {
     label: String,
     event: &'static str,
     samples: Vec<Duration>,
+    /// The floor's runs, one right before each of `samples`.
+    floor: Vec<Duration>,
     failed: usize,
     budget: Duration,
+}
+
+/// How a line names a registration: the binary and its arguments, and what tells it from the
+/// other registrations of that binary (its matcher and its `if`), as `preload doctor` does.
+fn label_of(row: &Wiring, args: &[String]) -> String {
+    let mut label = std::iter::once(row.binary.to_owned())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let tells: Vec<String> = row
+        .matcher
+        .map(|m| format!("matcher {m}"))
+        .into_iter()
+        .chain(row.filter.map(|f| format!("if {f}")))
+        .collect();
+    if !tells.is_empty() {
+        let _ = write!(label, " ({})", tells.join(", "));
+    }
+    label
 }
 
 fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, TimingsError> {
@@ -170,36 +193,23 @@ fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, Timings
     let hook_cwd = Path::new(&hook_cwd);
     let transcript = sandbox.root().join("preload-timings.jsonl");
 
-    let floor_input = harmless_input(&WIRING[0], hook_cwd, &transcript, 0).to_string();
-    let mut floor = Vec::new();
-    for _ in 0..args.runs {
-        let call = calls::call(
-            &bin_dir,
-            "preload",
-            &["noop".into()],
-            &hook_env,
-            hook_cwd,
-            &floor_input,
-        )?;
-        floor.push(call.elapsed);
-    }
     let mut rows = Vec::new();
     for row in WIRING {
         let args_of = row.registrations().swap_remove(0);
         let event = HookEvent::from_name(row.event);
         let mut timed = Timed {
-            label: if args_of.is_empty() {
-                row.binary.to_owned()
-            } else {
-                format!("{} {}", row.binary, args_of.join(" "))
-            },
+            label: label_of(row, &args_of),
             event: row.event,
             samples: Vec::new(),
+            floor: Vec::new(),
             failed: 0,
             budget: event.map_or(Duration::from_secs(1), |e| runner::budget_for(&budgets, e)),
         };
         for n in 0..args.runs {
             let stdin = harmless_input(row, hook_cwd, &transcript, usize::from(n)).to_string();
+            let noop = ["noop".to_owned()];
+            let floor = calls::call(&bin_dir, "preload", &noop, &hook_env, hook_cwd, &stdin)?;
+            timed.floor.push(floor.elapsed);
             let call = calls::call(&bin_dir, row.binary, &args_of, &hook_env, hook_cwd, &stdin)?;
             if call.code != Some(0) {
                 timed.failed += 1;
@@ -208,22 +218,43 @@ fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, Timings
         }
         rows.push(timed);
     }
+    let one_binary = one_binary(&bin_dir);
     Ok(render(
         usize::from(args.runs),
         &bin_dir,
         &sandbox,
-        &floor,
+        one_binary,
         &rows,
     ))
+}
+
+/// Whether every hook in `dir` is the `preload` binary under another name (`make release` and
+/// `make install`: hard links), so the floor starts the very program the hooks are.
+fn one_binary(dir: &Path) -> bool {
+    let id = |name: &str| {
+        std::fs::metadata(dir.join(name)).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt as _;
+            (m.dev(), m.ino())
+        })
+    };
+    let preload = id("preload");
+    preload.is_some() && WIRING.iter().all(|row| id(row.binary) == preload)
 }
 
 fn render(
     runs: usize,
     bin_dir: &Path,
     sandbox: &Sandbox,
-    floor: &[Duration],
+    one_binary: bool,
     rows: &[Timed],
 ) -> String {
+    let floor: Vec<Duration> = rows.iter().flat_map(|r| r.floor.iter().copied()).collect();
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -232,22 +263,28 @@ fn render(
         bin_dir.display(),
         sandbox.real_project.display()
     );
-    let (floor_median, floor_p95) = median_and_p95(floor);
+    let (floor_median, floor_p95) = median_and_p95(&floor);
     let _ = writeln!(
         out,
-        "floor: `preload noop` (a bare process start: this binary re-executed, it reads stdin and prints {{}}): median {} ms, p95 {} ms",
+        "floor: `preload noop` (a bare process start: it reads stdin and prints {{}}), run right before each hook run: median {} ms, p95 {} ms",
         ms(floor_median),
         ms(floor_p95)
     );
     let _ = writeln!(
         out,
-        "{:<42} {:<17} {:>9} {:>9} {:>7} {:>9}",
+        "x floor: a hook's median over the floor's (1.0: no slower than starting a process)"
+    );
+    let _ = writeln!(
+        out,
+        "{:<width$} {:<17} {:>9} {:>9} {:>7} {:>9}",
         "hook", "event", "median ms", "p95 ms", "x floor", "budget ms"
     );
     let mut over = 0;
+    let mut below_one = false;
     for row in rows {
         let (median, p95) = median_and_p95(&row.samples);
         let ratio = median.as_secs_f64() / floor_median.as_secs_f64().max(1e-6);
+        below_one |= ratio < 1.0;
         let mut flags = Vec::new();
         if p95 > row.budget {
             over += 1;
@@ -261,7 +298,7 @@ fn render(
         }
         let _ = writeln!(
             out,
-            "{:<42} {:<17} {:>9} {:>9} {:>7.1} {:>9}{}",
+            "{:<width$} {:<17} {:>9} {:>9} {:>7.1} {:>9}{}",
             row.label,
             row.event,
             ms(median),
@@ -279,6 +316,18 @@ fn render(
         out,
         "SessionStart runs its registrations in parallel: chunk 0 is timed, with a new conversation each run, so it builds the text every time."
     );
+    if below_one && !one_binary {
+        let _ = writeln!(
+            out,
+            "note: the hooks in {} are binaries of their own, smaller than `preload`, and start faster than it: a ratio below 1 says so (`make install` gives one binary under every name, where the floor is the hooks' own start)",
+            bin_dir.display()
+        );
+    } else if below_one {
+        let _ = writeln!(
+            out,
+            "note: a ratio below 1 is within the noise of one machine's load"
+        );
+    }
     for note in &sandbox.notes {
         let _ = writeln!(out, "note: {note}");
     }
