@@ -10,19 +10,20 @@
 //! file is edited with `toml_edit`, so everything else in it (comments, order, other tables)
 //! stays as it was.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 use toml_edit::{DocumentMut, Item, Table};
 
 use preload_core::primitives::file;
 
 use super::previous_of;
 use super::wiring::our_binary;
+
+mod hash;
+pub use hash::{event_label, hook_hash};
 
 /// The comment install puts above a project's trust table it added, so uninstall takes out
 /// only a table it wrote.
@@ -72,80 +73,6 @@ pub struct Registration {
     pub matcher: String,
     /// The command line.
     pub command: String,
-}
-
-/// `PreToolUse` as Codex spells it in a key and a hash: `pre_tool_use`.
-pub fn event_label(event: &str) -> String {
-    let mut out = String::with_capacity(event.len() + 4);
-    for (i, c) in event.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The matcher Codex takes a group's matcher for: none for the events it ignores it on.
-fn effective_matcher<'a>(event: &str, matcher: Option<&'a str>) -> Option<&'a str> {
-    match event {
-        "UserPromptSubmit" | "Stop" => None,
-        _ => matcher,
-    }
-}
-
-/// The hash Codex gives a command `handler` of `event` in a group with `matcher`.
-pub fn hook_hash(event: &str, matcher: Option<&str>, handler: &Value) -> String {
-    let command = handler.get("command").and_then(Value::as_str).unwrap_or("");
-    let timeout = handler
-        .get("timeout")
-        .or_else(|| handler.get("timeoutSec"))
-        .and_then(Value::as_u64)
-        .unwrap_or(600)
-        .max(1);
-    let asynchronous = handler
-        .get("async")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let mut hook = json!({
-        "async": asynchronous, "command": command, "timeout": timeout, "type": "command",
-    });
-    if let Some(message) = handler.get("statusMessage").and_then(Value::as_str) {
-        hook["statusMessage"] = json!(message);
-    }
-    let mut identity = json!({"event_name": event_label(event), "hooks": [hook]});
-    if let Some(m) = effective_matcher(event, matcher) {
-        identity["matcher"] = json!(m);
-    }
-    let canonical = sorted(&identity).to_string();
-    let digest = Sha256::digest(canonical.as_bytes());
-    let mut hex = String::with_capacity(71);
-    hex.push_str("sha256:");
-    for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
-}
-
-/// `value` with every object's keys in order (the workspace's JSON keeps insertion order).
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let mut out = Map::new();
-            for key in keys {
-                out.insert(key.clone(), sorted(&map[key]));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
 }
 
 /// The path Codex names `path` by: its real path when it exists (Codex starts from its
@@ -453,95 +380,4 @@ fn write(path: &Path, text: &str) -> Result<(), TrustError> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    /// Hashes and keys the pinned Codex CLI (0.171.0) reported for a `preload install --agent
-    /// codex` wiring (its app server's `hooks/list`, `currentHash`).
-    #[test]
-    fn hashes_are_the_ones_codex_computes() {
-        let handler = |command: &str, timeout: u64| json!({"type": "command", "command": command, "timeout": timeout});
-        assert_eq!(
-            hook_hash(
-                "PreToolUse",
-                Some("*"),
-                &handler("PRELOAD_AGENT=codex /tmp/tx/bin/preload-overflow", 5)
-            ),
-            "sha256:6f3c351f67f02477b00e51e41f2753e919075cbed44687e869338c645a1776c2"
-        );
-        assert_eq!(
-            hook_hash(
-                "SessionStart",
-                Some("compact"),
-                &handler(
-                    "PRELOAD_AGENT=codex /tmp/tx/bin/preload-compaction-reread sessionstart",
-                    10
-                )
-            ),
-            "sha256:98701199db4c3dd9b4f5e6d5fab34134368f1798ac7f3b4a963316ec4ef5fa14"
-        );
-        assert_eq!(
-            hook_hash(
-                "UserPromptSubmit",
-                None,
-                &handler("PRELOAD_AGENT=codex /tmp/tx/bin/preload-prompt-submit", 10)
-            ),
-            "sha256:af57fb1046fe403c267458e900d8dd8a0191f1b533edf7fe9edc2e1013178d47"
-        );
-        assert_eq!(event_label("SubagentStart"), "subagent_start");
-    }
-
-    #[test]
-    fn trust_and_untrust_keep_the_rest_of_the_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("config.toml");
-        let before = "# my settings\nmodel = \"x\" # the model\n\n[profiles.a]\nmodel = \"y\"\n";
-        fs::write(&path, before).unwrap();
-        let reg = Registration {
-            key: "/p/.codex/hooks.json:pre_tool_use:0:0".into(),
-            hash: "sha256:ab".into(),
-            event: "PreToolUse".into(),
-            matcher: "*".into(),
-            command: "c".into(),
-        };
-        let mut config = CodexConfig::read(&path).unwrap();
-        assert!(config.trust(&reg).unwrap());
-        assert!(config.trust_project(Path::new("/p")).unwrap());
-        assert!(config.save().unwrap());
-        let text = fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with(before), "{text}");
-        assert!(
-            text.contains(
-                "[hooks.state.\"/p/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:ab\""
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("[projects.\"/p\"]\ntrust_level = \"trusted\""),
-            "{text}"
-        );
-        let mut config = CodexConfig::read(&path).unwrap();
-        assert_eq!(config.status(&reg), TrustStatus::Trusted);
-        assert!(config.project_trusted(Path::new("/p")));
-        assert!(!config.trust(&reg).unwrap());
-        assert!(config.untrust(&reg));
-        assert!(config.untrust_project(Path::new("/p")));
-        assert!(config.save().unwrap());
-        assert_eq!(fs::read_to_string(&path).unwrap(), before);
-    }
-
-    #[test]
-    fn a_project_the_user_trusted_stays_and_a_broken_file_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("config.toml");
-        fs::write(&path, "[projects.\"/p\"]\ntrust_level = \"trusted\"\n").unwrap();
-        let mut config = CodexConfig::read(&path).unwrap();
-        assert!(!config.trust_project(Path::new("/p")).unwrap());
-        assert!(!config.untrust_project(Path::new("/p")));
-        fs::write(&path, "model = \n").unwrap();
-        assert!(matches!(
-            CodexConfig::read(&path),
-            Err(TrustError::NotToml { .. })
-        ));
-    }
-}
+mod tests;
