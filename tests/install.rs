@@ -329,7 +329,8 @@ fn uninstall_removes_the_default_rules_install_wrote_and_keeps_edited_ones() {
     assert!(guards.exists());
     let out = preload(&sb, &["uninstall"]);
     assert!(
-        out.stdout.contains(&format!("rules: {} removed", guards.display())),
+        out.stdout
+            .contains(&format!("rules: {} removed", guards.display())),
         "{}",
         out.stdout
     );

@@ -1061,3 +1061,60 @@ fn a_fork_of_a_running_conversation_starts_as_its_window_and_is_not_locked_out()
     )
     .unwrap_or_else(|r| panic!("{r}"));
 }
+
+/// Finding: a long file's later parts went out with a resume's SessionStart text (its first
+/// parts before it), and a rewind to before that resume dropped them: the file stayed recorded
+/// whole. A rewind of parts takes the file back to the first part it dropped, and the file goes
+/// on from there. Found by `make soak` (one supervisor PID).
+#[test]
+fn a_rewind_of_a_files_later_parts_goes_on_from_the_first_it_dropped() {
+    let ops = vec![
+        Grow(crate::ops::Big::Toc, 9),
+        Call(0, Read, 0),
+        Clear(0),
+        Prompt(0),
+        Resume(0, 1),
+        Rewind(0, 0),
+        Call(0, Read, 0),
+    ];
+    crate::run::play_supervised(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a rewind to before a `/skill` prompt, then the same `/skill` again: the second
+/// prompt's expansion was not recorded with it (the window's record still held the skill from
+/// the first), so the next call took the skill back with the first prompt and sent it again
+/// beside the client's own copy. A prompt that expands a skill carries it, held or not. Found by
+/// the generated cases once a rewind of parts was taken back.
+#[test]
+fn a_skill_expanded_again_after_a_rewind_is_carried_by_the_new_prompt() {
+    let ops = vec![
+        SlashSkill(0, Implement),
+        Activate(0, Test),
+        Grow(crate::ops::Big::Toc, 1),
+        Phase(0, 0),
+        Rewind(0, 0),
+        SlashSkill(0, Implement),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// Finding: a rewind to before a `/skill` prompt, then a `Skill` call of the same skill: the
+/// call's PreToolUse took the skill back with the prompt, and a PostToolUse hook sent it beside
+/// the client's own expansion. A `Skill` call's own SKILL.md, queued, is recorded with the call.
+/// Then, a changed file whose new text went out in parts over one call's hooks, rewound, went
+/// out again unmarked beside its first text: the parts a call carried of a new text are noted
+/// `updated`, and go out again marked. Found by the generated cases.
+#[test]
+fn a_skill_call_after_a_rewind_expands_its_skill_once() {
+    let ops = vec![
+        SlashSkill(0, Implement),
+        Activate(0, Test),
+        Grow(crate::ops::Big::Toc, 1),
+        Phase(0, 0),
+        Rewind(0, 0),
+        SkillCall(0, Implement),
+        SkillCall(0, Implement),
+    ];
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}

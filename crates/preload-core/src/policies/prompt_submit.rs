@@ -107,11 +107,15 @@ fn track_expansion(
             &format!("skill-expansion({name})"),
         );
         batch.extend(preload::apply(ctx, s, &packs, Mode::Direct, &mut packer));
-        // What the prompt carried, by the prompt: a rewind that drops it takes it back.
+        // What the prompt carried, by the prompt: a rewind that drops it takes it back. The
+        // client expanded the skill with this prompt whether or not the window held it already.
         if let Some(prompt) = input.prompt_id() {
-            let carried: Vec<String> = batch.delivered().map(str::to_owned).collect();
-            let renewed = delivery::renewed_paths(&batch.text());
-            ledger::note_carried(s, &ledger::prompt_carrier(prompt), &carried, &renewed);
+            let skill = ctx.normalize(&request.path);
+            let mut carried: Vec<String> = batch.delivered().map(str::to_owned).collect();
+            if !carried.contains(&skill) {
+                carried.push(skill);
+            }
+            ledger::note_carried(s, &ledger::prompt_carrier(prompt), &carried, &batch.text());
         }
         batch
     })?;

@@ -13,7 +13,7 @@ use crate::primitives::clock;
 
 mod header;
 mod parts;
-pub use header::{Header, parse_header};
+pub use header::{Cut, Header, cut_files, parse_header, renewed_paths};
 pub use parts::labelled_parts;
 #[cfg(test)]
 use parts::split_at_lines;
@@ -117,18 +117,6 @@ pub fn block_paths(text: &str) -> Vec<String> {
         let path = header_path(inner);
         if !out.iter().any(|p| p == path) {
             out.push(path.to_owned());
-        }
-    }
-    out
-}
-
-/// The paths a text carries whole as a new text of a file delivered before (its header's note:
-/// `[Preloaded: <path> (updated)]`), in order, each once.
-pub fn renewed_paths(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for header in headers(text).map(parse_header) {
-        if header.renewed && header.part.is_none() && !out.iter().any(|p| p == header.path) {
-            out.push(header.path.to_owned());
         }
     }
     out

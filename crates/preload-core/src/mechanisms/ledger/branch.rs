@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::mechanisms::stash;
 use crate::state::fields;
 use crate::state::{Audience, IN_CONTEXT, State, stamps};
 
@@ -24,10 +25,37 @@ pub fn start_carrier(at: &str) -> String {
     format!("start:{at}")
 }
 
-/// Note that the main agent's call (or prompt, [`prompt_carrier`]) `call` carried `files` whole,
-/// `renewed` of them as a new text of a file the window held before (`(updated)`).
-pub fn note_carried(s: &mut State, call: &str, files: &[String], renewed: &[String]) {
-    if files.is_empty() {
+/// Note that the main agent's call (or prompt, [`prompt_carrier`], or start text,
+/// [`start_carrier`]) `call` carried `files` whole in its answer `text`: which of them it carried
+/// as a new text of a file the window held before (`(updated)`), and the runs of parts it carried
+/// of files cut in parts, are read from the text.
+pub fn note_carried(s: &mut State, call: &str, files: &[String], text: &str) {
+    let parts: Vec<(String, [u64; 3])> = crate::primitives::delivery::cut_files(text)
+        .into_iter()
+        .map(|c| (c.path, [c.first as u64, c.last as u64, c.n as u64]))
+        .collect();
+    let whole: Vec<String> = files
+        .iter()
+        .filter(|f| !parts.iter().any(|(p, _)| p == *f))
+        .cloned()
+        .collect();
+    let renewed: Vec<String> = crate::primitives::delivery::renewed_paths(text)
+        .into_iter()
+        .filter(|r| whole.contains(r) || parts.iter().any(|(p, _)| p == r))
+        .collect();
+    add_record(s, call, &whole, &renewed, &parts);
+}
+
+/// Add to the carrier record of `call` (made when there is none): `files` whole, `renewed` of
+/// them, and runs of parts (`[a, b, n]`, the lowest to the highest of one cut).
+fn add_record(
+    s: &mut State,
+    call: &str,
+    files: &[String],
+    renewed: &[String],
+    parts: &[(String, [u64; 3])],
+) {
+    if files.is_empty() && parts.is_empty() {
         return;
     }
     let records = s.array_mut(fields::CARRIERS);
@@ -39,13 +67,21 @@ pub fn note_carried(s: &mut State, call: &str, files: &[String], renewed: &[Stri
     };
     let record = &mut records[index];
     add_unique(record, fields::CALL_FILES, files);
-    let renewed: Vec<String> = renewed
-        .iter()
-        .filter(|r| files.contains(r))
-        .cloned()
-        .collect();
     if !renewed.is_empty() {
-        add_unique(record, fields::CALL_UPDATED, &renewed);
+        add_unique(record, fields::CALL_UPDATED, renewed);
+    }
+    for (path, [a, b, n]) in parts {
+        let before = record[fields::CALL_HELD]
+            .get(path)
+            .and_then(fields::part_run);
+        let run = match before {
+            Some([c, d, m]) if m == *n => [(*a).min(c), (*b).max(d), *n],
+            _ => [*a, *b, *n],
+        };
+        if !record[fields::CALL_HELD].is_object() {
+            record[fields::CALL_HELD] = json!({});
+        }
+        record[fields::CALL_HELD][path.as_str()] = json!(run);
     }
     let excess = records.len().saturating_sub(CARRIER_RECORDS);
     records.drain(..excess);
@@ -55,11 +91,12 @@ pub fn note_carried(s: &mut State, call: &str, files: &[String], renewed: &[Stri
 pub fn adopt_carriers(s: &mut State, record: &State) {
     for carrier in record.items(fields::CARRIERS) {
         if let Some(call) = record_id(carrier) {
-            note_carried(
+            add_record(
                 s,
                 call,
                 &listed(carrier, fields::CALL_FILES),
                 &listed(carrier, fields::CALL_UPDATED),
+                &runs(carrier),
             );
         }
     }
@@ -68,8 +105,9 @@ pub fn adopt_carriers(s: &mut State, record: &State) {
 /// Take what the calls `abandoned` carried out of the window: each of their files still in it
 /// is queued again (once: a file carried by a call the branch keeps stays), and their records
 /// go. A file they carried only as a new text of one the window held before (`updated`) is
-/// still on the branch in its older text: it is queued as changed, to go out marked updated.
-/// Returns the files queued.
+/// still on the branch in its older text: it is queued as changed, to go out marked updated. A
+/// file they carried parts of goes on from the first part they carried: the branch holds the
+/// ones before it. Returns the files queued.
 pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     if abandoned.is_empty() || s.items(fields::CARRIERS).is_empty() {
         return Vec::new();
@@ -84,13 +122,11 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     }
     let lists =
         |record: &Value, key: &str, file: &str| listed(record, key).iter().any(|f| f == file);
+    let kept_whole = |file: &str| kept.iter().any(|r| lists(r, fields::CALL_FILES, file));
     let mut out: Vec<String> = Vec::new();
     for record in &gone {
         for file in listed(record, fields::CALL_FILES) {
-            if s.has_path(IN_CONTEXT, &file)
-                && !kept.iter().any(|r| lists(r, fields::CALL_FILES, &file))
-                && !out.contains(&file)
-            {
+            if s.has_path(IN_CONTEXT, &file) && !kept_whole(&file) && !out.contains(&file) {
                 out.push(file);
             }
         }
@@ -105,8 +141,76 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
         }
         s.owe(Audience::Main, file);
     }
+    // Parts: the lowest part of each cut the abandoned calls carried, unless a kept call holds
+    // the file whole.
+    let mut cuts: Vec<(String, u64, u64)> = Vec::new();
+    for (path, [a, _, n]) in gone.iter().flat_map(runs) {
+        match cuts.iter_mut().find(|(p, _, m)| *p == path && *m == n) {
+            Some(cut) => cut.1 = cut.1.min(a),
+            None => cuts.push((path, a, n)),
+        }
+    }
+    let renewed = |path: &str| gone.iter().any(|r| lists(r, fields::CALL_UPDATED, path));
+    for (path, first, n) in cuts {
+        // Parts waiting in the stash go out in order first: that file is left as it is.
+        if kept_whole(&path)
+            || out.contains(&path)
+            || stash::holds_block_of(s, Audience::Main.agent_id(), &path)
+        {
+            continue;
+        }
+        let whole = s.has_path(IN_CONTEXT, &path);
+        let done = s
+            .get(fields::PRELOAD_PARTS)
+            .and_then(|p| p.get(&path))
+            .and_then(Value::as_u64);
+        if !whole && done.is_none_or(|d| d < first) {
+            // Not out, or not that far: nothing of it to take back.
+            continue;
+        }
+        if first > 1 {
+            s.object_mut(fields::PRELOAD_PARTS)
+                .insert(path.clone(), json!(first - 1));
+            if s.get(fields::PRELOAD_PARTS_CUT)
+                .and_then(|c| c.get(&path))
+                .is_none()
+            {
+                // The cut goes on marked updated when its parts were.
+                let cut = if renewed(&path) {
+                    json!([n, true])
+                } else {
+                    json!(n)
+                };
+                s.object_mut(fields::PRELOAD_PARTS_CUT)
+                    .insert(path.clone(), cut);
+            }
+        } else {
+            // None of this cut is left: it starts again from its first part, marked updated
+            // when the window holds an older text of the file.
+            for key in [fields::PRELOAD_PARTS, fields::PRELOAD_PARTS_CUT] {
+                if let Some(Value::Object(map)) = s.value_mut(key) {
+                    map.shift_remove(&path);
+                }
+            }
+            if renewed(&path) {
+                stamps::mark_stale(s, &path);
+            }
+        }
+        s.owe(Audience::Main, &path);
+        out.push(path);
+    }
     s.set(fields::CARRIERS, Value::from(kept));
     out
+}
+
+/// The runs of parts a carrier record holds: `(path, [a, b, n])`.
+fn runs(record: &Value) -> Vec<(String, [u64; 3])> {
+    record[fields::CALL_HELD]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(path, run)| Some((path.clone(), fields::part_run(run)?)))
+        .collect()
 }
 
 /// The strings a carrier record lists under `key`.
@@ -163,10 +267,10 @@ mod tests {
     #[test]
     fn what_an_abandoned_call_carried_is_due_again_once() {
         let mut s = state();
-        note_carried(&mut s, "toolu_1", &owned(&["/a"]), &[]);
-        note_carried(&mut s, "toolu_2", &owned(&["/b"]), &[]);
-        note_carried(&mut s, "toolu_2", &owned(&["/b", "/c"]), &[]);
-        note_carried(&mut s, "toolu_3", &owned(&[]), &[]);
+        note_carried(&mut s, "toolu_1", &owned(&["/a"]), "");
+        note_carried(&mut s, "toolu_2", &owned(&["/b"]), "");
+        note_carried(&mut s, "toolu_2", &owned(&["/b", "/c"]), "");
+        note_carried(&mut s, "toolu_3", &owned(&[]), "");
         assert_eq!(s.items(fields::CARRIERS).len(), 2);
         let back = take_back(&mut s, &owned(&["toolu_2", "toolu_9"]));
         assert_eq!(back, owned(&["/b", "/c"]));
@@ -180,8 +284,8 @@ mod tests {
     #[test]
     fn a_file_a_kept_call_also_carried_stays() {
         let mut s = state();
-        note_carried(&mut s, "toolu_1", &owned(&["/a"]), &[]);
-        note_carried(&mut s, "toolu_2", &owned(&["/a", "/b"]), &[]);
+        note_carried(&mut s, "toolu_1", &owned(&["/a"]), "");
+        note_carried(&mut s, "toolu_2", &owned(&["/a", "/b"]), "");
         assert_eq!(take_back(&mut s, &owned(&["toolu_2"])), owned(&["/b"]));
         assert!(s.has_path(IN_CONTEXT, "/a"));
     }
@@ -200,12 +304,10 @@ mod tests {
             &stamps::Stamp::of_file(&path, "new text\n", &meta),
         );
         // The first text went out at the start (no call carried it), the new one with a call.
-        note_carried(
-            &mut s,
-            "toolu_1",
-            &owned(&[&path, "/b"]),
-            &owned(&[&path, "/c"]),
+        let text = format!(
+            "[Preloaded: {path} (updated)]\nnew text\n\n[Preloaded: /b]\nb\n\n[Preloaded: /c (updated)]\nc\n"
         );
+        note_carried(&mut s, "toolu_1", &owned(&[&path, "/b"]), &text);
         assert_eq!(
             s.items(fields::CARRIERS)[0][fields::CALL_UPDATED],
             json!([path]),
@@ -233,13 +335,52 @@ mod tests {
         let mut s = State::parse(&format!(r#"{{"preloadedFiles": ["{path}"]}}"#)).unwrap();
         let stamp = stamps::Stamp::of_file(&path, "text\n", &meta);
         stamps::set(&mut s, &path, &stamp);
-        note_carried(&mut s, "toolu_1", &owned(&[&path]), &[]);
-        note_carried(&mut s, "toolu_2", &owned(&[&path]), &owned(&[&path]));
+        note_carried(&mut s, "toolu_1", &owned(&[&path]), "");
+        note_carried(
+            &mut s,
+            "toolu_2",
+            &owned(&[&path]),
+            &format!("[Preloaded: {path} (updated)]\ntext\n"),
+        );
         assert_eq!(
             take_back(&mut s, &owned(&["toolu_1", "toolu_2"])),
             owned(&[&path])
         );
         assert_eq!(stamps::get(&s, &path), Some(stamp));
+    }
+
+    #[test]
+    fn a_file_whose_later_parts_were_rewound_goes_on_from_the_first_of_them() {
+        let mut s = state();
+        // Parts 1 and 2 of /long went out at the start; a call carried parts 3 and 4 of 4, the
+        // last, and the file is whole in the window.
+        s.add_path(IN_CONTEXT, "/long");
+        let text = "[Preloaded: /long (part 3/4)]\nc\n\n[Preloaded: /long (part 4/4)]\nd\n";
+        note_carried(&mut s, "toolu_1", &owned(&["/long"]), text);
+        assert_eq!(
+            s.items(fields::CARRIERS)[0][fields::CALL_FILES],
+            json!([]),
+            "a file carried in parts is not carried whole"
+        );
+        assert_eq!(take_back(&mut s, &owned(&["toolu_1"])), owned(&["/long"]));
+        assert!(!s.has_path(IN_CONTEXT, "/long"));
+        assert_eq!(s.path_list(QUEUED), owned(&["/long"]));
+        assert_eq!(s.get(fields::PRELOAD_PARTS).unwrap()["/long"], json!(2));
+        assert_eq!(s.get(fields::PRELOAD_PARTS_CUT).unwrap()["/long"], json!(4));
+    }
+
+    #[test]
+    fn parts_not_out_yet_are_nothing_to_take_back() {
+        let mut s = state();
+        s.object_mut(fields::PRELOAD_PARTS)
+            .insert("/long".into(), json!(1));
+        let text = "[Preloaded: /long (part 2/4)]\nb\n";
+        note_carried(&mut s, "toolu_1", &[], text);
+        // Its progress went back meanwhile (a compaction started it again).
+        s.object_mut(fields::PRELOAD_PARTS)
+            .insert("/long".into(), json!(1));
+        assert!(take_back(&mut s, &owned(&["toolu_1"])).is_empty());
+        assert_eq!(s.get(fields::PRELOAD_PARTS).unwrap()["/long"], json!(1));
     }
 
     #[test]
@@ -254,7 +395,7 @@ mod tests {
     fn a_window_keeps_the_latest_calls_records() {
         let mut s = state();
         for i in 0..(CARRIER_RECORDS + 5) {
-            note_carried(&mut s, &format!("toolu_{i}"), &owned(&["/a"]), &[]);
+            note_carried(&mut s, &format!("toolu_{i}"), &owned(&["/a"]), "");
         }
         let records = s.items(fields::CARRIERS);
         assert_eq!(records.len(), CARRIER_RECORDS);

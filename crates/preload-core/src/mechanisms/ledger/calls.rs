@@ -23,8 +23,7 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
         return;
     };
     let carried = Carried::of(s, files, text);
-    let renewed = crate::primitives::delivery::renewed_paths(text);
-    super::branch::note_carried(s, call, &carried.files, &renewed);
+    super::branch::note_carried(s, call, &carried.files, text);
     if carried.is_empty() {
         // Every PreToolUse comes here: the records are marked in place, not copied, and only
         // when the mark is new.
@@ -71,7 +70,7 @@ struct Carried {
 
 impl Carried {
     fn of(s: &State, files: &[String], text: &str) -> Self {
-        let cut = cut_files(text);
+        let cut = crate::primitives::delivery::cut_files(text);
         let mut carried = Self {
             files: files
                 .iter()
@@ -388,9 +387,7 @@ pub fn note_start_deliveries(
 ) {
     let carried = Carried::of(s, files, text);
     if let Some(at) = at {
-        let renewed = crate::primitives::delivery::renewed_paths(text);
-        let start = super::branch::start_carrier(at);
-        super::branch::note_carried(s, &start, &carried.files, &renewed);
+        super::branch::note_carried(s, &super::branch::start_carrier(at), &carried.files, text);
     }
     let mut record = serde_json::json!({
         fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
@@ -398,52 +395,4 @@ pub fn note_start_deliveries(
     });
     carried.add_to(&mut record);
     s.set(fields::CALL_DELIVERIES, Value::from(vec![record]));
-}
-
-/// Of a file a text holds some labelled parts of, but not every one of the `n`: the run of
-/// parts it holds from its lowest on without a gap (the rest went out, or goes out, with other
-/// answers).
-struct Cut {
-    path: String,
-    n: usize,
-    /// The lowest part it holds (1-based).
-    first: usize,
-    /// The last part of the run from `first` on.
-    last: usize,
-}
-
-/// The files of which `text` holds some labelled parts (`(part i/n)`) but not every one.
-fn cut_files(text: &str) -> Vec<Cut> {
-    let mut parts: Vec<(String, usize, Vec<usize>)> = Vec::new();
-    for inner in crate::primitives::delivery::headers(text) {
-        let Some((_, label)) = inner.rsplit_once(" (part ") else {
-            continue;
-        };
-        let Some((i, n)) = label
-            .strip_suffix(')')
-            .and_then(|l| l.split_once('/'))
-            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-        else {
-            continue;
-        };
-        let path = crate::primitives::delivery::header_path(inner);
-        match parts.iter_mut().find(|(p, ..)| p == path) {
-            Some((_, _, seen)) => seen.push(i),
-            None => parts.push((path.to_owned(), n, vec![i])),
-        }
-    }
-    parts
-        .into_iter()
-        .filter(|(_, n, seen)| !(1..=*n).all(|i| seen.contains(&i)))
-        .filter_map(|(path, n, seen)| {
-            let first = seen.iter().copied().filter(|i| *i >= 1).min()?;
-            let last = (first..=n).take_while(|i| seen.contains(i)).last()?;
-            Some(Cut {
-                path,
-                n,
-                first,
-                last,
-            })
-        })
-        .collect()
 }

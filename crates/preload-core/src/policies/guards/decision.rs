@@ -70,6 +70,30 @@ impl Plan {
     }
 }
 
+/// A `Skill` call expands its skill's SKILL.md itself: one queued for the main agent (a rewind
+/// took it back) is in the context with this call, recorded now, so that no hook of the call
+/// sends it beside the client's copy.
+fn expanded_by_the_call(ctx: &Context, call: &Call, s: &mut State) -> Batch {
+    let name = call
+        .input
+        .tool_input_str("skill")
+        .map(|n| n.trim().trim_start_matches('/'))
+        .filter(|n| call.tool == "Skill" && crate::mechanisms::skill::is_valid_name(n));
+    let Some(name) = name else {
+        return Batch::default();
+    };
+    let file = ctx.paths.skill_file(name).to_string_lossy().into_owned();
+    let path = ctx.normalize(&file);
+    if !s.has_path(QUEUED, &path) {
+        return Batch::default();
+    }
+    let batch = preload::record(ctx, s, &[Request::new(file, format!("skill-call({name})"))]);
+    if let Some(id) = call.input.tool_use_id() {
+        ledger::note_carried(s, id, &[path], "");
+    }
+    batch
+}
+
 /// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
 /// done before (see [`super::session_call`]).
 pub(super) fn decide(
@@ -90,6 +114,7 @@ pub(super) fn decide(
         // one a rewind took out of the context.
         plan.batch.extend(preload::requeue_changed(ctx, s));
         plan.batch.extend(preload::requeue_rewound(ctx, s));
+        plan.batch.extend(expanded_by_the_call(ctx, call, s));
     }
     if writes == Writes::Allowed
         && engine.is_none()

@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::json;
+use std::path::Path;
 
 /// Lines in the shape Claude Code 2.1.332 writes them.
 struct Lines {
