@@ -11,6 +11,9 @@
 #    when missing, support/dist-tools.sh --qemu).
 # 3. The check is no rubber stamp: it must refuse the same tarballs against a wrong minimum
 #    macOS version, and a SHA256SUMS with one digit changed.
+# 4. What docs/install.md tells a user to do, with this machine's tarball: verify it against
+#    SHA256SUMS, unpack it, and run `bin/preload install` in a project of a new HOME; every
+#    name must then answer `--version` from the install directory.
 # Exit 1 on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,4 +73,28 @@ EOF
 if "${check[@]}" --dist "$scratch/tampered" $targets >"$scratch/tampered.out" 2>&1; then
   fail "the check passed a SHA256SUMS with a changed digit"
 fi
+host=$(rustc -vV | sed -n 's/^host: //p')
+for target in $targets; do
+  [ "${target%%-*}" = "${host%%-*}" ] || continue
+  case "$target/$host" in *-linux-*/*-linux-* | *-darwin/*-darwin) ;; *) continue ;; esac
+  name="preload-hooks-$version-$target"
+  mkdir -p "$scratch/user/home/.claude/engine" "$scratch/user/project/.claude"
+  cp "$dist/SHA256SUMS" "$dist/$name.tar.gz" "$scratch/user/"
+  if command -v sha256sum >/dev/null 2>&1; then verify=(sha256sum); else verify=(shasum -a 256); fi
+  (cd "$scratch/user" && "${verify[@]}" -c --ignore-missing SHA256SUMS >/dev/null) \
+    || fail "$name.tar.gz does not verify against SHA256SUMS"
+  tar -xzf "$scratch/user/$name.tar.gz" -C "$scratch/user"
+  (cd "$scratch/user/project" && env -i HOME="$scratch/user/home" PATH="$PATH" \
+    "$scratch/user/$name/bin/preload" install >"$scratch/install.out" 2>&1) \
+    || fail "bin/preload install failed: $(cat "$scratch/install.out")"
+  grep -q "$scratch/user/home/.claude/engine/bin/preload-overflow" \
+    "$scratch/user/project/.claude/settings.local.json" \
+    || fail "bin/preload install did not wire preload-overflow"
+  for bin in $names; do
+    out=$("$scratch/user/home/.claude/engine/bin/$bin" --version </dev/null) \
+      || fail "the installed $bin does not run"
+    [ "$out" = "$bin $version" ] || fail "the installed $bin says $out"
+  done
+  say "$name: verified, unpacked and installed into a project; every name runs"
+done
 say "ok: $targets"
