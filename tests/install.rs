@@ -986,3 +986,57 @@ fn one_binary_under_every_name_is_installed_as_one_file() {
     }
     assert!(!inodes().contains(&old.metadata().unwrap().ino()));
 }
+
+/// A directory with `preload` alone (an npm platform package: npm installs no hard links) is
+/// installed under every name, one file.
+#[test]
+fn preload_alone_is_installed_under_every_name() {
+    use preload_cli::install::binaries::install_binaries;
+    use preload_core::primitives::wiring::BINARIES;
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (from, prefix) = (tmp.path().join("package/bin"), tmp.path().join("bin"));
+    fs::create_dir_all(&from).unwrap();
+    fs::write(from.join("preload"), "#!/bin/sh\necho one\n").unwrap();
+    assert_eq!(install_binaries(&from, &prefix).unwrap(), BINARIES.len());
+    let inodes: BTreeSet<u64> = BINARIES
+        .iter()
+        .map(|name| fs::metadata(prefix.join(name)).unwrap().ino())
+        .collect();
+    assert_eq!(inodes.len(), 1, "one file under every name");
+    assert_eq!(
+        fs::read_to_string(prefix.join("preload-overflow")).unwrap(),
+        "#!/bin/sh\necho one\n"
+    );
+    fs::remove_file(from.join("preload")).unwrap();
+    let err = install_binaries(&from, &prefix).unwrap_err();
+    assert!(err.to_string().contains("missing in"), "{err}");
+}
+
+/// Hooks wired into a directory that went (an npm package's, after `npm update`) are named by
+/// doctor, which fails.
+#[test]
+fn doctor_names_hooks_wired_to_a_missing_binary() {
+    let sb = Sandbox::new();
+    let gone = sb.root().join("node_modules/@preload-hooks/linux-x64/bin");
+    let out = preload(&sb, &["install", "--prefix", gone.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let before = preload(&sb, &["doctor", "--prefix", gone.to_str().unwrap()]);
+    assert!(
+        !before.stdout.contains("wired to a missing binary"),
+        "{}",
+        before.stdout
+    );
+    fs::remove_dir_all(sb.root().join("node_modules")).unwrap();
+    let out = preload(&sb, &["doctor"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("hooks wired to a missing binary: "))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.contains(&gone.join("preload-overflow").display().to_string()),
+        "{line}"
+    );
+}

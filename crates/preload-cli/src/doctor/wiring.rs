@@ -17,7 +17,8 @@ use crate::install::shims::{self, is_shim};
 use crate::install::targets::Targets;
 use crate::install::wiring::all_handlers;
 use crate::install::wiring::{
-    DISPATCHER, SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, replaced_script,
+    DISPATCHER, SESSION_START_CHUNKS, SHIMS, WIRING, Wiring, our_binary, program_of,
+    replaced_script,
 };
 use preload_core::primitives::env::{self, Env};
 
@@ -235,6 +236,7 @@ pub(super) fn check_settings(
             ));
         }
     }
+    problems += check_programs(&found, findings);
     let hooks_dir = shims::hooks_dir(home);
     for row in WIRING {
         problems += check_row(row, &found, &hooks_dir, findings);
@@ -257,6 +259,29 @@ pub(super) fn check_settings(
             sources.join(", ")
         )));
     }
+}
+
+/// The findings for handlers of ours whose program is not there (the directory they were
+/// wired into went, as an npm package's does when npm updates or removes it); how many.
+fn check_programs(found: &[Found], findings: &mut Vec<Finding>) -> usize {
+    let missing: BTreeSet<String> = found
+        .iter()
+        .filter(|f| our_binary(&f.handler).is_some())
+        .filter_map(|f| program_of(&f.handler))
+        // A plugin's `${CLAUDE_PLUGIN_ROOT}` is the client's to fill in.
+        .filter(|p| !p.contains("${") && !Path::new(p).is_file())
+        .collect();
+    if missing.is_empty() {
+        return 0;
+    }
+    findings.push(Finding::fail(
+        format!(
+            "settings: hooks wired to a missing binary: {}",
+            missing.into_iter().collect::<Vec<_>>().join(", ")
+        ),
+        "Claude Code cannot start them; run `preload install` again (it copies the binaries into ~/.claude/engine/bin and wires those)",
+    ));
+    1
 }
 
 /// How a finding names a wiring row: the binary and its arguments, the event, and what tells

@@ -2,7 +2,9 @@
 //!
 //! All of [`BINARIES`] or none; a changed file is renamed over the old one, so a running hook
 //! keeps its own copy. Names that are one file where they come from (the release is one binary
-//! under every name) are one file where they go: hard links to the first copy.
+//! under every name) are one file where they go: hard links to the first copy. A hook's name
+//! missing where they come from is the `preload` beside it (which runs every hook under its
+//! name): a package that ships `preload` alone, as the npm packages do, installs all of them.
 
 use std::fs;
 use std::io;
@@ -16,7 +18,7 @@ use super::wiring::BINARIES;
 /// Why the binaries were not copied.
 #[derive(Debug, thiserror::Error)]
 pub enum BinaryError {
-    /// Binaries to install are missing next to the running `preload`.
+    /// `preload` is missing where the binaries are copied from.
     #[error("missing in {dir}: {names}; build them first with `cargo build --release --locked`")]
     Missing {
         /// Where they were looked for.
@@ -29,17 +31,16 @@ pub enum BinaryError {
     Io(#[from] OpError),
 }
 
+/// The binary that runs every hook under the hook's name (`policies::main_of`).
+const MULTI_CALL: &str = "preload";
+
 /// Copy the binaries from `from` into `prefix`; returns how many were (re)written.
 pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError> {
-    let missing: Vec<&str> = BINARIES
-        .iter()
-        .copied()
-        .filter(|b| !from.join(b).is_file())
-        .collect();
-    if !missing.is_empty() {
+    let multi_call = from.join(MULTI_CALL);
+    if !multi_call.is_file() {
         return Err(BinaryError::Missing {
             dir: from.to_path_buf(),
-            names: missing.join(", "),
+            names: MULTI_CALL.into(),
         });
     }
     if same_dir(from, prefix) {
@@ -50,7 +51,12 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
     // Each source file installed so far, by its identity, with where it went.
     let mut installed: Vec<(FileId, PathBuf)> = Vec::new();
     for name in BINARIES {
-        let source = from.join(name);
+        let own = from.join(name);
+        let source = if own.is_file() {
+            own
+        } else {
+            multi_call.clone()
+        };
         let target = prefix.join(name);
         let id = file_id(&source).map_err(OpError::at("read", &source))?;
         if let Some((_, first)) = installed.iter().find(|(known, _)| *known == id) {
