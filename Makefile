@@ -3,7 +3,7 @@
 CARGO ?= cargo
 PREFIX ?= $(HOME)/.claude/engine/bin
 
-.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity soak clean dist-test test-aarch64 link-macos package
+.PHONY: all build release test demo bench bench-bash install uninstall plugin fmt lint doc check dist e2e e2e-setup e2e-engine parity soak clean dist-test test-aarch64 link-macos package npm npm-test
 
 all: build
 
@@ -180,8 +180,9 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked
 
-## Everything CI checks: lint, docs, the full suite, and the demo.
-check: lint doc test demo
+## Everything CI checks: lint, docs, the full suite, the demo, and the npm packages installed
+## and used without a Rust toolchain (npm-test).
+check: lint doc test demo npm-test
 
 ## make parity ENGINE=/path/to/engine [JQ=/path/to/jq]: the engine's own black-box hook suites,
 ## on its bash hooks and on ours (installed with --shims), side by side; see docs/parity.md.
@@ -288,3 +289,43 @@ link-macos:
 ## built from its own package alone.
 package:
 	$(CARGO) package --workspace --locked
+
+## Where `make npm` writes the npm packages, and the targets it packs (narrow it with
+## NPM_TARGETS="x86_64-unknown-linux-musl" when only some tarballs were built).
+NPM_DIR ?= $(CURDIR)/target/npm
+NPM_TARGETS ?= $(DIST_TARGETS)
+NPM_ENV = DIST_DIR="$(DIST_DIR)" NPM_DIR="$(NPM_DIR)" VERSION="$(VERSION)" NPM_TARGETS="$(NPM_TARGETS)" \
+	LICENSE_ID="$$(sed -n 's/^license = "\(.*\)"/\1/p' Cargo.toml | head -n 1)" \
+	REPOSITORY="$$(sed -n 's/^repository = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+
+## make npm [NPM_TARGETS="..."] [DIST_DIR=dir]: the npm packages (`npm pack`) from the tarballs
+## of `make dist`, into target/npm/: preload-hooks-<version>.tgz (the `preload` command, a node
+## launcher of the native binary, with the four platform packages as optional dependencies) and
+## preload-hooks-<os>-<cpu>-<version>.tgz for each target (`os`, `cpu` and bin/preload). A
+## target whose tarball is missing stops it, naming the tarball (support/npm-pack.sh).
+npm:
+	@$(NPM_ENV) support/npm-pack.sh
+
+## make npm-test: the npm packages as a user without a Rust toolchain gets them, for this
+## machine's platform: its release tarball (`make dist` for its one target, into
+## target/npm-test/, reusing the release build), packed by `make npm`, installed with npm from
+## those files (no network) in a sandbox with its own HOME and npm prefix and no cargo on PATH,
+## then `preload install`, `preload doctor --canary`, a SessionStart and a Read through the
+## wired commands, `npm uninstall` and `preload uninstall` (support/npm-test.mjs). Without node
+## and npm it says so and passes, unless PRELOAD_E2E=require (.ci/run) makes that a failure.
+NPM_TEST_DIR := $(CURDIR)/target/npm-test
+NPM_TEST_TARGET := $(patsubst %,%-unknown-linux-musl,$(filter x86_64 aarch64,$(shell uname -m | sed 's/arm64/aarch64/')))
+NPM_TEST_TARGET := $(if $(filter Darwin,$(shell uname -s)),$(shell uname -m | sed 's/arm64/aarch64/')-apple-darwin,$(NPM_TEST_TARGET))
+NPM_TEST_PLATFORM := $(subst aarch64,arm64,$(subst x86_64,x64,$(if $(findstring darwin,$(NPM_TEST_TARGET)),darwin,linux)-$(firstword $(subst -, ,$(NPM_TEST_TARGET)))))
+npm-test:
+	@if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then \
+		if [ "$(PRELOAD_E2E)" = require ]; then echo "npm-test: FAILED: node and npm are needed (PRELOAD_E2E=require)"; exit 1; fi; \
+		echo "npm-test: did not run: no node and npm here"; exit 0; \
+	fi
+	@test -n "$(NPM_TEST_TARGET)" || { echo "npm-test: no npm platform package for $$(uname -sm)"; exit 1; }
+	@started=$$(date +%s); \
+	$(MAKE) --no-print-directory dist DIST_TARGETS=$(NPM_TEST_TARGET) DIST_DIR="$(NPM_TEST_DIR)/dist" >"$(NPM_TEST_DIR).dist.log" 2>&1 \
+		|| { cat "$(NPM_TEST_DIR).dist.log"; echo "npm-test: FAILED: make dist for $(NPM_TEST_TARGET)"; exit 1; }; \
+	echo "npm-test: $(NPM_TEST_TARGET) tarball in $$(( $$(date +%s) - started )) s"; \
+	$(MAKE) --no-print-directory npm DIST_DIR="$(NPM_TEST_DIR)/dist" NPM_DIR="$(NPM_TEST_DIR)/npm" NPM_TARGETS=$(NPM_TEST_TARGET) && \
+	node support/npm-test.mjs "$(NPM_TEST_DIR)/npm" $(NPM_TEST_PLATFORM) $(VERSION)
