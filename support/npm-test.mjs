@@ -124,7 +124,7 @@ try {
   };
   step("preload install wires every hook to a native copy in ~/.claude/engine/bin", () => {
     const out = run("preload", ["install"]).stdout;
-    assert.match(out, /binaries: 12 in /, out);
+    assert.match(out, /^binaries: 12 /m, out);
     const wired = commands();
     assert.ok(wired.length >= 40, `${wired.length} handlers`);
     for (const command of new Set(wired)) {
