@@ -211,6 +211,12 @@ impl State {
         peek::parse_only(text, fields).map(Self::from_map)
     }
 
+    /// [`Self::parse_fields`] of every top-level field but `skipped`: what else a record holds
+    /// beside the fields about to be written again.
+    pub fn parse_without(text: &str, skipped: &[&str]) -> Result<Self, ParseError> {
+        peek::parse_where(text, |key| !skipped.contains(&key)).map(Self::from_map)
+    }
+
     /// Serialise as jq does: 2-space indentation and a final newline.
     pub fn to_pretty(&self) -> String {
         let mut text = pretty::to_string_fields(self.fields(), 1);

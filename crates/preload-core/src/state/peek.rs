@@ -109,8 +109,16 @@ pub fn peek_pid(text: &str, key: &str) -> Option<u32> {
 /// The top-level `fields` of the JSON object `text`, the rest checked and skipped without being
 /// built (see [`super::State::parse_fields`]).
 pub(super) fn parse_only(text: &str, fields: &[&str]) -> Result<Map<String, Value>, ParseError> {
-    struct Only<'a>(&'a [&'a str]);
-    impl<'de> serde::de::Visitor<'de> for Only<'_> {
+    parse_where(text, |key| fields.contains(&key))
+}
+
+/// [`parse_only`] of the top-level fields `keep` takes.
+pub(super) fn parse_where(
+    text: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Map<String, Value>, ParseError> {
+    struct Only<F>(F);
+    impl<'de, F: Fn(&str) -> bool> serde::de::Visitor<'de> for Only<F> {
         type Value = Map<String, Value>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a JSON object")
@@ -121,7 +129,7 @@ pub(super) fn parse_only(text: &str, fields: &[&str]) -> Result<Map<String, Valu
         ) -> Result<Self::Value, A::Error> {
             let mut kept = Map::new();
             while let Some(key) = map.next_key::<String>()? {
-                if self.0.contains(&key.as_str()) {
+                if (self.0)(&key) {
                     kept.insert(key, map.next_value::<Value>()?);
                 } else {
                     map.next_value::<serde::de::IgnoredAny>()?;
@@ -131,7 +139,7 @@ pub(super) fn parse_only(text: &str, fields: &[&str]) -> Result<Map<String, Valu
         }
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let kept = serde::Deserializer::deserialize_map(&mut de, Only(fields))
+    let kept = serde::Deserializer::deserialize_map(&mut de, Only(keep))
         .and_then(|kept| de.end().map(|()| kept))?;
     Ok(kept)
 }

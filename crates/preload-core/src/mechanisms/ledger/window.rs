@@ -92,8 +92,14 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
     if there && !replace {
         return;
     }
-    // A record written again keeps what else it holds (fields not of the window), as it was.
-    let before = there.then(|| state::load(&path).ok()).flatten();
+    // A record written again keeps what else it holds (fields not of the window), as it was:
+    // read without building the window's own (large) fields.
+    let mut skipped = WINDOW_FIELDS.to_vec();
+    skipped.push(fields::LIFECYCLE);
+    let before = there
+        .then(|| fs::read_to_string(&path).ok())
+        .flatten()
+        .and_then(|text| State::parse_without(&text, &skipped).ok());
     // Written from the window's own fields: on a large state, thousands of paths not copied.
     let mut record: Vec<(&str, Field)> =
         std::iter::once((fields::LIFECYCLE, Field::Text(Lifecycle::Seeding.name())))
@@ -104,11 +110,7 @@ fn record_window(sessions: &Path, s: &State, conversation: &str, replace: bool) 
             )
             .collect();
     if let Some(before) = &before {
-        record.extend(
-            before
-                .fields()
-                .filter(|(key, _)| *key != fields::LIFECYCLE && !WINDOW_FIELDS.contains(key)),
-        );
+        record.extend(before.fields());
     }
     if fs::create_dir_all(sessions.join(session::SEEDS_DIR)).is_ok() {
         let _ = state::save_fields(&path, &record, state::Durability::Durable);
