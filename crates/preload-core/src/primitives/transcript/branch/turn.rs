@@ -36,12 +36,7 @@ const TURN_TAIL: u64 = 256 << 10;
 /// entry is the rest of the file read, to find that entry. `None` when the file cannot be read
 /// or its tail holds no prompt.
 pub fn latest_turn(path: &Path) -> Option<Turn> {
-    let mut file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let start = len.saturating_sub(TURN_TAIL);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut tail = Vec::with_capacity(usize::try_from(len - start).ok()?);
-    (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
+    let (mut file, start, tail) = read_tail(path)?;
     let lines = lines_of(&tail, start > 0);
     let prompts: Vec<(usize, Line)> = lines
         .iter()
@@ -130,14 +125,20 @@ pub fn latest_turn(path: &Path) -> Option<Turn> {
 /// `path`: the entry a SessionStart text of a resume hangs off. `None` when the file cannot be
 /// read or its tail holds none.
 pub fn newest_entry(path: &Path) -> Option<String> {
+    let (_, start, tail) = read_tail(path)?;
+    lines_of(&tail, start > 0)
+        .iter()
+        .rev()
+        .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid))
+}
+
+/// The file at `path`, the offset its last [`TURN_TAIL`] bytes start at, and those bytes.
+fn read_tail(path: &Path) -> Option<(File, u64, Vec<u8>)> {
     let mut file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(TURN_TAIL);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut tail = Vec::with_capacity(usize::try_from(len - start).ok()?);
     (&mut file).take(TURN_TAIL).read_to_end(&mut tail).ok()?;
-    lines_of(&tail, start > 0)
-        .iter()
-        .rev()
-        .find_map(|(_, line)| main_line(line).and_then(|l| l.uuid))
+    Some((file, start, tail))
 }
