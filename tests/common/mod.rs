@@ -277,11 +277,22 @@ impl Sandbox {
     }
 
     fn std_command_through(&self, wrapper: &[&str], name: &str) -> std::process::Command {
+        self.std_command_at(wrapper, &bin(name), name != "preload")
+    }
+
+    /// [`Sandbox::std_command`] of the program at `path` (a hook when `hook`: it gets the
+    /// hooks' budget).
+    pub fn std_command_at(
+        &self,
+        wrapper: &[&str],
+        path: &Path,
+        hook: bool,
+    ) -> std::process::Command {
         let mut cmd = match wrapper.split_first() {
-            None => std::process::Command::new(bin(name)),
+            None => std::process::Command::new(path),
             Some((program, args)) => {
                 let mut cmd = std::process::Command::new(program);
-                cmd.args(args).arg(bin(name));
+                cmd.args(args).arg(path);
                 cmd
             }
         };
@@ -295,7 +306,7 @@ impl Sandbox {
             .current_dir(&self.project);
         // The hooks' budget; the command line (`preload timings` reports the defaults) keeps
         // what the user has.
-        if name != "preload" {
+        if hook {
             cmd.envs(LOADED_MACHINE_LIMITS);
         }
         for (k, v) in &self.extra_env {

@@ -14,6 +14,8 @@ use crate::scenario::Scenario;
 use crate::scenarios::check_implement_lifecycle;
 use crate::support::{client_or_skip, notice};
 use crate::world::World;
+use preload_cli::install::wiring::BINARIES;
+use preload_cli::plugin::{platform_binary, this_platform};
 
 impl World {
     /// Writes the plugin with the built `preload plugin` into the world and loads it in every
@@ -43,7 +45,15 @@ impl World {
         if !guards.exists() {
             fs::copy(dir.join("guards.json"), &guards).expect("the plugin's guards.json");
         }
-        self.use_binaries_in(&dir.join("bin"));
+        // The harness's own tools (the `engine` stand-in, the auto-answer hook) run the
+        // plugin's binary under their names, as the plugin's links do.
+        let tools = self.sandbox.root().join("plugin-tools");
+        fs::create_dir_all(&tools).expect("plugin-tools/");
+        let binary = platform_binary(&dir, this_platform().expect("a release platform"));
+        for name in BINARIES {
+            std::os::unix::fs::symlink(&binary, tools.join(name)).expect("link a tool");
+        }
+        self.use_binaries_in(&tools);
         self.wiring = format!(
             "`preload plugin` (loaded with --plugin-dir {})",
             dir.display()
@@ -52,8 +62,9 @@ impl World {
     }
 }
 
-/// What `preload plugin` must have written: the manifest, the marketplace, and a
-/// `hooks/hooks.json` whose every command is a binary of `bin/` under `${CLAUDE_PLUGIN_ROOT}`.
+/// What `preload plugin` must have written: the manifest, the marketplace, this machine's
+/// binary, and a `hooks/hooks.json` whose every command is a hook of ours, run through the
+/// launcher in `bin/` (which must be there) or straight from its link in the data directory.
 fn check_plugin(dir: &Path) {
     let read = |rel: &str| -> Value {
         serde_json::from_str(
@@ -66,23 +77,29 @@ fn check_plugin(dir: &Path) {
         read(".claude-plugin/marketplace.json")["plugins"][0]["source"],
         "./"
     );
+    assert!(platform_binary(dir, this_platform().expect("a release platform")).is_file());
     let hooks = read("hooks/hooks.json");
-    let mut commands = 0;
+    let (mut launched, mut linked) = (0, 0);
     for groups in hooks["hooks"].as_object().expect("hooks by event").values() {
         for group in groups.as_array().expect("groups") {
             for handler in group["hooks"].as_array().expect("handlers") {
                 let command = handler["command"].as_str().expect("command");
-                let name = command
-                    .strip_prefix("${CLAUDE_PLUGIN_ROOT}/bin/")
-                    .unwrap_or_else(|| panic!("not under the plugin root: {command}"));
-                assert!(dir.join("bin").join(name).is_file(), "bin/{name} missing");
-                commands += 1;
+                if let Some(name) = command.strip_prefix("${CLAUDE_PLUGIN_ROOT}/bin/") {
+                    assert!(dir.join("bin").join(name).is_file(), "bin/{name} missing");
+                    launched += 1;
+                } else {
+                    let name = command
+                        .strip_prefix("${CLAUDE_PLUGIN_DATA}/bin/")
+                        .unwrap_or_else(|| panic!("neither launched nor linked: {command}"));
+                    assert!(BINARIES.contains(&name), "{command}");
+                    linked += 1;
+                }
             }
         }
     }
     assert!(
-        commands > 32,
-        "only {commands} handlers in hooks/hooks.json"
+        launched > 32 && linked > 8,
+        "{launched} launched and {linked} linked handlers in hooks/hooks.json"
     );
 }
 
@@ -114,5 +131,28 @@ fn the_plugin_loaded_with_plugin_dir_passes_the_lifecycle() {
         log.lines()
             .any(|l| l.contains("\"hook\":\"session-start\"")),
         "the plugin's SessionStart hooks ran"
+    );
+    // The client gave the launcher its data directory, and every hook is linked there to
+    // this machine's binary: the tool calls' hooks above ran those links.
+    let dir = s.world.plugin_dir.as_ref().expect("the plugin");
+    let links = s
+        .world
+        .sandbox
+        .home
+        .join(".claude/plugins/data/preload-hooks-inline/bin");
+    let binary = platform_binary(dir, this_platform().expect("a release platform"));
+    for name in BINARIES {
+        assert_eq!(
+            fs::read_link(links.join(name)).ok().as_ref(),
+            Some(&binary),
+            "{name} in {}",
+            links.display()
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(links.join(".root"))
+            .unwrap_or_default()
+            .trim(),
+        dir.to_string_lossy()
     );
 }

@@ -167,17 +167,22 @@ pub fn doctor(args: &DoctorArgs, vars: &Env, cwd: &Path) -> Vec<Finding> {
     let settings_files = wiring::settings_files(args, &home, cwd, project_root.as_deref());
     let plugins = plugins::plugins_wiring_ours(&home, &settings_files);
     let default_prefix = home.join(DEFAULT_PREFIX);
-    let prefix = match (&args.prefix, plugins.first()) {
-        (Some(p), _) => cwd.join(p),
-        // Only a plugin wires the hooks: its own binaries are the ones that run.
+    let bin_dir = match (&args.prefix, plugins.first()) {
+        (Some(p), _) => Ok(BinDir::installed(cwd.join(p))),
+        // Only a plugin wires the hooks: its own binary for this machine is the one that runs.
         (None, Some(plugin)) if !default_prefix.join(BINARIES[0]).is_file() => {
-            plugin.root.join("bin")
+            plugins::plugin_bin_dir(plugin)
         }
-        (None, _) => default_prefix,
+        (None, _) => Ok(BinDir::installed(default_prefix)),
     };
-    check_binaries(&prefix, &mut findings);
-    if args.canary {
-        canary::check_canary(&prefix, &mut findings);
+    match bin_dir {
+        Ok(bin_dir) => {
+            check_binaries(&bin_dir, &mut findings);
+            if args.canary {
+                canary::check_canary(&bin_dir.path, &mut findings);
+            }
+        }
+        Err(finding) => findings.push(finding),
     }
     let codex = args.agent == crate::install::AgentArg::Codex;
     if !codex {
@@ -251,7 +256,29 @@ fn check_latest_conversation(vars: &Env, cwd: &Path, findings: &mut Vec<Finding>
     }
 }
 
-fn check_binaries(prefix: &Path, findings: &mut Vec<Finding>) {
+/// A directory holding every binary under its name, and how doctor names it.
+pub struct BinDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// What the findings call it.
+    pub shown: String,
+    /// The throwaway directory `path` is in, when doctor made it (removed when dropped).
+    pub links: Option<crate::sandbox::Sandbox>,
+}
+
+impl BinDir {
+    /// An install directory.
+    pub fn installed(path: PathBuf) -> Self {
+        Self {
+            shown: path.display().to_string(),
+            path,
+            links: None,
+        }
+    }
+}
+
+fn check_binaries(bin_dir: &BinDir, findings: &mut Vec<Finding>) {
+    let (prefix, shown) = (&bin_dir.path, &bin_dir.shown);
     let mut bad = Vec::new();
     for name in BINARIES {
         let path = prefix.join(name);
@@ -263,13 +290,12 @@ fn check_binaries(prefix: &Path, findings: &mut Vec<Finding>) {
     }
     if bad.is_empty() {
         findings.push(Finding::ok(format!(
-            "binaries: {} present and runnable in {}",
+            "binaries: {} present and runnable in {shown}",
             BINARIES.len(),
-            prefix.display()
         )));
     } else {
         findings.push(Finding::fail(
-            format!("binaries in {}: {}", prefix.display(), bad.join(", ")),
+            format!("binaries in {shown}: {}", bad.join(", ")),
             "run `make install` (or `preload install --prefix DIR`) from a fresh build",
         ));
     }

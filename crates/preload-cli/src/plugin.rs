@@ -2,34 +2,48 @@
 //!
 //! The directory holds `.claude-plugin/plugin.json` (the manifest), `.claude-plugin/
 //! marketplace.json` (a one-plugin marketplace, so `/plugin marketplace add DIR` works),
-//! `hooks/hooks.json` (exec form, every command under `${CLAUDE_PLUGIN_ROOT}/bin`, derived from
-//! [`WIRING`](crate::install::wiring::WIRING) exactly as `preload install` derives its
-//! settings), `bin/` with the binaries copied from the directory of the running `preload`, the
-//! default `guards.json`, and a README. Nothing outside the directory is touched.
+//! `hooks/hooks.json` (exec form, derived from [`WIRING`](crate::install::wiring::WIRING)
+//! exactly as `preload install` derives its settings), `bin/<platform>/preload` for each
+//! platform it carries (this machine's, or every one of a `make dist`), the launcher under
+//! every hook's name in `bin/`, the default `guards.json`, and a README. Nothing outside the
+//! directory is touched.
+//!
+//! The launcher (`plugin/launch.sh`) runs the events that come once a session or a prompt
+//! (SessionStart, UserPromptSubmit): it links this machine's binary under every hook's name
+//! into `${CLAUDE_PLUGIN_DATA}/bin` when the links are missing or stale, and execs the hook.
+//! Every other event, the hooks of each tool call among them, execs those links directly: no
+//! shell and no `node` in front of a tool call.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use preload_core::primitives::file;
 use preload_core::primitives::file::OpError;
 
 use crate::exit::{self, CommandError, Exit};
-use crate::install::binaries::{self, BinaryError};
+use crate::install::binaries::{self, BinaryError, MULTI_CALL};
 use crate::install::guards::DEFAULT_GUARDS;
 use crate::install::settings::to_pretty;
 use crate::install::wiring::{BINARIES, hooks_value};
+use crate::words;
 
 /// The plugin's name (`preload-hooks@preload-hooks` once installed from its own marketplace).
 pub const PLUGIN_NAME: &str = "preload-hooks";
 /// The name of the one-plugin marketplace the directory also is.
 pub const MARKETPLACE_NAME: &str = "preload-hooks";
-/// How `hooks/hooks.json` names the directory of the binaries; Claude Code substitutes the
-/// plugin's root for the placeholder.
+/// Where `hooks/hooks.json` runs the launcher: the plugin's `bin/` (Claude Code substitutes the
+/// plugin's root for the placeholder).
 pub const PLUGIN_BIN: &str = "${CLAUDE_PLUGIN_ROOT}/bin";
+/// Where `hooks/hooks.json` runs the hooks of every other event: the links the launcher makes
+/// in the plugin's data directory, which Claude Code keeps across sessions and updates.
+pub const PLUGIN_LINKS: &str = "${CLAUDE_PLUGIN_DATA}/bin";
+/// The events whose hooks go through the launcher: each comes once a session or once a prompt,
+/// before any tool call, so the links are there when the tool calls' hooks exec them.
+pub const LAUNCHED_EVENTS: &[&str] = &["SessionStart", "UserPromptSubmit"];
 /// The manifest, relative to the plugin's root.
 pub const MANIFEST: &str = ".claude-plugin/plugin.json";
 /// The marketplace file, relative to the plugin's root.
@@ -41,6 +55,65 @@ const DESCRIPTION: &str = "Native preload hooks for the workflow engine: standar
                            protocols, phase commands, templates and directives reach the \
                            agent's context exactly once, within Claude Code's output cap.";
 const README: &str = include_str!("plugin/README.md");
+const LAUNCHER: &str = include_str!("plugin/launch.sh");
+
+/// A platform the plugin can carry a binary for, named as the npm packages name theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Platform {
+    /// The name of its directory in `bin/` (`linux-x64`, ...).
+    pub name: &'static str,
+    /// The target `make dist` builds for it.
+    pub target: &'static str,
+    /// What `uname -sm` prints there.
+    pub uname: &'static [&'static str],
+    /// `std::env::consts::OS` and `ARCH` there.
+    os: &'static str,
+    arch: &'static str,
+}
+
+/// Every platform a release is built for (`make dist`).
+pub const PLATFORMS: &[Platform] = &[
+    Platform {
+        name: "linux-x64",
+        target: "x86_64-unknown-linux-musl",
+        uname: &["Linux x86_64"],
+        os: "linux",
+        arch: "x86_64",
+    },
+    Platform {
+        name: "linux-arm64",
+        target: "aarch64-unknown-linux-musl",
+        uname: &["Linux aarch64", "Linux arm64"],
+        os: "linux",
+        arch: "aarch64",
+    },
+    Platform {
+        name: "darwin-x64",
+        target: "x86_64-apple-darwin",
+        uname: &["Darwin x86_64"],
+        os: "macos",
+        arch: "x86_64",
+    },
+    Platform {
+        name: "darwin-arm64",
+        target: "aarch64-apple-darwin",
+        uname: &["Darwin arm64"],
+        os: "macos",
+        arch: "aarch64",
+    },
+];
+
+/// The platform this `preload` runs on, when a release is built for it.
+pub fn this_platform() -> Option<&'static Platform> {
+    PLATFORMS
+        .iter()
+        .find(|p| p.os == std::env::consts::OS && p.arch == std::env::consts::ARCH)
+}
+
+/// The multi-call binary of `platform` in a plugin rooted at `root`.
+pub fn platform_binary(root: &Path, platform: &Platform) -> PathBuf {
+    root.join("bin").join(platform.name).join(MULTI_CALL)
+}
 
 /// `preload plugin`.
 #[derive(Debug, Clone, clap::Args)]
@@ -49,6 +122,11 @@ pub struct PluginArgs {
     /// an earlier copy of this plugin).
     #[arg(value_name = "DIR", value_parser = crate::path_arg)]
     pub dir: PathBuf,
+    /// Carry the binaries of every platform found in DIST, a directory holding the unpacked
+    /// release tarballs of this version (`preload-hooks-<version>-<target>/bin/preload`, as
+    /// `make dist` writes them), instead of this machine's binary alone.
+    #[arg(long, value_name = "DIST", value_parser = crate::path_arg)]
+    pub dist: Option<PathBuf>,
 }
 
 /// Why the plugin was not written.
@@ -62,11 +140,31 @@ pub enum PluginError {
         /// The directory.
         dir: PathBuf,
     },
-    /// The running `preload` cannot find its own binary, next to which the others are.
+    /// The running `preload` cannot find its own binary.
     #[error("cannot locate preload: {source}")]
     Locate {
         /// The underlying error.
         source: io::Error,
+    },
+    /// This machine is none of the release platforms, and no `--dist` was given.
+    #[error(
+        "this machine ({os} {arch}) is none of the platforms a plugin carries; pass --dist with the release tarballs unpacked"
+    )]
+    UnknownPlatform {
+        /// `std::env::consts::OS`.
+        os: &'static str,
+        /// `std::env::consts::ARCH`.
+        arch: &'static str,
+    },
+    /// `--dist` holds no binary of this version for any platform.
+    #[error(
+        "{dist} holds no unpacked release of version {version} (preload-hooks-{version}-<target>/bin/preload)"
+    )]
+    EmptyDist {
+        /// The directory.
+        dist: PathBuf,
+        /// This `preload`'s version.
+        version: &'static str,
     },
     /// The binaries were not copied.
     #[error(transparent)]
@@ -84,11 +182,47 @@ impl CommandError for PluginError {
 
 /// Run `preload plugin`.
 pub fn run(args: &PluginArgs) -> ExitCode {
-    let dir = crate::process_cwd().join(&args.dir);
-    let result = std::env::current_exe()
-        .map_err(|source| PluginError::Locate { source })
-        .and_then(|exe| write_plugin(&dir, exe.parent().unwrap_or(Path::new("."))));
+    let cwd = crate::process_cwd();
+    let dir = cwd.join(&args.dir);
+    let result = match &args.dist {
+        Some(dist) => from_dist(&cwd.join(dist)),
+        None => this_machine(),
+    }
+    .and_then(|binaries| write_plugin(&dir, &binaries));
     exit::finish("plugin", result.map(|lines| lines.join("\n")))
+}
+
+/// The binary of each platform the plugin carries.
+pub type Binaries = Vec<(&'static Platform, PathBuf)>;
+
+/// This machine's platform with the running `preload`.
+fn this_machine() -> Result<Binaries, PluginError> {
+    let platform = this_platform().ok_or(PluginError::UnknownPlatform {
+        os: std::env::consts::OS,
+        arch: std::env::consts::ARCH,
+    })?;
+    let exe = std::env::current_exe().map_err(|source| PluginError::Locate { source })?;
+    Ok(vec![(platform, exe)])
+}
+
+/// Every platform whose unpacked release of this version is in `dist`.
+pub fn from_dist(dist: &Path) -> Result<Binaries, PluginError> {
+    let version = env!("CARGO_PKG_VERSION");
+    let found: Binaries = PLATFORMS
+        .iter()
+        .map(|p| {
+            let release = format!("preload-hooks-{version}-{}", p.target);
+            (p, dist.join(release).join("bin").join(MULTI_CALL))
+        })
+        .filter(|(_, binary)| binary.is_file())
+        .collect();
+    if found.is_empty() {
+        return Err(PluginError::EmptyDist {
+            dist: dist.to_path_buf(),
+            version,
+        });
+    }
+    Ok(found)
 }
 
 /// The manifest `.claude-plugin/plugin.json`.
@@ -122,13 +256,44 @@ pub fn marketplace() -> Value {
     })
 }
 
-/// `hooks/hooks.json`: the wiring of `preload install`, with the binaries under
-/// [`PLUGIN_BIN`].
+/// `hooks/hooks.json`: the wiring of `preload install`, the [`LAUNCHED_EVENTS`] through the
+/// launcher in [`PLUGIN_BIN`], every other event straight to its link in [`PLUGIN_LINKS`].
 pub fn hooks_document() -> Value {
+    let (Value::Object(launched), Value::Object(linked)) =
+        (hooks_value(PLUGIN_BIN), hooks_value(PLUGIN_LINKS))
+    else {
+        unreachable!("hooks_value builds an object")
+    };
+    let hooks: Map<String, Value> = linked
+        .into_iter()
+        .map(|(event, groups)| match launched.get(&event) {
+            Some(through_launcher) if LAUNCHED_EVENTS.contains(&event.as_str()) => {
+                (event, through_launcher.clone())
+            }
+            _ => (event, groups),
+        })
+        .collect();
     json!({
         "description": "preload-hooks: the native hooks of the workflow engine's preload pipeline",
-        "hooks": hooks_value(PLUGIN_BIN),
+        "hooks": hooks,
     })
+}
+
+/// The launcher: the platforms by what `uname -sm` says, and every hook to link.
+pub fn launcher() -> String {
+    let arms: Vec<String> = PLATFORMS
+        .iter()
+        .map(|p| {
+            let patterns: Vec<String> = p.uname.iter().map(|u| format!("\"{u}\"")).collect();
+            format!("    {}) echo {} ;;", patterns.join(" | "), p.name)
+        })
+        .collect();
+    LAUNCHER
+        .replace(
+            "    # @PLATFORMS@ (one arm each, written by `preload plugin`)",
+            &arms.join("\n"),
+        )
+        .replace("@HOOKS@", &BINARIES.join(" "))
 }
 
 /// True when `dir` may be written: absent, empty, or holding an earlier copy of this plugin.
@@ -159,14 +324,29 @@ fn json_text(value: &Value) -> String {
     text
 }
 
-/// Write the plugin into `dir`, with the binaries copied from `from`; returns what was done.
-pub fn write_plugin(dir: &Path, from: &Path) -> Result<Vec<String>, PluginError> {
+/// Write the plugin into `dir`, carrying `binaries`; returns what was done.
+pub fn write_plugin(dir: &Path, binaries: &Binaries) -> Result<Vec<String>, PluginError> {
     if !may_write(dir) {
         return Err(PluginError::Occupied {
             dir: dir.to_path_buf(),
         });
     }
-    let copied = binaries::install_binaries(from, &dir.join("bin"))?;
+    let bin = dir.join("bin");
+    let mut copied = 0;
+    for (platform, from) in binaries {
+        let to = platform_binary(dir, platform);
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent).map_err(OpError::at("create", parent))?;
+        }
+        copied += usize::from(binaries::install_file(from, &to)?);
+    }
+    let carried: Vec<&Platform> = binaries.iter().map(|(p, _)| *p).collect();
+    let launcher = launcher();
+    for name in BINARIES {
+        let path = bin.join(name);
+        write_text(&path, &launcher)?;
+        binaries::make_executable(&path).map_err(OpError::at("chmod", &path))?;
+    }
     write_text(&dir.join(MANIFEST), &json_text(&manifest()))?;
     write_text(&dir.join(MARKETPLACE), &json_text(&marketplace()))?;
     write_text(&dir.join(HOOKS_FILE), &json_text(&hooks_document()))?;
@@ -174,7 +354,15 @@ pub fn write_plugin(dir: &Path, from: &Path) -> Result<Vec<String>, PluginError>
     write_text(&dir.join("README.md"), README)?;
     Ok(vec![
         format!("plugin: {PLUGIN_NAME} {} in {}", env!("CARGO_PKG_VERSION"), dir.display()),
-        format!("binaries: {} in {} ({copied} updated)", BINARIES.len(), dir.join("bin").display()),
+        format!(
+            "binaries: {} in {} ({copied} updated), each running every hook",
+            words::plural(carried.len(), "platform", "platforms"),
+            carried
+                .iter()
+                .map(|p| format!("bin/{}", p.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         format!("wiring: {} (the table `preload install` writes)", dir.join(HOOKS_FILE).display()),
         format!("try it: claude --plugin-dir {}", dir.display()),
         format!(
@@ -193,17 +381,22 @@ mod tests {
     use crate::install::wiring::{SESSION_START_CHUNKS, WIRING};
 
     #[test]
-    fn every_hook_command_lives_under_the_plugin_root() {
+    fn the_once_a_prompt_events_go_through_the_launcher_and_the_tool_calls_straight_to_links() {
         let doc = hooks_document();
         let mut commands = 0;
-        for groups in doc["hooks"].as_object().unwrap().values() {
+        for (event, groups) in doc["hooks"].as_object().unwrap() {
+            let dir = if LAUNCHED_EVENTS.contains(&event.as_str()) {
+                PLUGIN_BIN
+            } else {
+                PLUGIN_LINKS
+            };
             for group in groups.as_array().unwrap() {
                 for handler in group["hooks"].as_array().unwrap() {
                     let command = handler["command"].as_str().unwrap();
-                    assert!(
-                        command.starts_with("${CLAUDE_PLUGIN_ROOT}/bin/"),
-                        "{command}"
-                    );
+                    let name = command
+                        .strip_prefix(&format!("{dir}/"))
+                        .unwrap_or_else(|| panic!("{event}: {command} is not under {dir}"));
+                    assert!(BINARIES.contains(&name), "{command}");
                     assert!(handler["args"].is_array(), "exec form: {handler}");
                     commands += 1;
                 }
@@ -211,6 +404,36 @@ mod tests {
         }
         let rows = WIRING.iter().filter(|w| !w.chunked).count();
         assert_eq!(commands, rows + SESSION_START_CHUNKS);
+        for event in LAUNCHED_EVENTS {
+            assert!(doc["hooks"].get(*event).is_some(), "{event} is wired");
+        }
+        assert!(doc["hooks"].get("PreToolUse").is_some());
+    }
+
+    #[test]
+    fn the_launcher_knows_every_platform_and_every_hook() {
+        let text = launcher();
+        for placeholder in ["@PLATFORMS@", "@HOOKS@"] {
+            assert!(!text.contains(placeholder), "{placeholder} is left: {text}");
+        }
+        for p in PLATFORMS {
+            for uname in p.uname {
+                assert!(
+                    text.contains(&format!("\"{uname}\"")),
+                    "{uname} is not matched"
+                );
+            }
+        }
+        for name in BINARIES {
+            assert!(text.contains(&format!(" {name}")), "{name} is not linked");
+        }
+    }
+
+    #[test]
+    fn this_platform_is_a_release_platform_here() {
+        // The machines the suites run on are all release platforms.
+        let p = this_platform().unwrap();
+        assert!(p.target.starts_with(std::env::consts::ARCH), "{p:?}");
     }
 
     #[test]
@@ -225,8 +448,35 @@ mod tests {
     fn an_occupied_directory_is_refused_and_left_alone() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
-        let err = write_plugin(tmp.path(), tmp.path()).unwrap_err();
+        let binaries = vec![(&PLATFORMS[0], tmp.path().join("notes.txt"))];
+        let err = write_plugin(tmp.path(), &binaries).unwrap_err();
         assert!(matches!(err, PluginError::Occupied { .. }), "{err}");
         assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_dist_directory_gives_the_platforms_it_holds_of_this_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let version = env!("CARGO_PKG_VERSION");
+        for (dir, target) in [
+            (version, "aarch64-apple-darwin"),
+            (version, "x86_64-unknown-linux-musl"),
+            ("0.0.0-other", "aarch64-unknown-linux-musl"),
+        ] {
+            let bin = tmp.path().join(format!("preload-hooks-{dir}-{target}/bin"));
+            fs::create_dir_all(&bin).unwrap();
+            fs::write(bin.join("preload"), "binary").unwrap();
+        }
+        let found: Vec<&str> = from_dist(tmp.path())
+            .unwrap()
+            .iter()
+            .map(|(p, _)| p.name)
+            .collect();
+        assert_eq!(found, ["linux-x64", "darwin-arm64"]);
+        let empty = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            from_dist(empty.path()),
+            Err(PluginError::EmptyDist { .. })
+        ));
     }
 }

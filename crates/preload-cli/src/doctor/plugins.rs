@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::install::wiring::all_handlers;
+use super::{BinDir, Finding};
 use crate::install::wiring::our_binary;
+use crate::install::wiring::{BINARIES, all_handlers};
 use crate::plugin::HOOKS_FILE;
+use crate::plugin::{PLATFORMS, platform_binary, this_platform};
+use crate::sandbox::Sandbox;
 
 /// Where Claude Code records the installed plugins, under `$HOME`.
 pub const INSTALLED_PLUGINS: &str = ".claude/plugins/installed_plugins.json";
@@ -114,6 +117,61 @@ pub fn plugins_wiring_ours(home: &Path, settings_files: &[PathBuf]) -> Vec<Plugi
         }
     }
     out
+}
+
+/// The plugin's binary for this machine under every hook's name, as the plugin's launcher
+/// links it into `${CLAUDE_PLUGIN_DATA}/bin`: links in a throwaway directory, so doctor changes
+/// nothing. A finding when the plugin carries no binary for this machine.
+pub fn plugin_bin_dir(plugin: &PluginHooks) -> Result<BinDir, Finding> {
+    let carried = || -> String {
+        let names: Vec<&str> = PLATFORMS
+            .iter()
+            .filter(|p| platform_binary(&plugin.root, p).is_file())
+            .map(|p| p.name)
+            .collect();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
+        }
+    };
+    let Some(platform) = this_platform().filter(|p| platform_binary(&plugin.root, p).is_file())
+    else {
+        return Err(Finding::fail(
+            format!(
+                "binaries: the plugin {} in {} carries no binary for this machine (it carries: {})",
+                plugin.id,
+                plugin.root.display(),
+                carried()
+            ),
+            "its hooks do nothing here; write a plugin for this machine with `preload plugin DIR` from a build of your own, or one of every platform with `--dist`",
+        ));
+    };
+    let binary = platform_binary(&plugin.root, platform);
+    let fail = |why: String| {
+        Finding::fail(
+            format!(
+                "binaries: cannot check the plugin's {}: {why}",
+                binary.display()
+            ),
+            "check that $TMPDIR is writable",
+        )
+    };
+    let links = Sandbox::empty("plugin-bin", &plugin.root).map_err(|e| fail(e.to_string()))?;
+    let path = links.root().join("bin");
+    fs::create_dir_all(&path).map_err(|e| fail(e.to_string()))?;
+    for name in BINARIES {
+        std::os::unix::fs::symlink(&binary, path.join(name)).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(BinDir {
+        path,
+        shown: format!(
+            "the plugin's {} (bin/{}/preload, under every hook's name)",
+            plugin.root.display(),
+            platform.name
+        ),
+        links: Some(links),
+    })
 }
 
 #[cfg(test)]

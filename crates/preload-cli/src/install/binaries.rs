@@ -32,7 +32,7 @@ pub enum BinaryError {
 }
 
 /// The binary that runs every hook under the hook's name (`policies::main_of`).
-const MULTI_CALL: &str = "preload";
+pub const MULTI_CALL: &str = "preload";
 
 /// Copy the binaries from `from` into `prefix`; returns how many were (re)written.
 pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError> {
@@ -70,18 +70,24 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
             // No hard links here: a copy of its own, as below.
         }
         installed.push((id, target.clone()));
-        let bytes = fs::read(&source).map_err(OpError::at("read", &source))?;
-        if fs::read(&target).is_ok_and(|old| old == bytes) {
-            continue;
-        }
-        // A new file renamed over the old one: a running hook keeps its own copy.
-        file::write_atomic(&target, &bytes)
-            .map_err(|err| err.source)
-            .map_err(OpError::at("write", &target))?;
-        make_executable(&target).map_err(OpError::at("chmod", &target))?;
-        copied += 1;
+        copied += usize::from(install_file(&source, &target)?);
     }
     Ok(copied)
+}
+
+/// Copy the executable `source` to `target` unless `target` holds the same bytes already;
+/// true when it was written. A new file is renamed over the old one: a running hook keeps its
+/// own copy.
+pub fn install_file(source: &Path, target: &Path) -> Result<bool, OpError> {
+    let bytes = fs::read(source).map_err(OpError::at("read", source))?;
+    if fs::read(target).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    file::write_atomic(target, &bytes)
+        .map_err(|err| err.source)
+        .map_err(OpError::at("write", target))?;
+    make_executable(target).map_err(OpError::at("chmod", target))?;
+    Ok(true)
 }
 
 /// A file's identity: its device and inode.
@@ -111,7 +117,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 /// Make a file executable by everyone (`0o755`).
-pub(super) fn make_executable(path: &Path) -> io::Result<()> {
+pub(crate) fn make_executable(path: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))
 }
