@@ -143,8 +143,9 @@ uninstall:
 PLUGIN_DIR ?= $(CURDIR)/target/plugin
 
 ## make plugin [PLUGIN_DIR=dir]: the hooks as a Claude Code plugin directory (manifest,
-## hooks/hooks.json from the same wiring table as `preload install`, bin/, a one-plugin
-## marketplace), for `claude --plugin-dir DIR` or `/plugin marketplace add DIR`; docs/install.md.
+## hooks/hooks.json from the same wiring table as `preload install`, this machine's binary in
+## bin/<platform>/ and the launcher, a one-plugin marketplace), for `claude --plugin-dir DIR` or
+## `/plugin marketplace add DIR`; `make dist` writes the one of every platform. docs/install.md.
 plugin: release
 	"$(RELEASE_DIR)/preload" plugin "$(PLUGIN_DIR)"
 
@@ -211,7 +212,9 @@ DIST_ENV = DIST_TARGETS="$(DIST_TARGETS)" DIST_DIR="$(DIST_DIR)" DIST_TOOLS="$(D
 ## preload-hooks-<version>-<target>.tar.gz, each with bin/ (`preload` under every name of the
 ## twelve binaries, as `make release` makes it), README.md, CHANGELOG.md, LICENSE,
 ## docs/install.md and hooks/ (settings.json, guards.json, shims/); a `sha256sum -c` file beside
-## each, and SHA256SUMS for them all. It first installs what it needs (support/dist-tools.sh:
+## each; preload-hooks-<version>-plugin.tar.gz, the Claude Code plugin carrying every target's
+## binary (written by the one built for this machine, when a target runs here); and SHA256SUMS
+## for them all. It first installs what it needs (support/dist-tools.sh:
 ## the targets' standard libraries with rustup, zig from PyPI's `ziglang` with pip, cargo-zigbuild
 ## with cargo), links this machine's own targets with its linker and the others with zig, and
 ## ends by checking every tarball (support/check-dist.py: the format, architecture and static

@@ -19,10 +19,18 @@ For each TARGET, `preload-hooks-V-TARGET.tar.gz` in DIR:
 - `bin/NAME --version` prints `NAME V` for every name, where this machine can run the binary
   (its own architecture and system, or Linux through `qemu-<arch>-static` / `qemu-<arch>` on
   PATH); a target in --require-run that cannot be run is a defect.
+
+And `preload-hooks-V-plugin.tar.gz`, the Claude Code plugin, when DIR or SHA256SUMS holds it
+(`make dist` writes it when one of the targets runs on the machine building it): its checksums
+as above; one directory `preload-hooks-V-plugin/` with the manifest of version V, the
+marketplace, hooks/hooks.json, guards.json and README.md; bin/NAME for every name, each the
+same executable launcher (`#!/bin/sh`); and bin/<platform>/preload for exactly the TARGETS,
+each byte for byte the binary of that target's tarball.
 """
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -33,6 +41,20 @@ import tarfile
 import tempfile
 
 ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+# The plugin's directory for each target's binary (the platform names of the npm packages).
+PLUGIN_PLATFORMS = {
+    "x86_64-unknown-linux-musl": "linux-x64",
+    "aarch64-unknown-linux-musl": "linux-arm64",
+    "x86_64-apple-darwin": "darwin-x64",
+    "aarch64-apple-darwin": "darwin-arm64",
+}
+PLUGIN_FILES = [
+    ".claude-plugin/plugin.json",
+    ".claude-plugin/marketplace.json",
+    "hooks/hooks.json",
+    "guards.json",
+    "README.md",
+]
 MACHO_CPUS = {"x86_64": 0x01000007, "aarch64": 0x0100000C}
 LC_DYLIBS = {
     0xC: "LC_LOAD_DYLIB",
@@ -173,32 +195,45 @@ def runner_for(target):
     return None, f"an {arch} binary does not run on {host_arch}"
 
 
+def check_tarball_sums(args, tarball_name):
+    """The tarball's checksum against its `.sha256` file and SHA256SUMS; its digest."""
+    problems = []
+    tarball = os.path.join(args.dist, tarball_name)
+    digest = sha256(tarball)
+    own = f"{tarball}.sha256"
+    if not os.path.isfile(own):
+        problems.append(f"{own} is missing")
+    elif sums_file(own) != {tarball_name: digest}:
+        problems.append(f"{own} does not match the tarball")
+    if args.sums.get(tarball_name) != digest:
+        problems.append("SHA256SUMS has no matching line for the tarball")
+    return problems
+
+
+def unpack(tarball, name, scratch):
+    """Unpack `tarball` (one top directory `name`) into scratch; its root, or a problem."""
+    with tarfile.open(tarball) as tar:
+        tops = {m.name.split("/")[0] for m in tar.getmembers()}
+        if tops != {name}:
+            return None, f"top-level entries {sorted(tops)}, not {name}/"
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(scratch, filter="data")
+        else:
+            tar.extractall(scratch)
+    return os.path.join(scratch, name), None
+
+
 def check_target(args, names, target):
     problems = []
     name = f"preload-hooks-{args.version}-{target}"
     tarball = os.path.join(args.dist, f"{name}.tar.gz")
     if not os.path.isfile(tarball):
         return [f"{tarball} is missing"]
-    digest = sha256(tarball)
-    own = os.path.join(args.dist, f"{name}.tar.gz.sha256")
-    if not os.path.isfile(own):
-        problems.append(f"{own} is missing")
-    elif sums_file(own) != {f"{name}.tar.gz": digest}:
-        problems.append(f"{own} does not match the tarball")
-    if args.sums.get(f"{name}.tar.gz") != digest:
-        problems.append("SHA256SUMS has no matching line for the tarball")
-
+    problems += check_tarball_sums(args, f"{name}.tar.gz")
     with tempfile.TemporaryDirectory() as scratch:
-        with tarfile.open(tarball) as tar:
-            members = tar.getmembers()
-            tops = {m.name.split("/")[0] for m in members}
-            if tops != {name}:
-                return problems + [f"top-level entries {sorted(tops)}, not {name}/"]
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(scratch, filter="data")
-            else:
-                tar.extractall(scratch)
-        root = os.path.join(scratch, name)
+        root, problem = unpack(tarball, name, scratch)
+        if problem:
+            return problems + [problem]
         for required in REQUIRED_FILES:
             if not os.path.isfile(os.path.join(root, required)):
                 problems.append(f"{required} is missing")
@@ -259,6 +294,65 @@ def check_target(args, names, target):
     return problems
 
 
+def target_binary_digest(args, target):
+    """The digest of bin/preload in the target's tarball, or None."""
+    name = f"preload-hooks-{args.version}-{target}"
+    tarball = os.path.join(args.dist, f"{name}.tar.gz")
+    if not os.path.isfile(tarball):
+        return None
+    with tarfile.open(tarball) as tar:
+        member = tar.extractfile(f"{name}/bin/preload")
+        return hashlib.sha256(member.read()).hexdigest() if member else None
+
+
+def check_plugin(args, names):
+    name = f"preload-hooks-{args.version}-plugin"
+    tarball = os.path.join(args.dist, f"{name}.tar.gz")
+    if not os.path.isfile(tarball):
+        return [f"{tarball} is missing"]
+    problems = check_tarball_sums(args, f"{name}.tar.gz")
+    with tempfile.TemporaryDirectory() as scratch:
+        root, problem = unpack(tarball, name, scratch)
+        if problem:
+            return problems + [problem]
+        for required in PLUGIN_FILES:
+            if not os.path.isfile(os.path.join(root, required)):
+                problems.append(f"{required} is missing")
+        manifest = os.path.join(root, ".claude-plugin/plugin.json")
+        if os.path.isfile(manifest):
+            with open(manifest) as f:
+                version = json.load(f).get("version")
+            if version != args.version:
+                problems.append(f"the manifest says version {version!r}, not {args.version!r}")
+        bindir = os.path.join(root, "bin")
+        launchers = set()
+        for n in names:
+            path = os.path.join(bindir, n)
+            if not os.path.isfile(path) or not os.access(path, os.X_OK):
+                problems.append(f"bin/{n} is missing or not executable")
+                continue
+            with open(path, "rb") as f:
+                text = f.read()
+            if not text.startswith(b"#!/bin/sh\n"):
+                problems.append(f"bin/{n} is not the launcher")
+            launchers.add(text)
+        if len(launchers) > 1:
+            problems.append(f"bin/ holds {len(launchers)} different launchers, not one")
+        wanted = {PLUGIN_PLATFORMS[t]: t for t in args.targets if t in PLUGIN_PLATFORMS}
+        present = sorted(d for d in os.listdir(bindir) if os.path.isdir(os.path.join(bindir, d)))
+        if present != sorted(wanted):
+            problems.append(f"bin/ carries {present}, not {sorted(wanted)}")
+        for platform_name, target in sorted(wanted.items()):
+            path = os.path.join(bindir, platform_name, "preload")
+            if not os.path.isfile(path):
+                continue
+            if sha256(path) != target_binary_digest(args, target):
+                problems.append(f"bin/{platform_name}/preload is not the binary of {target}'s tarball")
+        size = os.path.getsize(tarball)
+    print(f"check-dist: plugin: {', '.join(present)}; {size / 1e6:.1f} MB")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dist", required=True)
@@ -277,12 +371,20 @@ def main():
         print(f"check-dist: {sums} is missing or empty", file=sys.stderr)
         failed = True
     expected = {f"preload-hooks-{args.version}-{t}.tar.gz" for t in args.targets}
+    plugin = f"preload-hooks-{args.version}-plugin.tar.gz"
+    has_plugin = plugin in args.sums or os.path.isfile(os.path.join(args.dist, plugin))
+    if has_plugin:
+        expected.add(plugin)
     if args.sums and set(args.sums) != expected:
         print(f"check-dist: SHA256SUMS names {sorted(args.sums)}, not {sorted(expected)}", file=sys.stderr)
         failed = True
     for target in args.targets:
         for problem in check_target(args, names, target):
             print(f"check-dist: {target}: {problem}", file=sys.stderr)
+            failed = True
+    if has_plugin:
+        for problem in check_plugin(args, names):
+            print(f"check-dist: plugin: {problem}", file=sys.stderr)
             failed = True
     return 1 if failed else 0
 

@@ -96,5 +96,25 @@ for target in $targets; do
     [ "$out" = "$bin $version" ] || fail "the installed $bin says $out"
   done
   say "$name: verified, unpacked and installed into a project; every name runs"
+
+  # The plugin, as a user gets it: verified, unpacked, and its SessionStart launcher run with a
+  # data directory of its own; every hook is then linked there and answers from the link.
+  plugin="preload-hooks-$version-plugin"
+  [ -f "$dist/$plugin.tar.gz" ] || fail "no $plugin.tar.gz, though $target runs here"
+  cp "$dist/$plugin.tar.gz" "$scratch/user/"
+  (cd "$scratch/user" && "${verify[@]}" -c --ignore-missing SHA256SUMS >/dev/null) \
+    || fail "$plugin.tar.gz does not verify against SHA256SUMS"
+  tar -xzf "$scratch/user/$plugin.tar.gz" -C "$scratch/user"
+  data=$scratch/user/plugin-data
+  (cd "$scratch/user/project" && echo '{"hook_event_name":"SessionStart","source":"startup"}' \
+    | env -i HOME="$scratch/user/home" PATH="$PATH" CLAUDE_PLUGIN_DATA="$data" \
+      CLAUDE_PLUGIN_ROOT="$scratch/user/$plugin" \
+      "$scratch/user/$plugin/bin/preload-session-start" --chunk 1/32 >"$scratch/plugin.out" 2>&1) \
+    || fail "the plugin's SessionStart launcher failed: $(cat "$scratch/plugin.out")"
+  for bin in $names; do
+    out=$("$data/bin/$bin" --version </dev/null) || fail "the plugin's link $bin does not run"
+    [ "$out" = "$bin $version" ] || fail "the plugin's link $bin says $out"
+  done
+  say "$plugin: verified, unpacked, linked by its launcher; every link runs"
 done
 say "ok: $targets"

@@ -15,8 +15,10 @@
 # A target of this machine's own architecture and system is linked by its own linker; the
 # others by zig, through cargo-zigbuild. Every tarball holds bin/ (`preload`, and every hook
 # name as a hard link to it), README.md, CHANGELOG.md, LICENSE, docs/install.md and hooks/
-# (settings.json, guards.json, shims/); beside it, `<tarball>.sha256`, and SHA256SUMS for all
-# of them. support/check-dist.py then checks what was written.
+# (settings.json, guards.json, shims/); beside it, `<tarball>.sha256`. When one of the targets
+# runs on this machine, `preload-hooks-<version>-plugin.tar.gz` too: the Claude Code plugin
+# carrying the binary of every target built. SHA256SUMS covers them all, and
+# support/check-dist.py then checks what was written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +48,8 @@ fi
 mkdir -p "$DIST_DIR"
 DIST_DIR=$(cd "$DIST_DIR" && pwd)
 tarballs=()
+stages=()
+runs_here=
 for target in $DIST_TARGETS; do
   case "$target" in
     *-linux-musl) flags="${RUSTFLAGS:+$RUSTFLAGS }$STATIC_FLAGS" ;;
@@ -81,11 +85,28 @@ for target in $DIST_TARGETS; do
   cp hooks/settings.json hooks/guards.json "$stage/hooks/"
   cp -R hooks/shims "$stage/hooks/shims"
   tar -C "$DIST_DIR" "${tarflags[@]}" -czf "$DIST_DIR/$name.tar.gz" "$name"
-  rm -rf "$stage"
+  (cd "$DIST_DIR" && "${sum[@]}" "$name.tar.gz" >"$name.tar.gz.sha256")
+  tarballs+=("$name.tar.gz")
+  stages+=("$stage")
+  if native "$target"; then runs_here=$stage/bin/preload; fi
+  echo "dist: $DIST_DIR/$name.tar.gz"
+done
+
+# The Claude Code plugin carrying every platform built: written by this machine's own
+# `preload plugin --dist`, from the unpacked stages above.
+if [ -n "$runs_here" ]; then
+  name="preload-hooks-$VERSION-plugin"
+  rm -rf "${DIST_DIR:?}/$name"
+  "$runs_here" plugin "$DIST_DIR/$name" --dist "$DIST_DIR" | sed 's/^/dist: /'
+  tar -C "$DIST_DIR" "${tarflags[@]}" -czf "$DIST_DIR/$name.tar.gz" "$name"
+  rm -rf "${DIST_DIR:?}/$name"
   (cd "$DIST_DIR" && "${sum[@]}" "$name.tar.gz" >"$name.tar.gz.sha256")
   tarballs+=("$name.tar.gz")
   echo "dist: $DIST_DIR/$name.tar.gz"
-done
+else
+  echo "dist: no plugin: none of the targets runs on this machine to write it"
+fi
+rm -rf "${stages[@]}"
 (cd "$DIST_DIR" && "${sum[@]}" "${tarballs[@]}" >SHA256SUMS)
 echo "dist: $DIST_DIR/SHA256SUMS"
 
