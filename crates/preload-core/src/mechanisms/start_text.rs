@@ -48,7 +48,7 @@ pub const FRESH: Duration = Duration::from_secs(10);
 const TEMP_LEFTOVER: Duration = Duration::from_secs(60);
 /// The most registrations one text is cut for.
 pub const MAX_CHUNKS: usize = 1_000;
-/// How many lock files the cache directory keeps ([`StartCache::lookup`]).
+/// How many lock files the cache directory keeps ([`StartText::lookup`]).
 pub const LOCK_STRIPES: u64 = 64;
 /// The extension of cache files.
 const EXTENSION: &str = "slots";
@@ -58,7 +58,7 @@ pub type Slots = Vec<Vec<String>>;
 
 /// Why the shared text could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum StartCacheError {
+pub enum StartTextError {
     /// A `--chunk` value that is not `I/N` with `I < N <= 1000`.
     #[error("bad --chunk value {value:?}; expected I/N with I < N <= {MAX_CHUNKS}")]
     Chunk {
@@ -96,7 +96,7 @@ pub struct Chunk {
 }
 
 /// Parse `--chunk I/N` (or `--chunk=I/N`) out of `args`; `None` without one.
-pub fn parse_chunk(args: &[String]) -> Result<Option<Chunk>, StartCacheError> {
+pub fn parse_chunk(args: &[String]) -> Result<Option<Chunk>, StartTextError> {
     let mut value = None;
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
@@ -114,7 +114,7 @@ pub fn parse_chunk(args: &[String]) -> Result<Option<Chunk>, StartCacheError> {
         Some((index, total)) if total > 0 && index < total && total <= MAX_CHUNKS => {
             Ok(Some(Chunk { index, total }))
         }
-        _ => Err(StartCacheError::Chunk { value }),
+        _ => Err(StartTextError::Chunk { value }),
     }
 }
 
@@ -161,9 +161,9 @@ fn stripe(key: &str) -> u64 {
     stamps::words_hash(key.as_bytes()) % LOCK_STRIPES
 }
 
-/// The cache of one event's text.
+/// One event's SessionStart text, shared by its registrations: the cache file and its lock.
 #[derive(Debug)]
-pub struct StartCache {
+pub struct StartText {
     dir: PathBuf,
     path: PathBuf,
     lock: PathBuf,
@@ -188,12 +188,12 @@ pub struct Writer {
     _lock: Flock<fs::File>,
 }
 
-impl StartCache {
+impl StartText {
     /// The cache of `input`'s event in the client process `owner`, its directory made when
     /// missing.
-    pub fn open(env: &Env, input: &HookInput, owner: u32) -> Result<Self, StartCacheError> {
+    pub fn open(env: &Env, input: &HookInput, owner: u32) -> Result<Self, StartTextError> {
         let dir = cache_dir(env);
-        MarkerDir::at(&dir, true).map_err(|source| StartCacheError::Directory {
+        MarkerDir::at(&dir, true).map_err(|source| StartTextError::Directory {
             path: dir.clone(),
             source,
         })?;
@@ -221,14 +221,14 @@ impl StartCache {
     /// The last registration first sweeps stale caches and leftovers from the directory (only
     /// files past their freshness, so it needs no lock): it does so while the first one
     /// generates the text, off the path the event waits on. A registration alone does it too.
-    pub fn lookup(&self, chunk: Chunk, budget: usize) -> Result<Lookup, StartCacheError> {
+    pub fn lookup(&self, chunk: Chunk, budget: usize) -> Result<Lookup, StartTextError> {
         if chunk.index + 1 == chunk.total {
             sweep(&self.dir);
         }
         if let Some(blocks) = codec::read(&self.path, chunk, budget) {
             return Ok(Lookup::Found(blocks));
         }
-        let unusable = |source: std::io::Error| StartCacheError::Lock {
+        let unusable = |source: std::io::Error| StartTextError::Lock {
             path: self.path.clone(),
             source: LockError::Create {
                 path: self.lock.clone(),
@@ -293,7 +293,7 @@ fn open_lock(path: &Path) -> std::io::Result<fs::File> {
 
 impl Writer {
     /// Write the text generated for the registrations, a slot each, and release the lock.
-    pub fn write(self, slots: &Slots) -> Result<(), StartCacheError> {
+    pub fn write(self, slots: &Slots) -> Result<(), StartTextError> {
         Ok(file::write_cache(&self.path, &codec::encode(slots))?)
     }
 }

@@ -30,7 +30,7 @@ use crate::mechanisms::dehydrated;
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs;
 use crate::mechanisms::session::{self, STATE_FILE};
-use crate::mechanisms::start_text::{self, Chunk, Lookup, Slots, StartCache, StartCacheError};
+use crate::mechanisms::start_text::{self, Chunk, Lookup, Slots, StartText, StartTextError};
 use crate::pipeline::preload;
 use crate::pipeline::runner::{self, HookEvent, HookSpec};
 use crate::primitives::delivery::{self, Event, Packer};
@@ -105,7 +105,7 @@ fn output_of(blocks: &[String]) -> HookOutput {
 
 /// The blocks of this registration's slot: from the cache, or generated once under its lock.
 fn cached_slot(input: &HookInput, ctx: &Context, chunk: Chunk) -> Result<Vec<String>, HookError> {
-    let cache = StartCache::open(&ctx.env, input, ctx.owner_pid).map_err(cache_failure)?;
+    let cache = StartText::open(&ctx.env, input, ctx.owner_pid).map_err(cache_failure)?;
     match cache.lookup(chunk, ctx.budget).map_err(cache_failure)? {
         Lookup::Found(blocks) => Ok(blocks),
         Lookup::Missing(writer) => {
@@ -126,9 +126,9 @@ fn cached_slot(input: &HookInput, ctx: &Context, chunk: Chunk) -> Result<Vec<Str
 }
 
 #[allow(clippy::needless_pass_by_value)] // used as `map_err(cache_failure)`
-fn cache_failure(err: StartCacheError) -> HookError {
+fn cache_failure(err: StartTextError) -> HookError {
     match err {
-        StartCacheError::Lock { source, .. } => HookError::Lock(source),
+        StartTextError::Lock { source, .. } => HookError::Lock(source),
         other => HookError::Other(other.to_string()),
     }
 }

@@ -66,7 +66,7 @@ fn one_registration_writes_and_the_others_read() {
     let dir = tmp.path().join("cache");
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartCache::open(&env, &input, owner()).unwrap();
+    let cache = StartText::open(&env, &input, owner()).unwrap();
     assert!(cache.path().starts_with(&dir));
     let slots = vec![
         vec!["a\n".to_owned()],
@@ -191,7 +191,7 @@ fn a_linked_cache_directory_is_refused_with_its_path() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, link.to_string_lossy().into_owned())]);
     let input = HookInput::from_value(json!({"session_id": "s1"}));
-    let err = StartCache::open(&env, &input, owner()).unwrap_err();
+    let err = StartText::open(&env, &input, owner()).unwrap_err();
     assert!(
         err.to_string().contains(&link.display().to_string()),
         "{err}"
@@ -205,7 +205,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
     let slots = vec![vec!["a".to_owned()]];
     let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
-    let cache = StartCache::open(&env, &compact, owner()).unwrap();
+    let cache = StartText::open(&env, &compact, owner()).unwrap();
     let only = Chunk { index: 0, total: 1 };
     match cache.lookup(only, 100).unwrap() {
         Lookup::Missing(writer) => writer.write(&slots).unwrap(),
@@ -216,7 +216,7 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
         json!({"session_id": "s1", "source": "resume"}),
         json!({"session_id": "s2", "source": "compact"}),
     ] {
-        let other = StartCache::open(&env, &HookInput::from_value(other), owner()).unwrap();
+        let other = StartText::open(&env, &HookInput::from_value(other), owner()).unwrap();
         assert_ne!(other.path(), cache.path());
         assert!(matches!(
             other.lookup(only, 100).unwrap(),
@@ -240,7 +240,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     let dir = tmp.path().join("cache");
     let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
     let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartCache::open(&env, &input, owner()).unwrap();
+    let cache = StartText::open(&env, &input, owner()).unwrap();
     let aged = |name: &str, age: Duration| {
         let path = dir.join(name);
         fs::write(&path, "x").unwrap();
@@ -279,7 +279,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     assert!(cache.path().exists());
     // Alone, the one registration sweeps.
     let stale = aged("old_startup_1-2.slots", FRESH + second);
-    let again = StartCache::open(
+    let again = StartText::open(
         &env,
         &HookInput::from_value(json!({"session_id": "s2"})),
         owner(),
@@ -301,7 +301,7 @@ fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
     )]);
     for written in [true, false] {
         let input = HookInput::from_value(json!({"session_id": format!("s-{written}")}));
-        let cache = StartCache::open(&env, &input, owner()).unwrap();
+        let cache = StartText::open(&env, &input, owner()).unwrap();
         let Lookup::Missing(writer) = cache.lookup(Chunk { index: 0, total: 3 }, 100).unwrap()
         else {
             panic!("nothing was cached yet")
@@ -311,7 +311,7 @@ fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
             .map(|index| {
                 let (env, input, let_go) = (env.clone(), input.clone(), let_go.clone());
                 std::thread::spawn(move || {
-                    let cache = StartCache::open(&env, &input, owner()).unwrap();
+                    let cache = StartText::open(&env, &input, owner()).unwrap();
                     let found = cache.lookup(Chunk { index, total: 3 }, 100).unwrap();
                     let woken_after = let_go.load(std::sync::atomic::Ordering::SeqCst);
                     (matches!(found, Lookup::Found(_)), woken_after)
