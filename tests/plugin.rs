@@ -12,7 +12,7 @@ use std::process::Stdio;
 use preload_cli::install::settings::settings_template;
 use preload_cli::install::wiring::{BINARIES, SESSION_START_CHUNKS, TEMPLATE_PREFIX};
 use preload_cli::plugin::{
-    LAUNCHED_EVENTS, PLATFORMS, PLUGIN_BIN, PLUGIN_LINKS, platform_binary, this_platform,
+    LAUNCHED_EVENTS, PLATFORMS, PLUGIN_BIN, PLUGIN_LINKS, Platform, platform_binary, this_platform,
 };
 use serde_json::{Value, json};
 
@@ -30,9 +30,44 @@ fn write_plugin(sb: &Sandbox, name: &str) -> PathBuf {
     dir
 }
 
+/// The one platform the plugin in `dir` carries: that of the binary under test, which wrote it
+/// (this machine's; under emulation, the emulated machine's).
+fn carried(dir: &Path) -> &'static Platform {
+    let carried: Vec<&Platform> = PLATFORMS
+        .iter()
+        .filter(|p| platform_binary(dir, p).is_file())
+        .collect();
+    assert_eq!(carried.len(), 1, "{}: {carried:?}", dir.display());
+    carried[0]
+}
+
+/// A directory whose `uname` says what `platform`'s does, to put first on `PATH` where this
+/// machine's says otherwise: under emulation (the aarch64 suites) `uname` names the host, and
+/// the launcher is shown the machine the binary under test is built for. `None` natively.
+fn emulated_uname(sb: &Sandbox, platform: &Platform) -> Option<PathBuf> {
+    if this_platform() == Some(platform) {
+        return None;
+    }
+    let dir = sb.root().join(format!("uname-{}", platform.name));
+    if !dir.join("uname").exists() {
+        fake_uname(&dir, platform.uname[0]);
+    }
+    Some(dir)
+}
+
+/// Writes an executable `dir/uname` that prints `says`, renamed into place whole.
+fn fake_uname(dir: &Path, says: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::create_dir_all(dir).unwrap();
+    let mut file = tempfile::NamedTempFile::new_in(dir).unwrap();
+    write!(file, "#!/bin/sh\necho '{says}'\n").unwrap();
+    fs::set_permissions(file.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    file.persist(dir.join("uname")).unwrap();
+}
+
 /// Runs `program` with `args` and `stdin` as Claude Code runs a plugin's hook: the sandbox's
-/// environment with `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set (and `PATH` led by
-/// `path_first`, when given).
+/// environment with `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set, and `PATH` led by
+/// `path_first` when given, else by [`emulated_uname`] of the platform the plugin carries.
 fn run_as_plugin(
     sb: &Sandbox,
     (root, data): (&Path, &Path),
@@ -48,17 +83,23 @@ fn run_as_plugin(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(dir) = path_first {
+    let emulated = match path_first {
+        Some(_) => None,
+        None => PLATFORMS
+            .iter()
+            .find(|p| platform_binary(root, p).is_file())
+            .and_then(|p| emulated_uname(sb, p)),
+    };
+    if let Some(dir) = path_first.or(emulated.as_deref()) {
         let path = std::env::var("PATH").unwrap_or_default();
         cmd.env("PATH", format!("{}:{path}", dir.display()));
     }
     let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // A hook that does not read its input (one linked to `true`) may be gone before it is
+    // written: a closed pipe is that, not a failure.
+    if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     Answer::from_output(&child.wait_with_output().unwrap())
 }
 
@@ -130,10 +171,10 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
         assert_eq!(hooks["hooks"][event], expected, "{event}");
     }
 
-    // This machine's binary, and the launcher under every name: `bin/preload` is the command
-    // line with no data directory; a hook runs through the link the launcher makes.
-    let platform = this_platform().unwrap();
-    assert!(platform_binary(&dir, platform).is_file());
+    // The binary of the machine it runs on, and the launcher under every name: `bin/preload`
+    // is the command line with no data directory; a hook runs through the link the launcher
+    // makes.
+    let platform = carried(&dir);
     let data = sb.root().join("plugin-data");
     for name in BINARIES {
         let out = run_as_plugin(
@@ -152,6 +193,10 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
         );
     }
     let mut cmd = std::process::Command::new(dir.join("bin/preload"));
+    if let Some(uname) = emulated_uname(&sb, platform) {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", uname.display()));
+    }
     let by_hand = cmd
         .arg("--version")
         .env_remove("CLAUDE_PLUGIN_DATA")
@@ -209,7 +254,7 @@ fn doctor_sees_an_enabled_plugin_and_flags_it_beside_settings_wiring() {
         alone.stdout.contains(&format!(
             "runnable in the plugin's {} (bin/{}/preload",
             dir.display(),
-            this_platform().unwrap().name
+            carried(&dir).name
         )),
         "the plugin's own binary is checked: {}",
         alone.stdout
@@ -250,7 +295,7 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
     let dir = write_plugin(&sb, "plugin");
     let data = sb.root().join("data");
     let links = data.join("bin");
-    let binary = platform_binary(&dir, this_platform().unwrap());
+    let binary = platform_binary(&dir, carried(&dir));
     let input = session_start_input(&sb);
 
     // One chunk alone on a fresh data directory: its own link, no stamp yet.
@@ -342,7 +387,7 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
         None,
     )
     .assert_contract();
-    let binary = platform_binary(&moved, this_platform().unwrap());
+    let binary = platform_binary(&moved, carried(&moved));
     assert!(
         link_targets(&links).iter().all(|(_, to)| *to == binary),
         "{:?}",
@@ -359,7 +404,6 @@ fn the_launcher_picks_each_platform_by_what_uname_says() {
     let sb = Sandbox::new();
     let dir = write_plugin(&sb, "plugin");
     let fake = sb.root().join("fake-uname");
-    fs::create_dir_all(&fake).unwrap();
     for platform in PLATFORMS {
         for uname in platform.uname {
             // Only `platform` has a binary (ours, standing in for it), and uname says `uname`.
@@ -369,12 +413,7 @@ fn the_launcher_picks_each_platform_by_what_uname_says() {
             let stand_in = platform_binary(&dir, platform);
             fs::create_dir_all(stand_in.parent().unwrap()).unwrap();
             fs::copy(crate::common::bin("preload"), &stand_in).unwrap();
-            fs::write(fake.join("uname"), format!("#!/bin/sh\necho '{uname}'\n")).unwrap();
-            std::process::Command::new("chmod")
-                .arg("+x")
-                .arg(fake.join("uname"))
-                .status()
-                .unwrap();
+            fake_uname(&fake, uname);
             let data = sb.root().join(format!("data-{}", platform.name));
             let out = run_as_plugin(
                 &sb,
@@ -398,12 +437,7 @@ fn the_launcher_picks_each_platform_by_what_uname_says() {
 fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says_why() {
     let sb = Sandbox::new();
     let dir = write_plugin(&sb, "plugin");
-    fs::remove_dir_all(
-        platform_binary(&dir, this_platform().unwrap())
-            .parent()
-            .unwrap(),
-    )
-    .unwrap();
+    fs::remove_dir_all(platform_binary(&dir, carried(&dir)).parent().unwrap()).unwrap();
     let data = sb.root().join("data");
     let input = session_start_input(&sb);
     let launcher = dir.join("bin/preload-session-start");
