@@ -2,11 +2,11 @@
 //! runs the event's policies in the wiring table's order and prints one answer.
 #![no_main]
 
-use preload_core::policies::per_event;
+use preload_core::policies::dispatch;
 use preload_core::primitives::wiring::WIRING;
 
-preload_core::hook_entry!(dispatch);
+preload_core::hook_entry!(run);
 
-fn dispatch() -> std::process::ExitCode {
-    per_event::main(WIRING)
+fn run() -> std::process::ExitCode {
+    dispatch::main(WIRING)
 }

@@ -100,7 +100,7 @@ fn a_whole_answer_over_the_budget_is_logged_by_the_runner() {
     let line = sb
         .events()
         .into_iter()
-        .find(|e| e["event"] == "over-budget" && e["hook"] == "overflow")
+        .find(|e| e["event"] == "over-budget" && e["hook"] == "guards")
         .unwrap_or_else(|| panic!("no over-budget line: {:?}", sb.events()));
     assert_eq!(line["dedupResult"], format!("output {size}/200"));
     let report = preload(&sb, &["report", sb.log.to_str().unwrap()]);

@@ -476,5 +476,5 @@ fn rapid_phase_transitions_are_delivered_in_one_batch() {
     sb.assert_no_duplicates();
     let hooks: std::collections::BTreeSet<String> =
         sb.deliveries().into_iter().map(|(h, _)| h).collect();
-    assert_eq!(hooks.into_iter().collect::<Vec<_>>(), vec!["overflow"]);
+    assert_eq!(hooks.into_iter().collect::<Vec<_>>(), vec!["guards"]);
 }

@@ -672,6 +672,7 @@ fn report_counts_a_known_log() {
         line("session-start", "seed", "/e/COMMANDS.md"),
         line("templates", "direct-deliver", "/e/CMD_A.md"),
         line("templates", "direct-deliver", "/s/SKILL.md"),
+        // The guard engine as older logs name it (`overflow`): reported as `guards`.
         line("overflow", "queue-pending", "/e/CMD_B.md"),
         line("overflow", "claim-deliver", "/e/CMD_B.md"),
         line("injections", "claim-deliver", "/e/CMD_A.md"),
@@ -690,7 +691,7 @@ fn report_counts_a_known_log() {
     assert!(t.contains("Dedup skips: 2"), "{t}");
     assert!(t.contains("  templates: 2\n"), "{t}");
     assert!(
-        t.contains("  overflow: 1\n") && t.contains("  injections: 1\n"),
+        t.contains("  guards: 1\n") && t.contains("  injections: 1\n"),
         "{t}"
     );
     assert!(

@@ -192,7 +192,7 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
     let by_guard = sb
         .deliveries()
         .into_iter()
-        .filter(|(h, _)| h == "overflow")
+        .filter(|(h, _)| h == "guards")
         .count();
     assert!(by_guard >= 4, "the guard engine claimed the later phases");
 }

@@ -327,7 +327,7 @@ pub struct Delivery {
     pub hook: String,
     /// The delivered file.
     pub file: String,
-    /// Why (`session-start(startup)`, `overflow(preload)`, … ` [sub-agent <id>]`).
+    /// Why (`session-start(startup)`, `guards(preload)`, … ` [sub-agent <id>]`).
     pub source: String,
     /// Index of the event in the log (all events counted).
     pub index: usize,

@@ -5,14 +5,14 @@
 //! writes the default rules, [`merge`] edits the settings document and [`settings`] the file
 //! (with its backups), [`ignore`] the project's ignore rule for seeds, [`shims`] writes the bash
 //! shims, [`targets`] says where all of it goes, and [`uninstall`] takes the wiring out again.
-//! [`per_event`] derives the one-process-per-event wiring of `--dispatch`.
+//! [`dispatch`] derives the one-process-per-event wiring of `--dispatch`.
 
 pub mod binaries;
 pub mod codex;
+pub mod dispatch;
 pub mod guards;
 pub mod ignore;
 pub mod merge;
-pub mod per_event;
 pub mod settings;
 pub mod shims;
 pub mod targets;

@@ -1,14 +1,14 @@
 //! Layer 1, the policies: one module per hook binary; each exposes `main()` for its thin binary
-//! ([`per_event`] runs the others, one process per event), and [`main_of`] finds it by the
+//! ([`dispatch`] runs the others, one process per event), and [`main_of`] finds it by the
 //! binary's name for the one release binary installed under every name.
 
 use std::process::ExitCode;
 
 pub mod compaction_reread;
+pub mod dispatch;
 pub mod e2e_auto_answer;
 pub mod guards;
 pub mod injections;
-pub mod per_event;
 pub mod phase_commands;
 pub mod prompt_submit;
 pub mod session_end;
@@ -31,7 +31,7 @@ pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
         "preload-compaction-reread" => compaction_reread::main,
         "preload-subagent-start" => subagent_start::main,
         "preload-e2e-auto-answer" => e2e_auto_answer::main,
-        "preload-dispatch" => || per_event::main(crate::primitives::wiring::WIRING),
+        "preload-dispatch" => || dispatch::main(crate::primitives::wiring::WIRING),
         _ => return None,
     };
     Some(main)

@@ -214,7 +214,7 @@ mod tests {
     use serde_json::json;
 
     fn event(kind: &str, file: &str, dedup: &str) -> Value {
-        json!({"event": kind, "file": file, "source": "src", "hook": "overflow", "dedupResult": dedup})
+        json!({"event": kind, "file": file, "source": "src", "hook": "guards", "dedupResult": dedup})
     }
 
     #[test]
@@ -235,7 +235,7 @@ mod tests {
         };
         assert_eq!(
             section("delivered in these answers"),
-            "  /d  (claim-deliver by overflow: src)",
+            "  /d  (claim-deliver by guards: src)",
             "{text}"
         );
         assert_eq!(section("stashed for PostToolUse"), "  /s  (src)", "{text}");

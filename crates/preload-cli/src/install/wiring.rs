@@ -83,7 +83,7 @@ pub fn hooks_value_in(prefix: &str, mode: WiringMode, agent: Agent) -> Value {
 }
 
 /// How the handlers reach the policies: one binary per row (the default), or one
-/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::per_event`]).
+/// `preload-dispatch` process per event (`preload install --dispatch`, [`super::dispatch`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WiringMode {
     /// One handler per row of [`WIRING`], each its own process.
@@ -113,7 +113,7 @@ pub fn wanted_in(
 ) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     match mode {
         WiringMode::Binaries => wanted(prefix),
-        WiringMode::Dispatch => super::per_event::groups(prefix),
+        WiringMode::Dispatch => super::dispatch::groups(prefix),
     }
 }
 

@@ -72,6 +72,9 @@ pub struct Report {
     pub packs: Vec<PackDelivery>,
 }
 
+/// The name the guard engine logged before it was `guards`.
+const OLD_GUARDS_NAME: &str = "overflow";
+
 /// True for the two delivery events.
 pub fn is_delivery(event: &str) -> bool {
     matches!(event, "direct-deliver" | "claim-deliver")
@@ -94,7 +97,12 @@ impl Report {
                     .unwrap_or("")
                     .to_owned()
             };
-            let (kind, hook, mut file) = (field("event"), field("hook"), field("file"));
+            let (kind, mut hook, mut file) = (field("event"), field("hook"), field("file"));
+            // The guard engine logged itself as `overflow`, after its binary, before it was
+            // named `guards`: an older log counts with the new one.
+            if hook == OLD_GUARDS_NAME {
+                hook = "guards".into();
+            }
             // A sub-agent's context window is its own: its copy is not a duplicate.
             if let Some(agent) = delivery::sub_agent_of_source(&field("source")) {
                 file = format!("{file} (sub-agent {agent})");
@@ -203,7 +211,8 @@ mod tests {
             line("templates", "direct-deliver", "/b"),
             line("overflow", "queue-pending", "/c"),
             line("injections", "claim-deliver", "/c"),
-            line("overflow", "claim-deliver", "/b"),
+            // The guard engine's new name and its old one count as one hook.
+            line("guards", "claim-deliver", "/b"),
             line("templates", "skip-dedup", "/b"),
             line("overflow", "skip-inode", "/d"),
             line("overflow", "over-budget", "/e").replace("\"new\"", "\"carried-over\""),
@@ -216,7 +225,7 @@ mod tests {
         assert_eq!(
             r.over_budget.get("/e"),
             Some(&OverBudget {
-                splits: vec!["split 1-2/5 (overflow)".into()],
+                splits: vec!["split 1-2/5 (guards)".into()],
                 carried_over: 1
             })
         );
@@ -224,21 +233,22 @@ mod tests {
         assert_eq!(r.unique_files, 2);
         assert_eq!(r.dedup_skips, 2);
         assert_eq!(r.unreadable_lines, 1);
-        assert_eq!(r.per_hook.get("overflow"), Some(&1));
+        assert_eq!(r.per_hook.get("guards"), Some(&1));
+        assert_eq!(r.per_hook.get("overflow"), None);
         assert_eq!(r.per_hook.get("templates"), Some(&1));
         assert_eq!(
             r.duplicates,
             vec![Duplicate {
                 file: "/b".into(),
                 count: 2,
-                hooks: vec!["templates".into(), "overflow".into()]
+                hooks: vec!["templates".into(), "guards".into()]
             }]
         );
         let text = r.render();
         assert!(text.contains("Duplicate deliveries: 1"));
-        assert!(text.contains("/b: 2x via templates, overflow"));
+        assert!(text.contains("/b: 2x via templates, guards"));
         assert!(
-            text.contains("/e: split 1-2/5 (overflow), carried over 1x"),
+            text.contains("/e: split 1-2/5 (guards), carried over 1x"),
             "{text}"
         );
     }

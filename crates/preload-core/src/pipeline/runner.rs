@@ -162,8 +162,10 @@ pub fn budget_for(env: &Env, event: HookEvent) -> Duration {
 /// What a hook binary is: its name, event and `--help` text.
 #[derive(Debug, Clone, Copy)]
 pub struct HookSpec {
-    /// Binary name without `preload-` (the delivery log's `hook`).
+    /// The policy's name: the delivery log's `hook` (`guards`, `templates`, ...).
     pub name: &'static str,
+    /// The binary's name (`preload-overflow`, `preload-templates`, ...).
+    pub binary: &'static str,
     /// The event it serves.
     pub event: HookEvent,
     /// One screen: the event, the env vars it reads, the files it touches.
@@ -201,7 +203,7 @@ pub fn main(
     handler: impl Fn(&HookInput, &Context) -> Result<HookOutput, HookError> + Send + Sync + 'static,
 ) -> ExitCode {
     let args = crate::primitives::system::entry::args();
-    if answer_meta_flag(&format!("preload-{}", spec.name), spec.help, args) {
+    if answer_meta_flag(spec.binary, spec.help, args) {
         return ExitCode::SUCCESS;
     }
     run(spec.event, &[Policy::only(spec.name, spec.event, handler)])

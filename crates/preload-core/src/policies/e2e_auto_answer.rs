@@ -30,6 +30,7 @@ pub const TOOL: &str = "AskUserQuestion";
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "e2e-auto-answer",
+    binary: "preload-e2e-auto-answer",
     event: HookEvent::PreToolUse,
     help:
         "preload-e2e-auto-answer: PreToolUse hook (matcher AskUserQuestion), for test sessions only.

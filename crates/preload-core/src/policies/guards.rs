@@ -42,7 +42,8 @@ use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
-    name: "overflow",
+    name: "guards",
+    binary: "preload-overflow",
     event: HookEvent::PreToolUse,
     help: "preload-overflow: PreToolUse hook (matcher *), the guard engine.
 

@@ -18,6 +18,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "injections",
+    binary: "preload-injections",
     event: HookEvent::PostToolUse,
     help: "preload-injections: PostToolUse hook (matcher *).
 

@@ -20,6 +20,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "phase-commands",
+    binary: "preload-phase-commands",
     event: HookEvent::PostToolUse,
     help: "preload-phase-commands: PostToolUse hook (matcher Bash).
 

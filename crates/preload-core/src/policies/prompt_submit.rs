@@ -23,6 +23,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "prompt-submit",
+    binary: "preload-prompt-submit",
     event: HookEvent::UserPromptSubmit,
     help: "preload-prompt-submit: UserPromptSubmit hook.
 

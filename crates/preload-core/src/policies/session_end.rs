@@ -30,6 +30,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "session-end",
+    binary: "preload-session-end",
     event: HookEvent::SessionEnd,
     help: "preload-session-end: SessionEnd hook (every reason).
 

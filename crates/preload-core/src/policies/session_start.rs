@@ -47,6 +47,7 @@ const POINTER_RESERVE: usize = 300;
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "session-start",
+    binary: "preload-session-start",
     event: HookEvent::SessionStart,
     help: "preload-session-start: SessionStart hook (every source). Usage: [--chunk I/N]
 

@@ -28,6 +28,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "subagent-start",
+    binary: "preload-subagent-start",
     event: HookEvent::SubagentStart,
     help: "preload-subagent-start: SubagentStart hook (every agent type).
 

@@ -23,6 +23,7 @@ use crate::{Context, HookError, HookInput, HookOutput};
 /// The binary.
 pub const SPEC: HookSpec = HookSpec {
     name: "templates",
+    binary: "preload-templates",
     event: HookEvent::PostToolUse,
     help: "preload-templates: PostToolUse hook (matchers Skill, Bash).
 

@@ -87,7 +87,7 @@ const CHILD_BUDGET_MS: &str = "100";
 #[test]
 #[ignore = "run as a child process by the watchdog tests"]
 fn watchdog_child_sleeps_past_its_budget() {
-    run_one("overflow", HookEvent::PreToolUse, |_, _| {
+    run_one("guards", HookEvent::PreToolUse, |_, _| {
         std::thread::sleep(Duration::from_secs(10));
         Ok(HookOutput::Deny("LATE".into()))
     });

@@ -399,7 +399,7 @@ fn stash_allow(
             let carried_before = plan.carried.len();
             let blocks = claim_twice(ctx, call, s, rule, room, writes, plan);
             for path in blocks.iter().flat_map(|b| delivery::block_paths(b)) {
-                plan.stashed.push((path, format!("overflow({})", rule.id)));
+                plan.stashed.push((path, format!("guards({})", rule.id)));
             }
             if plan.carried.len() > carried_before && blocks.is_empty() {
                 // All of it went out with this answer.

@@ -42,7 +42,7 @@ impl Fixture {
             env.set(k, *v);
         }
         let input = HookInput::from_value(json!({"cwd": self.project}));
-        Context::new(env, "overflow", &input, Duration::from_secs(5))
+        Context::new(env, "guards", &input, Duration::from_secs(5))
     }
 
     fn session(&self, state: &Value) -> PathBuf {

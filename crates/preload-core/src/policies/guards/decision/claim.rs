@@ -60,7 +60,7 @@ pub(super) fn claim_twice(
 
 /// A preload rule's files, by priority.
 pub(super) fn requests_of(ctx: &Context, s: &State, rule: &Matched) -> Vec<Request> {
-    let source = format!("overflow({})", rule.id);
+    let source = format!("guards({})", rule.id);
     let requests = rule
         .preload_files()
         .iter()

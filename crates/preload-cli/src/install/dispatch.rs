@@ -69,7 +69,7 @@ pub fn groups(prefix: &str) -> Vec<(&'static str, Option<&'static str>, Vec<Valu
 mod tests {
     use super::*;
     use preload_core::pipeline::runner::{HookEvent, budget_for};
-    use preload_core::policies::per_event;
+    use preload_core::policies::dispatch;
 
     #[test]
     fn one_handler_per_event_and_session_start_keeps_its_chunks() {
@@ -124,7 +124,7 @@ mod tests {
         for row in WIRING {
             let event = HookEvent::from_name(row.event);
             assert!(event.is_some(), "{} is an event", row.event);
-            let (_, policy_event, _) = per_event::handler_of(row.binary, row.args, None)
+            let (_, policy_event, _) = dispatch::handler_of(row.binary, row.args, None)
                 .unwrap_or_else(|| panic!("no policy for {} {:?}", row.binary, row.args));
             assert_eq!(Some(policy_event), event, "{} {:?}", row.binary, row.args);
         }
@@ -135,7 +135,7 @@ mod tests {
         let env = preload_core::primitives::env::Env::from_pairs::<&str, &str>([]);
         for (event, _, handlers) in groups("/b") {
             let hook_event: HookEvent = HookEvent::from_name(event).unwrap();
-            let worst: u128 = per_event::plan(WIRING, hook_event, None)
+            let worst: u128 = dispatch::plan(WIRING, hook_event, None)
                 .iter()
                 .map(|p| budget_for(&env, p.event).as_millis() + 50)
                 .sum();

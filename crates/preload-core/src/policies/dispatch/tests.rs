@@ -69,7 +69,7 @@ fn an_event_runs_its_rows_in_the_wirings_order_each_once() {
     assert_eq!(post[1].matchers, ["Skill", "Bash"], "both rows' matchers");
     assert_eq!(post[2].matchers, ["Bash"]);
     let pre = plan(ROUTES, HookEvent::PreToolUse, None);
-    assert_eq!(names(&pre), ["overflow", "compaction-reread"]);
+    assert_eq!(names(&pre), ["guards", "compaction-reread"]);
     assert_eq!(pre[1].event, HookEvent::PreToolUse);
     assert!(plan(ROUTES, HookEvent::Stop, None).is_empty());
 }
