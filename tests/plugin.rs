@@ -30,15 +30,26 @@ fn write_plugin(sb: &Sandbox, name: &str) -> PathBuf {
     dir
 }
 
+/// The platforms the plugin in `dir` carries a binary for.
+fn carried_all(dir: &Path) -> Vec<&'static Platform> {
+    PLATFORMS
+        .iter()
+        .filter(|p| platform_binary(dir, p).is_file())
+        .collect()
+}
+
 /// The one platform the plugin in `dir` carries: that of the binary under test, which wrote it
 /// (this machine's; under emulation, the emulated machine's).
 fn carried(dir: &Path) -> &'static Platform {
-    let carried: Vec<&Platform> = PLATFORMS
-        .iter()
-        .filter(|p| platform_binary(dir, p).is_file())
-        .collect();
+    let carried = carried_all(dir);
     assert_eq!(carried.len(), 1, "{}: {carried:?}", dir.display());
     carried[0]
+}
+
+/// This process's `PATH`, led by `dir`.
+fn path_led_by(dir: &Path) -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{path}", dir.display())
 }
 
 /// A directory whose `uname` says what `platform`'s does, to put first on `PATH` where this
@@ -85,14 +96,12 @@ fn run_as_plugin(
         .stderr(Stdio::piped());
     let emulated = match path_first {
         Some(_) => None,
-        None => PLATFORMS
-            .iter()
-            .find(|p| platform_binary(root, p).is_file())
+        None => carried_all(root)
+            .first()
             .and_then(|p| emulated_uname(sb, p)),
     };
     if let Some(dir) = path_first.or(emulated.as_deref()) {
-        let path = std::env::var("PATH").unwrap_or_default();
-        cmd.env("PATH", format!("{}:{path}", dir.display()));
+        cmd.env("PATH", path_led_by(dir));
     }
     let mut child = cmd.spawn().unwrap();
     // A hook that does not read its input (one linked to `true`) may be gone before it is
@@ -194,8 +203,7 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
     }
     let mut cmd = std::process::Command::new(dir.join("bin/preload"));
     if let Some(uname) = emulated_uname(&sb, platform) {
-        let path = std::env::var("PATH").unwrap_or_default();
-        cmd.env("PATH", format!("{}:{path}", uname.display()));
+        cmd.env("PATH", path_led_by(&uname));
     }
     let by_hand = cmd
         .arg("--version")
