@@ -289,9 +289,15 @@ link-macos:
 
 ## make package: the three crates as the crate registry would get them (`cargo package
 ## --workspace`: each one's files, with its path dependencies taken as registry versions), each
-## built from its own package alone.
+## built from its own package alone. Cargo takes a registry crate of a given name and version to
+## be immutable: it reuses the copy it unpacked under $CARGO_HOME/registry/src/ and what it built
+## from it, and the temporary registry's path is the same on every run. So every run builds in
+## a target directory of its own, removed first, and removes the copies of our crates an earlier
+## run unpacked: without that, a crate is checked against the sources of an older commit.
+PACKAGE_DIR := $(BUILD_DIR)/package-check
 package:
-	$(CARGO) package --workspace --locked
+	@rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/preload-core-* "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/preload-cli-* "$(PACKAGE_DIR)"
+	$(CARGO) package --workspace --locked --target-dir "$(PACKAGE_DIR)"
 
 ## Where `make npm` writes the npm packages, and the targets it packs (narrow it with
 ## NPM_TARGETS="x86_64-unknown-linux-musl" when only some tarballs were built).
