@@ -21,9 +21,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use preload_cli::install::wiring::{SESSION_START_CHUNKS, WIRING, Wiring};
+use preload_cli::report::Report;
 use preload_core::mechanisms::context::DEFAULT_MAX_FILE_BYTES;
 use preload_core::mechanisms::packs;
-use preload_core::mechanisms::report::Report;
 use serde_json::{Value, json};
 
 #[path = "../support/example.rs"]

@@ -1,5 +1,5 @@
 //! Layer 3, the mechanisms: what a context window is made of: [`context`], [`session`],
-//! [`ledger`], [`counters`], [`skill`], [`discovery`], [`report`], [`stash`], [`heartbeat`],
+//! [`ledger`], [`counters`], [`skill`], [`discovery`], [`stash`], [`heartbeat`],
 //! [`start_text`], [`dehydrated`], [`reread`], [`work_files`], [`packs`], [`receipt`].
 
 pub mod context;
@@ -10,7 +10,6 @@ pub mod heartbeat;
 pub mod ledger;
 pub mod packs;
 pub mod receipt;
-pub mod report;
 pub mod reread;
 pub mod session;
 pub mod skill;
