@@ -242,7 +242,7 @@ impl Demo {
         let mut jobs: Vec<(String, &str, Vec<String>)> = Vec::new();
         for row in WIRING
             .iter()
-            .filter(|r| r.event == event && matches(r, match_value))
+            .filter(|r| r.event.name() == event && matches(r, match_value))
         {
             let args: Vec<String> = row.args.iter().map(|a| (*a).to_owned()).collect();
             let label = if args.is_empty() {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use preload_core::policies::dispatch;
-use preload_core::primitives::wiring::WIRING;
+use preload_core::policies::wiring::WIRING;
 
 preload_core::hook_entry!(run);
 

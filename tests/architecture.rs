@@ -502,3 +502,23 @@ fn hook_binaries_never_link_the_command_line() {
         "hook binaries that use preload_cli: {offenders:?}"
     );
 }
+
+/// The list of hooks is spelled once, in the library's table of hooks: the binaries cargo
+/// builds (`[[bin]]`, which cargo needs spelled out) are exactly the table's.
+#[test]
+fn cargo_builds_the_binaries_of_the_table_of_hooks() {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let built: BTreeSet<&str> = manifest
+        .split("[[bin]]")
+        .skip(1)
+        .filter_map(|bin| {
+            bin.lines()
+                .find_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
+        })
+        .collect();
+    let table: BTreeSet<&str> = preload_core::policies::BINARIES.into_iter().collect();
+    assert_eq!(
+        built, table,
+        "Cargo.toml's [[bin]] names and the table of hooks"
+    );
+}

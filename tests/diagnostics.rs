@@ -8,7 +8,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use preload_cli::install::wiring::{BINARIES, WIRING};
-use preload_core::pipeline::runner::HookEvent;
 use serde_json::json;
 
 use crate::common::{Answer, Sandbox, strings};
@@ -247,11 +246,11 @@ fn timings_time_every_hook_in_a_sandbox_and_leave_the_state_alone() {
             .find(|l| l.starts_with(&format!("{label} ")))
             .unwrap_or_else(|| panic!("no line for {label}:\n{}", out.stdout));
         let columns: Vec<&str> = line[label.len()..].split_whitespace().collect();
-        assert_eq!(columns[0], row.event, "{line}");
+        assert_eq!(columns[0], row.event.name(), "{line}");
         for number in &columns[1..4] {
             assert!(number.parse::<f64>().is_ok(), "{line}");
         }
-        let budget = HookEvent::from_name(row.event).unwrap().default_budget();
+        let budget = row.event.default_budget();
         assert_eq!(columns[4], budget.as_millis().to_string(), "{line}");
     }
     assert!(

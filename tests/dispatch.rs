@@ -310,7 +310,7 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
         handlers.iter().all(|(_, b, _, f)| b == BIN && f.is_none()),
         "{handlers:?}"
     );
-    let mut events: Vec<&str> = WIRING.iter().map(|w| w.event).collect();
+    let mut events: Vec<&str> = WIRING.iter().map(|w| w.event.name()).collect();
     events.dedup();
     for event in events {
         let of_event: Vec<_> = handlers.iter().filter(|(e, ..)| e == event).collect();

@@ -945,7 +945,7 @@ fn make_test_installs_the_pinned_client_when_it_can_and_goes_on_without_npm() {
 #[test]
 fn one_binary_under_every_name_is_installed_as_one_file() {
     use preload_cli::install::binaries::install_binaries;
-    use preload_core::primitives::wiring::BINARIES;
+    use preload_core::policies::BINARIES;
     use std::os::unix::fs::MetadataExt;
     let tmp = tempfile::tempdir().unwrap();
     let (from, prefix) = (tmp.path().join("release"), tmp.path().join("bin"));
@@ -993,7 +993,7 @@ fn one_binary_under_every_name_is_installed_as_one_file() {
 #[test]
 fn preload_alone_is_installed_under_every_name() {
     use preload_cli::install::binaries::install_binaries;
-    use preload_core::primitives::wiring::BINARIES;
+    use preload_core::policies::BINARIES;
     use std::os::unix::fs::MetadataExt;
     let tmp = tempfile::tempdir().unwrap();
     let (from, prefix) = (tmp.path().join("package/bin"), tmp.path().join("bin"));

@@ -153,7 +153,7 @@ fn help_and_version_answer_without_stdin() {
 }
 
 /// Every binary of the release, hooks and `preload` alike.
-use preload_core::primitives::wiring::BINARIES;
+use preload_core::policies::BINARIES;
 
 #[test]
 fn every_binary_answers_version_while_stdin_stays_open() {

@@ -69,21 +69,8 @@ fn binary(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("BENCH_BIN_DIR") {
         return PathBuf::from(dir).join(name);
     }
-    let path = match name {
-        "preload-session-start" => env!("CARGO_BIN_EXE_preload-session-start"),
-        "preload-prompt-submit" => env!("CARGO_BIN_EXE_preload-prompt-submit"),
-        "preload-templates" => env!("CARGO_BIN_EXE_preload-templates"),
-        "preload-phase-commands" => env!("CARGO_BIN_EXE_preload-phase-commands"),
-        "preload-overflow" => env!("CARGO_BIN_EXE_preload-overflow"),
-        "preload-injections" => env!("CARGO_BIN_EXE_preload-injections"),
-        "preload-compaction-reread" => env!("CARGO_BIN_EXE_preload-compaction-reread"),
-        "preload-e2e-auto-answer" => env!("CARGO_BIN_EXE_preload-e2e-auto-answer"),
-        "preload-session-end" => env!("CARGO_BIN_EXE_preload-session-end"),
-        "preload-subagent-start" => env!("CARGO_BIN_EXE_preload-subagent-start"),
-        "preload-dispatch" => env!("CARGO_BIN_EXE_preload-dispatch"),
-        _ => env!("CARGO_BIN_EXE_preload"),
-    };
-    PathBuf::from(path)
+    // Cargo builds every binary of the package into one directory.
+    Path::new(env!("CARGO_BIN_EXE_preload")).with_file_name(name)
 }
 
 /// Which hook binaries exist and answer `--help` (a placeholder prints nothing).

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::install::wiring::{WIRING, Wiring};
+use preload_core::primitives::hook::HookEvent;
 
 /// How long one call may take before it is killed (the hooks keep to far smaller budgets).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,17 +42,17 @@ impl Registration {
 /// (SessionEnd) or `agent_type` (SubagentStart). `*`, an empty matcher or none match
 /// everything; the table's matchers are exact names, several joined by `|`.
 pub fn matches(row: &Wiring, input: &Value) -> bool {
-    if input.get("hook_event_name").and_then(Value::as_str) != Some(row.event) {
+    if input.get("hook_event_name").and_then(Value::as_str) != Some(row.event.name()) {
         return false;
     }
     let Some(matcher) = row.matcher.filter(|m| !m.is_empty() && *m != "*") else {
         return true;
     };
     let field = match row.event {
-        "SessionStart" => "source",
-        "PreCompact" => "trigger",
-        "SessionEnd" => "reason",
-        "SubagentStart" => "agent_type",
+        HookEvent::SessionStart => "source",
+        HookEvent::PreCompact => "trigger",
+        HookEvent::SessionEnd => "reason",
+        HookEvent::SubagentStart => "agent_type",
         _ => "tool_name",
     };
     let value = input.get(field).and_then(Value::as_str).unwrap_or("");

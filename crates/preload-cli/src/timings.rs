@@ -25,8 +25,9 @@ use crate::install::wiring::{BINARIES, DEFAULT_PREFIX, WIRING, Wiring};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::words::plural;
 use preload_core::mechanisms::context::Context;
-use preload_core::pipeline::runner::{self, HookEvent};
+use preload_core::pipeline::runner;
 use preload_core::primitives::env::{self, Env};
+use preload_core::primitives::hook::HookEvent;
 use preload_core::primitives::input::HookInput;
 use preload_core::primitives::paths;
 
@@ -94,7 +95,7 @@ pub fn binaries_dir(prefix: Option<&Path>, home: &Path, cwd: &Path) -> PathBuf {
 /// so they build their text each time.
 pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> Value {
     let mut input = json!({
-        "hook_event_name": row.event,
+        "hook_event_name": row.event.name(),
         "session_id": "preload-timings",
         "cwd": cwd,
         "transcript_path": transcript,
@@ -109,25 +110,25 @@ pub fn harmless_input(row: &Wiring, cwd: &Path, transcript: &Path, n: usize) -> 
         |(_, prefix)| format!("{prefix} --help"),
     );
     let extra = match row.event {
-        "SessionStart" => json!({
+        HookEvent::SessionStart => json!({
             "source": if row.matcher == Some("compact") { "compact" } else { "startup" },
             "session_id": format!("preload-timings-{n}"),
         }),
-        "UserPromptSubmit" => json!({"prompt": "preload timings: a harmless prompt"}),
-        "PreToolUse" => json!({"tool_name": tool, "tool_input": {"command": command}}),
-        "PostToolUse" => json!({
+        HookEvent::UserPromptSubmit => json!({"prompt": "preload timings: a harmless prompt"}),
+        HookEvent::PreToolUse => json!({"tool_name": tool, "tool_input": {"command": command}}),
+        HookEvent::PostToolUse => json!({
             "tool_name": tool,
             "tool_input": if tool == "Skill" { json!({"skill": "preload-timings"}) } else { json!({"command": command}) },
             "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
         }),
-        "PreCompact" => json!({"trigger": "manual", "custom_instructions": ""}),
+        HookEvent::PreCompact => json!({"trigger": "manual", "custom_instructions": ""}),
         // The process-end path, the longer one; sessions stay, and it is the sandbox's seed.
-        "SessionEnd" => json!({"reason": "other"}),
+        HookEvent::SessionEnd => json!({"reason": "other"}),
         // A new sub-agent each run, so it builds its text each time.
-        "SubagentStart" => {
+        HookEvent::SubagentStart => {
             json!({"agent_id": format!("preload-timings-{n}"), "agent_type": "general-purpose"})
         }
-        _ => json!({"stop_hook_active": false}),
+        HookEvent::Stop => json!({"stop_hook_active": false}),
     };
     if let (Some(input), Value::Object(extra)) = (input.as_object_mut(), extra) {
         input.extend(extra);
@@ -196,14 +197,13 @@ fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, Timings
     let mut rows = Vec::new();
     for row in WIRING {
         let args_of = row.registrations().swap_remove(0);
-        let event = HookEvent::from_name(row.event);
         let mut timed = Timed {
             label: label_of(row, &args_of),
-            event: row.event,
+            event: row.event.name(),
             samples: Vec::new(),
             floor: Vec::new(),
             failed: 0,
-            budget: event.map_or(Duration::from_secs(1), |e| runner::budget_for(&budgets, e)),
+            budget: runner::budget_for(&budgets, row.event),
         };
         for n in 0..args.runs {
             let stdin = harmless_input(row, hook_cwd, &transcript, usize::from(n)).to_string();
@@ -368,8 +368,8 @@ mod tests {
         let cwd = Path::new("/p");
         for row in WIRING {
             let input = harmless_input(row, cwd, Path::new("/t.jsonl"), 3);
-            assert_eq!(input["hook_event_name"], row.event);
-            assert!(input.get("stop_hook_active").is_none() || row.event == "Stop");
+            assert_eq!(input["hook_event_name"], row.event.name());
+            assert!(input.get("stop_hook_active").is_none() || row.event == HookEvent::Stop);
             assert!(
                 calls::matches(row, &input),
                 "{} {:?}: {input}",

@@ -29,5 +29,6 @@ pub mod state;
 pub mod primitives;
 
 pub use mechanisms::context::Context;
-pub use pipeline::runner::{HookError, HookEvent, HookOutput};
+pub use pipeline::runner::{HookError, HookOutput};
+pub use primitives::hook::HookEvent;
 pub use primitives::input::HookInput;

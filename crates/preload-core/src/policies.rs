@@ -1,8 +1,15 @@
 //! Layer 1, the policies: one module per hook binary; each exposes `main()` for its thin binary
-//! ([`dispatch`] runs the others, one process per event), and [`main_of`] finds it by the
-//! binary's name for the one release binary installed under every name.
+//! ([`dispatch`] runs the others, one process per event). The folder's root holds the one
+//! table of hooks ([`HOOKS`]), from which the binaries' list ([`BINARIES`]), each one's `main`
+//! ([`main_of`], for the one release binary installed under every name) and each wiring row's
+//! policy ([`Hook::policy`]) derive; [`wiring`] says which hook serves which event.
 
 use std::process::ExitCode;
+
+use crate::mechanisms::start_text::Chunk;
+use crate::pipeline::runner::Policy;
+use crate::primitives::hook::HookSpec;
+use crate::{Context, HookError, HookInput, HookOutput};
 
 pub mod compaction_reread;
 pub mod dispatch;
@@ -15,38 +22,104 @@ pub mod session_end;
 pub mod session_start;
 pub mod subagent_start;
 pub mod templates;
+pub mod wiring;
 
-/// The `main` of the hook binary named `binary` (`preload-overflow`, …); `None` for any other
-/// name. The release build is one binary, `preload`, installed under every hook binary's name
-/// too: started as a hook, it runs that hook's `main`, as its own thin binary does.
-pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
-    let main: fn() -> ExitCode = match binary {
-        "preload-session-start" => session_start::main,
-        "preload-prompt-submit" => prompt_submit::main,
-        "preload-templates" => templates::main,
-        "preload-phase-commands" => phase_commands::main,
-        "preload-overflow" => guards::main,
-        "preload-injections" => injections::main,
-        "preload-session-end" => session_end::main,
-        "preload-compaction-reread" => compaction_reread::main,
-        "preload-subagent-start" => subagent_start::main,
-        "preload-e2e-auto-answer" => e2e_auto_answer::main,
-        "preload-dispatch" => || dispatch::main(crate::primitives::wiring::WIRING),
-        _ => return None,
+/// One hook binary of the table: its name, its `main`, and the policy a wiring row of it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Hook {
+    /// The binary's name (`preload-overflow`, …).
+    pub binary: &'static str,
+    /// Its `main`: `--help`, `--version`, else one hook call.
+    pub main: fn() -> ExitCode,
+    /// The policy a wiring row of it runs, by the row's arguments (`chunk`: the slice of a
+    /// chunked `SessionStart` row, the whole text when `None`); `None` for arguments it does
+    /// not take.
+    pub policy: fn(&[&str], Option<Chunk>) -> Option<Policy>,
+}
+
+/// A policy's handler, as a function.
+type Handle = fn(&HookInput, &Context) -> Result<HookOutput, HookError>;
+
+/// The policy of a hook with one handler and no arguments.
+fn only(spec: &'static HookSpec, handler: Handle, args: &[&str]) -> Option<Policy> {
+    args.is_empty()
+        .then(|| Policy::only(spec.name, spec.event, handler))
+}
+
+/// The table of hooks: `module` for a policy with a [`HookSpec`] `SPEC`, a `main` and one
+/// `handle`; `module { binary, policy }` for one whose arguments choose the policy.
+macro_rules! hooks {
+    ($($module:ident $({ binary: $binary:expr, policy: $policy:expr })?),* $(,)?) => {
+        /// Every hook binary but the dispatcher, in the order `preload install` lists them.
+        pub const HOOKS: &[Hook] = &[$(hooks!(@hook $module $($binary, $policy)?)),*];
     };
-    Some(main)
+    (@hook $module:ident) => {
+        Hook {
+            binary: $module::SPEC.binary,
+            main: $module::main,
+            policy: |args, _| only(&$module::SPEC, $module::handle, args),
+        }
+    };
+    (@hook $module:ident $binary:expr, $policy:expr) => {
+        Hook { binary: $binary, main: $module::main, policy: $policy }
+    };
+}
+
+hooks! {
+    session_start { binary: session_start::SPEC.binary, policy: session_start::policy },
+    prompt_submit,
+    templates,
+    phase_commands,
+    guards,
+    injections,
+    compaction_reread { binary: compaction_reread::BINARY, policy: compaction_reread::policy },
+    session_end,
+    subagent_start,
+    e2e_auto_answer { binary: e2e_auto_answer::SPEC.binary, policy: e2e_auto_answer::policy },
+}
+
+/// The binary that runs every policy of an event in one process (`preload install --dispatch`).
+pub const DISPATCHER: &str = "preload-dispatch";
+
+/// Every binary `preload install` copies: `preload`, every hook of [`HOOKS`] (the e2e
+/// auto-answer hook included, though it is never wired: it is for test sessions only) and the
+/// [`DISPATCHER`].
+pub const BINARIES: [&str; HOOKS.len() + 2] = {
+    let mut binaries = ["preload"; HOOKS.len() + 2];
+    let mut i = 0;
+    while i < HOOKS.len() {
+        binaries[i + 1] = HOOKS[i].binary;
+        i += 1;
+    }
+    binaries[HOOKS.len() + 1] = DISPATCHER;
+    binaries
+};
+
+/// The hook named `binary` in [`HOOKS`].
+pub fn hook(binary: &str) -> Option<&'static Hook> {
+    HOOKS.iter().find(|hook| hook.binary == binary)
+}
+
+/// The `main` of the hook binary named `binary` (`preload-overflow`, …, the dispatcher); `None`
+/// for any other name. The release build is one binary, `preload`, installed under every hook
+/// binary's name too: started as a hook, it runs that hook's `main`, as its own thin binary does.
+pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
+    if binary == DISPATCHER {
+        return Some(|| dispatch::main(wiring::WIRING));
+    }
+    hook(binary).map(|hook| hook.main)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::primitives::wiring::BINARIES;
+    use super::BINARIES;
 
     #[test]
     fn every_hook_binary_has_its_main_and_nothing_else_does() {
         for binary in BINARIES {
             assert_eq!(
                 super::main_of(binary).is_some(),
-                *binary != "preload",
+                binary != "preload",
                 "{binary}"
             );
         }

@@ -1,6 +1,6 @@
-//! Layer 5, the primitives: [`input`], [`mod@env`], [`paths`], [`process`], [`mod@file`],
+//! Layer 5, the primitives: [`input`], [`hook`], [`mod@env`], [`paths`], [`process`], [`mod@file`],
 //! [`lock`], [`journal`], [`markers`], [`delivery`], [`clock`], [`artifacts`], [`layout`],
-//! [`tmux`], [`rng`], [`choice`], [`memo`], [`bytes`], [`transcript`], [`wiring`], and
+//! [`tmux`], [`rng`], [`choice`], [`memo`], [`bytes`], [`transcript`], and
 //! [`system`], which holds all the `unsafe`.
 
 pub mod artifacts;
@@ -10,6 +10,7 @@ pub mod clock;
 pub mod delivery;
 pub mod env;
 pub mod file;
+pub mod hook;
 pub mod input;
 pub mod journal;
 pub mod layout;
@@ -23,4 +24,3 @@ pub mod shell;
 pub mod system;
 pub mod tmux;
 pub mod transcript;
-pub mod wiring;

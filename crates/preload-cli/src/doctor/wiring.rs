@@ -93,7 +93,8 @@ fn is_row(row: &Wiring, handler: &Value) -> bool {
         // `preload-dispatch <Event>` runs every row of its event (a chunked one only through
         // its `--chunk` registrations).
         let args = args_of(handler);
-        return args.first() == Some(&row.event) && (!row.chunked || args.contains(&"--chunk"));
+        return args.first() == Some(&row.event.name())
+            && (!row.chunked || args.contains(&"--chunk"));
     }
     if our_binary(handler) != Some(row.binary) {
         return false;
@@ -295,7 +296,7 @@ fn row_label(row: &Wiring) -> String {
     format!(
         "{} ({}{}{})",
         name.join(" "),
-        row.event,
+        row.event.name(),
         matcher.unwrap_or_default(),
         filter.unwrap_or_default()
     )
@@ -311,12 +312,12 @@ fn check_row(
     let mut problems = 0;
     let native: Vec<&Found> = found
         .iter()
-        .filter(|f| f.event == row.event && is_row(row, &f.handler))
+        .filter(|f| f.event == row.event.name() && is_row(row, &f.handler))
         .collect();
     let routes: BTreeSet<String> = native.iter().map(|f| route_key(&f.handler)).collect();
     let bash: Vec<(&Found, &str)> = found
         .iter()
-        .filter(|f| f.event == row.event)
+        .filter(|f| f.event == row.event.name())
         .filter_map(|f| replaced_script(&f.handler).map(|s| (f, s)))
         .filter(|(_, s)| {
             SHIMS
@@ -397,6 +398,7 @@ fn check_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preload_core::primitives::hook::HookEvent;
     use serde_json::json;
 
     #[test]
@@ -411,12 +413,12 @@ mod tests {
         assert!(
             WIRING
                 .iter()
-                .any(|r| is_row(r, &reread) && r.event == "Stop")
+                .any(|r| is_row(r, &reread) && r.event == HookEvent::Stop)
         );
         assert!(
             !WIRING
                 .iter()
-                .any(|r| r.event == "PreCompact" && is_row(r, &reread))
+                .any(|r| r.event == HookEvent::PreCompact && is_row(r, &reread))
         );
     }
 }

@@ -11,11 +11,13 @@
 
 use serde_json::{Value, json};
 
-use preload_core::primitives::wiring::{DISPATCHER, SESSION_START_CHUNKS, WIRING, Wiring};
+use preload_core::policies::DISPATCHER;
+use preload_core::policies::wiring::{SESSION_START_CHUNKS, WIRING, Wiring};
+use preload_core::primitives::hook::HookEvent;
 
 /// The events of the table, in its order.
-pub fn events() -> Vec<&'static str> {
-    let mut events: Vec<&'static str> = Vec::new();
+pub fn events() -> Vec<HookEvent> {
+    let mut events: Vec<HookEvent> = Vec::new();
     for row in WIRING {
         if !events.contains(&row.event) {
             events.push(row.event);
@@ -25,19 +27,19 @@ pub fn events() -> Vec<&'static str> {
 }
 
 /// The rows of `event`, in the table's order.
-pub fn rows_of(event: &str) -> impl Iterator<Item = &'static Wiring> + '_ {
+pub fn rows_of(event: HookEvent) -> impl Iterator<Item = &'static Wiring> {
     WIRING.iter().filter(move |w| w.event == event)
 }
 
 /// The matcher every row of `event` shares, or `None` (every call).
-fn common_matcher(event: &str) -> Option<&'static str> {
+fn common_matcher(event: HookEvent) -> Option<&'static str> {
     let mut rows = rows_of(event);
     let first = rows.next()?.matcher;
     rows.all(|w| w.matcher == first).then_some(first).flatten()
 }
 
 /// The handlers of `event` for binaries in `prefix`.
-fn handlers_of(event: &'static str, prefix: &str) -> Vec<Value> {
+fn handlers_of(event: HookEvent, prefix: &str) -> Vec<Value> {
     let command = format!("{prefix}/{DISPATCHER}");
     let timeout = rows_of(event).map(|w| w.timeout).max().unwrap_or(5);
     let handler = |args: Vec<String>| json!({"type": "command", "command": command, "args": args, "timeout": timeout});
@@ -45,14 +47,14 @@ fn handlers_of(event: &'static str, prefix: &str) -> Vec<Value> {
         (0..SESSION_START_CHUNKS)
             .map(|i| {
                 handler(vec![
-                    event.to_owned(),
+                    event.name().to_owned(),
                     "--chunk".into(),
                     format!("{i}/{SESSION_START_CHUNKS}"),
                 ])
             })
             .collect()
     } else {
-        vec![handler(vec![event.to_owned()])]
+        vec![handler(vec![event.name().to_owned()])]
     }
 }
 
@@ -60,7 +62,13 @@ fn handlers_of(event: &'static str, prefix: &str) -> Vec<Value> {
 pub fn groups(prefix: &str) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     events()
         .into_iter()
-        .map(|event| (event, common_matcher(event), handlers_of(event, prefix)))
+        .map(|event| {
+            (
+                event.name(),
+                common_matcher(event),
+                handlers_of(event, prefix),
+            )
+        })
         .collect()
 }
 
@@ -68,14 +76,15 @@ pub fn groups(prefix: &str) -> Vec<(&'static str, Option<&'static str>, Vec<Valu
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use preload_core::pipeline::runner::{HookEvent, budget_for};
+    use preload_core::pipeline::runner::budget_for;
     use preload_core::policies::dispatch;
 
     #[test]
     fn one_handler_per_event_and_session_start_keeps_its_chunks() {
         let groups = groups("/b");
         let names: Vec<&str> = groups.iter().map(|(e, _, _)| *e).collect();
-        assert_eq!(names, events());
+        let events: Vec<&str> = events().into_iter().map(HookEvent::name).collect();
+        assert_eq!(names, events);
         for (event, _, handlers) in &groups {
             let expected = if *event == "SessionStart" {
                 SESSION_START_CHUNKS
@@ -107,7 +116,7 @@ mod tests {
     #[test]
     fn the_matcher_is_shared_or_none() {
         for (event, matcher, _) in groups("/b") {
-            let rows: Vec<_> = rows_of(event).collect();
+            let rows: Vec<_> = rows_of(HookEvent::from_name(event).unwrap()).collect();
             match matcher {
                 Some(m) => assert!(rows.iter().all(|w| w.matcher == Some(m)), "{event}"),
                 None => assert!(
@@ -122,11 +131,9 @@ mod tests {
     #[test]
     fn every_row_runs_in_the_dispatcher() {
         for row in WIRING {
-            let event = HookEvent::from_name(row.event);
-            assert!(event.is_some(), "{} is an event", row.event);
-            let (_, policy_event, _) = dispatch::handler_of(row.binary, row.args, None)
+            let policy = dispatch::handler_of(row.binary, row.args, None)
                 .unwrap_or_else(|| panic!("no policy for {} {:?}", row.binary, row.args));
-            assert_eq!(Some(policy_event), event, "{} {:?}", row.binary, row.args);
+            assert_eq!(policy.event, row.event, "{} {:?}", row.binary, row.args);
         }
     }
 

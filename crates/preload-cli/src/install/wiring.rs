@@ -10,11 +10,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+pub use preload_core::policies::wiring::{SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring};
+pub use preload_core::policies::{BINARIES, DISPATCHER};
 pub use preload_core::primitives::env::Agent;
 use preload_core::primitives::shell;
-pub use preload_core::primitives::wiring::{
-    BINARIES, DISPATCHER, SESSION_START_CHUNKS, SHIMS, Shim, WIRING, Wiring,
-};
 
 /// The install directory under `$HOME` when `--prefix` is not given.
 pub const DEFAULT_PREFIX: &str = ".claude/engine/bin";
@@ -54,10 +53,10 @@ pub(super) fn wanted(prefix: &str) -> Vec<(&'static str, Option<&'static str>, V
         let handlers = handlers_of(row, prefix);
         match groups
             .iter_mut()
-            .find(|(e, m, _)| *e == row.event && *m == row.matcher)
+            .find(|(e, m, _)| *e == row.event.name() && *m == row.matcher)
         {
             Some((_, _, list)) => list.extend(handlers),
-            None => groups.push((row.event, row.matcher, handlers)),
+            None => groups.push((row.event.name(), row.matcher, handlers)),
         }
     }
     groups

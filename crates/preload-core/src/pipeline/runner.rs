@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::mechanisms::context::Context;
 use crate::primitives::env::{self, Env};
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::input::{HookInput, InputError};
 use crate::primitives::lock::LockError;
 use crate::primitives::system::watchdog;
@@ -26,69 +27,6 @@ use answer::{answer_if_late, merge, share, used_after};
 
 /// How long stdin may take to arrive and close.
 pub const STDIN_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The Claude Code events the hooks serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    /// SessionStart.
-    SessionStart,
-    /// UserPromptSubmit.
-    UserPromptSubmit,
-    /// PreToolUse.
-    PreToolUse,
-    /// PostToolUse.
-    PostToolUse,
-    /// PreCompact.
-    PreCompact,
-    /// Stop.
-    Stop,
-    /// SessionEnd.
-    SessionEnd,
-    /// SubagentStart.
-    SubagentStart,
-}
-
-impl HookEvent {
-    /// Every event the hooks serve.
-    pub const ALL: [Self; 8] = [
-        Self::SessionStart,
-        Self::UserPromptSubmit,
-        Self::PreToolUse,
-        Self::PostToolUse,
-        Self::PreCompact,
-        Self::Stop,
-        Self::SessionEnd,
-        Self::SubagentStart,
-    ];
-
-    /// The event Claude Code calls `name`, when the hooks serve it.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    /// The name Claude Code uses (`hookEventName`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::SessionStart => "SessionStart",
-            Self::UserPromptSubmit => "UserPromptSubmit",
-            Self::PreToolUse => "PreToolUse",
-            Self::PostToolUse => "PostToolUse",
-            Self::PreCompact => "PreCompact",
-            Self::Stop => "Stop",
-            Self::SessionEnd => "SessionEnd",
-            Self::SubagentStart => "SubagentStart",
-        }
-    }
-
-    /// The default time budget of one call.
-    pub fn default_budget(self) -> Duration {
-        match self {
-            Self::PreToolUse => Duration::from_millis(300),
-            Self::SessionStart => Duration::from_secs(5),
-            _ => Duration::from_secs(1),
-        }
-    }
-}
 
 /// A handler's internal failure; the runner fails open on every one.
 #[derive(Debug, thiserror::Error)]
@@ -157,19 +95,6 @@ pub(crate) fn debug_note(env: &Env, hook: &str, message: &str) {
 pub fn budget_for(env: &Env, event: HookEvent) -> Duration {
     env.number::<u64>(env::PRELOAD_BUDGET_MS)
         .map_or_else(|| event.default_budget(), Duration::from_millis)
-}
-
-/// What a hook binary is: its name, event and `--help` text.
-#[derive(Debug, Clone, Copy)]
-pub struct HookSpec {
-    /// The policy's name: the delivery log's `hook` (`guards`, `templates`, ...).
-    pub name: &'static str,
-    /// The binary's name (`preload-overflow`, `preload-templates`, ...).
-    pub binary: &'static str,
-    /// The event it serves.
-    pub event: HookEvent,
-    /// One screen: the event, the env vars it reads, the files it touches.
-    pub help: &'static str,
 }
 
 /// Print text to stdout as the answer to `--help` or `--version` (not a hook call).

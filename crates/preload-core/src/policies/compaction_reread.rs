@@ -18,14 +18,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::mechanisms::reread::{self, HANDLER_PREFIX, LOOP_PREFIX, Reread, RereadError};
+use crate::mechanisms::start_text::Chunk;
 use crate::mechanisms::work_files::{HANDLER_DISPATCHES, HANDLER_STATE};
-use crate::pipeline::runner::{self, HookEvent};
+use crate::pipeline::runner;
 use crate::primitives::delivery::{chars, shorten};
+use crate::primitives::hook::HookEvent;
 use crate::primitives::layout;
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// Binary name without `preload-` (the delivery log's `hook`).
 pub const NAME: &str = "compaction-reread";
+/// The binary.
+pub const BINARY: &str = "preload-compaction-reread";
 /// Every message starts with this tag.
 const TAG: &str = "[Compaction re-read]";
 
@@ -57,7 +61,7 @@ Files: ${TMPDIR:-/tmp}/claude-preload-<uid>/{handler,loop,compaction}-<session_i
 /// Entry point of the binary: the subcommand names the event.
 pub fn main() -> ExitCode {
     let args = crate::primitives::system::entry::args();
-    if runner::answer_meta_flag("preload-compaction-reread", HELP, args) {
+    if runner::answer_meta_flag(BINARY, HELP, args) {
         return ExitCode::SUCCESS;
     }
     if let Some((event, handler)) = args.first().and_then(|name| subcommand(name)) {
@@ -71,6 +75,13 @@ pub fn main() -> ExitCode {
 
 /// A subcommand's handler.
 pub type Subcommand = fn(&HookInput, &Context) -> Result<HookOutput, HookError>;
+
+/// The policy of a wiring row: its one argument names the subcommand.
+pub fn policy(args: &[&str], _: Option<Chunk>) -> Option<runner::Policy> {
+    let [name] = args else { return None };
+    let (event, handler) = subcommand(name)?;
+    Some(runner::Policy::only(NAME, event, handler))
+}
 
 /// The event and handler of subcommand `name`.
 pub fn subcommand(name: &str) -> Option<(HookEvent, Subcommand)> {

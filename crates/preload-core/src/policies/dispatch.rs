@@ -1,9 +1,10 @@
 //! `preload-dispatch <Event> [--chunk I/N]` (every event, one process per event): runs the
 //! policies the wiring gives the event, in the wiring's order, and prints one merged answer.
 //!
-//! The wiring table ([`crate::primitives::wiring::WIRING`], handed in by the binary's `main`) says which
-//! binary and arguments serve which event under which matcher; this module
-//! turns each into its policy's handler and leaves the running to
+//! The wiring table ([`crate::policies::wiring::WIRING`], handed in by the binary's `main`) says
+//! which binary and arguments serve which event under which matcher; the table of hooks
+//! ([`crate::policies::HOOKS`]) turns each row into its policy, and this module leaves the
+//! running to
 //! [`crate::pipeline::runner::run`]: each policy with its own time budget and fail-open, later ones
 //! within what is left of the output budget, outputs merged as [`crate::pipeline::runner::answer`] says.
 //!
@@ -14,16 +15,11 @@
 //! matchers select and the policy itself decides (each checks its own input).
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use crate::mechanisms::start_text::{self, Chunk};
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
-use crate::pipeline::runner::{Handler, Policy};
-use crate::policies::{
-    compaction_reread, e2e_auto_answer, guards, injections, phase_commands, prompt_submit,
-    session_end, session_start, subagent_start, templates,
-};
-use crate::primitives::wiring::Wiring;
+use crate::pipeline::runner::{self, Policy};
+use crate::policies::wiring::Wiring;
+use crate::primitives::hook::HookEvent;
 
 /// The binary name without `preload-`.
 pub const NAME: &str = "dispatch";
@@ -47,55 +43,11 @@ Env: those of the policies it runs (see their --help); HOOK_DEBUG, PRELOAD_BUDGE
      policy's), PRELOAD_OUTPUT_BUDGET (all of them together).
 Files: those of the policies it runs.";
 
-fn from_fn(
-    spec: &HookSpec,
-    handler: fn(&crate::HookInput, &crate::Context) -> Result<crate::HookOutput, crate::HookError>,
-) -> (&'static str, HookEvent, Handler) {
-    (spec.name, spec.event, Arc::new(handler))
-}
-
-/// The policy a wiring row runs: its log name, event and handler (`chunk` for a chunked
-/// `SessionStart` row: slice I of N, or the whole text within one budget when `None`).
-/// `None` for a binary or arguments the dispatcher does not know.
-pub fn handler_of(
-    binary: &str,
-    args: &[&str],
-    chunk: Option<Chunk>,
-) -> Option<(&'static str, HookEvent, Handler)> {
-    let found = match (binary, args) {
-        ("preload-overflow", []) => from_fn(&guards::SPEC, guards::handle),
-        ("preload-injections", []) => from_fn(&injections::SPEC, injections::handle),
-        ("preload-templates", []) => from_fn(&templates::SPEC, templates::handle),
-        ("preload-phase-commands", []) => from_fn(&phase_commands::SPEC, phase_commands::handle),
-        ("preload-prompt-submit", []) => from_fn(&prompt_submit::SPEC, prompt_submit::handle),
-        ("preload-session-end", []) => from_fn(&session_end::SPEC, session_end::handle),
-        ("preload-subagent-start", []) => from_fn(&subagent_start::SPEC, subagent_start::handle),
-        ("preload-session-start", []) => {
-            let spec = &session_start::SPEC;
-            let handler: Handler =
-                Arc::new(move |input, ctx| session_start::handle_chunk(input, ctx, chunk));
-            (spec.name, spec.event, handler)
-        }
-        ("preload-compaction-reread", [name]) => {
-            let (event, handler) = compaction_reread::subcommand(name)?;
-            let handler: Handler = Arc::new(handler);
-            (compaction_reread::NAME, event, handler)
-        }
-        ("preload-e2e-auto-answer", []) => {
-            // Off without E2E_AUTO_ANSWER: says nothing, as its own binary does.
-            let spec = &e2e_auto_answer::SPEC;
-            let handler: Handler = Arc::new(|input, ctx| {
-                if e2e_auto_answer::enabled(&ctx.env) {
-                    e2e_auto_answer::handle(input, ctx)
-                } else {
-                    Ok(crate::HookOutput::Silent)
-                }
-            });
-            (spec.name, spec.event, handler)
-        }
-        _ => return None,
-    };
-    Some(found)
+/// The policy a wiring row runs (`chunk` for a chunked `SessionStart` row: slice I of N, or
+/// the whole text within one budget when `None`); `None` for a binary or arguments the table
+/// of hooks does not know.
+pub fn handler_of(binary: &str, args: &[&str], chunk: Option<Chunk>) -> Option<Policy> {
+    (super::hook(binary)?.policy)(args, chunk)
 }
 
 /// The policies registration `chunk` of `event` runs, in the wiring's order: a route that
@@ -104,7 +56,7 @@ pub fn handler_of(
 pub fn plan(routes: &[Wiring], event: HookEvent, chunk: Option<Chunk>) -> Vec<Policy> {
     let last = chunk.is_none_or(|c| c.index + 1 == c.total);
     let mut policies: Vec<(&Wiring, Policy)> = Vec::new();
-    for route in routes.iter().filter(|r| r.event == event.name()) {
+    for route in routes.iter().filter(|r| r.event == event) {
         if !route.chunked && !last {
             continue;
         }
@@ -123,23 +75,13 @@ pub fn plan(routes: &[Wiring], event: HookEvent, chunk: Option<Chunk>) -> Vec<Po
             continue;
         }
         let chunk = if route.chunked { chunk } else { None };
-        let Some((name, policy_event, handler)) = handler_of(route.binary, route.args, chunk)
-        else {
+        let Some(mut policy) = handler_of(route.binary, route.args, chunk) else {
             continue;
         };
-        let matchers = match route.matcher {
-            Some(m) if !everything => vec![m],
-            _ => Vec::new(),
-        };
-        policies.push((
-            route,
-            Policy {
-                name,
-                event: policy_event,
-                matchers,
-                handler,
-            },
-        ));
+        if let Some(m) = route.matcher.filter(|_| !everything) {
+            policy.matchers.push(m);
+        }
+        policies.push((route, policy));
     }
     policies.into_iter().map(|(_, p)| p).collect()
 }

@@ -14,10 +14,12 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::mechanisms::start_text::Chunk;
+use crate::pipeline::runner;
 use crate::primitives::choice::{self, Question, Strategy};
 use crate::primitives::delivery::{chars, shorten};
 use crate::primitives::env::{self, Env};
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::layout::fair_caps;
 use crate::primitives::rng::{self, SplitMix64};
 use crate::{Context, HookError, HookInput, HookOutput};
@@ -66,6 +68,20 @@ pub fn main() -> ExitCode {
 /// True when the hook is switched on.
 pub fn enabled(env: &Env) -> bool {
     env.get(env::E2E_AUTO_ANSWER).is_some()
+}
+
+/// The policy of a wiring row (no arguments): off without `E2E_AUTO_ANSWER`, where it says
+/// nothing, as its own binary does.
+pub fn policy(args: &[&str], _: Option<Chunk>) -> Option<runner::Policy> {
+    args.is_empty().then(|| {
+        runner::Policy::only(SPEC.name, SPEC.event, |input, ctx| {
+            if enabled(&ctx.env) {
+                handle(input, ctx)
+            } else {
+                Ok(HookOutput::Silent)
+            }
+        })
+    })
 }
 
 const ANSWER_PREFIX: &str = "   -> ";

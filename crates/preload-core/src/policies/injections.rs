@@ -10,9 +10,10 @@ use std::process::ExitCode;
 use crate::mechanisms::ledger;
 use crate::mechanisms::session;
 use crate::mechanisms::stash;
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::pipeline::runner;
 use crate::primitives::delivery;
 use crate::primitives::env;
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.

@@ -12,8 +12,9 @@ use crate::mechanisms::packs::Moment;
 use crate::mechanisms::session;
 use crate::mechanisms::skill;
 use crate::pipeline::preload::{self, Audience, Mode, Request};
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::pipeline::runner;
 use crate::primitives::delivery::Packer;
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::state::{Phase, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 

@@ -23,7 +23,8 @@ use std::process::ExitCode;
 use crate::mechanisms::ledger;
 use crate::mechanisms::reread;
 use crate::mechanisms::session::{self, PreloadState, STATE_FILE};
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::pipeline::runner;
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::state;
 use crate::{Context, HookError, HookInput, HookOutput};
 

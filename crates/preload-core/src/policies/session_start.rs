@@ -32,8 +32,9 @@ use crate::mechanisms::packs;
 use crate::mechanisms::session::{self, STATE_FILE};
 use crate::mechanisms::start_text::{self, Chunk, Lookup, Slots, StartText, StartTextError};
 use crate::pipeline::preload;
-use crate::pipeline::runner::{self, HookEvent, HookSpec};
+use crate::pipeline::runner;
 use crate::primitives::delivery::{self, Event, Packer};
+use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::lock::StateLock;
 use crate::primitives::transcript;
 use crate::state::fields;
@@ -77,9 +78,11 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// The whole text within one output budget.
-pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError> {
-    handle_chunk(input, ctx, None)
+/// The policy of a wiring row (no arguments): registration `chunk`, as [`handle_chunk`].
+pub fn policy(args: &[&str], chunk: Option<Chunk>) -> Option<runner::Policy> {
+    let handler = move |input: &HookInput, ctx: &Context| handle_chunk(input, ctx, chunk);
+    args.is_empty()
+        .then(|| runner::Policy::only(SPEC.name, SPEC.event, handler))
 }
 
 /// One registration: the whole text (`None`) or slice I of N.

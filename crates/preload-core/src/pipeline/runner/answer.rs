@@ -8,9 +8,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::HookEvent;
 use crate::primitives::delivery::{self, MIN_BUDGET};
 use crate::primitives::env::Agent;
+use crate::primitives::hook::HookEvent;
 
 /// What goes between two policies' texts: blocks stay one blank line apart.
 pub const SEPARATOR: &str = "\n\n";

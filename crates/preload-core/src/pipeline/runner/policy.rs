@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use super::{HookError, HookEvent, HookOutput};
+use super::{HookError, HookOutput};
+use crate::primitives::hook::HookEvent;
 use crate::{Context, HookInput};
 
 /// A policy's handler.

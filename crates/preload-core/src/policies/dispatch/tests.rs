@@ -6,7 +6,7 @@ use crate::{HookInput, HookOutput};
 const fn route(
     binary: &'static str,
     args: &'static [&'static str],
-    event: &'static str,
+    event: HookEvent,
     matcher: Option<&'static str>,
     chunked: bool,
 ) -> Wiring {
@@ -22,39 +22,63 @@ const fn route(
 }
 
 const ROUTES: &[Wiring] = &[
-    route("preload-session-start", &[], "SessionStart", None, true),
+    route(
+        "preload-session-start",
+        &[],
+        HookEvent::SessionStart,
+        None,
+        true,
+    ),
     route(
         "preload-compaction-reread",
         &["sessionstart"],
-        "SessionStart",
+        HookEvent::SessionStart,
         Some("compact"),
         false,
     ),
-    route("preload-overflow", &[], "PreToolUse", Some("*"), false),
     route(
-        "preload-compaction-reread",
-        &["pretooluse"],
-        "PreToolUse",
+        "preload-overflow",
+        &[],
+        HookEvent::PreToolUse,
         Some("*"),
         false,
     ),
-    route("preload-injections", &[], "PostToolUse", Some("*"), false),
+    route(
+        "preload-compaction-reread",
+        &["pretooluse"],
+        HookEvent::PreToolUse,
+        Some("*"),
+        false,
+    ),
+    route(
+        "preload-injections",
+        &[],
+        HookEvent::PostToolUse,
+        Some("*"),
+        false,
+    ),
     route(
         "preload-templates",
         &[],
-        "PostToolUse",
+        HookEvent::PostToolUse,
         Some("Skill"),
         false,
     ),
-    route("preload-templates", &[], "PostToolUse", Some("Bash"), false),
     route(
-        "preload-phase-commands",
+        "preload-templates",
         &[],
-        "PostToolUse",
+        HookEvent::PostToolUse,
         Some("Bash"),
         false,
     ),
-    route("preload-unknown", &[], "PostToolUse", None, false),
+    route(
+        "preload-phase-commands",
+        &[],
+        HookEvent::PostToolUse,
+        Some("Bash"),
+        false,
+    ),
+    route("preload-unknown", &[], HookEvent::PostToolUse, None, false),
 ];
 
 fn names(policies: &[Policy]) -> Vec<&'static str> {
@@ -80,12 +104,24 @@ fn a_row_matching_everything_opens_the_policy_to_every_call() {
         route(
             "preload-templates",
             &[],
-            "PostToolUse",
+            HookEvent::PostToolUse,
             Some("Skill"),
             false,
         ),
-        route("preload-templates", &[], "PostToolUse", None, false),
-        route("preload-templates", &[], "PostToolUse", Some("Bash"), false),
+        route(
+            "preload-templates",
+            &[],
+            HookEvent::PostToolUse,
+            None,
+            false,
+        ),
+        route(
+            "preload-templates",
+            &[],
+            HookEvent::PostToolUse,
+            Some("Bash"),
+            false,
+        ),
     ];
     let post = plan(&routes, HookEvent::PostToolUse, None);
     assert_eq!(post.len(), 1);
@@ -147,7 +183,9 @@ fn event_names_are_the_clients() {
 
 #[test]
 fn the_auto_answer_policy_is_silent_unless_switched_on() {
-    let (_, _, handler) = handler_of("preload-e2e-auto-answer", &[], None).unwrap();
+    let handler = handler_of("preload-e2e-auto-answer", &[], None)
+        .unwrap()
+        .handler;
     let input = HookInput::from_value(json!({"hook_event_name": "PreToolUse",
         "tool_name": "AskUserQuestion",
         "tool_input": {"questions": [{"question": "Which?", "options": [{"label": "A"}]}]}}));

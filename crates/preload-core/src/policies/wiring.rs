@@ -1,8 +1,14 @@
-//! The one wiring table ([`WIRING`]): which binary serves which Claude Code event and matcher,
-//! with its arguments, timeout and `if`; the binaries installed ([`BINARIES`]); the engine's
-//! hook scripts each binary replaces ([`SHIMS`]). `preload install` writes the settings from
+//! The one wiring table ([`WIRING`]): which hook binary of the table of hooks
+//! ([`super::HOOKS`]) serves which Claude Code event and matcher, with its arguments, timeout
+//! and `if`; the engine's hook scripts each binary replaces ([`SHIMS`]). `preload install` writes the settings from
 //! it, `preload doctor` checks them against it, and `preload-dispatch` runs each event's
 //! policies in its order: the one place all three read.
+
+use super::{
+    compaction_reread, e2e_auto_answer, guards, injections, phase_commands, prompt_submit,
+    session_end, session_start, subagent_start, templates,
+};
+use crate::primitives::hook::HookEvent;
 
 /// How many `--chunk I/N` registrations `SessionStart` gets.
 ///
@@ -15,26 +21,6 @@
 /// registration costs one process start (about a millisecond, in parallel) and prints nothing.
 pub const SESSION_START_CHUNKS: usize = 32;
 
-/// Every binary `preload install` copies (the e2e auto-answer hook included, though it is
-/// never wired: it is for test sessions only).
-pub const BINARIES: &[&str] = &[
-    "preload",
-    "preload-session-start",
-    "preload-prompt-submit",
-    "preload-templates",
-    "preload-phase-commands",
-    "preload-overflow",
-    "preload-injections",
-    "preload-compaction-reread",
-    "preload-session-end",
-    "preload-subagent-start",
-    "preload-e2e-auto-answer",
-    DISPATCHER,
-];
-
-/// The binary that runs every policy of an event in one process (`preload install --dispatch`).
-pub const DISPATCHER: &str = "preload-dispatch";
-
 /// One handler of the wiring: a binary with its arguments on one event and matcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wiring {
@@ -42,8 +28,8 @@ pub struct Wiring {
     pub binary: &'static str,
     /// Arguments (exec form).
     pub args: &'static [&'static str],
-    /// Claude Code event name.
-    pub event: &'static str,
+    /// The event.
+    pub event: HookEvent,
     /// Matcher; `None` for events without one or to match everything.
     pub matcher: Option<&'static str>,
     /// Timeout in seconds (the kill; each hook keeps to a far smaller budget of its own).
@@ -62,135 +48,135 @@ pub struct Wiring {
 /// `preload-injections` hands out, which keeps what does not fit for the next call.
 pub const WIRING: &[Wiring] = &[
     Wiring {
-        binary: "preload-session-start",
+        binary: session_start::SPEC.binary,
         args: &[],
-        event: "SessionStart",
+        event: HookEvent::SessionStart,
         matcher: None,
         timeout: 15,
         chunked: true,
         filter: None,
     },
     Wiring {
-        binary: "preload-compaction-reread",
+        binary: compaction_reread::BINARY,
         args: &["sessionstart"],
-        event: "SessionStart",
+        event: HookEvent::SessionStart,
         matcher: Some("compact"),
         timeout: 10,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-prompt-submit",
+        binary: prompt_submit::SPEC.binary,
         args: &[],
-        event: "UserPromptSubmit",
+        event: HookEvent::UserPromptSubmit,
         matcher: None,
         timeout: 10,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-overflow",
+        binary: guards::SPEC.binary,
         args: &[],
-        event: "PreToolUse",
+        event: HookEvent::PreToolUse,
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-compaction-reread",
+        binary: compaction_reread::BINARY,
         args: &["pretooluse"],
-        event: "PreToolUse",
+        event: HookEvent::PreToolUse,
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-templates",
+        binary: templates::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Skill"),
         timeout: 10,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-templates",
+        binary: templates::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
         filter: Some("Bash(engine session activate *)"),
     },
     Wiring {
-        binary: "preload-templates",
+        binary: templates::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
         filter: Some("Bash(engine session continue *)"),
     },
     Wiring {
-        binary: "preload-templates",
+        binary: templates::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Bash"),
         timeout: 10,
         chunked: false,
         filter: Some("Bash(preload activate *)"),
     },
     Wiring {
-        binary: "preload-phase-commands",
+        binary: phase_commands::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
         filter: Some("Bash(engine session phase *)"),
     },
     Wiring {
-        binary: "preload-phase-commands",
+        binary: phase_commands::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Bash"),
         timeout: 5,
         chunked: false,
         filter: Some("Bash(preload phase *)"),
     },
     Wiring {
-        binary: "preload-injections",
+        binary: injections::SPEC.binary,
         args: &[],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("*"),
         timeout: 5,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-compaction-reread",
+        binary: compaction_reread::BINARY,
         args: &["register"],
-        event: "PostToolUse",
+        event: HookEvent::PostToolUse,
         matcher: Some("Skill"),
         timeout: 5,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-compaction-reread",
+        binary: compaction_reread::BINARY,
         args: &["precompact"],
-        event: "PreCompact",
+        event: HookEvent::PreCompact,
         matcher: None,
         timeout: 5,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-compaction-reread",
+        binary: compaction_reread::BINARY,
         args: &["stop"],
-        event: "Stop",
+        event: HookEvent::Stop,
         matcher: None,
         timeout: 5,
         chunked: false,
@@ -199,18 +185,18 @@ pub const WIRING: &[Wiring] = &[
     // Every SessionEnd hook shares one exit budget (1.5 s by default), which the highest
     // timeout of a settings file raises: 2 s keeps that raise small.
     Wiring {
-        binary: "preload-session-end",
+        binary: session_end::SPEC.binary,
         args: &[],
-        event: "SessionEnd",
+        event: HookEvent::SessionEnd,
         matcher: None,
         timeout: 2,
         chunked: false,
         filter: None,
     },
     Wiring {
-        binary: "preload-subagent-start",
+        binary: subagent_start::SPEC.binary,
         args: &[],
-        event: "SubagentStart",
+        event: HookEvent::SubagentStart,
         matcher: None,
         timeout: 10,
         chunked: false,
@@ -233,47 +219,47 @@ pub struct Shim {
 pub const SHIMS: &[Shim] = &[
     Shim {
         script: "pre-tool-use-overflow-v2.sh",
-        binary: "preload-overflow",
+        binary: guards::SPEC.binary,
         args: "",
     },
     Shim {
         script: "post-tool-use-injections.sh",
-        binary: "preload-injections",
+        binary: injections::SPEC.binary,
         args: "",
     },
     Shim {
         script: "post-tool-use-templates.sh",
-        binary: "preload-templates",
+        binary: templates::SPEC.binary,
         args: "",
     },
     Shim {
         script: "post-tool-use-phase-commands.sh",
-        binary: "preload-phase-commands",
+        binary: phase_commands::SPEC.binary,
         args: "",
     },
     Shim {
         script: "user-prompt-submit-session-gate.sh",
-        binary: "preload-prompt-submit",
+        binary: prompt_submit::SPEC.binary,
         args: "",
     },
     Shim {
         script: "session-start-restore.sh",
-        binary: "preload-session-start",
+        binary: session_start::SPEC.binary,
         args: "",
     },
     Shim {
         script: "session-start-chunk.sh",
-        binary: "preload-session-start",
+        binary: session_start::SPEC.binary,
         args: " --chunk \"${1:-0}/${2:-1}\"",
     },
     Shim {
         script: "subagent-start-context.sh",
-        binary: "preload-subagent-start",
+        binary: subagent_start::SPEC.binary,
         args: "",
     },
     Shim {
         script: "e2e-auto-answer.sh",
-        binary: "preload-e2e-auto-answer",
+        binary: e2e_auto_answer::SPEC.binary,
         args: "",
     },
 ];
