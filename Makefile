@@ -215,8 +215,9 @@ DIST_ENV = DIST_TARGETS="$(DIST_TARGETS)" DIST_DIR="$(DIST_DIR)" DIST_TOOLS="$(D
 ## each; preload-hooks-<version>-plugin.tar.gz, the Claude Code plugin carrying every target's
 ## binary (written by the one built for this machine, when a target runs here); and SHA256SUMS
 ## for them all. It first installs what it needs (support/dist-tools.sh:
-## the targets' standard libraries with rustup, zig from PyPI's `ziglang` with pip, cargo-zigbuild
-## with cargo), links this machine's own targets with its linker and the others with zig, and
+## the targets' standard libraries with rustup and, for macOS, zig and cargo-zigbuild from PyPI),
+## links this machine's own targets with its linker, another Linux target with the toolchain's
+## rust-lld and macOS with zig, and
 ## ends by checking every tarball (support/check-dist.py: the format, architecture and static
 ## linking of each binary, macOS's minimum version and libraries, `--version` under every name
 ## where this machine runs it). See docs/install.md, "Release tarballs".

@@ -5,7 +5,8 @@
 #   support/dist-tools.sh [--qemu] [--actionlint] DIR [TARGET...]
 #
 # - each target's standard library (`rustup target add`), when it is not installed;
-# - for a target this machine cannot link itself (any but its own, and but macOS on a Mac):
+# - for a target this machine cannot link itself (macOS, but on a Mac; a static Linux target
+#   links with the toolchain's rust-lld):
 #   zig, from PyPI's `ziglang` package (`pip install --target DIR/zig`, so no virtual
 #   environment or system Python is touched), as DIR/bin/zig, and cargo-zigbuild, which links
 #   with it (PyPI's wheel of it into DIR/zigbuild, else `cargo install --locked --root DIR`);
@@ -49,7 +50,8 @@ die() { say "$*"; exit 1; }
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 # This machine links a target of its own architecture and system (x86_64-unknown-linux-musl on
-# x86_64 Linux with its cc, as `make release` does; macOS on a Mac); zig links the others.
+# x86_64 Linux with its cc, as `make release` does; macOS on a Mac), and a static Linux target
+# of another architecture with the toolchain's rust-lld; zig links the others (macOS elsewhere).
 native() {
   [ "${1%%-*}" = "${host%%-*}" ] || return 1
   case "$1/$host" in *-linux-*/*-linux-* | *-darwin/*-darwin) return 0 ;; *) return 1 ;; esac
@@ -63,7 +65,7 @@ for target in "$@"; do
     say "rustup target add $target"
     rustup target add "$target" >&2
   fi
-  native "$target" || need_zig=1
+  case "$target" in *-linux-musl) ;; *) native "$target" || need_zig=1 ;; esac
 done
 
 if [ $need_zig = 1 ]; then

@@ -12,8 +12,9 @@
 #   RUSTFLAGS         the caller's, added to every target's flags (may be empty)
 #   MACOSX_DEPLOYMENT_TARGET, CARGO, BUILD_DIR
 #
-# A target of this machine's own architecture and system is linked by its own linker; the
-# others by zig, through cargo-zigbuild. Every tarball holds bin/ (`preload`, and every hook
+# A target of this machine's own architecture and system is linked by its own linker; another
+# Linux target by the toolchain's own rust-lld, against the musl the Rust target ships (static,
+# nothing to install); macOS from another system by zig, through cargo-zigbuild. Every tarball holds bin/ (`preload`, and every hook
 # name as a hard link to it), README.md, CHANGELOG.md, LICENSE, docs/install.md and hooks/
 # (settings.json, guards.json, shims/); beside it, `<tarball>.sha256`. When one of the targets
 # runs on this machine, `preload-hooks-<version>-plugin.tar.gz` too: the Claude Code plugin
@@ -37,6 +38,10 @@ native() {
   [ "${1%%-*}" = "${host%%-*}" ] || return 1
   case "$1/$host" in *-linux-*/*-linux-* | *-darwin/*-darwin) return 0 ;; *) return 1 ;; esac
 }
+# A static musl target of another architecture, linked by rust-lld (see above).
+linux_cross() {
+  case "$1" in *-linux-musl) ! native "$1" ;; *) return 1 ;; esac
+}
 
 if command -v sha256sum >/dev/null 2>&1; then sum=(sha256sum); else sum=(shasum -a 256); fi
 tarflags=()
@@ -58,6 +63,9 @@ for target in $DIST_TARGETS; do
   if [ "$target" = "$RELEASE_TARGET" ]; then flags="$RELEASE_RUSTFLAGS"; fi
   if native "$target"; then
     build=("$CARGO" build)
+  elif linux_cross "$target"; then
+    build=("$CARGO" build)
+    flags="$flags -C linker=rust-lld"
   else
     # zig from DIST_TOOLS, whatever else is installed (cargo-zigbuild asks `python3 -m
     # ziglang` first, then `zig` on PATH).
