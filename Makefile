@@ -38,9 +38,10 @@ RELEASE_DIR := $(BUILD_DIR)/$(RELEASE_TARGET)/release
 RELEASE_CARGO := RUSTFLAGS="$(RELEASE_RUSTFLAGS)" $(CARGO)
 
 ## The release is one binary, `preload`, installed under every hook binary's name beside it
-## (hard links): started under a hook's name it runs that hook, as the hook's thin binary does
-## (`policies::main_of`). One link with LTO instead of twelve: a clean build on 2 cores takes
-## about a third of the time. The hook names are the package's other binaries (Cargo.toml).
+## (hard links): started under a hook's name it runs that hook (`preload_cli::multi_call`), as
+## every binary of the package does. One link with LTO instead of twelve: a clean build on 2
+## cores takes about a third of the time. The hook names are the package's other binaries
+## (Cargo.toml, kept the table of hooks' by a test).
 PACKAGE_BINARIES := $(shell sed -n '/^\[\[bin\]\]/{n;s/^name = "\(.*\)"/\1/p;}' Cargo.toml)
 HOOK_BINARIES := $(filter-out preload,$(PACKAGE_BINARIES))
 

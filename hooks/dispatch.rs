@@ -1,12 +1,7 @@
 //! Every event, one process per event (`preload install --dispatch`): `preload-dispatch <Event>`
 //! runs the event's policies in the wiring table's order and prints one answer.
+//!
+//! The one program users run (`preload_cli::multi_call`), under this hook's name.
 #![no_main]
 
-use preload_core::policies::dispatch;
-use preload_core::policies::wiring::WIRING;
-
-preload_core::hook_entry!(run);
-
-fn run() -> std::process::ExitCode {
-    dispatch::main(WIRING)
-}
+preload_core::hook_entry!(preload_cli::multi_call);

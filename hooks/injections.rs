@@ -1,4 +1,6 @@
 //! PostToolUse (`*`): delivers the guard engine's stashed injections for this agent.
+//!
+//! The one program users run (`preload_cli::multi_call`), under this hook's name.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::policies::injections::main);
+preload_core::hook_entry!(preload_cli::multi_call);

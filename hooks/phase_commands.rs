@@ -1,4 +1,6 @@
 //! PostToolUse (`Bash`): queues the commands of the phase a `Phase:` output announces.
+//!
+//! The one program users run (`preload_cli::multi_call`), under this hook's name.
 #![no_main]
 
-preload_core::hook_entry!(preload_core::policies::phase_commands::main);
+preload_core::hook_entry!(preload_cli::multi_call);

@@ -486,20 +486,37 @@ fn state_keys_are_spelled_only_in_fields() {
     );
 }
 
-/// The hook binaries never link the command line: only `preload` itself runs `preload_cli`;
-/// the wiring table every binary reads lives in the library.
+/// One shipping shape: every binary cargo builds is the program users run (`make release`
+/// links one `preload` under every hook's name), `preload_cli::multi_call`, which runs a hook
+/// under the hook's name. No binary of its own for a hook, which would be a second shape.
 #[test]
-fn hook_binaries_never_link_the_command_line() {
-    let hooks = root().join("hooks");
-    let offenders: Vec<String> = rust_files(&hooks)
-        .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n != "preload.rs"))
-        .filter(|p| code_of(&fs::read_to_string(p).unwrap()).contains("preload_cli"))
-        .map(|p| p.display().to_string())
+fn every_binary_is_the_one_program_users_run() {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let paths: Vec<&str> = manifest
+        .split("[[bin]]")
+        .skip(1)
+        .filter_map(|bin| {
+            bin.lines()
+                .find_map(|l| l.strip_prefix("path = \"")?.strip_suffix('"'))
+        })
+        .collect();
+    assert_eq!(
+        paths.len(),
+        manifest.matches("[[bin]]").count(),
+        "every [[bin]] has its path"
+    );
+    let other: Vec<String> = paths
+        .iter()
+        .filter(|path| {
+            let code = code_of(&fs::read_to_string(root().join(path)).unwrap());
+            let code: String = code.split_whitespace().collect();
+            code != "#![no_main]preload_core::hook_entry!(preload_cli::multi_call);"
+        })
+        .map(|path| (*path).to_owned())
         .collect();
     assert!(
-        offenders.is_empty(),
-        "hook binaries that use preload_cli: {offenders:?}"
+        other.is_empty(),
+        "binaries that are not the one program: {other:?}"
     );
 }
 

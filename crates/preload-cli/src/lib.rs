@@ -3,8 +3,8 @@
 //! Subcommands: `activate` and `phase` (session state, enforcing what `session.sh` enforces),
 //! `install` and `uninstall` (wiring), `plugin`, `doctor`, `status`, `report`, `audit`, over the hook library
 //! `preload-core`. Parsed with `clap`: each subcommand has its `--help`; an unknown subcommand
-//! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Hook binaries
-//! never link this crate.
+//! or flag exits 2 with a usage error on stderr ([`exit`] holds the exit codes). Every binary
+//! of the package is one program, [`multi_call`]: a hook under a hook's name, else this.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -88,8 +88,18 @@ enum Command {
     Noop,
 }
 
-/// Entry point of the `preload` binary: the arguments its entry was given
-/// (`entry::args`: the binary starts without the standard library's start-up).
+/// The one program every binary of the package is: started under a hook's name
+/// (`preload-overflow`, …), that hook ([`preload_core::policies::main_of`]); else the command
+/// line ([`main`]).
+pub fn multi_call() -> ExitCode {
+    match preload_core::policies::main_of(entry::program()) {
+        Some(hook) => hook(),
+        None => main(),
+    }
+}
+
+/// The command line: the arguments its entry was given (`entry::args`: the binary starts
+/// without the standard library's start-up).
 pub fn main() -> ExitCode {
     let args = std::iter::once("preload").chain(entry::args().iter().map(String::as_str));
     let cli = match Cli::try_parse_from(args) {

@@ -218,36 +218,10 @@ fn timings(args: &TimingsArgs, vars: &Env, cwd: &Path) -> Result<String, Timings
         }
         rows.push(timed);
     }
-    let one_binary = one_binary(&bin_dir);
-    Ok(render(
-        usize::from(args.runs),
-        &bin_dir,
-        &sandbox,
-        one_binary,
-        &rows,
-    ))
+    Ok(render(usize::from(args.runs), &bin_dir, &sandbox, &rows))
 }
 
-/// Whether every hook in `dir` is the `preload` binary under another name (`make release` and
-/// `make install`: hard links), so the floor starts the very program the hooks are.
-fn one_binary(dir: &Path) -> bool {
-    let id = |name: &str| {
-        std::fs::metadata(dir.join(name)).ok().map(|m| {
-            use std::os::unix::fs::MetadataExt as _;
-            (m.dev(), m.ino())
-        })
-    };
-    let preload = id("preload");
-    preload.is_some() && WIRING.iter().all(|row| id(row.binary) == preload)
-}
-
-fn render(
-    runs: usize,
-    bin_dir: &Path,
-    sandbox: &Sandbox,
-    one_binary: bool,
-    rows: &[Timed],
-) -> String {
+fn render(runs: usize, bin_dir: &Path, sandbox: &Sandbox, rows: &[Timed]) -> String {
     let floor: Vec<Duration> = rows.iter().flat_map(|r| r.floor.iter().copied()).collect();
     let width = rows
         .iter()
@@ -316,13 +290,7 @@ fn render(
         out,
         "SessionStart runs its registrations in parallel: chunk 0 is timed, with a new conversation each run, so it builds the text every time."
     );
-    if below_one && !one_binary {
-        let _ = writeln!(
-            out,
-            "note: the hooks in {} are binaries of their own, smaller than `preload`, and start faster than it: a ratio below 1 says so (`make install` gives one binary under every name, where the floor is the hooks' own start)",
-            bin_dir.display()
-        );
-    } else if below_one {
+    if below_one {
         let _ = writeln!(
             out,
             "note: a ratio below 1 is within the noise of one machine's load"

@@ -1,5 +1,5 @@
-//! Layer 1, the policies: one module per hook binary; each exposes `main()` for its thin binary
-//! ([`dispatch`] runs the others, one process per event). The folder's root holds the one
+//! Layer 1, the policies: one module per hook binary; each exposes the `main()` the one program
+//! runs under the hook's name ([`dispatch`] runs the others, one process per event). The folder's root holds the one
 //! table of hooks ([`HOOKS`]), from which the binaries' list ([`BINARIES`]), each one's `main`
 //! ([`main_of`], for the one release binary installed under every name) and each wiring row's
 //! policy ([`Hook::policy`]) derive; [`wiring`] says which hook serves which event.
@@ -102,7 +102,7 @@ pub fn hook(binary: &str) -> Option<&'static Hook> {
 
 /// The `main` of the hook binary named `binary` (`preload-overflow`, …, the dispatcher); `None`
 /// for any other name. The release build is one binary, `preload`, installed under every hook
-/// binary's name too: started as a hook, it runs that hook's `main`, as its own thin binary does.
+/// binary's name too: started as a hook, it runs that hook's `main`.
 pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
     if binary == DISPATCHER {
         return Some(|| dispatch::main(wiring::WIRING));

@@ -1,10 +1,11 @@
 //! Copying the binaries into the install directory.
 //!
-//! All of [`BINARIES`] or none; a changed file is renamed over the old one, so a running hook
-//! keeps its own copy. Names that are one file where they come from (the release is one binary
-//! under every name) are one file where they go: hard links to the first copy. A hook's name
-//! missing where they come from is the `preload` beside it (which runs every hook under its
-//! name): a package that ships `preload` alone, as the npm packages do, installs all of them.
+//! Every binary of the package is one program, `preload`, which runs every hook under the
+//! hook's name (`preload_cli::multi_call`). So `preload` is copied once, from where it is, and
+//! every name of [`BINARIES`] becomes a hard link to that copy (a copy of its own where the
+//! file system has no hard links), whatever else lies beside it: a package that ships
+//! `preload` alone, as the npm packages do, installs all of them. A changed file is renamed
+//! over the old one, so a running hook keeps its own copy.
 
 use std::fs;
 use std::io;
@@ -47,30 +48,20 @@ pub fn install_binaries(from: &Path, prefix: &Path) -> Result<usize, BinaryError
         return Ok(0);
     }
     fs::create_dir_all(prefix).map_err(OpError::at("create", prefix))?;
-    let mut copied = 0;
-    // Each source file installed so far, by its identity, with where it went.
-    let mut installed: Vec<(FileId, PathBuf)> = Vec::new();
-    for name in BINARIES {
-        let own = from.join(name);
-        let source = if own.is_file() {
-            own
-        } else {
-            multi_call.clone()
-        };
+    // `preload` first, then every other name a hard link to it (a copy of its own where the
+    // file system has no hard links).
+    let first = prefix.join(MULTI_CALL);
+    let mut copied = usize::from(install_file(&multi_call, &first)?);
+    for name in BINARIES.iter().filter(|name| **name != MULTI_CALL) {
         let target = prefix.join(name);
-        let id = file_id(&source).map_err(OpError::at("read", &source))?;
-        if let Some((_, first)) = installed.iter().find(|(known, _)| *known == id) {
-            if file_id(&target).ok() == file_id(first).ok() {
-                continue;
-            }
-            if link_over(first, &target).is_ok() {
-                copied += 1;
-                continue;
-            }
-            // No hard links here: a copy of its own, as below.
+        if file_id(&target).ok() == file_id(&first).ok() {
+            continue;
         }
-        installed.push((id, target.clone()));
-        copied += usize::from(install_file(&source, &target)?);
+        if link_over(&first, &target).is_err() {
+            copied += usize::from(install_file(&multi_call, &target)?);
+            continue;
+        }
+        copied += 1;
     }
     Ok(copied)
 }
