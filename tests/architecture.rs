@@ -486,33 +486,34 @@ fn state_keys_are_spelled_only_in_fields() {
     );
 }
 
+/// The value of `key` in each `[[bin]]` of Cargo.toml, in order (`None` where it is missing).
+fn cargo_bins(key: &str) -> Vec<Option<String>> {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let prefix = format!("{key} = \"");
+    manifest
+        .split("[[bin]]")
+        .skip(1)
+        .map(|bin| {
+            bin.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str())?.strip_suffix('"'))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 /// One shipping shape: every binary cargo builds is the program users run (`make release`
 /// links one `preload` under every hook's name), `preload_cli::multi_call`, which runs a hook
 /// under the hook's name. No binary of its own for a hook, which would be a second shape.
 #[test]
 fn every_binary_is_the_one_program_users_run() {
-    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let paths: Vec<&str> = manifest
-        .split("[[bin]]")
-        .skip(1)
-        .filter_map(|bin| {
-            bin.lines()
-                .find_map(|l| l.strip_prefix("path = \"")?.strip_suffix('"'))
-        })
-        .collect();
-    assert_eq!(
-        paths.len(),
-        manifest.matches("[[bin]]").count(),
-        "every [[bin]] has its path"
-    );
-    let other: Vec<String> = paths
-        .iter()
+    let other: Vec<String> = cargo_bins("path")
+        .into_iter()
+        .map(|path| path.expect("every [[bin]] names its path"))
         .filter(|path| {
             let code = code_of(&fs::read_to_string(root().join(path)).unwrap());
             let code: String = code.split_whitespace().collect();
             code != "#![no_main]preload_core::hook_entry!(preload_cli::multi_call);"
         })
-        .map(|path| (*path).to_owned())
         .collect();
     assert!(
         other.is_empty(),
@@ -524,16 +525,11 @@ fn every_binary_is_the_one_program_users_run() {
 /// builds (`[[bin]]`, which cargo needs spelled out) are exactly the table's.
 #[test]
 fn cargo_builds_the_binaries_of_the_table_of_hooks() {
-    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let built: BTreeSet<&str> = manifest
-        .split("[[bin]]")
-        .skip(1)
-        .filter_map(|bin| {
-            bin.lines()
-                .find_map(|l| l.strip_prefix("name = \"")?.strip_suffix('"'))
-        })
+    let built: BTreeSet<String> = cargo_bins("name").into_iter().flatten().collect();
+    let table: BTreeSet<String> = preload_core::policies::BINARIES
+        .into_iter()
+        .map(str::to_owned)
         .collect();
-    let table: BTreeSet<&str> = preload_core::policies::BINARIES.into_iter().collect();
     assert_eq!(
         built, table,
         "Cargo.toml's [[bin]] names and the table of hooks"

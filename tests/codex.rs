@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::common::{Sandbox, strings};
-use crate::overflow::{BIN, stash};
+use crate::guards::{BIN, stash};
 
 fn codex_session() -> Sandbox {
     let mut sb = Sandbox::new();

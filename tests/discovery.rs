@@ -7,7 +7,7 @@ use std::fs;
 use serde_json::{Value, json};
 
 use crate::common::{Sandbox, strings};
-use crate::overflow::{allowed, call, stash};
+use crate::guards::{allowed, call, stash};
 
 /// A session whose skill declares TESTING.md and PITFALLS.md, with no rules (discovery's
 /// results stay visible in `pendingPreloads`, as in the engine's suite).

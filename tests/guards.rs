@@ -1,12 +1,15 @@
-//! preload-overflow end to end: the cases of the engine's `test-overflow-v2.sh` (B1-B19),
-//! `test-heartbeat-v2.sh` (C1-C18) and `test-overflow-v2-subagent.sh` (S1-S14), plus the
-//! contract's failure cases (malformed stdin, corrupt state, no session, no engine).
+//! The guard engine (`policies::guards`, binary `preload-overflow`) end to end: the cases of the
+//! engine's `test-overflow-v2.sh` (B1-B19), `test-heartbeat-v2.sh` (C1-C18) and
+//! `test-overflow-v2-subagent.sh` (S1-S14), plus the contract's failure cases (malformed stdin,
+//! corrupt state, no session, no engine). Its rules (`guards.json`) are in [`rules`].
 
 use std::fs;
 
 use serde_json::{Value, json};
 
 use crate::common::{Answer, Sandbox, read_json, strings};
+
+mod rules;
 
 pub const BIN: &str = "preload-overflow";
 
