@@ -13,6 +13,7 @@ mod compaction;
 mod diagnostics;
 mod discovery;
 mod dispatch;
+mod doctor;
 mod engine_interplay;
 mod engine_model;
 mod explain;
