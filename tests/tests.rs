@@ -9,7 +9,7 @@ mod architecture;
 mod auto_answer;
 mod changes;
 mod codex;
-mod compaction;
+mod compaction_reread;
 mod diagnostics;
 mod discovery;
 mod dispatch;
