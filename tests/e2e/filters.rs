@@ -17,10 +17,12 @@ use crate::world::{SESSION, World};
 const FILTERED: [&str; 2] = ["preload-templates", "preload-phase-commands"];
 
 /// Puts a recorder in front of the installed `binary`: each start appends its stdin (one JSON
-/// line) to `<binary>.calls`, then the real binary answers.
+/// line) to `<binary>.calls`, then the real binary answers. The real one keeps its name (in
+/// `recorded/`): the program is the hook its name says.
 fn record_starts(prefix: &Path, binary: &str) {
     let wrapper = prefix.join(binary);
-    let real = prefix.join(format!("{binary}.real"));
+    let real = prefix.join("recorded").join(binary);
+    fs::create_dir_all(prefix.join("recorded")).expect("the recorded binaries' directory");
     fs::rename(&wrapper, &real).expect("move the installed binary");
     let calls = prefix.join(format!("{binary}.calls"));
     let body = format!(
