@@ -103,11 +103,25 @@ pub fn hook(binary: &str) -> Option<&'static Hook> {
 /// The `main` of the hook binary named `binary` (`preload-overflow`, …, the dispatcher); `None`
 /// for any other name. The release build is one binary, `preload`, installed under every hook
 /// binary's name too: started as a hook, it runs that hook's `main`.
+///
+/// A copy under a hook's name with a suffix after a `.` or `-` (`preload-overflow.real`,
+/// `preload-overflow-0.1.0`: a wrapper's or a backup's) is still that hook: a hook call that
+/// reached the command line instead would exit 2, which the client takes for a block.
 pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
-    if binary == DISPATCHER {
+    let named = |name: &str| {
+        binary
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-']))
+    };
+    if named(DISPATCHER) {
         return Some(|| dispatch::main(wiring::WIRING));
     }
-    hook(binary).map(|hook| hook.main)
+    // The longest name that fits: no hook's name is another's with a suffix, but be exact.
+    HOOKS
+        .iter()
+        .filter(|hook| named(hook.binary))
+        .max_by_key(|hook| hook.binary.len())
+        .map(|hook| hook.main)
 }
 
 #[cfg(test)]
@@ -124,5 +138,25 @@ mod tests {
             );
         }
         assert!(super::main_of("preload-nothing").is_none());
+        assert!(super::main_of("preload-overflowing").is_none());
+    }
+
+    #[test]
+    fn a_hook_under_its_name_with_a_suffix_is_still_that_hook() {
+        let main = |name: &str| super::main_of(name).map(|m| m as usize);
+        let guards = main("preload-overflow");
+        assert!(guards.is_some());
+        assert_eq!(main("preload-overflow.real"), guards);
+        assert_eq!(main("preload-overflow-0.1.0"), guards);
+        assert_eq!(
+            main("preload-session-start.bak"),
+            main("preload-session-start")
+        );
+        assert_ne!(
+            main("preload-session-start.bak"),
+            main("preload-session-end")
+        );
+        assert!(main("preload-dispatch.real").is_some());
+        assert!(main("preload.real").is_none());
     }
 }
