@@ -25,8 +25,8 @@ pub enum Kind {
     /// the model next to the tool's result (Claude Code since 2.1.9), a denied call's too.
     /// Confirmed by the real-client scenarios under `--dispatch`, which meet the per-binary
     /// windows only with the files PreToolUse answers carry
-    /// (`e2e::scenarios::parallel_tool_calls_deliver_each_file_once`,
-    /// `e2e::scenarios::subagent_calls_get_their_blocks_in_their_own_conversation`).
+    /// (`e2e::scenarios::calls::parallel_tool_calls_deliver_each_file_once`,
+    /// `e2e::scenarios::calls::subagent_calls_get_their_blocks_in_their_own_conversation`).
     Call,
     /// The client's own expansion of a skill (a `/skill` prompt, a `Skill` call, or its
     /// re-injection after a compaction): the skill's directory.
