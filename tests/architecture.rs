@@ -432,17 +432,36 @@ fn every_module_says_first_what_it_owns() {
 
 #[test]
 fn source_files_stay_small() {
-    let long: Vec<String> = library_sources()
-        .into_iter()
-        .filter_map(|file| {
-            let lines = fs::read_to_string(&file).unwrap().lines().count();
-            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", file.display()))
-        })
-        .collect();
+    let long = longer_than(library_sources(), MAX_FILE_LINES);
     assert!(
         long.is_empty(),
         "longer than {MAX_FILE_LINES} lines (move a mechanism down, or the tests to a sibling \
          file): {long:?}"
+    );
+}
+
+/// The files of `files` longer than `max` lines, each with its length.
+fn longer_than(files: Vec<PathBuf>, max: usize) -> Vec<String> {
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let lines = fs::read_to_string(&file).unwrap().lines().count();
+            (lines > max).then(|| format!("{} ({lines} lines)", file.display()))
+        })
+        .collect()
+}
+
+/// The most lines a test file may have: a suite that grows becomes a folder of files, each
+/// named after what it tests.
+const MAX_TEST_FILE_LINES: usize = 800;
+
+#[test]
+fn test_files_stay_small() {
+    let long = longer_than(rust_files(&root().join("tests")), MAX_TEST_FILE_LINES);
+    assert!(
+        long.is_empty(),
+        "test files longer than {MAX_TEST_FILE_LINES} lines (split them by what they test): \
+         {long:?}"
     );
 }
 
