@@ -200,7 +200,16 @@ fn fifos_in_place_of_guards_and_cache_do_not_stall_the_guard_engine() {
     let input = json!({"cwd": sb.project, "hook_event_name": "PreToolUse", "tool_name": "Read",
         "session_id": "f", "transcript_path": "/tmp/x/f.jsonl",
         "tool_input": {"file_path": sb.project.join("packages/estimate/src/total.ts")}});
-    let run = run_json(&sb, "preload-overflow", &[], &input);
+    // The loaded machine's budget (under emulation a call can outlive the default 300 ms and
+    // fail open): a FIFO that stalled the read would still show, past `HANG`.
+    let stdin = input.to_string();
+    let run = run_raw(
+        &sb,
+        "preload-overflow",
+        &[],
+        stdin.as_bytes(),
+        &crate::common::LOADED_MACHINE_LIMITS,
+    );
     run.assert_contract("FIFO guards");
     assert_eq!(
         run.json()["hookSpecificOutput"]["permissionDecision"],
