@@ -95,33 +95,35 @@ pub const BINARIES: [&str; HOOKS.len() + 2] = {
     binaries
 };
 
-/// The hook named `binary` in [`HOOKS`].
-pub fn hook(binary: &str) -> Option<&'static Hook> {
-    HOOKS.iter().find(|hook| hook.binary == binary)
-}
-
-/// The `main` of the hook binary named `binary` (`preload-overflow`, …, the dispatcher); `None`
-/// for any other name. The release build is one binary, `preload`, installed under every hook
-/// binary's name too: started as a hook, it runs that hook's `main`.
+/// The hook of [`HOOKS`] a binary named `binary` is.
 ///
 /// A copy under a hook's name with a suffix after a `.` or `-` (`preload-overflow.real`,
 /// `preload-overflow-0.1.0`: a wrapper's or a backup's) is still that hook: a hook call that
 /// reached the command line instead would exit 2, which the client takes for a block.
-pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
-    let named = |name: &str| {
-        binary
-            .strip_prefix(name)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-']))
-    };
-    if named(DISPATCHER) {
-        return Some(|| dispatch::main(wiring::WIRING));
-    }
+pub fn hook(binary: &str) -> Option<&'static Hook> {
     // The longest name that fits: no hook's name is another's with a suffix, but be exact.
     HOOKS
         .iter()
-        .filter(|hook| named(hook.binary))
+        .filter(|hook| is_named(binary, hook.binary))
         .max_by_key(|hook| hook.binary.len())
-        .map(|hook| hook.main)
+}
+
+/// Whether `binary` is `name`, or `name` with a suffix after a `.` or `-` (see [`hook`]).
+fn is_named(binary: &str, name: &str) -> bool {
+    binary
+        .strip_prefix(name)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-']))
+}
+
+/// The `main` of the hook binary named `binary` (`preload-overflow`, …, the dispatcher, each
+/// as [`hook`] tells names); `None` for any other name. The release build is one binary,
+/// `preload`, installed under every hook binary's name too: started as a hook, it runs that
+/// hook's `main`.
+pub fn main_of(binary: &str) -> Option<fn() -> ExitCode> {
+    if is_named(binary, DISPATCHER) {
+        return Some(|| dispatch::main(wiring::WIRING));
+    }
+    hook(binary).map(|hook| hook.main)
 }
 
 #[cfg(test)]
