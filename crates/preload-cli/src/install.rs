@@ -78,24 +78,54 @@ impl From<AgentArg> for Agent {
     }
 }
 
+/// Where `preload install` and `preload uninstall` work: the binaries' directory, the settings
+/// file and the client.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PlaceArgs {
+    /// Where the binaries are installed (default: ~/.claude/engine/bin).
+    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
+    pub prefix: Option<PathBuf>,
+    /// The settings file wired (default: the project's .claude/settings.local.json; with
+    /// --agent codex, the project's .codex/hooks.json).
+    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
+    pub settings: Option<PathBuf>,
+    /// The client wired.
+    #[arg(long, value_enum, default_value_t)]
+    pub agent: AgentArg,
+    /// The user-level file (`~/.claude/settings.json`; with --agent codex,
+    /// `$CODEX_HOME/hooks.json`) instead of the project's.
+    #[arg(long, conflicts_with = "settings")]
+    pub global: bool,
+}
+
+impl PlaceArgs {
+    /// The agent and level these flags name.
+    pub fn scope(&self) -> Scope {
+        Scope {
+            agent: self.agent.into(),
+            global: self.global,
+        }
+    }
+
+    /// The files these flags name, from this process's environment and working directory.
+    pub fn targets(&self) -> Result<Targets, TargetsError> {
+        Targets::resolve_for(
+            self.prefix.as_deref(),
+            self.settings.as_deref(),
+            self.scope(),
+            &Env::from_process(),
+            &crate::process_cwd(),
+        )
+    }
+}
+
 /// `preload install`: where the binaries and the wiring go.
 #[allow(clippy::struct_excessive_bools)] // Its command-line flags.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct InstallArgs {
-    /// Where the binaries go (default: ~/.claude/engine/bin).
-    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
-    pub prefix: Option<PathBuf>,
-    /// The settings file to wire (default: the project's .claude/settings.local.json; with
-    /// --agent codex, the project's .codex/hooks.json).
-    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
-    pub settings: Option<PathBuf>,
-    /// The client to wire.
-    #[arg(long, value_enum, default_value_t)]
-    pub agent: AgentArg,
-    /// Wire the user-level file (`~/.claude/settings.json`; with --agent codex,
-    /// `$CODEX_HOME/hooks.json`) instead of the project's.
-    #[arg(long, conflicts_with = "settings")]
-    pub global: bool,
+    /// Where to install and what to wire.
+    #[command(flatten)]
+    pub place: PlaceArgs,
     /// With --agent codex: turn Codex's hooks on where its config.toml turns them off.
     #[arg(long)]
     pub enable: bool,
@@ -174,19 +204,11 @@ impl CommandError for InstallError {
 
 /// Run `preload install`.
 pub fn run(opts: &InstallArgs) -> ExitCode {
-    let scope = Scope {
-        agent: opts.agent.into(),
-        global: opts.global,
-    };
-    let result = Targets::resolve_for(
-        opts.prefix.as_deref(),
-        opts.settings.as_deref(),
-        scope,
-        &Env::from_process(),
-        &crate::process_cwd(),
-    )
-    .map_err(InstallError::from)
-    .and_then(|targets| install(opts, &targets));
+    let result = opts
+        .place
+        .targets()
+        .map_err(InstallError::from)
+        .and_then(|targets| install(opts, &targets));
     exit::finish("install", result.map(|lines| lines.join("\n")))
 }
 
@@ -196,7 +218,7 @@ fn install(opts: &InstallArgs, targets: &Targets) -> Result<Vec<String>, Install
     } else {
         WiringMode::Binaries
     };
-    let agent = Agent::from(opts.agent);
+    let agent = Agent::from(opts.place.agent);
     check_flags(opts, agent)?;
     if opts.print {
         let hooks = wiring::hooks_value_in(&targets.prefix.to_string_lossy(), mode, agent);
@@ -306,7 +328,7 @@ fn check_flags(opts: &InstallArgs, agent: Agent) -> Result<(), InstallError> {
             "--enable, --trust and --trust-project apply to --agent codex only",
         ));
     }
-    if opts.global && opts.trust_project {
+    if opts.place.global && opts.trust_project {
         return Err(InstallError::Usage(
             "--trust-project trusts the project of a project's .codex/hooks.json; --global wires the user's file, which needs no project trust",
         ));

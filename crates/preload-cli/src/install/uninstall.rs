@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use preload_core::primitives::env::Env;
 
-use super::AgentArg;
+use super::PlaceArgs;
 use super::guards::{GuardsError, GuardsRemoval};
 use super::settings::{self, Change, SettingsError};
 use super::shims::{self, ShimError};
@@ -16,20 +16,9 @@ use crate::exit::{self, CommandError, Exit};
 /// `preload uninstall`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct UninstallArgs {
-    /// Where the binaries were installed (default: ~/.claude/engine/bin).
-    #[arg(long, value_name = "DIR", value_parser = crate::path_arg)]
-    pub prefix: Option<PathBuf>,
-    /// The settings file to unwire (default: the project's .claude/settings.local.json; with
-    /// --agent codex, the project's .codex/hooks.json).
-    #[arg(long, value_name = "PATH", value_parser = crate::path_arg)]
-    pub settings: Option<PathBuf>,
-    /// The client to unwire.
-    #[arg(long, value_enum, default_value_t)]
-    pub agent: AgentArg,
-    /// Unwire the user-level file (`~/.claude/settings.json`; with --agent codex,
-    /// `$CODEX_HOME/hooks.json`) instead of the project's.
-    #[arg(long, conflicts_with = "settings")]
-    pub global: bool,
+    /// Where the binaries were installed and what was wired.
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 /// Why uninstall stopped.
@@ -89,19 +78,11 @@ fn still_wired(targets: &Targets) -> Option<PathBuf> {
 
 /// Run `preload uninstall`.
 pub fn run(args: &UninstallArgs) -> ExitCode {
-    let scope = Scope {
-        agent: args.agent.into(),
-        global: args.global,
-    };
-    let result = Targets::resolve_for(
-        args.prefix.as_deref(),
-        args.settings.as_deref(),
-        scope,
-        &Env::from_process(),
-        &crate::process_cwd(),
-    )
-    .map_err(UninstallError::from)
-    .and_then(|targets| uninstall(&targets, scope.agent));
+    let result = args
+        .place
+        .targets()
+        .map_err(UninstallError::from)
+        .and_then(|targets| uninstall(&targets, args.place.scope().agent));
     exit::finish("uninstall", result.map(|lines| lines.join("\n")))
 }
 
