@@ -224,6 +224,33 @@ impl CodexScenario {
 
     /// The checks every context gets ([`support::assert_context`]), after at least one hook
     /// context reached the model, and nothing came with a denied call.
+    /// Run `steps` (an activation of `/implement`, then phase 1 among shell calls) and check
+    /// what the activation scenarios share: the model got the standards, phase 0's and phase
+    /// 1's files, each once (and whatever else the log says was delivered), phase 0's with the
+    /// activation's calls and phase 1's with its transition's, and the session is owned by the
+    /// codex process in phase 1. The last turn and where the requests were saved.
+    pub fn assert_activation(&self, steps: Vec<Step>) -> (Received, PathBuf) {
+        let run = self.run(steps, PROMPT, Mode::New);
+        let (requests, saved) = self.requests();
+        let got = last_turn(&requests).expect("the conversation");
+        let p = self.paths();
+        let mut expected = at_start(&p);
+        expected.extend(phase0(&p));
+        expected.extend(p.phase_one());
+        let logged = delivered_to_main(self.log(), 0, usize::MAX);
+        self.assert_context("main", &got, &union(&expected, &logged), &saved);
+        self.assert_within_calls("phase 0", &got, "session activate", &phase0(&p), &saved);
+        self.assert_within_calls(
+            "phase 1",
+            &got,
+            "\"1: Interrogation\"",
+            &p.phase_one(),
+            &saved,
+        );
+        self.assert_owner(&run, "1: Interrogation");
+        (got, saved)
+    }
+
     pub fn assert_context(&self, what: &str, got: &Received, files: &[String], saved: &Path) {
         assert!(
             !got.hook_contexts().is_empty(),
@@ -528,31 +555,13 @@ fn codex_activation_and_phase_deliver_each_file_once() {
         log_step("interrogation: short"),
         shell("ls packages"),
     ];
-    let run = s.run(steps, PROMPT, Mode::New);
-    let (requests, saved) = s.requests();
-    let got = last_turn(&requests).expect("the conversation");
-    let p = s.paths();
-    let mut expected = at_start(&p);
-    expected.extend(phase0(&p));
-    expected.extend(p.phase_one());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &got, &union(&expected, &logged), &saved);
-    let skill_dir = p.skill_dir();
+    let (got, _) = s.assert_activation(steps);
     assert_eq!(
-        got.skill_arrivals(&skill_dir).len(),
+        got.skill_arrivals(&s.paths().skill_dir()).len(),
         1,
         "{}: the skill's protocol exactly once",
         s.name
     );
-    s.assert_within_calls("phase 0", &got, "session activate", &phase0(&p), &saved);
-    s.assert_within_calls(
-        "phase 1",
-        &got,
-        "\"1: Interrogation\"",
-        &p.phase_one(),
-        &saved,
-    );
-    s.assert_owner(&run, "1: Interrogation");
     s.world.sandbox.assert_no_duplicates();
 }
 
