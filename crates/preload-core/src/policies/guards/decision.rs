@@ -126,7 +126,7 @@ pub(super) fn decide(
         // its patch names.
         let touched = discovery::touched(ctx.env.agent(), call.input);
         for raw in &touched.paths {
-            discover(ctx, raw, touched.edits, s, &mut plan);
+            queue_for_touched_path(ctx, raw, touched.edits, s, &mut plan);
         }
     }
     // Rules see the session, or (before activation) the seed as "no session"; a sub-agent's
@@ -218,8 +218,9 @@ pub(super) fn decide(
     plan
 }
 
-/// Discovery for one path the call touches (`edits`: the call changes it).
-fn discover(ctx: &Context, raw: &str, edits: bool, s: &mut State, plan: &mut Plan) {
+/// What one path the call touches queues (`edits`: the call changes it): its context packs and
+/// the directives [`discovery::discover`] finds for it.
+fn queue_for_touched_path(ctx: &Context, raw: &str, edits: bool, s: &mut State, plan: &mut Plan) {
     // The context packs of the path (`path:GLOB`), queued once per context window.
     let touched = paths::lexical_clean(&ctx.cwd.join(paths::expand_tilde(raw, &ctx.paths.home)));
     let packs = preload::pack_requests(
