@@ -24,7 +24,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use self::call::{Call, EngineCommand, Target, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
-use self::decision::{Plan, decide};
+use self::decision::{Decision, Plan};
 use crate::mechanisms::counters;
 use crate::mechanisms::ledger;
 use crate::mechanisms::session::{self, PreloadState, STATE_FILE};
@@ -82,6 +82,13 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     }
     let rules = load_rules(ctx);
     let (target, read) = locate(ctx, &sessions)?;
+    let decision = Decision {
+        ctx,
+        call: &call,
+        rules: &rules,
+        target: &target,
+        engine,
+    };
     let plan = match &target {
         Target::Session(dir) => {
             let path = dir.join(STATE_FILE);
@@ -96,23 +103,13 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
                 path: path.clone(),
                 is_session: false,
             };
-            ledger::update(ctx, &record, |s| {
-                decide(ctx, &call, &rules, s, &target, engine, Writes::Allowed)
-            })?
+            ledger::update(ctx, &record, |s| decision.on(s, Writes::Allowed))?
         }
         Target::Nowhere => {
             let mut stand_in = State::default();
             stand_in.set_lifecycle(&Lifecycle::None);
             stand_in.set(fields::CONTEXT_USAGE, json!(0));
-            decide(
-                ctx,
-                &call,
-                &rules,
-                &mut stand_in,
-                &target,
-                engine,
-                Writes::Impossible,
-            )
+            decision.on(&mut stand_in, Writes::Impossible)
         }
     };
     if let (Some(dir), Target::Session(own)) = (&continued, &target) {
@@ -272,18 +269,17 @@ fn session_call(
     let mut base = read;
     let mirrored = view.as_ref().is_some_and(|view| view.mirror(&mut base));
     let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let decision = Decision {
+        ctx,
+        call,
+        rules,
+        target: &target,
+        engine,
+    };
     if view.as_ref().is_some_and(counters::Counters::pending) {
         // The count went to the journal: the latch, which the lock needs too, is busy past
         // the deadline. Decide on what was read, write nothing.
-        return Ok(decide(
-            ctx,
-            call,
-            rules,
-            &mut base,
-            &target,
-            engine,
-            Writes::Impossible,
-        ));
+        return Ok(decision.on(&mut base, Writes::Impossible));
     }
     let due = ledger::is_due(ctx, &record, &base);
     // Under the lock: the counters as they are then, not this call's view of them.
@@ -294,7 +290,7 @@ fn session_call(
     };
     let change = |s: &mut State| {
         mirror(s);
-        decide(ctx, call, rules, s, &target, engine, Writes::Allowed)
+        decision.on(s, Writes::Allowed)
     };
     let locked = if due {
         // A seed to adopt or a conversation to tag: the decision is made once, under the lock,
@@ -302,7 +298,7 @@ fn session_call(
         // away).
         ledger::update(ctx, &record, change)
     } else {
-        let (trial, plan) = trial_decision(ctx, call, rules, base, &target, engine);
+        let (trial, plan) = decision.trial(base);
         if !trial.changed() {
             if mirrored {
                 // Only the counters' mirror for the engine's readers: never worth a wait (a
@@ -339,50 +335,10 @@ fn session_call(
             if let Some(view) = &view {
                 view.mirror(&mut unlocked);
             }
-            Ok(decide(
-                ctx,
-                call,
-                rules,
-                &mut unlocked,
-                &target,
-                engine,
-                Writes::Impossible,
-            ))
+            Ok(decision.on(&mut unlocked, Writes::Impossible))
         }
         Err(err) => Err(err.into()),
     }
-}
-
-/// The decision tried on the unlocked read itself, marked unchanged first: the mark then tells
-/// whether the decision changed anything (a copy to compare with was, on a large state, a tenth
-/// of the call). Debug builds check the mark against such a copy.
-fn trial_decision(
-    ctx: &Context,
-    call: &Call,
-    rules: &[Rule],
-    base: State,
-    target: &Target,
-    engine: Option<EngineCommand>,
-) -> (State, Plan) {
-    #[cfg(debug_assertions)]
-    let before = base.clone();
-    let mut trial = base;
-    trial.mark_unchanged();
-    let plan = decide(
-        ctx,
-        call,
-        rules,
-        &mut trial,
-        target,
-        engine,
-        Writes::Allowed,
-    );
-    #[cfg(debug_assertions)]
-    assert!(
-        trial.changed() || trial == before,
-        "the decision changed the state without marking it"
-    );
-    (trial, plan)
 }
 
 /// What the call does to the session's counters: `engine log` starts its agent over, a tool

@@ -94,17 +94,45 @@ fn expanded_by_the_call(ctx: &Context, call: &Call, s: &mut State) -> Batch {
     batch
 }
 
-/// The rules on one state: discovery, evaluation, the preload claim and the stash. Counting is
-/// done before (see [`super::session_call`]).
-pub(super) fn decide(
-    ctx: &Context,
-    call: &Call,
-    rules: &[Rule],
-    s: &mut State,
-    target: &Target,
-    engine: Option<EngineCommand>,
-    writes: Writes,
-) -> Plan {
+/// What a decision on one call needs: the call, the rules, the state file it works on and the
+/// engine command the call runs. Made once per call; [`Self::on`] decides on a state.
+#[derive(Clone, Copy)]
+pub(super) struct Decision<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) call: &'a Call<'a>,
+    pub(super) rules: &'a [Rule],
+    pub(super) target: &'a Target,
+    pub(super) engine: Option<EngineCommand>,
+}
+
+impl Decision<'_> {
+    /// The rules on `s`: discovery, evaluation, the preload claim and the stash; what changes
+    /// `s` only when `writes` allows it. Counting is done before (see
+    /// [`super::session_call`]).
+    pub(super) fn on(&self, s: &mut State, writes: Writes) -> Plan {
+        decide(*self, s, writes)
+    }
+
+    /// The decision tried on an unlocked read itself, marked unchanged first: the mark then
+    /// tells whether the decision changed anything (a copy to compare with was, on a large
+    /// state, a tenth of the call). Debug builds check the mark against such a copy.
+    pub(super) fn trial(&self, base: State) -> (State, Plan) {
+        #[cfg(debug_assertions)]
+        let before = base.clone();
+        let mut trial = base;
+        trial.mark_unchanged();
+        let plan = self.on(&mut trial, Writes::Allowed);
+        #[cfg(debug_assertions)]
+        assert!(
+            trial.changed() || trial == before,
+            "the decision changed the state without marking it"
+        );
+        (trial, plan)
+    }
+}
+
+fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
+    let (ctx, call, rules, target, engine) = (d.ctx, d.call, d.rules, d.target, d.engine);
     let mut plan = Plan::default();
     if writes == Writes::Allowed && !matches!(target, Target::Nowhere) && !call.is_sub() {
         // This call is the latest now: what an earlier one carried is not what a compaction
