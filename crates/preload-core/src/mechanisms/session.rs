@@ -60,6 +60,29 @@ pub struct PreloadState {
     pub is_session: bool,
 }
 
+impl PreloadState {
+    /// The `.state.json` of the session in `dir`.
+    pub fn session(dir: &Path) -> Self {
+        Self {
+            path: dir.join(STATE_FILE),
+            is_session: true,
+        }
+    }
+
+    /// The seed file at `path` (the owner's, before any session).
+    pub fn seed(path: PathBuf) -> Self {
+        Self {
+            path,
+            is_session: false,
+        }
+    }
+
+    /// The session's directory; `None` for a seed.
+    pub fn session_dir(&self) -> Option<&Path> {
+        self.path.parent().filter(|_| self.is_session)
+    }
+}
+
 /// The owner's active session directory, as `session.sh find` resolves it: the PID cache;
 /// then the session of the owner's fleet pane (`fleet.sh pane-id`, `fleetPaneId`), unless
 /// another live process holds it; then a state whose `pid` is the owner; then one whose
@@ -273,17 +296,13 @@ fn find_window(
     if conversation.is_empty() {
         return None;
     }
-    let as_session = |dir: &Path| PreloadState {
-        path: dir.join(STATE_FILE),
-        is_session: true,
-    };
     let roots = ctx.sessions_dirs();
     let indexed = roots
         .iter()
         .filter_map(|root| index::lookup(root, Key::Conversation(conversation)))
         .find(|dir| keys_of(dir).is_some_and(|s| holds(&s)));
     if let Some(dir) = indexed {
-        return Some(as_session(&dir));
+        return Some(PreloadState::session(&dir));
     }
     let surveyed = survey(&roots);
     let scanned = surveyed
@@ -291,7 +310,7 @@ fn find_window(
         .flat_map(|(_, states)| states)
         .find(|(_, state)| holds(state));
     if let Some((dir, _)) = scanned {
-        return Some(as_session(dir));
+        return Some(PreloadState::session(dir));
     }
     roots.iter().find_map(|root| {
         let mut seeds: Vec<PathBuf> = fs::read_dir(root.join(SEEDS_DIR))
@@ -319,10 +338,7 @@ fn find_window(
                     State::parse_fields(&text, &keys).ok()
                 })
                 .is_some_and(|state| holds(&state));
-            (held && seed.is_file()).then_some(PreloadState {
-                path: seed,
-                is_session: false,
-            })
+            (held && seed.is_file()).then(|| PreloadState::seed(seed))
         })
     })
 }
@@ -331,13 +347,9 @@ fn find_window(
 ///
 /// `None` when the project has no sessions directory (no engine here: stay silent).
 pub fn find_preload_state(ctx: &Context) -> Result<Option<PreloadState>, StateError> {
-    if let Some(dir) = find_session(ctx) {
-        let path = dir.join(STATE_FILE);
-        if path.is_file() {
-            return Ok(Some(PreloadState {
-                path,
-                is_session: true,
-            }));
+    if let Some(state) = find_session(ctx).map(|dir| PreloadState::session(&dir)) {
+        if state.path.is_file() {
+            return Ok(Some(state));
         }
     }
     let Some(sessions) = ctx.sessions_dir() else {
@@ -357,28 +369,18 @@ pub fn find_preload_state(ctx: &Context) -> Result<Option<PreloadState>, StateEr
             ctx.lock_deadline(),
         )?;
     }
-    Ok(Some(PreloadState {
-        path,
-        is_session: false,
-    }))
+    Ok(Some(PreloadState::seed(path)))
 }
 
 /// The owner's session state or existing seed, without creating anything.
 pub fn existing_preload_state(ctx: &Context) -> Option<PreloadState> {
-    if let Some(dir) = find_session(ctx) {
-        let path = dir.join(STATE_FILE);
-        if path.is_file() {
-            return Some(PreloadState {
-                path,
-                is_session: true,
-            });
+    if let Some(state) = find_session(ctx).map(|dir| PreloadState::session(&dir)) {
+        if state.path.is_file() {
+            return Some(state);
         }
     }
     let path = seed_path(&ctx.sessions_dir()?, ctx.owner_pid);
-    path.is_file().then_some(PreloadState {
-        path,
-        is_session: false,
-    })
+    path.is_file().then(|| PreloadState::seed(path))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use self::call::{Call, EngineCommand, Target, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
+use self::call::{Call, EngineCommand, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
 use self::decision::{Decision, Plan};
 use crate::mechanisms::counters;
 use crate::mechanisms::ledger;
@@ -86,38 +86,34 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         ctx,
         call: &call,
         rules: &rules,
-        target: &target,
+        target: target.as_ref(),
         engine,
     };
     let plan = match &target {
-        Target::Session(dir) => {
-            let path = dir.join(STATE_FILE);
+        Some(record) if record.is_session => {
             let read = match read {
                 Some(read) => read,
-                None => state::load_read(&path)?,
+                None => state::load_read(&record.path)?,
             };
-            session_call(ctx, &call, &rules, &path, read, engine)?
+            session_call(ctx, &call, &rules, record, read, engine)?
         }
-        Target::Seed(path) => {
-            let record = PreloadState {
-                path: path.clone(),
-                is_session: false,
-            };
-            ledger::update(ctx, &record, |s| decision.on(s, Writes::Allowed))?
-        }
-        Target::Nowhere => {
+        Some(seed) => ledger::update(ctx, seed, |s| decision.on(s, Writes::Allowed))?,
+        None => {
             let mut stand_in = State::default();
             stand_in.set_lifecycle(&Lifecycle::None);
             stand_in.set(fields::CONTEXT_USAGE, json!(0));
             decision.on(&mut stand_in, Writes::Impossible)
         }
     };
-    if let (Some(dir), Target::Session(own)) = (&continued, &target) {
+    if let (Some(dir), Some(own)) = (
+        &continued,
+        target.as_ref().and_then(PreloadState::session_dir),
+    ) {
         if plan.deny.is_none() {
             seed_continuing_window(ctx, dir, own);
         }
     }
-    let is_session = matches!(target, Target::Session(_));
+    let is_session = target.as_ref().is_some_and(|t| t.is_session);
     plan.batch.log(ctx, is_session);
     for (file, source) in &plan.stashed {
         ctx.log
@@ -177,10 +173,13 @@ fn load_rules(ctx: &Context) -> Vec<Rule> {
 }
 
 /// The state file of the call, with the session's state when finding it read it already.
-fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<state::Read>), HookError> {
+fn locate(
+    ctx: &Context,
+    sessions: &Path,
+) -> Result<(Option<PreloadState>, Option<state::Read>), HookError> {
     if let Some((dir, read)) = session::find_session_state(ctx) {
         if read.is_some() || dir.join(STATE_FILE).is_file() {
-            return Ok((Target::Session(dir), read));
+            return Ok((Some(PreloadState::session(&dir)), read));
         }
     }
     // The session this process last used, now unreadable: fail open rather than gate.
@@ -192,16 +191,11 @@ fn locate(ctx: &Context, sessions: &Path) -> Result<(Target, Option<state::Read>
     }
     if ctx.env.is_one(env::PRELOAD_AUTO_ACTIVATE) {
         if let Some(dir) = auto_activate(ctx, sessions)? {
-            return Ok((Target::Session(dir), None));
+            return Ok((Some(PreloadState::session(&dir)), None));
         }
     }
     let seed = session::seed_path(sessions, ctx.owner_pid);
-    let target = if seed.is_file() {
-        Target::Seed(seed)
-    } else {
-        Target::Nowhere
-    };
-    Ok((target, None))
+    Ok((seed.is_file().then(|| PreloadState::seed(seed)), None))
 }
 
 /// Opt-in (`PRELOAD_AUTO_ACTIVATE=1`): activate `sessions/YYYY_MM_DD_ADHOC` as a `/do` session
@@ -241,20 +235,17 @@ fn session_call(
     ctx: &Context,
     call: &Call,
     rules: &[Rule],
-    path: &Path,
+    record: &PreloadState,
     read: state::Read,
     engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
     let state::Read { state: read, text } = read;
-    let record = PreloadState {
-        path: path.to_path_buf(),
-        is_session: true,
-    };
+    let path = record.path.as_path();
     if let Some(pass) = pass_through(call, &read, engine) {
         if pass == Pass::Dehydrating {
             mark_dehydrating(ctx, path);
         }
-        return Ok(rewound_only(ctx, call, &record, &read));
+        return Ok(rewound_only(ctx, call, record, &read));
     }
     let view = match &count_of(call, &read, engine) {
         Some(delta) => Some(counters::update(
@@ -268,12 +259,11 @@ fn session_call(
     };
     let mut base = read;
     let mirrored = view.as_ref().is_some_and(|view| view.mirror(&mut base));
-    let target = Target::Session(path.parent().map(Path::to_path_buf).unwrap_or_default());
     let decision = Decision {
         ctx,
         call,
         rules,
-        target: &target,
+        target: Some(record),
         engine,
     };
     if view.as_ref().is_some_and(counters::Counters::pending) {
@@ -281,7 +271,7 @@ fn session_call(
         // the deadline. Decide on what was read, write nothing.
         return Ok(decision.on(&mut base, Writes::Impossible));
     }
-    let due = ledger::is_due(ctx, &record, &base);
+    let due = ledger::is_due(ctx, record, &base);
     // Under the lock: the counters as they are then, not this call's view of them.
     let mirror = |s: &mut State| {
         if view.is_some() {
@@ -296,7 +286,7 @@ fn session_call(
         // A seed to adopt or a conversation to tag: the decision is made once, under the lock,
         // on what the adoption makes of the state (a trial on the unlocked read would be thrown
         // away).
-        ledger::update(ctx, &record, change)
+        ledger::update(ctx, record, change)
     } else {
         let (trial, plan) = decision.trial(base);
         if !trial.changed() {
@@ -325,7 +315,7 @@ fn session_call(
             mirror(&mut s);
             Some((s, plan))
         };
-        ledger::update_read(ctx, &record, &text, known, change)
+        ledger::update_read(ctx, record, &text, known, change)
     };
     match locked {
         Ok(plan) => Ok(plan),

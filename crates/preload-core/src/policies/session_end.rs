@@ -92,11 +92,7 @@ fn end_seed(ctx: &Context, owned: Option<&Path>) -> Result<(), HookError> {
     }
     if let Some(dir) = owned {
         // The session's own write takes the seed and carry in and removes them.
-        let target = PreloadState {
-            path: dir.join(STATE_FILE),
-            is_session: true,
-        };
-        ledger::update(ctx, &target, |_| ())?;
+        ledger::update(ctx, &PreloadState::session(dir), |_| ())?;
         return Ok(());
     }
     if seed.is_file() {

@@ -1,7 +1,5 @@
-//! The facts of one tool call as the guard engine sees them: the call itself, the state file
-//! it works on, the engine commands that bypass the rules, and whether the state is quiet.
-
-use std::path::PathBuf;
+//! The facts of one tool call as the guard engine sees them: the call itself, the engine
+//! commands that bypass the rules, and whether the state is quiet.
 
 use crate::HookInput;
 use crate::pipeline::rules;
@@ -41,17 +39,6 @@ impl<'a> Call<'a> {
     pub(super) fn is_sub(&self) -> bool {
         self.agent.is_some()
     }
-}
-
-/// Which state file the call works on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Target {
-    /// The session in this directory.
-    Session(PathBuf),
-    /// The owner's seed file (no session yet).
-    Seed(PathBuf),
-    /// Nothing to write to.
-    Nowhere,
 }
 
 /// An `engine log` / `engine session` call: allowed without rules, never counted, yet what is

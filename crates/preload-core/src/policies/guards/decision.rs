@@ -8,12 +8,13 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::call::{Call, EngineCommand, Target, Writes, is_quiet};
+use super::call::{Call, EngineCommand, Writes, is_quiet};
 use crate::Context;
 use crate::mechanisms::discovery::{self, Accept, Scope};
 use crate::mechanisms::heartbeat;
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs::Moment;
+use crate::mechanisms::session::PreloadState;
 use crate::mechanisms::stash;
 use crate::pipeline::preload::{self, Audience, Batch, Request};
 use crate::pipeline::rules::{self, Facts, Matched, Mode, Rule, Urgency};
@@ -94,14 +95,14 @@ fn expanded_by_the_call(ctx: &Context, call: &Call, s: &mut State) -> Batch {
     batch
 }
 
-/// What a decision on one call needs: the call, the rules, the state file it works on and the
-/// engine command the call runs. Made once per call; [`Self::on`] decides on a state.
+/// What a decision on one call needs: the call, the rules, the state file it works on (`None`:
+/// no session and no seed, nothing to write to) and the engine command the call runs. Made once per call; [`Self::on`] decides on a state.
 #[derive(Clone, Copy)]
 pub(super) struct Decision<'a> {
     pub(super) ctx: &'a Context,
     pub(super) call: &'a Call<'a>,
     pub(super) rules: &'a [Rule],
-    pub(super) target: &'a Target,
+    pub(super) target: Option<&'a PreloadState>,
     pub(super) engine: Option<EngineCommand>,
 }
 
@@ -134,7 +135,7 @@ impl Decision<'_> {
 fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
     let (ctx, call, rules, target, engine) = (d.ctx, d.call, d.rules, d.target, d.engine);
     let mut plan = Plan::default();
-    if writes == Writes::Allowed && !matches!(target, Target::Nowhere) && !call.is_sub() {
+    if writes == Writes::Allowed && target.is_some() && !call.is_sub() {
         // This call is the latest now: what an earlier one carried is not what a compaction
         // keeps, even when no hook of this call gets to add to the record (one killed).
         ledger::note_call_deliveries(s, call.input.tool_use_id(), &[], "");
@@ -146,7 +147,7 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
     }
     if writes == Writes::Allowed
         && engine.is_none()
-        && !matches!(target, Target::Nowhere)
+        && target.is_some()
         && !is_quiet(s)
         && !call.is_sub()
     {
@@ -163,9 +164,10 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
         .agent
         .map(|id| s.path_list(Paths::Queued(Audience::SubAgent(id))))
         .unwrap_or_default();
-    let view: Cow<State> = if matches!(target, Target::Seed(_)) || !own_queue.is_empty() {
+    let is_seed = target.is_some_and(|t| !t.is_session);
+    let view: Cow<State> = if is_seed || !own_queue.is_empty() {
         let mut v = s.clone();
-        if matches!(target, Target::Seed(_)) {
+        if is_seed {
             v.set_lifecycle(&Lifecycle::None);
         }
         for path in &own_queue {
@@ -199,10 +201,7 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
     if engine.is_some() {
         verdict.allow.extend(std::mem::take(&mut verdict.deny));
     }
-    let session_dir = match target {
-        Target::Session(dir) => Some(dir.as_path()),
-        _ => None,
-    };
+    let session_dir = target.and_then(PreloadState::session_dir);
     let mut delivered: Vec<String> = Vec::new();
     if !verdict.deny.is_empty() {
         plan.deny = Some(deny_reason(
@@ -216,7 +215,7 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
         ));
         delivered.extend(verdict.deny.iter().map(|m| m.id.clone()));
     }
-    if !matches!(target, Target::Nowhere) {
+    if target.is_some() {
         delivered.extend(stash_allow(
             ctx,
             call,
