@@ -222,8 +222,6 @@ impl CodexScenario {
         &self.world.sandbox.log
     }
 
-    /// The checks every context gets ([`support::assert_context`]), after at least one hook
-    /// context reached the model, and nothing came with a denied call.
     /// Run `steps` (an activation of `/implement`, then phase 1 among shell calls) and check
     /// what the activation scenarios share: the model got the standards, phase 0's and phase
     /// 1's files, each once (and whatever else the log says was delivered), phase 0's with the
@@ -251,6 +249,8 @@ impl CodexScenario {
         (got, saved)
     }
 
+    /// The checks every context gets ([`support::assert_context`]), after at least one hook
+    /// context reached the model, and nothing came with a denied call.
     pub fn assert_context(&self, what: &str, got: &Received, files: &[String], saved: &Path) {
         assert!(
             !got.hook_contexts().is_empty(),

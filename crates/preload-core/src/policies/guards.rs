@@ -95,7 +95,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
                 Some(read) => read,
                 None => state::load_read(&record.path)?,
             };
-            session_call(ctx, &call, &rules, record, read, engine)?
+            session_call(decision, record, read)?
         }
         Some(seed) => ledger::update(ctx, seed, |s| decision.on(s, Writes::Allowed))?,
         None => {
@@ -178,8 +178,9 @@ fn locate(
     sessions: &Path,
 ) -> Result<(Option<PreloadState>, Option<state::Read>), HookError> {
     if let Some((dir, read)) = session::find_session_state(ctx) {
-        if read.is_some() || dir.join(STATE_FILE).is_file() {
-            return Ok((Some(PreloadState::session(&dir)), read));
+        let record = PreloadState::session(&dir);
+        if read.is_some() || record.path.is_file() {
+            return Ok((Some(record), read));
         }
     }
     // The session this process last used, now unreadable: fail open rather than gate.
@@ -232,13 +233,13 @@ fn mark_dehydrating(ctx: &Context, path: &Path) {
 /// When the lock cannot be had in time, the answer still stands on the unlocked read: the
 /// rules' verdict, allow-rule text in the answer itself, queued files left queued.
 fn session_call(
-    ctx: &Context,
-    call: &Call,
-    rules: &[Rule],
+    decision: Decision<'_>,
     record: &PreloadState,
     read: state::Read,
-    engine: Option<EngineCommand>,
 ) -> Result<Plan, HookError> {
+    let Decision {
+        ctx, call, engine, ..
+    } = decision;
     let state::Read { state: read, text } = read;
     let path = record.path.as_path();
     if let Some(pass) = pass_through(call, &read, engine) {
@@ -259,13 +260,6 @@ fn session_call(
     };
     let mut base = read;
     let mirrored = view.as_ref().is_some_and(|view| view.mirror(&mut base));
-    let decision = Decision {
-        ctx,
-        call,
-        rules,
-        target: Some(record),
-        engine,
-    };
     if view.as_ref().is_some_and(counters::Counters::pending) {
         // The count went to the journal: the latch, which the lock needs too, is busy past
         // the deadline. Decide on what was read, write nothing.

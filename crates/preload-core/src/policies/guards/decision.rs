@@ -96,7 +96,8 @@ fn expanded_by_the_call(ctx: &Context, call: &Call, s: &mut State) -> Batch {
 }
 
 /// What a decision on one call needs: the call, the rules, the state file it works on (`None`:
-/// no session and no seed, nothing to write to) and the engine command the call runs. Made once per call; [`Self::on`] decides on a state.
+/// no session and no seed, nothing to write to) and the engine command the call runs. Made
+/// once per call; [`Self::on`] decides on a state.
 #[derive(Clone, Copy)]
 pub(super) struct Decision<'a> {
     pub(super) ctx: &'a Context,
