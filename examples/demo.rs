@@ -26,9 +26,6 @@ use preload_core::mechanisms::context::DEFAULT_MAX_FILE_BYTES;
 use preload_core::mechanisms::packs;
 use serde_json::{Value, json};
 
-#[path = "../support/example.rs"]
-mod example;
-
 /// The session the demo activates.
 const SESSION: &str = "2026_01_01_DEMO_ESTIMATE";
 /// The longest any one call may take before the demo gives up on it.
@@ -133,7 +130,8 @@ impl Demo {
         let home = root.join("home");
         let project = root.join("project");
         let io = |what: &str, e: std::io::Error| format!("cannot set up {what}: {e}");
-        example::lay_out(&home, &project).map_err(|e| io("the bundled example", e))?;
+        preload_test_support::example::lay_out(&home, &project)
+            .map_err(|e| io("the bundled example", e))?;
         for dir in ["cache", "markers"] {
             fs::create_dir_all(root.join(dir)).map_err(|e| io(dir, e))?;
         }

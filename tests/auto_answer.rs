@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin};
+use preload_test_support::sandbox::{Answer, Sandbox, bin};
 
 const BIN: &str = "preload-e2e-auto-answer";
 const TAG: &str = "[E2E Auto-Answer]";
@@ -336,8 +336,10 @@ fn help_names_the_gate() {
 
 #[test]
 fn e2e_settings_wire_the_hook_in_exec_form() {
-    let text =
-        std::fs::read_to_string(crate::common::repo().join("hooks/settings.e2e.json")).unwrap();
+    let text = std::fs::read_to_string(
+        preload_test_support::sandbox::repo().join("hooks/settings.e2e.json"),
+    )
+    .unwrap();
     let settings: Value = serde_json::from_str(&text).unwrap();
     assert!(
         settings["env"][env::E2E_AUTO_ANSWER].is_string(),

@@ -9,10 +9,10 @@ use std::time::Duration;
 use preload_core::state::stamps::fnv1a;
 use serde_json::json;
 
-use crate::common::{Sandbox, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, drain, phase, prompt, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Sandbox, strings};
 
 /// `/implement` in phase 1 with everything queued delivered.
 fn in_phase_one(sb: &Sandbox) {

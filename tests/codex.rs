@@ -5,8 +5,8 @@
 
 use serde_json::json;
 
-use crate::common::{Sandbox, strings};
 use crate::guards::{BIN, stash};
+use preload_test_support::sandbox::{Sandbox, strings};
 
 fn codex_session() -> Sandbox {
     let mut sb = Sandbox::new();
@@ -18,7 +18,7 @@ fn codex_session() -> Sandbox {
     sb
 }
 
-fn pre(sb: &Sandbox, tool: &str, command: &str) -> crate::common::Answer {
+fn pre(sb: &Sandbox, tool: &str, command: &str) -> preload_test_support::sandbox::Answer {
     let answer = sb.run(
         BIN,
         json!({"tool_name": tool, "tool_input": {"command": command}, "tool_use_id": "call_1",

@@ -12,7 +12,7 @@ use std::time::Duration;
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin};
+use preload_test_support::sandbox::{Answer, Sandbox, bin};
 
 mod containment;
 
@@ -515,7 +515,7 @@ fn concurrent_pretooluse_calls_block_exactly_once() {
                     .env(env::TMPDIR, sb.root())
                     .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
                     .env(env::PRELOAD_LEGACY_MARKER_DIR, legacy_dir(&sb))
-                    .envs(crate::common::LOADED_MACHINE_LIMITS)
+                    .envs(preload_test_support::sandbox::LOADED_MACHINE_LIMITS)
                     .arg("pretooluse")
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())

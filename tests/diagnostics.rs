@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use preload_cli::install::wiring::{BINARIES, WIRING};
 use serde_json::json;
 
-use crate::common::{Answer, Sandbox, strings};
+use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 pub(crate) fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
     sb.run_raw("preload", args, "")
@@ -181,7 +181,7 @@ pub(crate) fn assert_untouched(
 
 /// The directory of the built binaries.
 pub(crate) fn built() -> PathBuf {
-    crate::common::bin("preload")
+    preload_test_support::sandbox::bin("preload")
         .parent()
         .unwrap()
         .to_path_buf()

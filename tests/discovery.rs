@@ -6,8 +6,8 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, strings};
 use crate::guards::{allowed, call, stash};
+use preload_test_support::sandbox::{Sandbox, strings};
 
 /// A session whose skill declares TESTING.md and PITFALLS.md, with no rules (discovery's
 /// results stay visible in `pendingPreloads`, as in the engine's suite).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, strings};
+use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 const BIN: &str = "preload-dispatch";
 
@@ -304,7 +304,7 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
         "{}",
         out.stdout
     );
-    let doc = crate::common::read_json(&settings);
+    let doc = preload_test_support::sandbox::read_json(&settings);
     let handlers = ours(&doc);
     assert!(
         handlers.iter().all(|(_, b, _, f)| b == BIN && f.is_none()),
@@ -339,7 +339,7 @@ fn install_dispatch_wires_one_process_per_event_and_switches_back() {
 
     // Back to one process per binary: no dispatcher left, the `if` filters in place.
     assert_eq!(preload(&sb, &["install", "--prefix", prefix_s]).code, 0);
-    let doc = crate::common::read_json(&settings);
+    let doc = preload_test_support::sandbox::read_json(&settings);
     let handlers = ours(&doc);
     assert!(!handlers.iter().any(|(_, b, ..)| b == BIN));
     assert!(handlers.iter().any(|(e, b, _, f)| e == "PostToolUse"

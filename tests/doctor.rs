@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, read_json};
 use crate::install::{bash_entry, built, engine_settings, preload};
+use preload_test_support::sandbox::{Sandbox, read_json};
 
 fn dead_pid() -> u32 {
     let mut child = std::process::Command::new("true").spawn().unwrap();

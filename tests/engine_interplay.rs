@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, repo, shown_parts, strings};
-use crate::engine_model::Engine;
+use preload_test_support::engine_model::Engine;
+use preload_test_support::sandbox::{Answer, Sandbox, repo, shown_parts, strings};
 
 /// PreToolUse through the guard engine.
 fn pre(sb: &Sandbox, tool: &str, input: &Value) -> Answer {

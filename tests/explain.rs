@@ -6,8 +6,8 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::common::{Answer, Sandbox};
 use crate::diagnostics::{assert_untouched, built, preload, session_with_a_queue, snapshot};
+use preload_test_support::sandbox::{Answer, Sandbox};
 
 /// `preload explain` of `input` against the built binaries.
 fn explain(sb: &Sandbox, input: impl Into<Vec<u8>>) -> Answer {

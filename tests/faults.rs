@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin, litter, read_json, strings};
+use preload_test_support::sandbox::{Answer, Sandbox, bin, litter, read_json, strings};
 
 const STASHED: &str = "STASHED-ONCE";
 
@@ -272,7 +272,7 @@ fn a_full_disk_changes_nothing_and_loses_nothing() {
             }
             if *name == "preload-session-start" {
                 // What it made is out, and what is recorded as in context was shown.
-                let shown = crate::common::shown_parts(&answer.context());
+                let shown = preload_test_support::sandbox::shown_parts(&answer.context());
                 if sb.seed_path().is_file() {
                     let seed = read_json(&sb.seed_path());
                     assert!(!shown.is_empty(), "{kib} KiB: it prints what it recorded");

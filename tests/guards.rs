@@ -7,7 +7,7 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, read_json, strings};
+use preload_test_support::sandbox::{Answer, Sandbox, read_json, strings};
 
 mod rules;
 

@@ -14,7 +14,7 @@ use preload_cli::install::wiring::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin, read_json, repo};
+use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json, repo};
 
 /// CONTRACT section 2: every wired binary and its event (the e2e hook is never wired).
 const CONTRACT_EVENTS: &[(&str, &[&str])] = &[

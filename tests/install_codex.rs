@@ -9,7 +9,7 @@ use preload_cli::install::trust::{CodexConfig, PROJECT_MARK, hook_hash, registra
 use preload_cli::install::wiring::{all_handlers, our_binary};
 use serde_json::Value;
 
-use crate::common::{Answer, Sandbox, bin, read_json};
+use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json};
 
 fn built() -> PathBuf {
     bin("preload").parent().unwrap().to_path_buf()

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use preload_cli::install::{backup_of, previous_of};
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, bin, read_json};
+use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json};
 
 /// The directory of the built binaries: `--prefix` there installs without copying.
 fn built() -> PathBuf {

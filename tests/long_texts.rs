@@ -6,8 +6,8 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, read_json};
-use crate::pipeline_steps::{post_tool, session_start, tool_call};
+use preload_test_support::pipeline_steps::{post_tool, session_start, tool_call};
+use preload_test_support::sandbox::{Sandbox, read_json};
 
 /// The default output budget (CONTRACT section 4).
 const BUDGET: usize = 9_500;
@@ -102,7 +102,7 @@ fn a_rule_text_larger_than_one_answer_arrives_in_labelled_parts_over_the_next_ca
         seen.extend(
             answers
                 .iter()
-                .map(crate::common::Answer::context)
+                .map(preload_test_support::sandbox::Answer::context)
                 .filter(|c| !c.is_empty()),
         );
         if stash_of(&state).is_empty() {

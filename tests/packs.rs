@@ -8,10 +8,10 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::common::{Sandbox, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, cli, cli_output, drain, phase, prompt, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Sandbox, strings};
 
 /// The example's pack key in a sandbox.
 fn example_pack(sb: &Sandbox) -> String {

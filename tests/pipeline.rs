@@ -5,11 +5,11 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::common::{Sandbox, Wiring, read_json, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, bash_cli, cli, cli_in, drain, events_for, guarded_call, phase, phase_command,
     post_tool, prompt, proof_stdin, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Sandbox, Wiring, read_json, strings};
 
 mod compaction;
 
@@ -471,7 +471,8 @@ fn parallel_post_tool_use_hooks_never_deliver_a_file_twice() {
     .to_string();
     let children: Vec<_> = (0..6)
         .map(|_| {
-            let mut cmd = std::process::Command::new(crate::common::bin("preload-templates"));
+            let mut cmd =
+                std::process::Command::new(preload_test_support::sandbox::bin("preload-templates"));
             cmd.env_clear()
                 .env("HOME", &sb.home)
                 .env("CLAUDE_SUPERVISOR_PID", sb.pid.to_string())

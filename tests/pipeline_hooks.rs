@@ -5,8 +5,8 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::common::{Answer, Sandbox, assert_shown_recorded, shown_parts, strings};
-use crate::pipeline_steps::{cli, cli_in, headers, prompt, proof_stdin};
+use preload_test_support::pipeline_steps::{cli, cli_in, headers, prompt, proof_stdin};
+use preload_test_support::sandbox::{Answer, Sandbox, assert_shown_recorded, shown_parts, strings};
 
 /// One `SessionStart` registration printing the whole text within one output budget.
 fn session_start(sb: &Sandbox, source: &str) -> Answer {
@@ -162,7 +162,7 @@ fn every_binary_answers_version_while_stdin_stays_open() {
     for name in BINARIES {
         for flag in ["--version", "-V"] {
             // stdin is a pipe nobody writes to or closes: a binary that read it would hang.
-            let mut child = Command::new(crate::common::bin(name))
+            let mut child = Command::new(preload_test_support::sandbox::bin(name))
                 .arg(flag)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -246,7 +246,7 @@ fn session_start_keeps_what_does_not_fit_queued() {
     let state = sb.state("s");
     let delivered = headers(&text);
     let pending = strings(&state, "pendingPreloads");
-    crate::common::assert_shown_recorded(&text, &state);
+    preload_test_support::sandbox::assert_shown_recorded(&text, &state);
     for f in ["CMD_INTERROGATE.md", "/implement/SKILL.md"] {
         let queued = pending.iter().any(|p| p.ends_with(f));
         let shown = delivered.iter().any(|p| p.ends_with(f));
@@ -682,7 +682,7 @@ fn preload_started_under_a_hook_name_is_that_hook() {
     use std::os::unix::process::CommandExt;
     for name in BINARIES.iter().filter(|name| **name != "preload") {
         let run = |flag: &str| {
-            let out = std::process::Command::new(crate::common::bin("preload"))
+            let out = std::process::Command::new(preload_test_support::sandbox::bin("preload"))
                 .arg0(name)
                 .arg(flag)
                 .stdin(std::process::Stdio::null())

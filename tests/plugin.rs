@@ -16,7 +16,7 @@ use preload_cli::plugin::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, read_json};
+use preload_test_support::sandbox::{Answer, Sandbox, read_json};
 
 fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
     sb.run_raw("preload", args, "")
@@ -221,7 +221,8 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
     );
     assert_eq!(
         fs::read_to_string(dir.join("guards.json")).unwrap(),
-        fs::read_to_string(crate::common::repo().join("hooks/guards.json")).unwrap()
+        fs::read_to_string(preload_test_support::sandbox::repo().join("hooks/guards.json"))
+            .unwrap()
     );
 
     // Again into the same directory: fine, nothing else changes.
@@ -420,7 +421,7 @@ fn the_launcher_picks_each_platform_by_what_uname_says() {
             }
             let stand_in = platform_binary(&dir, platform);
             fs::create_dir_all(stand_in.parent().unwrap()).unwrap();
-            fs::copy(crate::common::bin("preload"), &stand_in).unwrap();
+            fs::copy(preload_test_support::sandbox::bin("preload"), &stand_in).unwrap();
             fake_uname(&fake, uname);
             let data = sb.root().join(format!("data-{}", platform.name));
             let out = run_as_plugin(

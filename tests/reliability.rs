@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin, litter, read_json};
+use preload_test_support::sandbox::{Sandbox, bin, litter, read_json};
 
 mod bad_files;
 mod bad_input;

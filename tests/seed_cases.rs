@@ -7,10 +7,10 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, drain, phase, phase_proving, prompt, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Sandbox, strings};
 
 /// Case 5.5, adapted: the seed's `resolve_refs(A, depth=2)` resolves B and C but not D in one
 /// call. Neither the engine's hooks nor ours call it that way: each delivered file queues the

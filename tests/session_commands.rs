@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, strings};
-use crate::pipeline_steps::cli_output;
+use preload_test_support::pipeline_steps::cli_output;
+use preload_test_support::sandbox::{Sandbox, strings};
 
 /// What a `preload` run left: (exit code, stdout, stderr).
 fn run(sb: &Sandbox, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -199,8 +199,8 @@ fn a_suffixed_phase_command_is_queued_by_the_transition_and_delivered_next() {
         "queued by the transition: {:?}",
         strings(&sb.state("t"), "pendingPreloads")
     );
-    crate::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
-    crate::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
+    preload_test_support::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
+    preload_test_support::pipeline_steps::tool_call(&sb, "Bash", json!({"command": "ls"}));
     assert_eq!(sb.delivery_count("/commands/CMD_GENERATE_DEBRIEF.md"), 1);
     assert!(strings(&sb.state("t"), "preloadedFiles").contains(&debrief));
 }
@@ -340,7 +340,7 @@ fn bad_labels_missing_sessions_and_unknown_flags() {
 /// `preload <args>` with a stdin that gets `written` and is then held open; (exit code, stdout,
 /// stderr, seconds taken).
 fn held_open(sb: &Sandbox, args: &[&str], written: &str) -> (i32, String, String, f64) {
-    let mut child = Command::new(crate::common::bin("preload"))
+    let mut child = Command::new(preload_test_support::sandbox::bin("preload"))
         .args(args)
         .env_clear()
         .env(env::HOME, &sb.home)

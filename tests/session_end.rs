@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::common::{Answer, Sandbox, read_json, strings};
-use crate::pipeline_steps::session_start;
+use preload_test_support::pipeline_steps::session_start;
+use preload_test_support::sandbox::{Answer, Sandbox, read_json, strings};
 
 const BIN: &str = "preload-session-end";
 
@@ -134,7 +134,7 @@ fn a_resume_after_the_end_goes_on_from_the_record() {
     // The first client process: gone by the time of the resume.
     sb.pid = 4_000_003;
     let first = session_start(&sb, "startup");
-    let sent = crate::common::shown_parts(&first.context());
+    let sent = preload_test_support::sandbox::shown_parts(&first.context());
     assert!(sent.iter().any(|(p, ..)| p.ends_with("COMMANDS.md")));
     end(&sb, "logout");
     assert!(ended(&sb).is_file());
@@ -152,7 +152,7 @@ fn a_resume_after_the_end_goes_on_from_the_record() {
 fn resume_sends_nothing_again(sb: &Sandbox, sent: &[(String, usize, usize)]) {
     let resumed = session_start(sb, "resume");
     resumed.assert_contract();
-    for (path, part, _) in crate::common::shown_parts(&resumed.context()) {
+    for (path, part, _) in preload_test_support::sandbox::shown_parts(&resumed.context()) {
         let before = sent.iter().find(|(p, ..)| *p == path);
         assert!(
             before.is_none_or(|(_, seen, all)| seen < all && part > *seen),
@@ -170,7 +170,7 @@ fn conversations_of_one_owner_pid_keep_a_record_each() {
     sb.pid = 4_000_005;
     let first_conversation = sb.conversation.clone();
     let first = session_start(&sb, "startup");
-    let sent = crate::common::shown_parts(&first.context());
+    let sent = preload_test_support::sandbox::shown_parts(&first.context());
     end(&sb, "prompt_input_exit");
     let first_record = ended(&sb);
     "second-conversation".clone_into(&mut sb.conversation);

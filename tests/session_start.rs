@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, bin, strings};
+use preload_test_support::sandbox::{Sandbox, bin, strings};
 
 /// Run all N registrations at once, as Claude Code does; their `additionalContext`s by index.
 fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec<String> {
@@ -22,7 +22,7 @@ fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec
                 .env("PRELOAD_TEST_LOG", &sb.log)
                 .env("CLAUDE_SESSION_CACHE_DIR", sb.root())
                 .env("TMPDIR", sb.root())
-                .envs(crate::common::LOADED_MACHINE_LIMITS)
+                .envs(preload_test_support::sandbox::LOADED_MACHINE_LIMITS)
                 .args(["--chunk", &format!("{i}/{n}")])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -104,7 +104,7 @@ fn chunks_are_generated_once_and_hold_whole_blocks() {
     distinct.dedup();
     assert_eq!(distinct.len(), raw.len(), "no block or part twice: {raw:?}");
     sb.assert_no_duplicates();
-    crate::common::assert_shown_recorded(&all, &sb.state("s"));
+    preload_test_support::sandbox::assert_shown_recorded(&all, &sb.state("s"));
     // A second round with the same session_id + source reads the cache: same text, no new events.
     let events = sb.events().len();
     let again = run_chunks(&sb, 8, "startup", &[("PRELOAD_OUTPUT_BUDGET", "1000")]);
@@ -148,7 +148,7 @@ fn too_few_slots_point_at_the_rest_which_stays_queued() {
     let state = sb.state("s");
     let pending = strings(&state, "pendingPreloads");
     assert!(!pending.is_empty());
-    crate::common::assert_shown_recorded(&slices.concat(), &state);
+    preload_test_support::sandbox::assert_shown_recorded(&slices.concat(), &state);
     assert!(
         pending
             .iter()
@@ -317,7 +317,12 @@ fn a_malformed_chunk_argument_prints_nothing() {
 }
 
 /// SessionStart without `--chunk` as process `owner`, for conversation `conversation`.
-fn start_as(sb: &Sandbox, owner: &str, source: &str, conversation: &str) -> crate::common::Answer {
+fn start_as(
+    sb: &Sandbox,
+    owner: &str,
+    source: &str,
+    conversation: &str,
+) -> preload_test_support::sandbox::Answer {
     let out = sb
         .command("preload-session-start")
         .env("CLAUDE_SUPERVISOR_PID", owner)
@@ -328,7 +333,7 @@ fn start_as(sb: &Sandbox, owner: &str, source: &str, conversation: &str) -> crat
         )
         .output()
         .unwrap();
-    crate::common::Answer::from_output(&out)
+    preload_test_support::sandbox::Answer::from_output(&out)
 }
 
 #[test]
@@ -339,7 +344,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
     sb.active_session("s", &json!({"pid": 4_000_001}));
     let started = start_as(&sb, first, "startup", "conv-1");
     started.assert_contract();
-    let delivered = crate::common::shown_parts(&started.context());
+    let delivered = preload_test_support::sandbox::shown_parts(&started.context());
     assert!(
         delivered
             .iter()
@@ -352,7 +357,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
     // what it was still owed goes on, part after part), and the session is the new process's.
     let resumed = start_as(&sb, &sb.pid.to_string(), "resume", "conv-1");
     resumed.assert_contract();
-    for (path, part, total) in crate::common::shown_parts(&resumed.context()) {
+    for (path, part, total) in preload_test_support::sandbox::shown_parts(&resumed.context()) {
         let before = delivered.iter().find(|(p, ..)| *p == path);
         assert!(
             before.is_none_or(|(_, seen, all)| seen < all && part > *seen && total == *all),
@@ -370,7 +375,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
 
     // Another conversation resumed is a context window of its own: it gets the standards.
     let other = start_as(&sb, &sb.pid.to_string(), "resume", "conv-2");
-    let fresh = crate::common::shown_parts(&other.context());
+    let fresh = preload_test_support::sandbox::shown_parts(&other.context());
     assert!(
         fresh
             .iter()
@@ -415,7 +420,7 @@ fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
                         .write_stdin(input)
                         .output()
                         .unwrap();
-                    let answer = crate::common::Answer::from_output(&out);
+                    let answer = preload_test_support::sandbox::Answer::from_output(&out);
                     answer.assert_contract();
                     answer.context()
                 })
@@ -430,7 +435,7 @@ fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
         text.contains(&format!("[Preloaded: {interrogate} (part 1/")),
         "the long command starts in the text"
     );
-    let whole: Vec<String> = crate::common::shown_parts(&text)
+    let whole: Vec<String> = preload_test_support::sandbox::shown_parts(&text)
         .into_iter()
         .filter(|(_, part, total)| part == total)
         .map(|(path, ..)| path)
@@ -441,7 +446,7 @@ fn a_resume_through_wrapped_registrations_sends_everything_it_records() {
             "{file} is recorded as in context but no slice holds it whole"
         );
     }
-    crate::common::assert_shown_recorded(&text, &state);
+    preload_test_support::sandbox::assert_shown_recorded(&text, &state);
 }
 
 /// A hook given another event's input (a wiring mistake) answers nothing and writes nothing:

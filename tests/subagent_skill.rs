@@ -9,10 +9,10 @@ use std::fs;
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, cli_output, drain, headers, phase, prompt, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 /// The project's packs: the bundled one, one for `/implement` and one for its phase 1.
 const PACKS: &str = r#"{"packs": [

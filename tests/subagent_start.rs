@@ -6,10 +6,10 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, strings};
-use crate::pipeline_steps::{
+use preload_test_support::pipeline_steps::{
     activate, drain, phase, prompt, seen, session_start, skill_call, tool_call,
 };
+use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 fn subagent_start(sb: &Sandbox, agent: &str, kind: &str) -> Answer {
     let answer = sb.run(

@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
-mod common;
-
 mod architecture;
 mod auto_answer;
 mod changes;
@@ -15,7 +13,6 @@ mod discovery;
 mod dispatch;
 mod doctor;
 mod engine_interplay;
-mod engine_model;
 mod explain;
 mod faults;
 mod guards;
@@ -26,7 +23,6 @@ mod long_texts;
 mod packs;
 mod pipeline;
 mod pipeline_hooks;
-mod pipeline_steps;
 mod plugin;
 mod reliability;
 mod seed_cases;

@@ -29,8 +29,6 @@
 )]
 
 mod events;
-#[path = "../../support/example.rs"]
-mod example;
 mod lookups;
 mod measure;
 mod sandbox;

@@ -133,7 +133,7 @@ impl Drop for Sandbox {
     }
 }
 
-use super::example::repo;
+use preload_test_support::example::repo;
 
 /// Filler prose of about `bytes` bytes that mentions `refs` (`§CMD_X` style names).
 fn prose(title: &str, bytes: usize, refs: &[&str]) -> String {
@@ -409,7 +409,7 @@ impl Sandbox {
         let sessions = project.join("sessions");
         let claude = home.join(".claude");
         let mut bytes = 0;
-        super::example::lay_out(&home, &project)?;
+        preload_test_support::example::lay_out(&home, &project)?;
         fs::create_dir_all(root.join("tmp"))?;
         let engine = claude.join("engine");
         write(

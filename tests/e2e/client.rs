@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use preload_core::primitives::env;
 use serde_json::Value;
 
-use crate::common::repo;
 use crate::model::ModelServer;
 use crate::world::World;
+use preload_test_support::sandbox::repo;
 
 /// The client version the scenarios are written against (`make e2e-setup` installs exactly
 /// this).

@@ -16,7 +16,6 @@ use crate::codex_model::{
     CodexModel, FINAL_TEXT, SUMMARY, Script, Step, compacted, heavy, last_turn, patch, shell,
     shell_of,
 };
-use crate::common::{Wiring, bin, repo};
 use crate::model::Request;
 use crate::received::Received;
 use crate::scenario::{PHASE_CALLS, activate, log, phase};
@@ -25,6 +24,7 @@ use crate::support::{
     request_summary, resume_point, union,
 };
 use crate::world::{SESSION_START_CHUNKS, World};
+use preload_test_support::sandbox::{Wiring, bin, repo};
 
 mod resume;
 mod trust;

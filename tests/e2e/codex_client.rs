@@ -11,8 +11,8 @@ use preload_core::primitives::env;
 
 use crate::client::Run;
 use crate::codex_model::CodexModel;
-use crate::common::repo;
 use crate::world::World;
+use preload_test_support::sandbox::repo;
 
 /// The Codex CLI version the Codex scenarios are written against (`make e2e-setup` installs
 /// exactly this).

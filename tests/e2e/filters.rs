@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::Wiring;
 use crate::model::{Script, bash};
 use crate::scenario::{Scenario, activate, proof_to_enter};
 use crate::world::{SESSION, World};
+use preload_test_support::sandbox::Wiring;
 
 /// The hooks whose Bash registrations the wiring filters.
 const FILTERED: [&str; 2] = ["preload-templates", "preload-phase-commands"];

@@ -11,9 +11,6 @@
     missing_docs
 )]
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod branches;
 mod client;
 mod codex;

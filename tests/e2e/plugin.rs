@@ -7,7 +7,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::bin;
 use crate::model::ModelServer;
 use crate::model::Script;
 use crate::scenario::Scenario;
@@ -16,6 +15,7 @@ use crate::support::{client_or_skip, notice};
 use crate::world::World;
 use preload_cli::install::wiring::BINARIES;
 use preload_cli::plugin::{platform_binary, this_platform};
+use preload_test_support::sandbox::bin;
 
 impl World {
     /// Writes the plugin with the built `preload plugin` into the world and loads it in every

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::common::Sandbox;
 use crate::real_engine::engine_or_skip;
+use preload_test_support::sandbox::Sandbox;
 
 /// `session.sh <args>` as the engine runs it for this sandbox's client (its PID, its PID cache
 /// directory), with the checkout's scripts where `session.sh` sources them.

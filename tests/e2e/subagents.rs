@@ -131,7 +131,7 @@ fn main_is_untouched(s: &Scenario, main_got: &Received, test_dir: &str, saved: &
         "{}: the main agent's invokedSkills",
         s.name
     );
-    let held: Vec<String> = crate::common::strings(&state, "preloadedFiles")
+    let held: Vec<String> = preload_test_support::sandbox::strings(&state, "preloadedFiles")
         .into_iter()
         .filter(|f| f.starts_with(test_dir) || *f == p.cmd("CMD_RUN_TESTS"))
         .collect();

@@ -4,7 +4,7 @@
 use std::fs;
 use std::process::Command;
 
-use crate::common::repo;
+use preload_test_support::sandbox::repo;
 
 /// The reason the opt-in real-engine scenarios give, which names no missing client.
 const ENGINE_NOT_SET: &str = "PRELOAD_E2E_ENGINE is not set";

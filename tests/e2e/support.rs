@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::repo;
 use crate::model::{Kind, Request};
 use crate::received::Received;
 use crate::world::World;
+use preload_test_support::sandbox::repo;
 
 /// Writes one line to the terminal, past the test harness's output capture, so skips and
 /// context costs show under `cargo test` and `make test` alike.

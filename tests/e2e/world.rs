@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::client::RUN_TIMEOUT;
-use crate::common::{Sandbox, Wiring, bin, copy_tree, repo};
+use preload_test_support::sandbox::{Sandbox, Wiring, bin, copy_tree, repo};
 
 /// Name of the session directory the scripted lifecycle activates (under `sessions/`).
 pub const SESSION: &str = "e2e";

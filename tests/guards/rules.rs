@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Sandbox, strings};
 use crate::guards::{allowed, call, counter, denied, session_with, stash, sub_call};
+use preload_test_support::sandbox::{Sandbox, strings};
 
 fn guards(sb: &Sandbox, rules: &Value) {
     fs::write(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Sandbox, Wiring};
+use preload_test_support::sandbox::{Answer, Sandbox, Wiring};
 
 /// A registration: binary and arguments.
 pub type Reg = (&'static str, Vec<String>);

@@ -12,9 +12,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::client::{self, Window};
-use crate::common::{Answer, litter, strings};
 use crate::ops::Sk;
 use crate::world::{World, canon};
+use preload_test_support::sandbox::{Answer, litter, strings};
 
 /// The foreign field planted in every state and seed.
 pub const FOREIGN: (&str, &str) = ("fleetNote", "keep me");

@@ -16,16 +16,6 @@
     clippy::format_push_string
 )]
 
-#[allow(unused_imports)]
-#[path = "../common/mod.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../engine_model.rs"]
-mod engine_model;
-#[allow(dead_code)]
-#[path = "../pipeline_steps.rs"]
-mod pipeline_steps;
-
 mod client;
 mod hooks;
 mod invariants;

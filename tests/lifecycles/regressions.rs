@@ -213,7 +213,7 @@ fn under_dispatch_a_compaction_after_a_cut_stash_goes_on_with_its_parts() {
         Call(0, Ls, 0),
         Call(0, Ls, 0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -396,7 +396,7 @@ fn a_file_that_changes_while_a_sub_agent_gets_its_parts_starts_again() {
         Grow(crate::ops::Big::ParseParameters, 1),
         SubCall(0, 1, Read, 0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -426,7 +426,7 @@ fn a_file_with_parts_in_the_stash_is_not_carried_ahead_of_them() {
         SkillCall(0, Implement),
         Compact(0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -444,7 +444,7 @@ fn a_part_the_pretooluse_answer_carries_is_not_followed_by_a_stashed_one() {
         SkillCall(0, Implement),
         Compact(0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -455,8 +455,8 @@ fn a_part_the_pretooluse_answer_carries_is_not_followed_by_a_stashed_one() {
 fn a_codex_compaction_sends_what_the_latest_call_carried_again() {
     let ops = vec![Activate(0, Implement), Call(0, Read, 0), Compact(0)];
     for wiring in [
-        crate::common::Wiring::Binaries,
-        crate::common::Wiring::Dispatch,
+        preload_test_support::sandbox::Wiring::Binaries,
+        preload_test_support::sandbox::Wiring::Dispatch,
     ] {
         crate::run::play_through_as(crate::world::Client::Codex, wiring, &ops)
             .unwrap_or_else(|r| panic!("{r}"));
@@ -481,7 +481,7 @@ fn under_dispatch_a_compaction_keeps_the_first_part_a_kept_call_carried() {
         Call(0, Read, 0),
         Compact(0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -504,7 +504,7 @@ fn under_dispatch_a_file_grown_after_a_compaction_kept_its_first_part_starts_aga
         Grow(crate::ops::Big::AskRound, 2),
         SkillCall(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -523,7 +523,7 @@ fn a_window_that_outlives_its_restart_request_keeps_its_part_progress() {
         Restart(0),
         SkillCall(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -539,7 +539,7 @@ fn under_dispatch_a_reactivation_after_a_restart_request_sends_no_part_again() {
         Activate(0, Implement),
         SkillCall(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -557,7 +557,7 @@ fn under_dispatch_a_dehydrated_window_that_goes_on_sends_no_part_again() {
         Dehydrate(0, 0),
         Activate(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -569,7 +569,7 @@ fn a_conversation_resumed_after_a_restart_request_goes_on() {
     let ops = vec![Activate(0, Implement), Touch(5), Restart(0), Resume(0, 0)];
     crate::run::play_through_as(
         crate::world::Client::Codex,
-        crate::common::Wiring::Binaries,
+        preload_test_support::sandbox::Wiring::Binaries,
         &ops,
     )
     .unwrap_or_else(|r| panic!("{r}"));
@@ -588,7 +588,7 @@ fn under_dispatch_start_ups_after_a_restart_request_send_no_pack_twice() {
         Startup(0),
         Startup(0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -599,7 +599,7 @@ fn under_dispatch_start_ups_after_a_restart_request_send_no_pack_twice() {
 #[test]
 fn the_next_skill_after_idle_goes_on_in_the_same_window() {
     let ops = vec![Activate(0, Implement), Idle(0), Activate(0, Do)];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -613,7 +613,7 @@ fn a_skill_loaded_before_the_first_session_is_not_sent_again_after_idle() {
         Idle(0),
         Activate(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -629,7 +629,7 @@ fn the_next_session_after_idle_takes_the_window_with_it() {
         Idle(1),
         Activate(1, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -644,7 +644,7 @@ fn under_dispatch_what_is_stashed_in_an_idle_session_is_in_flight() {
         Clear(0),
         SkillCall(0, Test),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -663,7 +663,7 @@ fn a_compaction_after_idle_starts_the_idle_sessions_window_again() {
         Idle(0),
         Compact(0),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -682,7 +682,7 @@ fn under_dispatch_a_resumed_conversation_in_its_idle_session_is_judged_by_that_s
         Startup(0),
         Resume(0, 2),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -698,7 +698,7 @@ fn under_dispatch_the_stash_of_a_resumed_idle_session_is_in_flight() {
         Resume(0, 0),
         SkillCall(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -718,7 +718,7 @@ fn a_conversation_resumed_after_clear_knows_the_skills_its_client_holds() {
         Compact(0),
         Activate(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -742,7 +742,7 @@ fn a_window_continued_after_its_client_was_killed_is_resumed_without_sending_it_
         Resume(0, 0),
         Call(0, Read, 3),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Binaries, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Binaries, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 

@@ -44,18 +44,21 @@ pub fn play(ops: &[Op]) -> Result<(), String> {
 /// [`play`], where every op must run (none skipped as making no sense at that point): for a
 /// regression whose sequence must reach its last step to mean anything.
 pub fn play_through(ops: &[Op]) -> Result<(), String> {
-    play_through_on(crate::common::Wiring::of_run(), ops)
+    play_through_on(preload_test_support::sandbox::Wiring::of_run(), ops)
 }
 
 /// [`play_through`] on `wiring`, whatever the run's.
-pub fn play_through_on(wiring: crate::common::Wiring, ops: &[Op]) -> Result<(), String> {
+pub fn play_through_on(
+    wiring: preload_test_support::sandbox::Wiring,
+    ops: &[Op],
+) -> Result<(), String> {
     play_through_as(crate::world::Client::of_run(), wiring, ops)
 }
 
 /// [`play_through_on`] for `client`, whatever the run's.
 pub fn play_through_as(
     client: crate::world::Client,
-    wiring: crate::common::Wiring,
+    wiring: preload_test_support::sandbox::Wiring,
     ops: &[Op],
 ) -> Result<(), String> {
     play_through_owned(client, wiring, Ownership::Client, ops)
@@ -66,7 +69,7 @@ pub fn play_through_as(
 pub fn play_supervised(ops: &[Op]) -> Result<(), String> {
     play_through_owned(
         crate::world::Client::of_run(),
-        crate::common::Wiring::of_run(),
+        preload_test_support::sandbox::Wiring::of_run(),
         Ownership::Supervisor,
         ops,
     )
@@ -75,7 +78,7 @@ pub fn play_supervised(ops: &[Op]) -> Result<(), String> {
 /// [`play_through_as`] with sessions owned as `ownership` says.
 pub fn play_through_owned(
     client: crate::world::Client,
-    wiring: crate::common::Wiring,
+    wiring: preload_test_support::sandbox::Wiring,
     ownership: Ownership,
     ops: &[Op],
 ) -> Result<(), String> {
@@ -214,7 +217,7 @@ pub fn run_seed(seed: u64, cases: u32, ownership: Ownership) -> Result<(), Strin
             "\n==== LIFECYCLE FAILURE: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_OWNERSHIP={}), wiring {:?}, client {:?} ====\n\
              shrunk sequence for regressions.rs:\n\n{}\n    {replay}.unwrap_or_else(|r| panic!(\"{{r}}\"));\n\n{}",
             ownership.name(),
-            crate::common::Wiring::of_run(),
+            preload_test_support::sandbox::Wiring::of_run(),
             crate::world::Client::of_run(),
             ops::as_rust(&ops),
             reason.message()
@@ -225,7 +228,7 @@ pub fn run_seed(seed: u64, cases: u32, ownership: Ownership) -> Result<(), Strin
 
 /// Shard `shard` of the run's cases: its share of `PRELOAD_LIFECYCLE_CASES`, from its own seed.
 fn run_shard(shard: u32) {
-    let wiring = crate::common::Wiring::of_run();
+    let wiring = preload_test_support::sandbox::Wiring::of_run();
     let client = crate::world::Client::of_run();
     let ownership = Ownership::of_run(if shard % 2 == 1 {
         Ownership::Supervisor
@@ -310,7 +313,7 @@ fn soak(time: Duration) {
         eprintln!(
             "soak: seed {seed} (PRELOAD_LIFECYCLE_SEED={seed} PRELOAD_LIFECYCLE_CASES=4 PRELOAD_OWNERSHIP={}), wiring {:?}, client {:?}",
             ownership.name(),
-            crate::common::Wiring::of_run(),
+            preload_test_support::sandbox::Wiring::of_run(),
             crate::world::Client::of_run()
         );
         if let Err(report) = run_seed(seed, 4, ownership) {

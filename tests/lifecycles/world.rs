@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::client::{self, Entry, Kind, Process, Transcript, Window};
-use crate::common::{Answer, Sandbox};
 use crate::hooks;
 use crate::invariants::{self, Due};
 use crate::ops::{Big, Op, Sk, Tool};
-use crate::pipeline_steps::{cli_output, phase_command, proof_stdin};
+use preload_test_support::pipeline_steps::{cli_output, phase_command, proof_stdin};
+use preload_test_support::sandbox::{Answer, Sandbox};
 
 mod calls;
 mod lifecycle;

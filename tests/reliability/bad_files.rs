@@ -208,7 +208,7 @@ fn fifos_in_place_of_guards_and_cache_do_not_stall_the_guard_engine() {
         "preload-overflow",
         &[],
         stdin.as_bytes(),
-        &crate::common::LOADED_MACHINE_LIMITS,
+        &preload_test_support::sandbox::LOADED_MACHINE_LIMITS,
     );
     run.assert_contract("FIFO guards");
     assert_eq!(

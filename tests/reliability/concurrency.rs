@@ -102,7 +102,10 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         // The engine's bash, on the same file.
         let bash = scope.spawn(|| {
             let out = Command::new("bash")
-                .arg(crate::common::repo().join("tests/support/bash-counter-writer.sh"))
+                .arg(
+                    preload_test_support::sandbox::repo()
+                        .join("tests/support/bash-counter-writer.sh"),
+                )
                 .arg(&state_path)
                 .arg("bashCounter")
                 .arg(BASH_ITERATIONS.to_string())
@@ -137,7 +140,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
     // `engine log` when the heartbeat blocks (a denied call claims nothing).
     for round in 0..60 {
         let state = read_json(&state_path);
-        let pending = crate::common::strings(&state, "pendingPreloads");
+        let pending = preload_test_support::sandbox::strings(&state, "pendingPreloads");
         let stash = state["pendingAllowInjections"]
             .as_array()
             .map_or(0, Vec::len);
@@ -210,7 +213,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
         .filter(|e| e["event"] == "queue-pending")
         .filter_map(|e| e["file"].as_str().map(str::to_owned))
         .collect();
-    let preloaded = crate::common::strings(&state, "preloadedFiles");
+    let preloaded = preload_test_support::sandbox::strings(&state, "preloadedFiles");
     let delivered: std::collections::BTreeSet<String> =
         sb.deliveries().into_iter().map(|(_, f)| f).collect();
     for file in &queued {
@@ -231,7 +234,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
             "delivered but not recorded: {file}"
         );
     }
-    assert!(crate::common::strings(&state, "pendingPreloads").is_empty());
+    assert!(preload_test_support::sandbox::strings(&state, "pendingPreloads").is_empty());
     assert!(litter(&dir).is_empty(), "{:?}", litter(&dir));
     assert!(litter(&sb.sessions.join(".seeds")).is_empty());
     println!(
@@ -291,7 +294,10 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
     let (runs, bash) = std::thread::scope(|scope| {
         let bash = scope.spawn(|| {
             let out = Command::new("bash")
-                .arg(crate::common::repo().join("tests/support/bash-counter-writer.sh"))
+                .arg(
+                    preload_test_support::sandbox::repo()
+                        .join("tests/support/bash-counter-writer.sh"),
+                )
                 .arg(&state_path)
                 .arg("bashCounter")
                 .arg(BASH_WRITES.to_string())
@@ -324,7 +330,7 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
                                 // emulation, reach; what is tested here is the lock.
                                 &[
                                     (env::PRELOAD_LOCK_TIMEOUT_MS, "3"),
-                                    crate::common::LOADED_MACHINE_LIMITS[0],
+                                    preload_test_support::sandbox::LOADED_MACHINE_LIMITS[0],
                                 ],
                             )
                         })
@@ -436,7 +442,7 @@ fn the_counters_mirror_holds_every_count_of_a_burst() {
                             "preload-overflow",
                             &[],
                             input.as_bytes(),
-                            &crate::common::LOADED_MACHINE_LIMITS,
+                            &preload_test_support::sandbox::LOADED_MACHINE_LIMITS,
                         )
                     })
                 })

@@ -97,7 +97,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         assert!(batch.chars().count() < 2_000, "{}", batch.chars().count());
     }
     let state = sb.state("contain");
-    let preloaded = crate::common::strings(&state, "preloadedFiles");
+    let preloaded = preload_test_support::sandbox::strings(&state, "preloadedFiles");
     for bad in [&paths[0], &paths[1], &paths[2]] {
         assert!(
             !preloaded.contains(bad),
@@ -105,7 +105,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         );
     }
     assert!(
-        crate::common::strings(&state, "pendingPreloads").is_empty(),
+        preload_test_support::sandbox::strings(&state, "pendingPreloads").is_empty(),
         "{state}"
     );
     // The symlink to an already delivered file is the same file: skipped by inode.

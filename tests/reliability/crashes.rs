@@ -207,7 +207,7 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
                 name,
                 &[],
                 input.to_string().as_bytes(),
-                &crate::common::LOADED_MACHINE_LIMITS,
+                &preload_test_support::sandbox::LOADED_MACHINE_LIMITS,
             )
         };
         for _ in 0..8 {
@@ -223,7 +223,7 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
             inj.assert_contract("follow-up injections");
             out.push_str(&inj.context());
             let state = sb.state("killed");
-            let idle = crate::common::strings(&state, "pendingPreloads").is_empty()
+            let idle = preload_test_support::sandbox::strings(&state, "pendingPreloads").is_empty()
                 && state["pendingAllowInjections"]
                     .as_array()
                     .is_none_or(Vec::is_empty);
@@ -286,7 +286,7 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
         let mut got = preloaded_headers(&out);
         got.sort();
         let state = sb.state("killed");
-        let preloaded = crate::common::strings(&state, "preloadedFiles");
+        let preloaded = preload_test_support::sandbox::strings(&state, "preloadedFiles");
         for file in &expected {
             assert!(
                 preloaded.contains(file),

@@ -38,7 +38,8 @@ pub(super) fn each_once(j: &Judged) -> Point {
     let mut two = Point::new("2 every preloaded file once per context, real newlines");
     let logged_run1 = delivered_to_main(&j.log, 0, j.log_after_run1);
     let logged_after = delivered_to_main(&j.log, j.log_after_run1, usize::MAX);
-    let queued_at_end: Vec<String> = crate::common::strings(&j.state, "pendingPreloads");
+    let queued_at_end: Vec<String> =
+        preload_test_support::sandbox::strings(&j.state, "pendingPreloads");
     for (what, got, files, last) in [
         (&j.run1_request, &j.first, &logged_run1, false),
         (&j.compaction_request, &j.summarised, &logged_run1, false),
@@ -207,7 +208,7 @@ pub(super) fn after_compaction(j: &Judged) -> Point {
             .join("SKILL.md")
             .to_string_lossy()
             .into_owned();
-    for file in crate::common::strings(&j.state, "preloadedFiles") {
+    for file in preload_test_support::sandbox::strings(&j.state, "preloadedFiles") {
         let client_reload = file == skill_md && !skill.is_empty();
         if after.complete_at(&file).is_none() && !client_reload {
             five.problems.push(format!(
@@ -238,7 +239,7 @@ pub(super) fn after_compaction(j: &Judged) -> Point {
          SKILL.md in preloadedFiles: {}",
         compacted.get("invokedSkills").unwrap_or(&Value::Null),
         compacted.get("reloadedSkills").unwrap_or(&Value::Null),
-        crate::common::strings(compacted, "preloadedFiles").contains(&skill_md)
+        preload_test_support::sandbox::strings(compacted, "preloadedFiles").contains(&skill_md)
     ));
     five.evidence.extend(arrivals(after, &j.core));
     five.evidence.extend(arrivals(after, &phase_now));

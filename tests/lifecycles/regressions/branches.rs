@@ -39,7 +39,7 @@ fn a_fork_under_one_supervisor_goes_on_from_its_parents_window_and_the_parent_af
 fn a_codex_fork_goes_on_from_its_parents_window_and_the_parent_after_it() {
     crate::run::play_through_as(
         crate::world::Client::Codex,
-        crate::common::Wiring::of_run(),
+        preload_test_support::sandbox::Wiring::of_run(),
         &fork_then_parent(),
     )
     .unwrap_or_else(|r| panic!("{r}"));
@@ -237,7 +237,7 @@ fn a_rewind_past_a_resume_takes_back_what_its_start_carried() {
         Rewind(0, 0),
         SkillCall(0, Implement),
     ];
-    crate::run::play_through_on(crate::common::Wiring::Dispatch, &ops)
+    crate::run::play_through_on(preload_test_support::sandbox::Wiring::Dispatch, &ops)
         .unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -256,7 +256,7 @@ fn a_window_record_written_again_keeps_its_other_fields() {
     ];
     crate::run::play_through_owned(
         crate::world::Client::Codex,
-        crate::common::Wiring::Binaries,
+        preload_test_support::sandbox::Wiring::Binaries,
         crate::world::Ownership::Supervisor,
         &ops,
     )
@@ -279,7 +279,7 @@ fn a_fork_of_a_running_conversation_starts_as_its_window_and_is_not_locked_out()
     ];
     crate::run::play_through_owned(
         crate::world::Client::of_run(),
-        crate::common::Wiring::of_run(),
+        preload_test_support::sandbox::Wiring::of_run(),
         crate::world::Ownership::Client,
         &ops,
     )

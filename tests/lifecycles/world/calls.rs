@@ -296,7 +296,7 @@ impl World {
         &mut self,
         slot: usize,
         command: &str,
-        run: impl FnOnce(&crate::common::Sandbox) -> (String, Option<String>),
+        run: impl FnOnce(&preload_test_support::sandbox::Sandbox) -> (String, Option<String>),
     ) -> (bool, bool) {
         let id = format!("toolu_{}", self.next());
         let exchange = self.window(slot, None).unwrap().next_exchange();
@@ -362,7 +362,7 @@ impl World {
         };
         let project = self.sb.project.clone();
         self.bash_call(slot, &command, |sb| {
-            let engine = crate::engine_model::Engine::new(sb);
+            let engine = preload_test_support::engine_model::Engine::new(sb);
             match hand_over {
                 None => engine.restart(&name),
                 Some(n) => {
@@ -403,7 +403,7 @@ impl World {
         self.use_slot(slot);
         let command = format!("engine session continue sessions/{name}");
         self.bash_call(slot, &command, |sb| {
-            crate::engine_model::Engine::new(sb).continue_session(&name, pid);
+            preload_test_support::engine_model::Engine::new(sb).continue_session(&name, pid);
             ("Session continued.\n".to_owned(), None)
         });
         true
@@ -417,7 +417,7 @@ impl World {
         self.use_slot(slot);
         let command = format!("engine session idle sessions/{name} <<'EOF' …");
         self.bash_call(slot, &command, |sb| {
-            crate::engine_model::Engine::new(sb).idle(&name);
+            preload_test_support::engine_model::Engine::new(sb).idle(&name);
             ("Session idle.\n".to_owned(), None)
         });
         true
@@ -436,7 +436,12 @@ impl World {
         let Some((name, _)) = found else {
             return false;
         };
-        crate::engine_model::Engine::new(&self.sb).statusline(&name, pid, &conversation, 0.25);
+        preload_test_support::engine_model::Engine::new(&self.sb).statusline(
+            &name,
+            pid,
+            &conversation,
+            0.25,
+        );
         true
     }
 

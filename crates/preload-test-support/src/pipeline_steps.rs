@@ -9,7 +9,7 @@ use std::process::Output;
 use preload_cli::transition::{self, proof::ProofSchema};
 use serde_json::{Map, Value, json};
 
-use crate::common::{Answer, Sandbox, Wiring};
+use crate::sandbox::{Answer, Sandbox, Wiring};
 
 /// SessionStart with `source`, all its registrations at once, as Claude Code runs them.
 pub fn session_start(sb: &Sandbox, source: &str) -> Answer {
@@ -89,8 +89,8 @@ pub fn tool_call(sb: &Sandbox, tool: &str, tool_input: Value) -> Vec<Answer> {
 /// logging when the heartbeat asks, as an agent does.
 pub fn drain(sb: &Sandbox, name: &str, limit: usize) {
     for _ in 0..limit {
-        let state = crate::common::read_json(&sb.sessions.join(name).join(".state.json"));
-        let idle = crate::common::strings(&state, "pendingPreloads").is_empty()
+        let state = crate::sandbox::read_json(&sb.sessions.join(name).join(".state.json"));
+        let idle = crate::sandbox::strings(&state, "pendingPreloads").is_empty()
             && state["pendingAllowInjections"]
                 .as_array()
                 .is_none_or(Vec::is_empty);
@@ -150,7 +150,7 @@ pub fn cli_output(sb: &Sandbox, args: &[&str], stdin: &str) -> Output {
 /// command files' proof schemas and its own), of the type the schema names, a string
 /// otherwise. Empty when the phase asks for none.
 pub fn proof_stdin(sb: &Sandbox, name: &str) -> String {
-    let state = crate::common::read_json(&sb.sessions.join(name).join(".state.json"));
+    let state = crate::sandbox::read_json(&sb.sessions.join(name).join(".state.json"));
     let current = state["currentPhase"].as_str().unwrap_or("");
     let phases = state["phases"].as_array().cloned().unwrap_or_default();
     let Some(definition) = transition::find(
@@ -159,7 +159,7 @@ pub fn proof_stdin(sb: &Sandbox, name: &str) -> String {
     ) else {
         return String::new();
     };
-    let declared = crate::common::strings(&Value::Object(definition.clone()), "proof");
+    let declared = crate::sandbox::strings(&Value::Object(definition.clone()), "proof");
     let commands = sb.home.join(".claude/engine/.directives/commands");
     let schema = ProofSchema::of_phase(&commands, definition, &declared);
     if schema.required.is_empty() {

@@ -2,7 +2,7 @@
 //! `examples/skills` as `~/.claude/skills`, the `~/.claude/.directives` symlink the engine's
 //! installer makes, the default rules, and `examples/project` with an empty `sessions/`.
 //!
-//! Shared by the test sandbox, `make demo` and `make bench` (included with `#[path]`).
+//! Shared by the test sandbox, `make demo` and `make bench`.
 
 use std::fs;
 use std::io;
@@ -10,7 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    // This crate's manifest sits at `crates/preload-test-support`, two levels down.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .to_path_buf()
 }
 
 /// Copy a directory tree (directories and regular files).

@@ -1,14 +1,6 @@
 //! The test sandbox: a temporary `HOME` with the bundled example engine, a project with
 //! `.claude/` and `sessions/`, and helpers to run the real binaries and read what they left.
 
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::missing_panics_doc
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -18,13 +10,8 @@ use assert_cmd::Command;
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-#[path = "../../support/example.rs"]
-mod example;
-
-/// Used by the e2e worlds only.
-#[allow(unused_imports)]
-pub use example::copy_tree;
-pub use example::repo;
+use crate::example;
+pub use crate::example::{copy_tree, repo};
 
 /// A binary's path: in `PRELOAD_TEST_BIN_DIR` when it is set (to run the suites against the
 /// binaries users install, `make release`'s), else the one cargo built for the tests.
@@ -204,6 +191,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// A sandbox with the bundled example engine, skills and project.
+    #[allow(clippy::new_without_default)] // a sandbox is made on disk, never a default value
     pub fn new() -> Self {
         let sandbox = Self::bare();
         example::lay_out(&sandbox.home, &sandbox.project).unwrap();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::common::{Sandbox, read_json};
+use crate::sandbox::{Sandbox, read_json};
 
 /// The six core standards, relative to `~/.claude/.directives` (lib.sh `get_session_start_seeds`,
 /// lines 142-160; session.sh activate repeats the list at line 515).

@@ -1,0 +1,17 @@
+//! What the suites (`tests/`), `make demo` and `make bench` share, in one crate rather than
+//! files included by path: the bundled example laid out as a user's machine ([`example`]), the
+//! test sandbox that runs the real binaries in it ([`sandbox`]), a model of the engine's own
+//! `session.sh` writers ([`engine_model`]) and the steps of a simulated Claude Code session
+//! ([`pipeline_steps`]).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc
+)]
+
+pub mod engine_model;
+pub mod example;
+pub mod pipeline_steps;
+pub mod sandbox;
