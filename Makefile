@@ -289,8 +289,8 @@ link-macos:
 			"$(DIST_TOOLS)/bin/cargo-zigbuild" test --workspace --locked --no-run --target $$target || exit 1; \
 	done
 
-## make package: the three crates as the crate registry would get them (`cargo package
-## --workspace`: each one's files, with its path dependencies taken as registry versions), each
+## make package: the three crates users get, as the crate registry would get them (`cargo package
+## --workspace`, the test-support crate left out: each one's files, with its path dependencies taken as registry versions), each
 ## built from its own package alone. Cargo takes a registry crate of a given name and version to
 ## be immutable: it reuses the copy it unpacked under $CARGO_HOME/registry/src/ and what it built
 ## from it, and the temporary registry's path is the same on every run. So every run builds in
@@ -299,7 +299,7 @@ link-macos:
 PACKAGE_DIR := $(BUILD_DIR)/package-check
 package:
 	@rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/preload-core-* "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/preload-cli-* "$(PACKAGE_DIR)"
-	$(CARGO) package --workspace --locked --target-dir "$(PACKAGE_DIR)"
+	$(CARGO) package --workspace --exclude preload-test-support --locked --target-dir "$(PACKAGE_DIR)"
 
 ## Where `make npm` writes the npm packages, and the targets it packs (narrow it with
 ## NPM_TARGETS="x86_64-unknown-linux-musl" when only some tarballs were built).
