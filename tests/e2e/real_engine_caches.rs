@@ -90,8 +90,9 @@ fn index_entry(sb: &Sandbox, key: &str) -> Option<String> {
 fn loaded(dir: &Path, life: u32) {
     preload_core::state::update(
         &dir.join(".state.json"),
-        std::time::Instant::now() + std::time::Duration::from_secs(2),
-        preload_core::state::Durability::PerCall,
+        preload_core::state::Write::per_call(
+            std::time::Instant::now() + std::time::Duration::from_secs(2),
+        ),
         |s| {
             s.remove("loading");
             s.set("startedAt", json!(format!("2026-02-01T00:00:{life:02}Z")));

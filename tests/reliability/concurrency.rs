@@ -119,8 +119,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
             let entry = format!("STASH-ENTRY-{i:04}");
             let pushed = preload_core::state::update(
                 &state_path,
-                Instant::now() + Duration::from_secs(2),
-                preload_core::state::Durability::PerCall,
+                preload_core::state::Write::per_call(Instant::now() + Duration::from_secs(2)),
                 |s| {
                     s.array_mut("pendingAllowInjections")
                         .push(json!({"ruleId": "hammer", "content": entry, "agentId": ""}));

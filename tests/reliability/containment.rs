@@ -66,8 +66,7 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         let ctx = core_context(&sb, &[]);
         preload_core::state::update(
             &target.path,
-            Instant::now() + Duration::from_secs(2),
-            preload_core::state::Durability::PerCall,
+            preload_core::state::Write::per_call(Instant::now() + Duration::from_secs(2)),
             |s| {
                 for p in &paths {
                     s.add_path(preload_core::state::QUEUED, p);

@@ -35,8 +35,8 @@ pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
 pub use phases::{PhaseDef, Phases};
 pub use store::{
-    Durability, Read, commit_before, create_if_absent, load, load_read, rewrite, save, save_fields,
-    save_locked, update, update_read,
+    Durability, Read, Write, commit_before, create_if_absent, load, load_read, save, save_fields,
+    save_locked, update,
 };
 pub use typed::Field;
 

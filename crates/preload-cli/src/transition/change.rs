@@ -59,12 +59,9 @@ fn change(
             dir: dir.to_path_buf(),
         });
     }
-    state::update(
-        &path,
-        ctx.lock_deadline(),
-        state::Durability::Durable,
-        |s| transition(ctx, dir, request, s, out),
-    )?
+    state::update(&path, state::Write::durable(ctx.lock_deadline()), |s| {
+        transition(ctx, dir, request, s, out)
+    })?
 }
 
 /// The decision and the write, inside the locked update; `Err` when refused (nothing changed).

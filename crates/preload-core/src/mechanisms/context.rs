@@ -15,6 +15,7 @@ use crate::primitives::lock;
 use crate::primitives::memo::Memo;
 use crate::primitives::paths::{self, EnginePaths, PhysicalDirs};
 use crate::primitives::transcript;
+use crate::state::Write;
 use crate::state::dedup::FileIds;
 
 /// Default largest file delivered by content.
@@ -225,6 +226,12 @@ impl Context {
             .number::<u64>(env::PRELOAD_LOCK_TIMEOUT_MS)
             .map_or(lock::DEFAULT_TIMEOUT, Duration::from_millis);
         (Instant::now() + wait).min(self.lock_until)
+    }
+
+    /// The write a tool call makes ([`Write::per_call`]): its lock waited for until
+    /// [`Self::lock_deadline`].
+    pub fn per_call<'r, T>(&self) -> Write<'r, T> {
+        Write::per_call(self.lock_deadline())
     }
 
     /// True when the call has run out of time.

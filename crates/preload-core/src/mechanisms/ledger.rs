@@ -27,7 +27,9 @@ use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, PreloadState};
 use crate::primitives::lock::StateLock;
 use crate::state::fields;
-use crate::state::{self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError};
+use crate::state::{
+    self, Audience, Durability, IN_CONTEXT, Lifecycle, QUEUED, State, StateError, Write,
+};
 
 mod branch;
 mod calls;
@@ -63,27 +65,30 @@ pub fn is_carry(path: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".carry.json"))
 }
 
-/// Read-modify-write of a preload state under its lock: a seed together with its carry, a
-/// session after adopting the owner's carry and tagging the conversation.
+/// The one read-modify-write of a preload state under its lock, written as `write` says: a
+/// seed together with its carry, a session after adopting the owner's carry and tagging the
+/// conversation. A [`Write::from_read`] stands only for a session with nothing to adopt (a
+/// caller that found it not [`is_due`]); a seed is always read again under its lock.
 pub fn update<T>(
     ctx: &Context,
     target: &PreloadState,
+    write: Write<'_, T>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
     if target.is_session {
-        update_session(ctx, &target.path, change)
+        update_session(ctx, &target.path, write, change)
     } else {
-        update_seed(ctx, &target.path, change)
+        update_seed(&target.path, &write.fresh(), change)
     }
 }
 
 /// A seed and its carry as one state.
 fn update_seed<T>(
-    ctx: &Context,
     path: &Path,
+    write: &Write<'_, T>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
-    let lock = StateLock::acquire(path, ctx.lock_deadline())?;
+    let lock = StateLock::acquire(path, write.deadline())?;
     let seed = state::load(path)?;
     let carry_file = carry_path(path);
     let carry = load_carry(&carry_file)?;
@@ -97,7 +102,7 @@ fn update_seed<T>(
             &view,
             Some(&seed),
             carry.as_ref(),
-            Durability::PerCall,
+            write.durability(),
         )?;
     }
     lock.release();
@@ -214,32 +219,7 @@ fn owed_of(view: &State) -> Vec<String> {
 fn update_session<T>(
     ctx: &Context,
     path: &Path,
-    change: impl FnOnce(&mut State) -> T,
-) -> Result<T, StateError> {
-    update_session_read(ctx, path, None, || None, change)
-}
-
-/// [`update`] of a session for a caller that read its state as the text `read`, found it not
-/// [`is_due`], and made of it what `change` would (`known`; see [`state::update_read`]).
-pub fn update_read<T>(
-    ctx: &Context,
-    target: &PreloadState,
-    read: &str,
-    known: impl FnOnce() -> Option<(State, T)>,
-    change: impl FnOnce(&mut State) -> T,
-) -> Result<T, StateError> {
-    if target.is_session {
-        update_session_read(ctx, &target.path, Some(read), known, change)
-    } else {
-        update_seed(ctx, &target.path, change)
-    }
-}
-
-fn update_session_read<T>(
-    ctx: &Context,
-    path: &Path,
-    read: Option<&str>,
-    known: impl FnOnce() -> Option<(State, T)>,
+    write: Write<'_, T>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
     let seed_path = path
@@ -251,26 +231,23 @@ fn update_session_read<T>(
         .filter(|seed| carry_path(seed).is_file() || seed.is_file());
     let mut tagged = false;
     let Some(seed_path) = leftover else {
-        // Nothing to adopt: a state read as `read` that the conversation already tags is
-        // what `known` was made from.
-        let tag_and_change = |s: &mut State| {
+        // Nothing to adopt: a read the write starts from ([`Write::from_read`]) that the
+        // conversation already tags is what its known state was made from.
+        let out = state::update(path, write, |s| {
             tagged = tag_conversation(ctx, s);
             change(s)
-        };
-        let deadline = ctx.lock_deadline();
-        let per_call = Durability::PerCall;
-        let out = state::update_read(path, deadline, per_call, read, known, tag_and_change)?;
+        })?;
         note_conversation(ctx, path, tagged);
         return Ok(out);
     };
-    let seed_lock = StateLock::acquire(seed_path, ctx.lock_deadline())?;
+    let seed_lock = StateLock::acquire(seed_path, write.deadline())?;
     let seed = match state::load(seed_path) {
         Ok(seed) => Some(seed).filter(|s| s.lifecycle() == Some(Lifecycle::Seeding)),
         Err(StateError::Missing { .. }) => None,
         Err(err) => return Err(err),
     };
     let carry = load_carry(&carry_path(seed_path))?;
-    let out = state::update(path, ctx.lock_deadline(), Durability::PerCall, |s| {
+    let out = state::update(path, write.fresh(), |s| {
         tagged = tag_conversation(ctx, s);
         adopt(s, seed.as_ref(), carry.as_ref());
         change(s)

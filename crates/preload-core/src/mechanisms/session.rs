@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::mechanisms::context::Context;
 use crate::primitives::{file, process};
 use crate::state::fields;
-use crate::state::{self, Durability, State, StateError};
+use crate::state::{self, State, StateError, Write};
 
 mod index;
 mod scan;
@@ -229,7 +229,7 @@ fn held_elsewhere(state: &State, owner: u32) -> bool {
 fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
     let owner = ctx.owner_pid;
     let path = dir.join(STATE_FILE);
-    let taken = state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
+    let taken = state::update(&path, Write::durable(ctx.lock_deadline()), |s| {
         if held_elsewhere(s, owner) {
             return false;
         }

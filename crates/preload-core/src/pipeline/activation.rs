@@ -120,20 +120,14 @@ pub fn activate_with(
         .and_then(|other| state::load(&other.join(STATE_FILE)).ok())
         .filter(|other| other.is_window_of(ctx.owner_pid));
 
-    let outcome = state::update(
-        &path,
-        ctx.lock_deadline(),
-        state::Durability::Durable,
-        |s| {
-            let starts = !s.is_window_of(ctx.owner_pid);
-            let activated =
-                activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref());
-            if let (Ok(_), Some(window), true) = (&activated, &window, starts) {
-                ledger::adopt(s, Some(window), None);
-            }
-            activated
-        },
-    )
+    let outcome = state::update(&path, state::Write::durable(ctx.lock_deadline()), |s| {
+        let starts = !s.is_window_of(ctx.owner_pid);
+        let activated = activate_state(ctx, dir, s, skill, options, seed.as_ref(), carry.as_ref());
+        if let (Ok(_), Some(window), true) = (&activated, &window, starts) {
+            ledger::adopt(s, Some(window), None);
+        }
+        activated
+    })
     .map_err(refused)??;
 
     if seed.is_some() {
@@ -377,18 +371,13 @@ fn claim_pid(ctx: &Context, sessions: &Path, keep: &Path) {
         if !text.contains(&needle) {
             continue;
         }
-        let _ = state::update(
-            &path,
-            ctx.lock_deadline(),
-            state::Durability::Durable,
-            |s| {
-                let mine = s
-                    .number(fields::PID)
-                    .is_some_and(|n| (n - f64::from(ctx.owner_pid)).abs() < 0.5);
-                if mine {
-                    s.remove(fields::PID);
-                }
-            },
-        );
+        let _ = state::update(&path, state::Write::durable(ctx.lock_deadline()), |s| {
+            let mine = s
+                .number(fields::PID)
+                .is_some_and(|n| (n - f64::from(ctx.owner_pid)).abs() < 0.5);
+            if mine {
+                s.remove(fields::PID);
+            }
+        });
     }
 }

@@ -371,8 +371,9 @@ pub fn ensure(
     mode: Mode,
     packer: &mut Packer,
 ) -> Result<Batch, HookError> {
-    let batch =
-        crate::mechanisms::ledger::update(ctx, target, |s| apply(ctx, s, requests, mode, packer))?;
+    let batch = crate::mechanisms::ledger::update(ctx, target, ctx.per_call(), |s| {
+        apply(ctx, s, requests, mode, packer)
+    })?;
     batch.log(ctx, target.is_session);
     Ok(batch)
 }

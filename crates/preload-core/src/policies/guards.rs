@@ -38,7 +38,7 @@ use crate::primitives::file;
 use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::tmux;
 use crate::state::fields;
-use crate::state::{self, Durability, Lifecycle, State};
+use crate::state::{self, Lifecycle, State, Write};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -97,7 +97,9 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
             };
             session_call(decision, record, read)?
         }
-        Some(seed) => ledger::update(ctx, seed, |s| decision.on(s, Writes::Allowed))?,
+        Some(seed) => ledger::update(ctx, seed, ctx.per_call(), |s| {
+            decision.on(s, Writes::Allowed)
+        })?,
         None => {
             let mut stand_in = State::default();
             stand_in.set_lifecycle(&Lifecycle::None);
@@ -211,7 +213,7 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
     }
     activation::activate(ctx, &dir, Some("do")).map_err(|f| HookError::Other(f.to_string()))?;
     // An ad-hoc session has no phases to load: count and discover from the first call.
-    state::update(&path, ctx.lock_deadline(), Durability::Durable, |s| {
+    state::update(&path, Write::durable(ctx.lock_deadline()), |s| {
         s.remove(fields::LOADING);
     })?;
     Ok(Some(dir))
@@ -219,7 +221,7 @@ fn auto_activate(ctx: &Context, sessions: &Path) -> Result<Option<PathBuf>, Hook
 
 /// The session at `path` hands over: its lifecycle says so (durably: the next start reads it).
 fn mark_dehydrating(ctx: &Context, path: &Path) {
-    let _ = state::update(path, ctx.lock_deadline(), Durability::Durable, |s| {
+    let _ = state::update(path, Write::durable(ctx.lock_deadline()), |s| {
         s.set_lifecycle(&Lifecycle::Dehydrating);
     });
 }
@@ -280,7 +282,7 @@ fn session_call(
         // A seed to adopt or a conversation to tag: the decision is made once, under the lock,
         // on what the adoption makes of the state (a trial on the unlocked read would be thrown
         // away).
-        ledger::update(ctx, record, change)
+        ledger::update(ctx, record, ctx.per_call(), change)
     } else {
         let (trial, plan) = decision.trial(base);
         if !trial.changed() {
@@ -292,14 +294,8 @@ fn session_call(
                     mirror(&mut s);
                     Some((s, ()))
                 };
-                let _ = state::update_read(
-                    path,
-                    Instant::now(),
-                    Durability::PerCall,
-                    Some(&text),
-                    known,
-                    mirror,
-                );
+                let write = Write::per_call(Instant::now()).from_read(&text, known);
+                let _ = state::update(path, write, mirror);
             }
             return Ok(plan);
         }
@@ -309,7 +305,7 @@ fn session_call(
             mirror(&mut s);
             Some((s, plan))
         };
-        ledger::update_read(ctx, record, &text, known, change)
+        ledger::update(ctx, record, ctx.per_call().from_read(&text, known), change)
     };
     match locked {
         Ok(plan) => Ok(plan),
@@ -351,7 +347,7 @@ fn rewound_only(ctx: &Context, call: &Call, record: &PreloadState, read: &State)
     if call.is_sub() || read.items(fields::CARRIERS).is_empty() {
         return plan;
     }
-    if let Ok(batch) = ledger::update(ctx, record, |s| {
+    if let Ok(batch) = ledger::update(ctx, record, ctx.per_call(), |s| {
         crate::pipeline::preload::requeue_rewound(ctx, s)
     }) {
         plan.batch = batch;

@@ -49,7 +49,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     let agent = input.agent_id().unwrap_or("").to_owned();
     let budget = ctx.budget.saturating_sub(1);
     let call = input.tool_use_id();
-    let taken = ledger::update(ctx, &target, |s| {
+    let taken = ledger::update(ctx, &target, ctx.per_call(), |s| {
         let Some(taken) = stash::take(s, &agent, budget, delivery::part_size(ctx.part_budget))
         else {
             return Vec::new();

@@ -70,7 +70,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let source = format!("phase-cmds({phase})");
     let mut packer = Packer::new(ctx.budget);
-    let batch = ledger::update(ctx, &target, |s| {
+    let batch = ledger::update(ctx, &target, ctx.per_call(), |s| {
         let phase_files: Vec<Request> =
             skill::session_phase_cmds(&ctx.paths, &ctx.skills, s, label)
                 .into_iter()

@@ -98,7 +98,7 @@ fn track_expansion(
     };
     let request = Request::new(file.to_string_lossy(), format!("skill-expansion({name})"));
     let mut packer = Packer::new(budget);
-    let batch = ledger::update(ctx, &target, |s| {
+    let batch = ledger::update(ctx, &target, ctx.per_call(), |s| {
         s.push_unique(fields::INVOKED_SKILLS, name);
         let mut batch = preload::record(ctx, s, std::slice::from_ref(&request));
         let packs = preload::pack_requests(

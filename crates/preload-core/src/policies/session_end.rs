@@ -92,7 +92,7 @@ fn end_seed(ctx: &Context, owned: Option<&Path>) -> Result<(), HookError> {
     }
     if let Some(dir) = owned {
         // The session's own write takes the seed and carry in and removes them.
-        ledger::update(ctx, &PreloadState::session(dir), |_| ())?;
+        ledger::update(ctx, &PreloadState::session(dir), ctx.per_call(), |_| ())?;
         return Ok(());
     }
     if seed.is_file() {

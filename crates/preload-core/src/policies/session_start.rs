@@ -229,14 +229,9 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
                 .as_ref()
                 .is_some_and(|d| d.join(STATE_FILE) == r.state))
         {
-            let _ = state::update(
-                &r.state,
-                ctx.lock_deadline(),
-                state::Durability::Durable,
-                |s| {
-                    s.remove(fields::DEHYDRATED_CONTEXT);
-                },
-            );
+            let _ = state::update(&r.state, state::Write::durable(ctx.lock_deadline()), |s| {
+                s.remove(fields::DEHYDRATED_CONTEXT);
+            });
         }
     }
 
@@ -315,7 +310,8 @@ fn fill_session(
     let mut carried: Vec<String> = Vec::new();
     // A new context window (or a resumed one with this process as its owner): the state is
     // written whatever the change, without a copy taken to tell.
-    let result = state::rewrite(&path, ctx.lock_deadline(), |s| {
+    let write = state::Write::durable(ctx.lock_deadline()).every_time();
+    let result = state::update(&path, write, |s| {
         // Another conversation's window, replaced here (or forked from here), stays resumable:
         // recorded as it was, with the skills its client holds (a fork leaves a record of it
         // already there as it is).

@@ -67,7 +67,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let mut packer = Packer::new(ctx.budget);
     let audience = Audience::SubAgent(agent);
-    let batch = ledger::update(ctx, &target, |s| {
+    let batch = ledger::update(ctx, &target, ctx.per_call(), |s| {
         let wanted = requests(ctx, s, agent, kind);
         preload::apply_for(ctx, s, &wanted, Mode::Direct, &mut packer, audience)
     })?;

@@ -201,7 +201,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     };
     let mut packer = Packer::new(ctx.budget);
     let agent = input.agent_id();
-    let batch = ledger::update(ctx, &target, |s| {
+    let batch = ledger::update(ctx, &target, ctx.per_call(), |s| {
         let Some(wanted) = Wanted::of(ctx, s, &trigger) else {
             return preload::Batch::default();
         };

@@ -26,7 +26,7 @@ pub struct Read {
     pub text: String,
 }
 
-/// [`load`], keeping the text read (for [`update_read`]).
+/// [`load`], keeping the text read (for [`Write::from_read`]).
 pub fn load_read(path: &Path) -> Result<Read, StateError> {
     let text = load_text(path)?;
     let state = parse_read(path, &text)?;
@@ -198,86 +198,109 @@ pub fn create_if_absent(path: &Path, state: &State, deadline: Instant) -> Result
     Ok(true)
 }
 
-/// Read-modify-write under the lock, from the read to the rename, written as `durability`
-/// says.
+/// How [`update`] writes a state: by when its lock must be had, with which [`Durability`], from
+/// which read, and whether it writes every time.
+pub struct Write<'r, T> {
+    deadline: Instant,
+    durability: Durability,
+    every_time: bool,
+    from: Option<Known<'r, T>>,
+}
+
+/// A read made without the lock, and what the change makes of it.
+struct Known<'r, T> {
+    text: &'r str,
+    made: Box<dyn FnOnce() -> Option<(State, T)> + 'r>,
+}
+
+impl<'r, T> Write<'r, T> {
+    /// A write of a tool call ([`Durability::PerCall`]) whose lock is waited for until
+    /// `deadline`.
+    pub fn per_call(deadline: Instant) -> Self {
+        Self::new(deadline, Durability::PerCall)
+    }
+
+    /// A durable write ([`Durability::Durable`]) whose lock is waited for until `deadline`.
+    pub fn durable(deadline: Instant) -> Self {
+        Self::new(deadline, Durability::Durable)
+    }
+
+    fn new(deadline: Instant, durability: Durability) -> Self {
+        Self {
+            deadline,
+            durability,
+            every_time: false,
+            from: None,
+        }
+    }
+
+    /// Written whether or not the change changed anything (SessionStart's re-seed of a new
+    /// context window).
+    #[must_use]
+    pub fn every_time(self) -> Self {
+        Self {
+            every_time: true,
+            ..self
+        }
+    }
+
+    /// For a caller that read the state before, without the lock (`text`: the file's text
+    /// then), and made of it what the change would: while the file still holds exactly that
+    /// text, `known` gives the new state and the result, and the file is neither read into
+    /// memory again nor parsed. `known` may decline (`None`); otherwise, or when the file
+    /// changed meanwhile, the change runs on what the locked read finds.
+    #[must_use]
+    pub fn from_read(self, text: &'r str, known: impl FnOnce() -> Option<(State, T)> + 'r) -> Self {
+        Self {
+            from: Some(Known {
+                text,
+                made: Box::new(known),
+            }),
+            ..self
+        }
+    }
+
+    /// The same write from a fresh read under the lock: what was read before is let go.
+    #[must_use]
+    pub fn fresh(self) -> Self {
+        Self { from: None, ..self }
+    }
+
+    /// By when the lock must be had.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The write's promise.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+}
+
+/// The one read-modify-write of a state file, under its lock from the read to the rename,
+/// written as `write` says ([`Write`]).
 ///
-/// `change` edits the state and returns a value; the file is rewritten only when the state
-/// changed (marked changed, and its text another). A missing or corrupt file is an error and is never written.
+/// `change` edits the state and returns a value; unless the write is [`Write::every_time`], the
+/// file is rewritten only when the state changed (marked changed, and its text another). A
+/// missing or corrupt file is an error and is never written.
 pub fn update<T>(
     path: &Path,
-    deadline: Instant,
-    durability: Durability,
+    write: Write<'_, T>,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, StateError> {
-    update_read(path, deadline, durability, None, || None, change)
-}
-
-/// [`update`] for a caller that read the state before, without the lock (`read`: the file's
-/// text then), and made of it what `change` would: while the file still holds exactly that
-/// text, `known` gives the new state and the result, and the file is neither read into memory
-/// again nor parsed. `known` may decline (`None`); otherwise, or when the file changed
-/// meanwhile, `change` runs on what the locked read finds.
-pub fn update_read<T>(
-    path: &Path,
-    deadline: Instant,
-    durability: Durability,
-    read: Option<&str>,
-    known: impl FnOnce() -> Option<(State, T)>,
-    change: impl FnOnce(&mut State) -> T,
-) -> Result<T, StateError> {
-    let how = Change {
+    let Write {
+        deadline,
         durability,
-        tell: Tell::ByMark,
-    };
-    locked_change(path, deadline, read, known, change, how)
-}
-
-/// [`update`] for a change that rewrites the state (SessionStart's re-seed of a new context
-/// window, written durably): the file is written whether or not anything changed.
-pub fn rewrite<T>(
-    path: &Path,
-    deadline: Instant,
-    change: impl FnOnce(&mut State) -> T,
-) -> Result<T, StateError> {
-    let how = Change {
-        durability: Durability::Durable,
-        tell: Tell::Always,
-    };
-    locked_change(path, deadline, None, || None, change, how)
-}
-
-/// How a locked change writes the state.
-#[derive(Clone, Copy)]
-struct Change {
-    durability: Durability,
-    tell: Tell,
-}
-
-/// Whether a locked change writes the state.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Tell {
-    /// Only when the change marked the state ([`State::changed`]) and its text differs.
-    ByMark,
-    /// Always.
-    Always,
-}
-
-/// The one locked read-modify-write ([`update_read`], [`rewrite`]).
-fn locked_change<T>(
-    path: &Path,
-    deadline: Instant,
-    read: Option<&str>,
-    known: impl FnOnce() -> Option<(State, T)>,
-    change: impl FnOnce(&mut State) -> T,
-    how: Change,
-) -> Result<T, StateError> {
+        every_time,
+        from,
+    } = write;
     let lock = StateLock::acquire(path, deadline)?;
     // The file still holds what was read: told without reading it again into fresh memory.
-    if let Some(read) = read.filter(|read| file::holds(path, read.as_bytes())) {
-        if let Some((state, out)) = known() {
+    if let Some(from) = from.filter(|from| file::holds(path, from.text.as_bytes())) {
+        if let Some((state, out)) = (from.made)() {
             let rendered = state.to_pretty();
-            if !bytes::same(rendered.as_bytes(), read.as_bytes()) {
-                save_text_locked(path, &rendered, &lock, how.durability)?;
+            if !bytes::same(rendered.as_bytes(), from.text.as_bytes()) {
+                save_text_locked(path, &rendered, &lock, durability)?;
             }
             lock.release();
             crate::primitives::system::entry::release(state);
@@ -287,11 +310,10 @@ fn locked_change<T>(
     let text = load_text(path)?;
     let mut state = parse_read(path, &text)?;
     let out = change(&mut state);
-    let always = how.tell == Tell::Always;
-    if always || state.changed() {
+    if every_time || state.changed() {
         let rendered = state.to_pretty();
-        if always || !bytes::same(rendered.as_bytes(), text.as_bytes()) {
-            save_text_locked(path, &rendered, &lock, how.durability)?;
+        if every_time || !bytes::same(rendered.as_bytes(), text.as_bytes()) {
+            save_text_locked(path, &rendered, &lock, durability)?;
         }
     }
     lock.release();

@@ -94,7 +94,7 @@ fn update_changes_one_field_and_keeps_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join(".state.json");
     fs::write(&path, REAL_SHAPED).unwrap();
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.push_unique("pendingPreloads", "/x.md")
     })
     .unwrap();
@@ -113,7 +113,7 @@ fn corrupt_files_are_never_written() {
     for bad in ["{not json", "", "[1,2]", "\"text\""] {
         let path = tmp.path().join("bad.json");
         fs::write(&path, bad).unwrap();
-        let err = update(&path, soon(), Durability::PerCall, |s| {
+        let err = update(&path, Write::per_call(soon()), |s| {
             s.set("x", Value::Bool(true));
         })
         .unwrap_err();
@@ -124,31 +124,41 @@ fn corrupt_files_are_never_written() {
 }
 
 #[test]
-fn a_rewrite_writes_whatever_the_change_and_refuses_what_update_refuses() {
+fn a_write_every_time_writes_whatever_the_change_and_refuses_what_any_update_refuses() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.json");
     fs::write(&path, "{\"a\":1}").unwrap();
-    let out = rewrite(&path, soon(), |s| s.get("a").cloned()).unwrap();
+    let out = update(&path, Write::durable(soon()).every_time(), |s| {
+        s.get("a").cloned()
+    })
+    .unwrap();
     assert_eq!(out, Some(Value::from(1)));
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "{\n  \"a\": 1\n}\n",
         "written in this product's layout though nothing changed"
     );
-    rewrite(&path, soon(), |s| s.set("b", Value::from("x"))).unwrap();
+    update(&path, Write::durable(soon()).every_time(), |s| {
+        s.set("b", Value::from("x"));
+    })
+    .unwrap();
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n"
     );
     fs::write(&path, "{\"a\":").unwrap();
-    assert!(rewrite(&path, soon(), |s| s.set("c", Value::Null)).is_err());
+    assert!(
+        update(&path, Write::durable(soon()).every_time(), |s| s
+            .set("c", Value::Null))
+        .is_err()
+    );
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "{\"a\":",
         "a corrupt state is left"
     );
     let missing = tmp.path().join("none.json");
-    assert!(rewrite(&missing, soon(), |_| ()).is_err());
+    assert!(update(&missing, Write::durable(soon()).every_time(), |_| ()).is_err());
     assert!(!missing.exists());
 }
 
@@ -157,10 +167,10 @@ fn unchanged_state_is_not_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.json");
     fs::write(&path, "{\"a\":1}").unwrap();
-    update(&path, soon(), Durability::PerCall, |_| ()).unwrap();
+    update(&path, Write::per_call(soon()), |_| ()).unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
     // Setting a field to what it holds marks nothing: another writer's layout stays.
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.set("a", Value::from(1));
         assert!(!s.changed());
     })
@@ -168,7 +178,7 @@ fn unchanged_state_is_not_rewritten() {
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
     // A change put back within the same update is marked: the state is written in this
     // product's layout, its content the same.
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.set("a", Value::from(2));
         s.set("a", Value::from(1));
         assert!(s.changed());
@@ -176,19 +186,19 @@ fn unchanged_state_is_not_rewritten() {
     .unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "{\n  \"a\": 1\n}\n");
     // A state this product laid out, unchanged, keeps its file (the same inode).
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.set("b", Value::from("x"));
     })
     .unwrap();
     let ours = fs::read_to_string(&path).unwrap();
     assert_eq!(ours, "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n");
     let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.set("b", Value::from("x"));
     })
     .unwrap();
     // Nor is a marked change put back: its text is the file's.
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.array_mut("c").push(Value::from(1));
         s.remove("c");
         assert!(s.changed());
@@ -236,7 +246,7 @@ fn nothing_is_committed_after_the_call_deadline() {
     let path = tmp.path().join("s.json");
     fs::write(&path, "{\"pendingPreloads\": [\"/a.md\"]}").unwrap();
     commit_before(Some(Instant::now()));
-    let late = update(&path, soon(), Durability::PerCall, |s| {
+    let late = update(&path, Write::per_call(soon()), |s| {
         s.remove_item("pendingPreloads", "/a.md")
     });
     commit_before(None);
@@ -246,7 +256,7 @@ fn nothing_is_committed_after_the_call_deadline() {
         vec!["/a.md"]
     );
     assert!(!crate::primitives::lock::lock_dir_for(&path).exists());
-    update(&path, soon(), Durability::PerCall, |s| {
+    update(&path, Write::per_call(soon()), |s| {
         s.remove_item("pendingPreloads", "/a.md")
     })
     .unwrap();
@@ -300,12 +310,9 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
         s
     };
     // Unchanged since the read: the known outcome is written, `change` never runs.
-    let out = update_read(
+    let out = update(
         &path,
-        soon(),
-        Durability::PerCall,
-        Some(&read.text),
-        || Some((decided(2), "known")),
+        Write::per_call(soon()).from_read(&read.text, || Some((decided(2), "known"))),
         |_| unreachable!("the file is what was read"),
     )
     .unwrap();
@@ -315,12 +322,9 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     );
     // Changed since: `change` decides on what the lock finds.
     fs::write(&path, "{\"n\": 5, \"other\": true}").unwrap();
-    let out = update_read(
+    let out = update(
         &path,
-        soon(),
-        Durability::PerCall,
-        Some(&read.text),
-        || Some((decided(3), "known")),
+        Write::per_call(soon()).from_read(&read.text, || Some((decided(3), "known"))),
         |s| {
             let n = s.number("n").unwrap_or(0.0);
             s.set("n", Value::from(n + 1.0));
@@ -335,12 +339,9 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     let read = load_read(&path).unwrap();
     let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
     let same = read.state.clone();
-    update_read(
+    update(
         &path,
-        soon(),
-        Durability::PerCall,
-        Some(&read.text),
-        || Some((same, ())),
+        Write::per_call(soon()).from_read(&read.text, || Some((same, ()))),
         |_| (),
     )
     .unwrap();
@@ -358,12 +359,15 @@ fn only_a_durable_write_is_synced() {
     let syncs = file::syncs_on_this_thread;
     let before = syncs();
     save(&path, &State::default(), Durability::PerCall).unwrap();
-    update(&path, soon(), Durability::PerCall, |s| s.set("a", json!(1))).unwrap();
+    update(&path, Write::per_call(soon()), |s| s.set("a", json!(1))).unwrap();
     assert_eq!(syncs(), before);
     assert_eq!(load(&path).unwrap().get("a"), Some(&json!(1)));
-    update(&path, soon(), Durability::Durable, |s| s.set("a", json!(2))).unwrap();
+    update(&path, Write::durable(soon()), |s| s.set("a", json!(2))).unwrap();
     assert_eq!(syncs(), before + 1);
-    rewrite(&path, soon(), |s| s.set("a", json!(3))).unwrap();
+    update(&path, Write::durable(soon()).every_time(), |s| {
+        s.set("a", json!(3));
+    })
+    .unwrap();
     assert_eq!(syncs(), before + 2, "a re-seed is durable");
 }
 

@@ -173,18 +173,13 @@ fn recorded_files_count_as_in_context_and_queue_their_references() {
     let b = f.cmd("B", "# B\n");
     let a = f.cmd("A", "# A uses §CMD_B\n");
     let ctx = f.ctx();
-    let batch = state::update(
-        &f.state,
-        ctx.lock_deadline(),
-        state::Durability::PerCall,
-        |s| {
-            record(
-                &ctx,
-                s,
-                &[Request::new(&a, "expansion"), Request::new(&a, "again")],
-            )
-        },
-    )
+    let batch = state::update(&f.state, state::Write::per_call(ctx.lock_deadline()), |s| {
+        record(
+            &ctx,
+            s,
+            &[Request::new(&a, "expansion"), Request::new(&a, "again")],
+        )
+    })
     .unwrap();
     assert_eq!(batch.delivered().collect::<Vec<_>>(), vec![a.as_str()]);
     assert_eq!(batch.events.last().unwrap().event, Event::SkipDedup);
@@ -203,12 +198,9 @@ fn a_sub_agent_gets_its_own_copy_and_leaves_the_queue() {
     let claim = |audience| {
         let mut packer = Packer::new(9_500);
         let requests = pending_requests(&ctx, &f.load(), "rule");
-        state::update(
-            &f.state,
-            ctx.lock_deadline(),
-            state::Durability::PerCall,
-            |s| apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience),
-        )
+        state::update(&f.state, state::Write::per_call(ctx.lock_deadline()), |s| {
+            apply_for(&ctx, s, &requests, Mode::Claim, &mut packer, audience)
+        })
         .unwrap()
     };
     let sub = claim(Audience::SubAgent("a1"));
