@@ -15,6 +15,7 @@ use crate::primitives::lock::LockError;
 use typed::{Kind, Typed};
 
 mod arrays;
+mod calls;
 mod compare;
 mod conversation;
 pub mod dedup;
@@ -29,6 +30,7 @@ pub mod refs;
 pub mod stamps;
 mod store;
 mod typed;
+pub use calls::{CallRecord, Records};
 pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::mechanisms::stash;
 use crate::state::fields;
-use crate::state::{Audience, IN_CONTEXT, State, stamps};
+use crate::state::{Audience, CallRecord, IN_CONTEXT, Records, State, stamps};
 
 /// How many calls' carriers a window keeps: a rewind further back than that many calls that
 /// carried files leaves the oldest in the window.
@@ -58,47 +58,25 @@ fn add_record(
     if files.is_empty() && parts.is_empty() {
         return;
     }
-    let records = s.array_mut(fields::CARRIERS);
-    let index = if let Some(at) = records.iter().position(|r| record_id(r) == Some(call)) {
-        at
-    } else {
-        records.push(json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
-        records.len() - 1
-    };
-    let record = &mut records[index];
-    add_unique(record, fields::CALL_FILES, files);
-    if !renewed.is_empty() {
-        add_unique(record, fields::CALL_UPDATED, renewed);
-    }
-    for (path, [a, b, n]) in parts {
-        let before = record[fields::CALL_HELD]
-            .get(path)
-            .and_then(fields::part_run);
-        let run = match before {
-            Some([c, d, m]) if m == *n => [(*a).min(c), (*b).max(d), *n],
-            _ => [*a, *b, *n],
-        };
-        if !record[fields::CALL_HELD].is_object() {
-            record[fields::CALL_HELD] = json!({});
+    s.change_call_record(Records::Carriers, call, CARRIER_RECORDS, |record| {
+        record.add_files(files);
+        record.add_updated(renewed);
+        for (path, run) in parts {
+            record.hold(path, *run);
         }
-        record[fields::CALL_HELD][path.as_str()] = json!(run);
-    }
-    let excess = records.len().saturating_sub(CARRIER_RECORDS);
-    records.drain(..excess);
+    });
 }
 
 /// Copy the carriers of `record` (another state of this window) into `s`.
 pub fn adopt_carriers(s: &mut State, record: &State) {
-    for carrier in record.items(fields::CARRIERS) {
-        if let Some(call) = record_id(carrier) {
-            add_record(
-                s,
-                call,
-                &listed(carrier, fields::CALL_FILES),
-                &listed(carrier, fields::CALL_UPDATED),
-                &runs(carrier),
-            );
-        }
+    for carrier in record.call_records(Records::Carriers) {
+        add_record(
+            s,
+            &carrier.tool_use_id,
+            &carrier.files,
+            &carrier.updated,
+            &carrier.held(),
+        );
     }
 }
 
@@ -112,30 +90,25 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     if abandoned.is_empty() || s.items(fields::CARRIERS).is_empty() {
         return Vec::new();
     }
-    let (gone, kept): (Vec<Value>, Vec<Value>) = s
-        .items(fields::CARRIERS)
-        .iter()
-        .cloned()
-        .partition(|r| record_id(r).is_some_and(|id| abandoned.iter().any(|a| a == id)));
+    let (gone, kept): (Vec<CallRecord>, Vec<CallRecord>) = s
+        .call_records(Records::Carriers)
+        .into_iter()
+        .partition(|r| abandoned.contains(&r.tool_use_id));
     if gone.is_empty() {
         return Vec::new();
     }
-    let lists =
-        |record: &Value, key: &str, file: &str| listed(record, key).iter().any(|f| f == file);
-    let kept_whole = |file: &str| kept.iter().any(|r| lists(r, fields::CALL_FILES, file));
+    let kept_whole = |file: &str| kept.iter().any(|r| r.files.iter().any(|f| f == file));
     let mut out: Vec<String> = Vec::new();
-    for record in &gone {
-        for file in listed(record, fields::CALL_FILES) {
-            if s.has_path(IN_CONTEXT, &file) && !kept_whole(&file) && !out.contains(&file) {
-                out.push(file);
-            }
+    for file in gone.iter().flat_map(|r| &r.files) {
+        if s.has_path(IN_CONTEXT, file) && !kept_whole(file) && !out.contains(file) {
+            out.push(file.clone());
         }
     }
     for file in &out {
         // Renewed by every abandoned call that carried it: its first text is still there.
         let first_text_kept = gone
             .iter()
-            .all(|r| !lists(r, fields::CALL_FILES, file) || lists(r, fields::CALL_UPDATED, file));
+            .all(|r| !r.files.contains(file) || r.updated.contains(file));
         if first_text_kept {
             stamps::mark_stale(s, file);
         }
@@ -144,13 +117,13 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
     // Parts: the lowest part of each cut the abandoned calls carried, unless a kept call holds
     // the file whole.
     let mut cuts: Vec<(String, u64, u64)> = Vec::new();
-    for (path, [a, _, n]) in gone.iter().flat_map(runs) {
+    for (path, [a, _, n]) in gone.iter().flat_map(CallRecord::held) {
         match cuts.iter_mut().find(|(p, _, m)| *p == path && *m == n) {
             Some(cut) => cut.1 = cut.1.min(a),
             None => cuts.push((path, a, n)),
         }
     }
-    let renewed = |path: &str| gone.iter().any(|r| lists(r, fields::CALL_UPDATED, path));
+    let renewed = |path: &str| gone.iter().any(|r| r.updated.iter().any(|u| u == path));
     for (path, first, n) in cuts {
         // Parts waiting in the stash go out in order first: that file is left as it is.
         if kept_whole(&path)
@@ -199,42 +172,8 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
         s.owe(Audience::Main, &path);
         out.push(path);
     }
-    s.set(fields::CARRIERS, Value::from(kept));
+    s.set_call_records(Records::Carriers, kept, CARRIER_RECORDS);
     out
-}
-
-/// The runs of parts a carrier record holds: `(path, [a, b, n])`.
-fn runs(record: &Value) -> Vec<(String, [u64; 3])> {
-    record[fields::CALL_HELD]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(path, run)| Some((path.clone(), fields::part_run(run)?)))
-        .collect()
-}
-
-/// The strings a carrier record lists under `key`.
-fn listed(record: &Value, key: &str) -> Vec<String> {
-    record[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.as_str().map(str::to_owned))
-        .collect()
-}
-
-/// Add `items` to the list `record` holds under `key`, each once.
-fn add_unique(record: &mut Value, key: &str, items: &[String]) {
-    if !record[key].is_array() {
-        record[key] = json!([]);
-    }
-    if let Some(Value::Array(list)) = record.get_mut(key) {
-        for item in items {
-            if !list.iter().any(|f| f.as_str() == Some(item)) {
-                list.push(Value::from(item.as_str()));
-            }
-        }
-    }
 }
 
 /// Mark the window's branch as checked at prompt `prompt`; false when it was already.
@@ -244,10 +183,6 @@ pub fn check_branch_at(s: &mut State, prompt: &str) -> bool {
     }
     s.set(fields::BRANCH_AT, Value::from(prompt));
     true
-}
-
-fn record_id(record: &Value) -> Option<&str> {
-    record[fields::CALL_ID].as_str()
 }
 
 #[cfg(test)]
@@ -397,8 +332,8 @@ mod tests {
         for i in 0..(CARRIER_RECORDS + 5) {
             note_carried(&mut s, &format!("toolu_{i}"), &owned(&["/a"]), "");
         }
-        let records = s.items(fields::CARRIERS);
+        let records = s.call_records(Records::Carriers);
         assert_eq!(records.len(), CARRIER_RECORDS);
-        assert_eq!(record_id(&records[0]), Some("toolu_5"));
+        assert_eq!(records[0].tool_use_id, "toolu_5");
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::primitives::env::Agent;
 use crate::primitives::transcript;
 use crate::state::fields;
-use crate::state::{IN_CONTEXT, QUEUED, State};
+use crate::state::{CallRecord, IN_CONTEXT, QUEUED, Records, State};
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -25,32 +25,12 @@ pub fn note_call_deliveries(s: &mut State, call: Option<&str>, files: &[String],
     let carried = Carried::of(s, files, text);
     super::branch::note_carried(s, call, &carried.files, text);
     if carried.is_empty() {
-        // Every PreToolUse comes here: the records are marked in place, not copied, and only
-        // when the mark is new.
-        let Some(Value::Array(records)) = s.get(fields::CALL_DELIVERIES) else {
-            return;
-        };
-        let known = records.iter().any(|r| record_id(r) == Some(call));
-        if known || records.last().is_none_or(is_superseded) {
-            return;
-        }
-        if let Some(Value::Array(records)) = s.value_mut(fields::CALL_DELIVERIES) {
-            if let Some(last) = records.last_mut() {
-                last[fields::CALL_SUPERSEDED] = Value::from(call);
-            }
-        }
+        s.supersede_latest_call(call);
         return;
     }
-    let mut records = records_of(s);
-    let at = records.iter().position(|r| record_id(r) == Some(call));
-    let index = at.unwrap_or_else(|| {
-        records.push(serde_json::json!({fields::CALL_ID: call, fields::CALL_FILES: []}));
-        records.len() - 1
+    s.change_call_record(Records::Calls, call, CALL_RECORDS, |record| {
+        carried.add_to(record);
     });
-    carried.add_to(&mut records[index]);
-    let excess = records.len().saturating_sub(CALL_RECORDS);
-    records.drain(..excess);
-    s.set(fields::CALL_DELIVERIES, Value::from(records));
 }
 
 /// What one answer carried into the context window, as a compaction that keeps it counts it.
@@ -117,58 +97,15 @@ impl Carried {
     }
 
     /// Add it to a call's record.
-    fn add_to(self, record: &mut Value) {
-        // Several hooks of one call may each carry some of a file's later parts: the record
-        // holds the run from the lowest to the highest.
-        let held: Vec<(String, Value)> = self
-            .held
-            .into_iter()
-            .map(|(path, [a, b, n])| {
-                let before = record
-                    .get(fields::CALL_HELD)
-                    .and_then(|h| h.get(&path))
-                    .and_then(fields::part_run);
-                let range = match before {
-                    Some([c, d, m]) if m == n => [a.min(c), b.max(d), n],
-                    _ => [a, b, n],
-                };
-                (path, Value::from(range.to_vec()))
-            })
-            .collect();
-        let mut add = |key: &str, items: Vec<String>| {
-            if items.is_empty() {
-                return;
-            }
-            let mut all = crate::state::strings_of(record.get(key));
-            for item in items {
-                if !all.contains(&item) {
-                    all.push(item);
-                }
-            }
-            record[key] = Value::from(all);
-        };
-        add(fields::CALL_FILES, self.files);
-        add(fields::CALL_STASHED, self.stashed);
-        let mut add_map = |key: &str, items: Vec<(String, Value)>| {
-            if items.is_empty() {
-                return;
-            }
-            let mut map = record
-                .get(key)
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            map.extend(items);
-            record[key] = Value::Object(map);
-        };
-        add_map(
-            fields::CALL_PARTS,
-            self.begun
-                .into_iter()
-                .map(|(p, done, n)| (p, Value::from(vec![done, n])))
-                .collect(),
-        );
-        add_map(fields::CALL_HELD, held);
+    fn add_to(self, record: &mut CallRecord) {
+        record.add_files(&self.files);
+        record.add_stashed(&self.stashed);
+        for (path, done, n) in self.begun {
+            record.begin(&path, done, n);
+        }
+        for (path, run) in self.held {
+            record.hold(&path, run);
+        }
     }
 }
 
@@ -177,47 +114,23 @@ impl Carried {
 /// whose PreToolUse answer carried files while the owner had no session yet is then the
 /// session's latest call, which a compaction keeps.
 pub fn adopt_call_records(s: &mut State, from: &State) {
-    let adopted = records_of(from);
+    let adopted = from.call_records(Records::Calls);
     if adopted.is_empty() {
         return;
     }
-    let mut records = records_of(s);
+    let mut records = s.call_records(Records::Calls);
     for record in adopted {
-        let known =
-            record_id(&record).is_some_and(|id| records.iter().any(|r| record_id(r) == Some(id)));
-        if !known {
+        if !records.iter().any(|r| r.tool_use_id == record.tool_use_id) {
             records.push(record);
         }
     }
-    let excess = records.len().saturating_sub(CALL_RECORDS);
-    records.drain(..excess);
-    s.set(fields::CALL_DELIVERIES, Value::from(records));
-}
-
-/// The window's call records, the latest last.
-fn records_of(s: &State) -> Vec<Value> {
-    s.get(fields::CALL_DELIVERIES)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// A record's call.
-fn record_id(record: &Value) -> Option<&str> {
-    record.get(fields::CALL_ID).and_then(Value::as_str)
-}
-
-/// Whether a later call started after the record's.
-fn is_superseded(record: &Value) -> bool {
-    record.get(fields::CALL_SUPERSEDED).is_some()
+    s.set_call_records(Records::Calls, records, CALL_RECORDS);
 }
 
 /// The latest call the records know of: the one that superseded the last record, or its own.
-fn latest_known(records: &[Value]) -> Option<&str> {
+fn latest_known(records: &[CallRecord]) -> Option<&str> {
     let last = records.last()?;
-    last.get(fields::CALL_SUPERSEDED)
-        .and_then(Value::as_str)
-        .or_else(|| record_id(last))
+    Some(last.superseded.as_deref().unwrap_or(&last.tool_use_id))
 }
 
 /// The main agent's stash entries of `s`.
@@ -250,7 +163,7 @@ pub struct KeptCall {
     /// The stash entries holding those cuts' other parts.
     stash: Vec<Value>,
     /// The files of which they carried later parts only: `[a, b, n]`.
-    held: Vec<(String, Value)>,
+    held: Vec<(String, [u64; 3])>,
 }
 
 impl KeptCall {
@@ -268,13 +181,11 @@ impl KeptCall {
         if agent == Agent::Codex {
             return Self::default();
         }
-        let records = records_of(s);
-        let latest = records.last().filter(|r| !is_superseded(r));
-        let resumed = latest
-            .and_then(record_id)
-            .is_some_and(|id| id.starts_with(RESUME_RECORD_PREFIX));
-        let named = |r: &Value, ids: &dyn Fn(&str) -> bool| record_id(r).is_some_and(ids);
-        let chosen: Vec<&Value> = match in_flight {
+        let records = s.call_records(Records::Calls);
+        let latest = records.last().filter(|r| r.superseded.is_none());
+        let resumed = latest.is_some_and(|r| r.tool_use_id.starts_with(RESUME_RECORD_PREFIX));
+        let named = |r: &CallRecord, ids: &dyn Fn(&str) -> bool| ids(&r.tool_use_id);
+        let chosen: Vec<&CallRecord> = match in_flight {
             Some(calls) if !resumed => {
                 let current = latest_known(&records).is_none_or(|id| calls.seen.contains(id));
                 if current {
@@ -294,34 +205,23 @@ impl KeptCall {
         };
         let mut kept = Self::default();
         for record in chosen {
-            for file in crate::state::strings_of(record.get(fields::CALL_FILES)) {
-                if !kept.files.contains(&file) {
-                    kept.files.push(file);
+            for file in &record.files {
+                if !kept.files.contains(file) {
+                    kept.files.push(file.clone());
                 }
             }
-            for path in crate::state::strings_of(record.get(fields::CALL_STASHED)) {
-                if !kept.stashed.contains(&path) {
-                    kept.stashed.push(path);
+            for path in &record.stashed {
+                if !kept.stashed.contains(path) {
+                    kept.stashed.push(path.clone());
                 }
             }
-            if let Some(parts) = record.get(fields::CALL_PARTS).and_then(Value::as_object) {
-                for (path, begun) in parts {
-                    // `[done, n]`, or `done` alone in an older record.
-                    let (done, n) = match begun {
-                        Value::Array(pair) => (pair.first(), pair.get(1).and_then(Value::as_u64)),
-                        done => (Some(done), None),
-                    };
-                    if let Some(done) = done.and_then(Value::as_u64) {
-                        kept.parts.retain(|(p, _, _)| p != path);
-                        kept.parts.push((path.clone(), done, n));
-                    }
-                }
+            for (path, done, n) in record.begun() {
+                kept.parts.retain(|(p, _, _)| *p != path);
+                kept.parts.push((path, done, n));
             }
-            if let Some(held) = record.get(fields::CALL_HELD).and_then(Value::as_object) {
-                for (path, range) in held {
-                    kept.held.retain(|(p, _)| p != path);
-                    kept.held.push((path.clone(), range.clone()));
-                }
+            for (path, run) in record.held() {
+                kept.held.retain(|(p, _)| *p != path);
+                kept.held.push((path, run));
             }
         }
         kept.stash = main_stash(s)
@@ -359,7 +259,7 @@ impl KeptCall {
         }
         for (path, range) in &self.held {
             s.object_mut(fields::PRELOAD_PARTS_HELD)
-                .insert(path.clone(), range.clone());
+                .insert(path.clone(), Value::from(range.to_vec()));
             s.add_path(QUEUED, path);
         }
         s.array_mut(fields::STASH)
@@ -389,10 +289,7 @@ pub fn note_start_deliveries(
     if let Some(at) = at {
         super::branch::note_carried(s, &super::branch::start_carrier(at), &carried.files, text);
     }
-    let mut record = serde_json::json!({
-        fields::CALL_ID: format!("{RESUME_RECORD_PREFIX}{source})"),
-        fields::CALL_FILES: [],
-    });
+    let mut record = CallRecord::new(&format!("{RESUME_RECORD_PREFIX}{source})"));
     carried.add_to(&mut record);
-    s.set(fields::CALL_DELIVERIES, Value::from(vec![record]));
+    s.set_call_records(Records::Calls, vec![record], CALL_RECORDS);
 }
