@@ -60,7 +60,7 @@ E2E_STATUS ?= $(CURDIR)/target/e2e-status
 ## process per event): the pipeline suites, and every real-client scenario of the product's own
 ## wiring (not the `if` filters, which only the per-binary wiring has, nor the plugin's; the
 ## real-engine ones are opt-in), held to the same windows as the per-binary wiring.
-DISPATCH_SUITES := pipeline pipeline_hooks seed_cases changes engine_interplay long_texts packs session_commands session_end subagent_start dispatch
+DISPATCH_SUITES := delivery::pipeline hooks::every_hook hooks::session_start hooks::prompt_submit hooks::templates hooks::phase_commands delivery::seed_cases delivery::changes delivery::engine_interplay delivery::long_texts delivery::packs cli::session hooks::session_end hooks::subagent_start hooks::dispatch
 DISPATCH_E2E := scenarios:: guards:: fleet:: modes:: subagents:: harness:: codex:: branches::
 space := $(empty) $(empty)
 DISPATCH_FILTER := (binary(tests) & test(/^($(subst $(space),|,$(DISPATCH_SUITES)))::/)) | (binary(e2e) & test(/^($(subst $(space),|,$(DISPATCH_E2E)))/)) | binary(lifecycles)

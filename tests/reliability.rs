@@ -29,6 +29,7 @@ mod bad_input;
 mod concurrency;
 mod containment;
 mod crashes;
+mod faults;
 
 /// Every hook binary with the arguments it is registered with.
 const HOOKS: &[(&str, &[&str])] = &[

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use preload_test_support::sandbox::{Answer, Sandbox, read_json, strings};
 
+mod discovery;
 mod rules;
 
 pub const BIN: &str = "preload-overflow";

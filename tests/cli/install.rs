@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 
 use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json, repo};
 
+mod codex;
+mod files;
+
 /// CONTRACT section 2: every wired binary and its event (the e2e hook is never wired).
 const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
     ("preload-session-start", &["SessionStart"]),

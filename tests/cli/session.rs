@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use preload_test_support::pipeline_steps::cli_output;
+use preload_test_support::pipeline_steps::{cli, cli_in, cli_output, proof_stdin};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 /// What a `preload` run left: (exit code, stdout, stderr).
@@ -508,4 +508,40 @@ fn a_completed_skill_is_activated_again_only_with_approval() {
     sb.active_session("d", &json!({"skill": "do", "completedSkills": ["do"]}));
     let (code, _, err) = run(&sb, &["activate", "sessions/d", "do"], "");
     assert_eq!(code, 0, "/do can always be activated again: {err}");
+}
+
+#[test]
+fn activate_and_phase_on_a_session_sh_state() {
+    let sb = Sandbox::new();
+    let dir = sb.session("t", &json!({"pid": sb.pid, "skill": "implement", "lifecycle": "active",
+        "currentPhase": "0: Setup", "taskSummary": "keep me", "preloadedFiles": ["/a.md"],
+        "phases": [{"label": "0", "name": "Setup"}, {"label": "1", "name": "Interrogation", "steps": ["§CMD_INTERROGATE"]}]}));
+    let (code, out) = cli(&sb, &["activate", "sessions/t"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(&format!(
+        "Session activated: {} (skill: implement, pid: {})",
+        dir.display(),
+        sb.pid
+    )));
+    let s = sb.state("t");
+    assert_eq!(s["taskSummary"], "keep me");
+    assert!(
+        strings(&s, "preloadedFiles").contains(&"/a.md".to_owned()),
+        "same owner keeps its context"
+    );
+    let proof = proof_stdin(&sb, "t");
+    let (code, out) = cli_in(&sb, &["phase", "sessions/t", "1: Interrogation"], &proof);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Phase: 1: Interrogation\n"));
+    assert_eq!(sb.state("t")["currentPhase"], "1: Interrogation");
+    let (code, _) = cli(&sb, &["phase", "sessions/none", "1: X"]);
+    assert_eq!(code, 1);
+    let (code, _) = cli(&sb, &["activate"]);
+    assert_eq!(code, 2);
+    let (code, _) = cli(&sb, &["activate", "sessions/new"]);
+    assert_eq!(code, 2, "a new session needs --skill");
+    fs::write(dir.join(".state.json"), "{bad").unwrap();
+    let (code, _) = cli(&sb, &["activate", "sessions/t", "--skill", "implement"]);
+    assert_eq!(code, 1);
+    assert_eq!(fs::read_to_string(dir.join(".state.json")).unwrap(), "{bad");
 }

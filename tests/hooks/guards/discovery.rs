@@ -6,7 +6,7 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use crate::guards::{allowed, call, stash};
+use super::{allowed, call, stash};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 /// A session whose skill declares TESTING.md and PITFALLS.md, with no rules (discovery's

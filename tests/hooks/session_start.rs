@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use super::{files, session_start};
+use preload_test_support::pipeline_steps::headers;
 use preload_test_support::sandbox::{Sandbox, bin, strings};
 
 /// Run all N registrations at once, as Claude Code does; their `additionalContext`s by index.
@@ -473,4 +475,87 @@ fn a_hook_given_another_events_input_answers_nothing() {
         "{}",
         answer.stdout
     );
+}
+
+#[test]
+fn session_start_without_a_session_seeds_and_delivers_the_standards() {
+    let sb = Sandbox::new();
+    // As the client runs it: every registration of the wiring.
+    let a =
+        sb.session_start_event(&json!({"hook_event_name": "SessionStart", "source": "startup"}));
+    let json = a.json.clone().unwrap();
+    assert_eq!(json["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let text = a.context();
+    assert!(text.contains("| Session: (none)"));
+    let shown = files(&text);
+    assert_eq!(
+        shown.len(),
+        8,
+        "6 standards + TOC + the example's context pack: {shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|h| h.ends_with("/.claude/context-packs.json#project-basics"))
+    );
+    assert!(shown.iter().all(|h| h.starts_with('/')), "absolute paths");
+    assert!(text.contains(&format!(
+        "[Preloaded: {} (part 1/",
+        sb.engine_path("COMMANDS.md")
+    )));
+    let seed = sb.seed();
+    let mut recorded = strings(&seed, "preloadedFiles");
+    recorded.sort();
+    let mut expected = shown.clone();
+    expected.sort();
+    assert_eq!(recorded, expected, "every part out, every file recorded");
+    assert_eq!(
+        sb.events().iter().filter(|e| e["event"] == "seed").count(),
+        8
+    );
+    assert_eq!(sb.deliveries().len(), 8);
+    // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
+    assert!(
+        strings(&seed, "pendingPreloads")
+            .iter()
+            .any(|p| p.ends_with("FMT_SESSION_PARAMETERS.md"))
+    );
+}
+
+#[test]
+fn session_start_keeps_what_does_not_fit_queued() {
+    let mut sb = Sandbox::new();
+    sb.active_session("s", &json!({"currentPhase": "1: Interrogation"}));
+    sb.extra_env
+        .push(("PRELOAD_OUTPUT_BUDGET".into(), "1200".into()));
+    let a = session_start(&sb, "compact");
+    a.assert_contract();
+    let text = a.context();
+    assert!(text.chars().count() <= 1200);
+    assert!(text.contains("[preload overflow: "));
+    let state = sb.state("s");
+    let delivered = headers(&text);
+    let pending = strings(&state, "pendingPreloads");
+    preload_test_support::sandbox::assert_shown_recorded(&text, &state);
+    for f in ["CMD_INTERROGATE.md", "/implement/SKILL.md"] {
+        let queued = pending.iter().any(|p| p.ends_with(f));
+        let shown = delivered.iter().any(|p| p.ends_with(f));
+        assert!(
+            queued != shown,
+            "{f} either delivered or queued, never lost nor both"
+        );
+    }
+}
+
+#[test]
+fn session_start_on_a_completed_session_reseeds_but_skips_the_skill() {
+    let sb = Sandbox::new();
+    sb.active_session(
+        "done",
+        &json!({"lifecycle": "completed", "preloadedFiles": ["/old.md"]}),
+    );
+    let a = session_start(&sb, "startup");
+    a.assert_contract();
+    assert!(!a.context().contains("SKILL.md]"));
+    assert!(!strings(&sb.state("done"), "preloadedFiles").contains(&"/old.md".to_owned()));
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::install::{bash_entry, built, engine_settings, preload};
+use super::install::{bash_entry, built, engine_settings, preload};
 use preload_test_support::sandbox::{Sandbox, read_json};
 
 fn dead_pid() -> u32 {

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::guards::{BIN, stash};
+use crate::hooks::guards::{BIN, stash};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 fn codex_session() -> Sandbox {

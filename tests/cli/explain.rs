@@ -6,7 +6,7 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::diagnostics::{assert_untouched, built, preload, session_with_a_queue, snapshot};
+use super::diagnostics::{assert_untouched, built, preload, session_with_a_queue, snapshot};
 use preload_test_support::sandbox::{Answer, Sandbox};
 
 /// `preload explain` of `input` against the built binaries.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::guards::{allowed, call, counter, denied, session_with, stash, sub_call};
+use super::{allowed, call, counter, denied, session_with, stash, sub_call};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 fn guards(sb: &Sandbox, rules: &Value) {
@@ -82,7 +82,7 @@ fn counters_are_per_transcript_and_eq_fires_only_at_three() {
         call(&sb, "Bash", json!({"command": "ls"}));
     }
     let other = sb.run(
-        crate::guards::BIN,
+        super::BIN,
         json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "transcript_path": "/t/other.jsonl"}),
     );
     assert!(allowed(&other));
