@@ -37,8 +37,8 @@ pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
 pub use phases::{PhaseDef, Phases};
 pub use store::{
-    Durability, Read, Write, commit_before, create_if_absent, load, load_read, save, save_fields,
-    save_locked, update,
+    Durability, Read, Tried, Write, commit_before, create_if_absent, load, load_read, optimistic,
+    save, save_fields, save_locked, update,
 };
 pub use typed::Field;
 
@@ -86,6 +86,14 @@ pub enum StateError {
         /// The state file.
         path: PathBuf,
     },
+}
+
+impl StateError {
+    /// Whether nothing was written for want of time: the lock not had, or the call's budget
+    /// spent before the write.
+    pub fn is_late(&self) -> bool {
+        matches!(self, Self::Lock(_) | Self::Late { .. })
+    }
 }
 
 /// Why a text is not a state document.

@@ -32,7 +32,10 @@ mod changed;
 pub use changed::{CHANGED_SOURCE, requeue_changed};
 
 mod rewound;
-pub use rewound::{REWIND_SOURCE, requeue_rewound};
+pub use rewound::{REWIND_SOURCE, record_expanded, requeue_rewound};
+
+mod touched;
+pub use touched::queue_touched;
 
 mod due;
 pub use due::pack_requests;

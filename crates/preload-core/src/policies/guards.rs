@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use self::call::{Call, EngineCommand, UNCOUNTED_TOOLS, Writes, engine_command, is_quiet};
+use self::call::{Call, EngineCommand, UNCOUNTED_TOOLS, Writes, is_quiet};
 use self::decision::{Decision, Plan};
 use crate::mechanisms::counters;
 use crate::mechanisms::ledger;
@@ -38,7 +38,7 @@ use crate::primitives::file;
 use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::tmux;
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State, Write};
+use crate::state::{self, Lifecycle, State, Tried, Write};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -73,10 +73,8 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         return Ok(HookOutput::Silent);
     };
     let call = Call::new(input);
-    let engine = engine_command(&call);
-    let continued = (engine == Some(EngineCommand::Continue))
-        .then(|| continued_session(ctx, call.command))
-        .flatten();
+    let engine = call.engine;
+    let continued = call.continues.and_then(|dir| continued_session(ctx, dir));
     if let Some(dir) = &continued {
         keep_continued_window(dir);
     }
@@ -130,12 +128,12 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
     })
 }
 
-/// The session directory an `engine session continue` names (the owner's own without one, as
-/// the engine's `find` answers).
-fn continued_session(ctx: &Context, command: &str) -> Option<PathBuf> {
-    match call::continued(command) {
-        Some("") | None => session::cached_session(ctx),
-        Some(dir) => Some(ctx.cwd.join(dir)),
+/// The session directory an `engine session continue` names (`dir`; the owner's own without
+/// one, as the engine's `find` answers).
+fn continued_session(ctx: &Context, dir: &str) -> Option<PathBuf> {
+    match dir {
+        "" => session::cached_session(ctx),
+        dir => Some(ctx.cwd.join(dir)),
     }
 }
 
@@ -267,49 +265,44 @@ fn session_call(
         // the deadline. Decide on what was read, write nothing.
         return Ok(decision.on(&mut base, Writes::Impossible));
     }
-    let due = ledger::is_due(ctx, record, &base);
     // Under the lock: the counters as they are then, not this call's view of them.
-    let mirror = |s: &mut State| {
+    let settle = |s: &mut State| {
         if view.is_some() {
             counters::mirror_latest(path, s);
         }
     };
-    let change = |s: &mut State| {
-        mirror(s);
-        decision.on(s, Writes::Allowed)
-    };
-    let locked = if due {
+    let change = |s: &mut State| decision.on(s, Writes::Allowed);
+    let locked = if ledger::is_due(ctx, record, &base) {
         // A seed to adopt or a conversation to tag: the decision is made once, under the lock,
         // on what the adoption makes of the state (a trial on the unlocked read would be thrown
         // away).
-        ledger::update(ctx, record, ctx.per_call(), change)
+        ledger::update(ctx, record, ctx.per_call(), |s| {
+            settle(s);
+            change(s)
+        })
     } else {
-        let (trial, plan) = decision.trial(base);
-        if !trial.changed() {
-            if mirrored {
-                // Only the counters' mirror for the engine's readers: never worth a wait (a
-                // native holder of the lock took it after this count, and mirrors it).
-                let known = || {
-                    let mut s = trial;
-                    mirror(&mut s);
-                    Some((s, ()))
-                };
-                let write = Write::per_call(Instant::now()).from_read(&text, known);
-                let _ = state::update(path, write, mirror);
+        let commit =
+            |write, change: &dyn Fn(&mut State) -> Plan| ledger::update(ctx, record, write, change);
+        match state::optimistic(base, &text, ctx.per_call(), &change, &settle, commit) {
+            Tried::Changed(locked) => locked,
+            Tried::Unchanged(trial, plan) => {
+                if mirrored {
+                    // Only the counters' mirror for the engine's readers: never worth a wait (a
+                    // native holder of the lock took it after this count, and mirrors it).
+                    let known = || {
+                        let mut s = trial;
+                        settle(&mut s);
+                        Some((s, ()))
+                    };
+                    let write = Write::per_call(Instant::now()).from_read(&text, known);
+                    let _ = state::update(path, write, settle);
+                }
+                return Ok(plan);
             }
-            return Ok(plan);
         }
-        // While the file is what was read, the trial's decision stands.
-        let known = || {
-            let mut s = trial;
-            mirror(&mut s);
-            Some((s, plan))
-        };
-        ledger::update(ctx, record, ctx.per_call().from_read(&text, known), change)
     };
     match locked {
-        Ok(plan) => Ok(plan),
-        Err(state::StateError::Lock(_) | state::StateError::Late { .. }) => {
+        Err(err) if err.is_late() => {
             // The read again, as it was before any decision (it parsed once, so it parses).
             let mut unlocked = State::parse(&text).unwrap_or_default();
             if let Some(view) = &view {
@@ -317,7 +310,7 @@ fn session_call(
             }
             Ok(decision.on(&mut unlocked, Writes::Impossible))
         }
-        Err(err) => Err(err.into()),
+        locked => Ok(locked?),
     }
 }
 

@@ -277,6 +277,57 @@ impl<'r, T> Write<'r, T> {
     }
 }
 
+/// How an [`optimistic`] update went.
+#[derive(Debug)]
+pub enum Tried<T> {
+    /// The change, tried on the unlocked read, changed nothing: no lock was taken and nothing
+    /// written. The read as the trial left it, and the trial's result.
+    Unchanged(State, T),
+    /// It changed the state: written under the lock, or not at all when the lock could not be
+    /// had in time (an error that [`StateError::is_late`] tells).
+    Changed(Result<T, StateError>),
+}
+
+/// The optimistic update of a state read without the lock (`read`, the file's text `text`):
+/// `change` is tried on the read first. When it changes nothing, no lock is taken. Otherwise
+/// `commit` makes the update as `write` says (through [`update`], or an update built on it),
+/// with the trial standing while the file still holds `text` and the change made again on the
+/// locked read when it does not. `settle` runs under the lock before either stands (the
+/// latest of what another file holds, say), never in the trial.
+pub fn optimistic<'r, T: 'r>(
+    read: State,
+    text: &'r str,
+    write: Write<'r, T>,
+    change: &'r dyn Fn(&mut State) -> T,
+    settle: &'r dyn Fn(&mut State),
+    commit: impl FnOnce(Write<'r, T>, &dyn Fn(&mut State) -> T) -> Result<T, StateError>,
+) -> Tried<T> {
+    #[cfg(debug_assertions)]
+    let before = read.clone();
+    let mut trial = read;
+    trial.mark_unchanged();
+    let out = change(&mut trial);
+    // The mark tells whether the change changed anything (a copy to compare with was, on a
+    // large state, a tenth of a call); debug builds check it against such a copy.
+    #[cfg(debug_assertions)]
+    assert!(
+        trial.changed() || trial == before,
+        "the change changed the state without marking it"
+    );
+    if !trial.changed() {
+        return Tried::Unchanged(trial, out);
+    }
+    let known = move || {
+        settle(&mut trial);
+        Some((trial, out))
+    };
+    let again = |s: &mut State| {
+        settle(s);
+        change(s)
+    };
+    Tried::Changed(commit(write.from_read(text, known), &again))
+}
+
 /// The one read-modify-write of a state file, under its lock from the read to the rename,
 /// written as `write` says ([`Write`]).
 ///

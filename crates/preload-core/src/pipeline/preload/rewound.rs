@@ -7,12 +7,12 @@
 //! follow on from the entry before it); later calls see the prompt already checked. Without a readable transcript nothing changes, and the
 //! delivery log says so (`no-transcript`).
 
-use super::Batch;
+use super::{Batch, Request};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::ledger;
 use crate::primitives::delivery::Event;
-use crate::state::State;
 use crate::state::fields;
+use crate::state::{QUEUED, State};
 
 /// The `source` of the queue events of rewound files.
 pub const REWIND_SOURCE: &str = "rewind";
@@ -52,6 +52,26 @@ pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
     );
     for file in ledger::take_back(state, &abandoned) {
         batch.note(Event::QueuePending, &file, REWIND_SOURCE, "rewound");
+    }
+    batch
+}
+
+/// A `Skill` call expands its skill's SKILL.md itself: one waiting in the main agent's queue
+/// (a rewind took it back) is in the context with the call (`call`: its `tool_use_id`),
+/// recorded now, so that no hook of the call sends it beside the client's copy.
+pub fn record_expanded(ctx: &Context, state: &mut State, skill: &str, call: Option<&str>) -> Batch {
+    let file = ctx.paths.skill_file(skill).to_string_lossy().into_owned();
+    let path = ctx.normalize(&file);
+    if !state.has_path(QUEUED, &path) {
+        return Batch::default();
+    }
+    let batch = super::record(
+        ctx,
+        state,
+        &[Request::new(file, format!("skill-call({skill})"))],
+    );
+    if let Some(id) = call {
+        ledger::note_carried(state, id, &[path], "");
     }
     batch
 }

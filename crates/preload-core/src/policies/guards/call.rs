@@ -14,10 +14,14 @@ pub const UNCOUNTED_TOOLS: [&str; 3] = ["Task", "TaskOutput", "Agent"];
 pub(super) struct Call<'a> {
     pub(super) input: &'a HookInput,
     pub(super) tool: &'a str,
-    pub(super) command: &'a str,
     pub(super) agent: Option<&'a str>,
     /// `toolCallsByTranscript` key: the transcript basename, or `sub:<agent_id>`.
     pub(super) key: String,
+    /// The engine command the call runs, if it is one.
+    pub(super) engine: Option<EngineCommand>,
+    /// The session directory an `engine session continue` names (`""`: it names none, the
+    /// engine finds the owner's); `None` for any other call.
+    pub(super) continues: Option<&'a str>,
 }
 
 impl<'a> Call<'a> {
@@ -27,17 +31,30 @@ impl<'a> Call<'a> {
             Some(id) => format!("sub:{id}"),
             None => input.transcript_key().unwrap_or("unknown").to_owned(),
         };
+        let tool = input.tool_name().unwrap_or("");
+        let command = input.tool_input_str("command").unwrap_or("");
+        let continued = (tool == "Bash").then(|| continued(command)).flatten();
+        let engine = engine_command(tool, command, continued.is_some());
         Self {
             input,
-            tool: input.tool_name().unwrap_or(""),
-            command: input.tool_input_str("command").unwrap_or(""),
+            tool,
             agent,
             key,
+            engine,
+            continues: continued.filter(|_| engine == Some(EngineCommand::Continue)),
         }
     }
 
     pub(super) fn is_sub(&self) -> bool {
         self.agent.is_some()
+    }
+
+    /// The skill a `Skill` call expands, when it names a valid one.
+    pub(super) fn skill(&self) -> Option<&'a str> {
+        self.input
+            .tool_input_str("skill")
+            .map(|n| n.trim().trim_start_matches('/'))
+            .filter(|n| self.tool == "Skill" && crate::mechanisms::skill::is_valid_name(n))
     }
 }
 
@@ -55,18 +72,19 @@ pub(super) enum EngineCommand {
     Continue,
 }
 
-/// The engine command `call` runs, if it is one.
-pub(super) fn engine_command(call: &Call) -> Option<EngineCommand> {
-    if call.tool != "Bash" {
+/// The engine command a call of `tool` with `command` runs, if it is one (`continues`: the
+/// command is an `engine session continue`).
+fn engine_command(tool: &str, command: &str, continues: bool) -> Option<EngineCommand> {
+    if tool != "Bash" {
         return None;
     }
-    if rules::is_engine_cmd(call.command, "log") {
+    if rules::is_engine_cmd(command, "log") {
         Some(EngineCommand::Log)
-    } else if call.command.contains("engine session dehydrate") {
+    } else if command.contains("engine session dehydrate") {
         Some(EngineCommand::Dehydrate)
-    } else if continued(call.command).is_some() {
+    } else if continues {
         Some(EngineCommand::Continue)
-    } else if rules::is_engine_cmd(call.command, "session") {
+    } else if rules::is_engine_cmd(command, "session") {
         Some(EngineCommand::Session)
     } else {
         None
