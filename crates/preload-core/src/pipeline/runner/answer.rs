@@ -6,7 +6,7 @@
 //! the strongest permission decision wins (deny over allow; no policy asks), deny reasons and
 //! block reasons are joined in order. One output alone renders as that policy's own answer.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 use crate::primitives::delivery::{self, MIN_BUDGET};
 use crate::primitives::env::Agent;
@@ -140,39 +140,54 @@ impl Merged {
     /// `allow` without `updatedInput` for an error and drops the answer's context: to it an
     /// allowed call's answer says no decision.
     pub fn render(&self, event: HookEvent, agent: Agent) -> Option<String> {
-        let mut answer = Map::new();
-        if !self.blocks.is_empty() {
-            answer.insert("decision".into(), json!("block"));
-            answer.insert("reason".into(), json!(self.blocks.join(SEPARATOR)));
-        }
-        let mut specific = Map::new();
-        match self.decision {
-            Some(Decision::Deny) => {
-                specific.insert("permissionDecision".into(), json!("deny"));
-                specific.insert(
-                    "permissionDecisionReason".into(),
-                    json!(self.reasons.join(SEPARATOR)),
-                );
-            }
-            Some(Decision::Allow) if agent == Agent::ClaudeCode => {
-                specific.insert("permissionDecision".into(), json!("allow"));
-            }
-            Some(Decision::Allow) | None => {}
-        }
-        if !self.contexts.is_empty() {
-            specific.insert(
-                "additionalContext".into(),
-                json!(self.contexts.join(SEPARATOR)),
-            );
-        }
-        if !specific.is_empty() {
-            let mut named = Map::new();
-            named.insert("hookEventName".into(), json!(event.name()));
-            named.extend(specific);
-            answer.insert("hookSpecificOutput".into(), Value::Object(named));
-        }
-        (!answer.is_empty()).then(|| Value::Object(answer).to_string())
+        let joined = |parts: &[String]| (!parts.is_empty()).then(|| parts.join(SEPARATOR));
+        let (permission_decision, permission_decision_reason) = match self.decision {
+            Some(Decision::Deny) => (Some("deny"), Some(self.reasons.join(SEPARATOR))),
+            Some(Decision::Allow) if agent == Agent::ClaudeCode => (Some("allow"), None),
+            Some(Decision::Allow) | None => (None, None),
+        };
+        let specific = Specific {
+            hook_event_name: event.name(),
+            permission_decision,
+            permission_decision_reason,
+            additional_context: joined(&self.contexts),
+        };
+        let says = specific.permission_decision.is_some() || specific.additional_context.is_some();
+        let reason = joined(&self.blocks);
+        let answer = Answer {
+            decision: reason.as_ref().map(|_| "block"),
+            reason,
+            hook_specific_output: says.then_some(specific),
+        };
+        let empty = answer.decision.is_none() && answer.hook_specific_output.is_none();
+        (!empty).then(|| serde_json::to_string(&answer).unwrap_or_default())
     }
+}
+
+/// A hook's answer as the clients read it (the members in the order they are written).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer {
+    /// `block`, with the reason: the turn does not end (Stop), the prompt is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hook_specific_output: Option<Specific>,
+}
+
+/// The event's own part of an answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Specific {
+    hook_event_name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_context: Option<String>,
 }
 
 /// The answer printed should the policy after `outputs` outlive its budget: theirs merged,
