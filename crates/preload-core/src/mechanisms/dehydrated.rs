@@ -8,8 +8,6 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, STATE_FILE};
 use crate::primitives::bytes;
@@ -17,7 +15,7 @@ use crate::primitives::file;
 use crate::primitives::paths;
 use crate::primitives::process;
 use crate::state::fields;
-use crate::state::{self, Phase, State};
+use crate::state::{self, Handover, Phase, State};
 
 /// The most required files one recovery delivers.
 pub const MAX_REQUIRED_FILES: usize = 8;
@@ -30,7 +28,7 @@ pub struct Recovery {
     session: String,
     skill: String,
     phase: String,
-    context: Map<String, Value>,
+    handover: Handover,
 }
 
 /// The first `sessions/*/.state.json` (name order, every sessions directory of the project)
@@ -103,9 +101,7 @@ fn look(
         return None;
     }
     let state = State::parse(&file::lossy_text(read)).ok()?;
-    let Some(Value::Object(context)) = state.get(fields::DEHYDRATED_CONTEXT) else {
-        return None;
-    };
+    let handover = state.handover()?;
     if let Some(pid) = state.pid(fields::PID) {
         if pid != ctx.owner_pid && process::is_alive(pid) {
             return None;
@@ -118,7 +114,7 @@ fn look(
             .current_phase()
             .map_or("(none)", Phase::as_str)
             .to_owned(),
-        context: context.clone(),
+        handover,
         state: path,
     })
 }
@@ -306,24 +302,12 @@ impl<'a> Plain<'a> {
 }
 
 impl Recovery {
-    fn text(&self, key: &str) -> Option<String> {
-        match self.context.get(key)? {
-            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-            Value::String(_) | Value::Null => None,
-            other => Some(other.to_string()),
-        }
-    }
-
     /// The required files (the first [`MAX_REQUIRED_FILES`]), each with the file it resolves
     /// to when that exists.
     pub fn files(&self, ctx: &Context) -> Vec<(String, Option<PathBuf>)> {
-        let Some(Value::Array(items)) = self.context.get(fields::REQUIRED_FILES) else {
-            return Vec::new();
-        };
-        items
+        self.handover
+            .required_files
             .iter()
-            .filter_map(Value::as_str)
-            .filter(|s| !s.trim().is_empty())
             .take(MAX_REQUIRED_FILES)
             .map(|entry| {
                 let resolved = resolve_required(ctx, entry.trim());
@@ -339,28 +323,23 @@ impl Recovery {
             "## Session Recovery (Dehydrated Context)\n**Session**: {}\n**Skill**: {}\n**Phase**: {}\n",
             self.session, self.skill, self.phase
         );
-        for (title, key) in [
-            ("Summary", fields::SUMMARY),
-            ("Last Action", fields::LAST_ACTION),
-        ] {
-            if let Some(text) = self.text(key) {
+        let h = &self.handover;
+        for (title, text) in [("Summary", &h.summary), ("Last Action", &h.last_action)] {
+            if let Some(text) = text {
                 let _ = writeln!(out, "\n### {title}\n{}", text.trim_end());
             }
         }
-        if let Some(Value::Array(steps)) = self.context.get(fields::NEXT_STEPS) {
+        if let Some(steps) = &h.next_steps {
             out.push_str("\n### Next Steps\n");
             for step in steps {
-                let step = step
-                    .as_str()
-                    .map_or_else(|| step.to_string(), str::to_owned);
                 let _ = writeln!(out, "- {step}");
             }
         }
-        for (title, key) in [
-            ("Handover Instructions", fields::HANDOVER_INSTRUCTIONS),
-            ("User Interaction History", fields::USER_HISTORY),
+        for (title, text) in [
+            ("Handover Instructions", &h.handover_instructions),
+            ("User Interaction History", &h.user_history),
         ] {
-            if let Some(text) = self.text(key) {
+            if let Some(text) = text {
                 let _ = writeln!(out, "\n### {title}\n{}", text.trim_end());
             }
         }

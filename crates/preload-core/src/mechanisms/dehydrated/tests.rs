@@ -3,7 +3,7 @@
 use super::*;
 use crate::primitives::env::{self, Env};
 use crate::primitives::input::HookInput;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 struct Project {
