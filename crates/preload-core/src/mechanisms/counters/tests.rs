@@ -273,3 +273,155 @@ fn a_counters_file_read_torn_is_not_taken_for_counts() {
 fn fs_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
 }
+
+fn far() -> Instant {
+    Instant::now() + std::time::Duration::from_secs(2)
+}
+
+#[test]
+fn the_counters_file_keeps_its_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(
+        r#"{"pid": 5, "startedAt": "2026-01-01T00:00:00Z", "currentPhase": "1: A",
+            "phaseHistory": ["0: Setup"], "toolCallsByTranscript": {"sub:z": 4, "main.jsonl": 2},
+            "toolCallsSinceLastLog": 2, "primaryTranscriptKey": "main.jsonl",
+            "lastEditFile_sub:z": "/z.rs", "preloadCountersSeq": 7}"#,
+    );
+    // A count a hook journalled while the latch was busy.
+    std::fs::write(
+        journal_of(&file),
+        "\n{\"id\":\"1-2-3\",\"op\":\"count\",\"key\":\"sub:y\",\"main\":false,\"tool\":\"Read\",\
+         \"edited\":null}\n",
+    )
+    .unwrap();
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    update(&file, &s, far(), far(), &edit).unwrap();
+    assert_eq!(
+        fs_text(&file_of(&file)),
+        concat!(
+            "{\n",
+            "  \"check\": \"77ccd5a5c795dd88\",\n",
+            "  \"epoch\": \"2026-01-01T00:00:00Z|5|1|1: A\",\n",
+            "  \"seq\": 8,\n",
+            "  \"counts\": {\n",
+            "    \"sub:z\": 4,\n",
+            "    \"main.jsonl\": 3,\n",
+            "    \"sub:y\": 1\n",
+            "  },\n",
+            "  \"lastEdit\": {\n",
+            "    \"sub:z\": \"/z.rs\",\n",
+            "    \"main.jsonl\": \"/a.rs\"\n",
+            "  },\n",
+            "  \"primary\": \"main.jsonl\",\n",
+            "  \"sinceLastLog\": 3,\n",
+            "  \"applied\": [\n",
+            "    \"1-2-3\"\n",
+            "  ]\n",
+            "}\n"
+        )
+    );
+    // No main agent yet: no primary key, nothing edited, nothing folded.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    update(&file, &state("{}"), far(), far(), &count("sub:a", "Read")).unwrap();
+    assert_eq!(
+        fs_text(&file_of(&file)),
+        concat!(
+            "{\n",
+            "  \"check\": \"883a8fb07bff76fb\",\n",
+            "  \"epoch\": \"|0|0|\",\n",
+            "  \"seq\": 1,\n",
+            "  \"counts\": {\n",
+            "    \"sub:a\": 1\n",
+            "  },\n",
+            "  \"lastEdit\": {},\n",
+            "  \"primary\": null,\n",
+            "  \"sinceLastLog\": 0,\n",
+            "  \"applied\": []\n",
+            "}\n"
+        )
+    );
+}
+
+#[test]
+fn a_journal_record_keeps_its_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(r#"{"pid": 5}"#);
+    let _held = hold_latch(&file);
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    let reset = Delta::Reset {
+        key: "sub:a".to_owned(),
+        main: false,
+    };
+    for delta in [&edit, &count("sub:a", "Read"), &reset] {
+        update(&file, &s, Instant::now(), far(), delta).unwrap();
+    }
+    let records = journal::read(&journal_of(&file));
+    let id = |i: usize| records[i]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        fs_text(&journal_of(&file)),
+        format!(
+            "\n{{\"id\":\"{}\",\"op\":\"count\",\"key\":\"main.jsonl\",\"main\":true,\
+             \"tool\":\"Edit\",\"edited\":\"/a.rs\"}}\n\
+             \n{{\"id\":\"{}\",\"op\":\"count\",\"key\":\"sub:a\",\"main\":false,\
+             \"tool\":\"Read\",\"edited\":null}}\n\
+             \n{{\"id\":\"{}\",\"op\":\"reset\",\"key\":\"sub:a\",\"main\":false}}\n",
+            id(0),
+            id(1),
+            id(2)
+        )
+    );
+    let c = current(&file, &s);
+    assert_eq!((c.get("main.jsonl"), c.get("sub:a")), (1, 0));
+}
+
+#[test]
+fn a_mirror_keeps_the_state_text_around_the_counters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s =
+        state(r#"{"pid": 5, "toolCallsByTranscript": {"sub:z": 4}, "lastEditFile_gone": "/g"}"#);
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    let c = update(&file, &s, far(), far(), &edit).unwrap();
+    let mut other = state(
+        r#"{"pid": 5, "lastEditFile_x": "/x", "toolCallsByTranscript": {"main.jsonl": 0, "b": 1},
+            "tail": true}"#,
+    );
+    assert!(c.mirror(&mut other));
+    assert_eq!(
+        other.to_pretty(),
+        concat!(
+            "{\n",
+            "  \"pid\": 5,\n",
+            "  \"toolCallsByTranscript\": {\n",
+            "    \"main.jsonl\": 1,\n",
+            "    \"b\": 1,\n",
+            "    \"sub:z\": 4\n",
+            "  },\n",
+            "  \"tail\": true,\n",
+            "  \"toolCallsSinceLastLog\": 1,\n",
+            "  \"primaryTranscriptKey\": \"main.jsonl\",\n",
+            "  \"preloadCountersSeq\": 1,\n",
+            "  \"lastEditFile_gone\": \"/g\",\n",
+            "  \"lastEditFile_main.jsonl\": \"/a.rs\"\n",
+            "}\n"
+        )
+    );
+}
