@@ -28,14 +28,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
 use crate::primitives::file;
 use crate::primitives::journal;
 use crate::primitives::lock::Latch;
 use crate::state::fields;
 use crate::state::stamps;
-use crate::state::{self, Phase, State, StateError};
+use crate::state::{CounterMirror, Keyed, Phase, State, StateError};
 
 mod delta;
 pub use delta::Delta;
@@ -57,8 +58,8 @@ const MAX_BYTES: u64 = 1024 * 1024;
 pub struct Counters {
     epoch: String,
     seq: u64,
-    counts: Map<String, Value>,
-    last_edit: Map<String, Value>,
+    counts: Keyed<u64>,
+    last_edit: Keyed<String>,
     primary: Option<String>,
     since_last_log: u64,
     /// The ids of the journal records the last write folded in.
@@ -70,10 +71,7 @@ pub struct Counters {
 /// The epoch a state counts in: when it was created, its owner, how many phases it went
 /// through, its phase.
 pub fn epoch_of(state: &State) -> String {
-    let history = state
-        .get(fields::PHASE_HISTORY)
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+    let history = state.items(fields::PHASE_HISTORY).len();
     format!(
         "{}|{}|{history}|{}",
         state.str(fields::STARTED_AT).unwrap_or(""),
@@ -95,47 +93,31 @@ pub fn journal_of(state_file: &Path) -> PathBuf {
 impl Counters {
     /// The state's own values (its mirror, or the engine's after a reset), in `state`'s epoch.
     fn from_state(state: &State) -> Self {
-        let counts = match state.get(fields::TOOL_CALLS_BY_TRANSCRIPT) {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
-        let last_edit = state
-            .map()
-            .iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX)?.to_owned(),
-                    v.clone(),
-                ))
-            })
-            .collect();
+        let mirror = state.counter_mirror();
         Self {
             epoch: epoch_of(state),
-            seq: state
-                .get(fields::COUNTERS_SEQ)
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            counts,
-            last_edit,
-            primary: state.str(fields::PRIMARY_TRANSCRIPT_KEY).map(str::to_owned),
-            since_last_log: state
-                .number(fields::TOOL_CALLS_SINCE_LAST_LOG)
-                .map_or(0, state::whole),
+            seq: mirror.seq.unwrap_or(0),
+            counts: mirror.counts,
+            last_edit: mirror.last_edit,
+            primary: mirror.primary,
+            since_last_log: mirror.since_last_log.unwrap_or(0),
             applied: Vec::new(),
             pending: false,
         }
     }
 
     fn from_file(value: &Value) -> Option<Self> {
-        let object = |key: &str| match value.get(key) {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
         Some(Self {
             epoch: value.get("epoch")?.as_str()?.to_owned(),
             seq: value.get("seq").and_then(Value::as_u64).unwrap_or(0),
-            counts: object("counts"),
-            last_edit: object("lastEdit"),
+            counts: value
+                .get("counts")
+                .and_then(|v| Keyed::deserialize(v).ok())
+                .unwrap_or_default(),
+            last_edit: value
+                .get("lastEdit")
+                .and_then(|v| Keyed::deserialize(v).ok())
+                .unwrap_or_default(),
             primary: value
                 .get("primary")
                 .and_then(Value::as_str)
@@ -213,30 +195,26 @@ impl Counters {
 
     /// The counter of `key`.
     pub fn get(&self, key: &str) -> u64 {
-        self.counts
-            .get(key)
-            .and_then(Value::as_f64)
-            .map_or(0, state::whole)
+        self.counts.get(key).copied().unwrap_or(0)
     }
 
     /// Count one call of `tool` by the agent of `key` (`main` for the main agent), with the
     /// engine's same-file Edit suppression: an Edit of the file the last Edit of this agent
     /// touched does not count. True when counted.
     pub fn count(&mut self, key: &str, main: bool, tool: &str, edited: Option<&str>) -> bool {
-        let previous = self.last_edit.get(key).and_then(Value::as_str);
+        let previous = self.last_edit.get(key).map(String::as_str);
         let suppress =
             tool == "Edit" && edited.is_some_and(|f| !f.is_empty() && previous == Some(f));
         if tool == "Edit" {
-            self.last_edit
-                .insert(key.to_owned(), Value::from(edited.unwrap_or("")));
+            self.last_edit.insert(key, edited.unwrap_or("").to_owned());
         } else {
             self.last_edit.remove(key);
         }
         if suppress {
             return false;
         }
-        let next = self.get(key) + 1;
-        self.counts.insert(key.to_owned(), Value::from(next));
+        let next = self.get(key).saturating_add(1);
+        self.counts.insert(key, next);
         if main {
             self.since_last_log = next;
             if self.primary.is_none() {
@@ -248,73 +226,26 @@ impl Counters {
 
     /// `engine log`: the agent of `key` starts over (the main agent's displayed count too).
     pub fn reset(&mut self, key: &str, main: bool) {
-        self.counts.insert(key.to_owned(), Value::from(0));
+        self.counts.insert(key, 0);
         if main {
             self.since_last_log = 0;
         }
     }
 
-    /// Write the counters into a state: the engine's fields, as it would have written them.
+    /// Write the counters into a state: the engine's fields, as it would have written them
+    /// (the main agent's displayed count once there are counts, or when the state shows one).
     /// True when that changed the state.
     pub fn mirror(&self, state: &mut State) -> bool {
-        let before = mirrored_fields(state);
-        self.write_into(state);
-        mirrored_fields(state) != before
-    }
-
-    fn write_into(&self, state: &mut State) {
-        let by = state.object_mut(fields::TOOL_CALLS_BY_TRANSCRIPT);
-        for (k, v) in &self.counts {
-            by.insert(k.clone(), v.clone());
-        }
-        if !self.counts.is_empty() || state.get(fields::TOOL_CALLS_SINCE_LAST_LOG).is_some() {
-            state.set(
-                fields::TOOL_CALLS_SINCE_LAST_LOG,
-                Value::from(self.since_last_log),
-            );
-        }
-        if let Some(primary) = &self.primary {
-            state.set(
-                fields::PRIMARY_TRANSCRIPT_KEY,
-                Value::from(primary.as_str()),
-            );
-        }
-        state.set(fields::COUNTERS_SEQ, Value::from(self.seq));
-        let forgotten: Vec<String> = state
-            .map()
-            .keys()
-            .filter_map(|k| k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX))
-            .filter(|key| !self.last_edit.contains_key(*key))
-            .map(|key| format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX))
-            .collect();
-        for key in forgotten {
-            state.remove(&key);
-        }
-        for (key, file) in &self.last_edit {
-            state.set(
-                &format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX),
-                file.clone(),
-            );
-        }
-    }
-}
-
-/// The fields [`Counters::mirror`] writes, as `state` holds them.
-fn mirrored_fields(state: &State) -> Vec<(String, Value)> {
-    let fixed = [
-        fields::TOOL_CALLS_BY_TRANSCRIPT,
-        fields::TOOL_CALLS_SINCE_LAST_LOG,
-        fields::PRIMARY_TRANSCRIPT_KEY,
-        fields::COUNTERS_SEQ,
-    ];
-    state
-        .map()
-        .iter()
-        .filter(|(k, _)| {
-            fixed.contains(&k.as_str()) || k.starts_with(fields::LAST_EDIT_FILE_PREFIX)
+        let shown =
+            !self.counts.is_empty() || state.number(fields::TOOL_CALLS_SINCE_LAST_LOG).is_some();
+        state.set_counter_mirror(&CounterMirror {
+            counts: self.counts.clone(),
+            since_last_log: shown.then_some(self.since_last_log),
+            primary: self.primary.clone(),
+            last_edit: self.last_edit.clone(),
+            seq: Some(self.seq),
         })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    }
 }
 
 /// Mirror into `state` (the session's state, read under its lock) the counters as they are

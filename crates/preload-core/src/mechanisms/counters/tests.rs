@@ -1,5 +1,7 @@
 //! Unit tests of `counters`.
 
+use serde_json::{Value, json};
+
 use super::*;
 
 fn state(text: &str) -> State {
