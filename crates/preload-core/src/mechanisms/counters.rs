@@ -28,19 +28,18 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::primitives::file;
 use crate::primitives::journal;
 use crate::primitives::lock::Latch;
 use crate::state::fields;
 use crate::state::stamps;
-use crate::state::{CounterMirror, Keyed, Phase, State, StateError};
+use crate::state::{CounterMirror, Keyed, Phase, State, StateError, lenient, lenient_strings};
 
 mod delta;
 pub use delta::Delta;
-use delta::record_id;
+use delta::{Record, record_id};
 
 /// The counters file in a session directory.
 pub const FILE: &str = ".preload-counters.json";
@@ -53,18 +52,28 @@ pub const JOURNAL_WAIT: Duration = Duration::from_millis(50);
 /// Largest counters file read.
 const MAX_BYTES: u64 = 1024 * 1024;
 
-/// The counters of one session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The counters of one session, written as the counters file's members (after its `check`).
+/// Read from the file, a member in a shape its type does not take reads as absent and the
+/// others stand; a file without an `epoch` holds none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Counters {
     epoch: String,
+    #[serde(default, deserialize_with = "lenient")]
     seq: u64,
+    #[serde(default, deserialize_with = "lenient")]
     counts: Keyed<u64>,
+    #[serde(default, deserialize_with = "lenient")]
     last_edit: Keyed<String>,
+    #[serde(default, deserialize_with = "lenient")]
     primary: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     since_last_log: u64,
     /// The ids of the journal records the last write folded in.
+    #[serde(default, deserialize_with = "lenient_strings")]
     applied: Vec<String>,
     /// Holds journal records no holder has folded in yet: fit to decide on, never to write.
+    #[serde(skip)]
     pending: bool,
 }
 
@@ -106,57 +115,11 @@ impl Counters {
         }
     }
 
-    fn from_file(value: &Value) -> Option<Self> {
-        Some(Self {
-            epoch: value.get("epoch")?.as_str()?.to_owned(),
-            seq: value.get("seq").and_then(Value::as_u64).unwrap_or(0),
-            counts: value
-                .get("counts")
-                .and_then(|v| Keyed::deserialize(v).ok())
-                .unwrap_or_default(),
-            last_edit: value
-                .get("lastEdit")
-                .and_then(|v| Keyed::deserialize(v).ok())
-                .unwrap_or_default(),
-            primary: value
-                .get("primary")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            since_last_log: value
-                .get("sinceLastLog")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            applied: value
-                .get("applied")
-                .and_then(Value::as_array)
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            pending: false,
-        })
-    }
-
-    fn to_file(&self) -> Value {
-        json!({
-            "epoch": self.epoch,
-            "seq": self.seq,
-            "counts": self.counts,
-            "lastEdit": self.last_edit,
-            "primary": self.primary,
-            "sinceLastLog": self.since_last_log,
-            "applied": self.applied,
-        })
-    }
-
     /// The counters of the session whose state is `state` (read from `state_file`): the file's
     /// when the state's are older ones of the same epoch, else the state's own (numbered on
     /// from the file's).
     pub fn read(state_file: &Path, state: &State) -> Self {
-        let kept = read_checked(&file_of(state_file)).and_then(|v| Self::from_file(&v));
+        let kept = read_checked(&file_of(state_file));
         let mut own = Self::from_state(state);
         match kept {
             Some(kept) if kept.epoch == own.epoch && own.seq < kept.seq => kept,
@@ -171,10 +134,10 @@ impl Counters {
 
     /// Fold journal records in, skipping those the last write already folded; returns whether
     /// any changed the counters. `applied` becomes the ids of `records`.
-    fn fold(&mut self, records: &[Value]) -> bool {
+    fn fold(&mut self, records: Vec<Record>) -> bool {
         let before = self.clone();
         let mut ids = Vec::with_capacity(records.len());
-        for (id, delta) in records.iter().filter_map(Delta::from_record) {
+        for Record { id, delta } in records {
             if !self.applied.contains(&id) {
                 delta.apply(self);
             }
@@ -262,8 +225,8 @@ pub fn mirror_latest(state_file: &Path, state: &mut State) -> bool {
 /// journal's records not yet folded in.
 pub fn current(state_file: &Path, state: &State) -> Counters {
     let mut counters = Counters::read(state_file, state);
-    let unfolded = journal::read(&journal_of(state_file));
-    counters.pending = counters.fold(&unfolded);
+    let unfolded = delta::records(journal::read(&journal_of(state_file)));
+    counters.pending = counters.fold(unfolded);
     counters
 }
 
@@ -283,13 +246,17 @@ pub fn update(
     let latch_deadline = deadline.min(last.checked_sub(JOURNAL_WAIT).unwrap_or(last));
     let Ok(latch) = Latch::take(state_file, latch_deadline) else {
         let journal = journal_of(state_file);
-        journal::append(&journal, &delta.to_record(&record_id()), last).map_err(|err| {
-            StateError::Io {
-                action: "journal a count in",
-                path: journal.clone(),
-                source: std::io::Error::other(err),
-            }
-        })?;
+        let failed = |source: std::io::Error| StateError::Io {
+            action: "journal a count in",
+            path: journal.clone(),
+            source,
+        };
+        let record = Record {
+            id: record_id(),
+            delta: delta.clone(),
+        };
+        let line = serde_json::to_value(&record).map_err(|err| failed(err.into()))?;
+        journal::append(&journal, &line, last).map_err(|err| failed(std::io::Error::other(err)))?;
         return Ok(current(state_file, state));
     };
     let journal = journal_of(state_file);
@@ -298,13 +265,13 @@ pub fn update(
     let mut counters = Counters::read(state_file, state);
     let before = counters.clone();
     if let Some(taken) = &taken {
-        counters.fold(&taken.records);
+        counters.fold(delta::records(&taken.records));
     }
     delta.apply(&mut counters);
     if counters != before {
         counters.seq = before.seq + 1;
         let path = file_of(state_file);
-        let text = checked_text(&counters.to_file()).map_err(|err| StateError::Io {
+        let text = checked_text(&counters).map_err(|err| StateError::Io {
             action: "encode",
             path: path.clone(),
             source: std::io::Error::other(err),
@@ -336,8 +303,8 @@ const READS: usize = 3;
 /// version, which the next write overwrites in place ([`file::WriteOptions::held_temp`]): a
 /// reader that opened the file before an exchange and reads it during that write can read two
 /// versions at once, and the hash tells such a read from a whole one.
-fn checked_text(body: &Value) -> serde_json::Result<String> {
-    let pretty = serde_json::to_string_pretty(body)?;
+fn checked_text(counters: &Counters) -> serde_json::Result<String> {
+    let pretty = serde_json::to_string_pretty(counters)?;
     let rest = format!("{}\n", pretty.strip_prefix('{').unwrap_or(&pretty));
     let hash = stamps::words_hash(rest.as_bytes());
     Ok(format!("{CHECK_HEAD}{hash:016x}\",{rest}"))
@@ -357,13 +324,19 @@ fn is_whole(text: &str) -> bool {
     })
 }
 
-/// The counters file at `path`, read again when a read came out torn ([`is_whole`]); `None`
-/// when it is missing, unreadable, not JSON, or torn [`READS`] times in a row.
-fn read_checked(path: &Path) -> Option<Value> {
+/// The counters in the file at `path`, read again when a read came out torn ([`is_whole`]);
+/// `None` when it is missing, unreadable, not a JSON object of counters, or torn [`READS`]
+/// times in a row.
+fn read_checked(path: &Path) -> Option<Counters> {
     for _ in 0..READS {
         let text = file::read_text(path, MAX_BYTES)?;
         if is_whole(&text) {
-            return serde_json::from_str(&text).ok();
+            // An object only: a derived reader would take an array's items for the members.
+            return text
+                .trim_start()
+                .starts_with('{')
+                .then(|| serde_json::from_str(&text).ok())
+                .flatten();
         }
     }
     None

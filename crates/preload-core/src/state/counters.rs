@@ -137,6 +137,25 @@ impl<T> Lenient<T> {
     }
 }
 
+/// A member read as a `T`, or `T`'s default when it is not one: a member in a shape its type
+/// does not take reads as absent, and the rest of what holds it still reads.
+pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Lenient::deserialize(deserializer)?.ok().unwrap_or_default())
+}
+
+/// A member read as a list of strings: its entries that are strings, none when it is not an
+/// array.
+pub(crate) fn lenient_strings<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    let items: Vec<Lenient<String>> = lenient(deserializer)?;
+    Ok(items.into_iter().filter_map(Lenient::ok).collect())
+}
+
 /// The counters as a state holds them (see the module's documentation).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterMirror {

@@ -427,3 +427,64 @@ fn a_mirror_keeps_the_state_text_around_the_counters() {
         )
     );
 }
+
+#[test]
+fn a_member_of_the_counters_file_in_another_shape_reads_as_absent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
+    let epoch = epoch_of(&s);
+    // A file without a check (an earlier release's), its members in shapes they do not take.
+    let odd = json!({"epoch": epoch, "seq": 4, "counts": {"a": "x", "b": 2, "c": 1.5},
+        "lastEdit": 5, "primary": 3, "sinceLastLog": "2", "applied": ["1-1-1", 4]});
+    std::fs::write(file_of(&file), odd.to_string()).unwrap();
+    let c = Counters::read(&file, &s);
+    assert_eq!((c.get("a"), c.get("b"), c.get("c")), (0, 2, 1));
+    assert_eq!(
+        (c.seq, c.since_last_log, c.primary.as_deref()),
+        (4, 0, None)
+    );
+    assert!(c.last_edit.is_empty());
+    // The record it folded already is not counted again; the others are.
+    std::fs::write(
+        journal_of(&file),
+        "\n{\"id\":\"1-1-1\",\"op\":\"count\",\"key\":\"b\",\"main\":false,\"tool\":\"Read\"}\n\
+         \n{\"id\":\"1-1-2\",\"op\":\"count\",\"key\":\"b\",\"main\":false,\"tool\":\"Edit\",\
+         \"edited\":7}\n",
+    )
+    .unwrap();
+    assert_eq!(current(&file, &s).get("b"), 3);
+    // An epoch that is not a string, or a file that is not an object, holds no counters.
+    for text in [
+        json!({"epoch": 1, "seq": 9, "counts": {"b": 7}}).to_string(),
+        json!([epoch, 9, {"b": 7}]).to_string(),
+    ] {
+        std::fs::write(file_of(&file), text).unwrap();
+        assert_eq!(read_checked(&file_of(&file)), None);
+    }
+}
+
+#[test]
+fn a_journal_line_that_is_not_a_change_is_skipped() {
+    let lines = [
+        json!({"id": "1", "op": "count", "key": "k", "main": true, "tool": "Read"}),
+        json!({"id": "2", "op": "count", "key": "k", "main": true, "tool": "Edit", "edited": 7}),
+        json!({"id": "3", "op": "reset", "key": "k", "main": "yes"}),
+        json!({"id": "4", "op": "rename", "key": "k", "main": true}),
+        json!({"id": 5, "op": "reset", "key": "k", "main": true}),
+        json!({"op": "reset", "key": "k", "main": true}),
+        json!({"id": "7", "op": "count", "key": "k", "main": true}),
+        json!({"id": "8", "op": "reset", "key": "k", "main": false, "later": [1]}),
+    ];
+    let ids: Vec<String> = delta::records(&lines).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["1", "2", "8"]);
+    assert_eq!(
+        delta::records(&lines[1..2])[0].delta,
+        Delta::Count {
+            key: "k".to_owned(),
+            main: true,
+            tool: "Edit".to_owned(),
+            edited: None
+        }
+    );
+}
