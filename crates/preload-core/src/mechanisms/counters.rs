@@ -330,14 +330,14 @@ fn is_whole(text: &str) -> bool {
 fn read_checked(path: &Path) -> Option<Counters> {
     for _ in 0..READS {
         let text = file::read_text(path, MAX_BYTES)?;
-        if is_whole(&text) {
-            // An object only: a derived reader would take an array's items for the members.
-            return text
-                .trim_start()
-                .starts_with('{')
-                .then(|| serde_json::from_str(&text).ok())
-                .flatten();
+        if !is_whole(&text) {
+            continue;
         }
+        // An object only: the derived reader would take an array's items for the members.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        return serde_json::from_str(&text).ok();
     }
     None
 }
