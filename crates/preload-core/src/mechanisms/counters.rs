@@ -28,18 +28,18 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::primitives::file;
 use crate::primitives::journal;
 use crate::primitives::lock::Latch;
 use crate::state::fields;
 use crate::state::stamps;
-use crate::state::{self, Phase, State, StateError};
+use crate::state::{CounterMirror, Keyed, Phase, State, StateError, lenient, lenient_strings};
 
 mod delta;
 pub use delta::Delta;
-use delta::record_id;
+use delta::{Record, record_id};
 
 /// The counters file in a session directory.
 pub const FILE: &str = ".preload-counters.json";
@@ -52,28 +52,35 @@ pub const JOURNAL_WAIT: Duration = Duration::from_millis(50);
 /// Largest counters file read.
 const MAX_BYTES: u64 = 1024 * 1024;
 
-/// The counters of one session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The counters of one session, written as the counters file's members (after its `check`).
+/// Read from the file, a member in a shape its type does not take reads as absent and the
+/// others stand; a file without an `epoch` holds none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Counters {
     epoch: String,
+    #[serde(default, deserialize_with = "lenient")]
     seq: u64,
-    counts: Map<String, Value>,
-    last_edit: Map<String, Value>,
+    #[serde(default, deserialize_with = "lenient")]
+    counts: Keyed<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    last_edit: Keyed<String>,
+    #[serde(default, deserialize_with = "lenient")]
     primary: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     since_last_log: u64,
     /// The ids of the journal records the last write folded in.
+    #[serde(default, deserialize_with = "lenient_strings")]
     applied: Vec<String>,
     /// Holds journal records no holder has folded in yet: fit to decide on, never to write.
+    #[serde(skip)]
     pending: bool,
 }
 
 /// The epoch a state counts in: when it was created, its owner, how many phases it went
 /// through, its phase.
 pub fn epoch_of(state: &State) -> String {
-    let history = state
-        .get(fields::PHASE_HISTORY)
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+    let history = state.items(fields::PHASE_HISTORY).len();
     format!(
         "{}|{}|{history}|{}",
         state.str(fields::STARTED_AT).unwrap_or(""),
@@ -95,86 +102,24 @@ pub fn journal_of(state_file: &Path) -> PathBuf {
 impl Counters {
     /// The state's own values (its mirror, or the engine's after a reset), in `state`'s epoch.
     fn from_state(state: &State) -> Self {
-        let counts = match state.get(fields::TOOL_CALLS_BY_TRANSCRIPT) {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
-        let last_edit = state
-            .map()
-            .iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX)?.to_owned(),
-                    v.clone(),
-                ))
-            })
-            .collect();
+        let mirror = state.counter_mirror();
         Self {
             epoch: epoch_of(state),
-            seq: state
-                .get(fields::COUNTERS_SEQ)
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            counts,
-            last_edit,
-            primary: state.str(fields::PRIMARY_TRANSCRIPT_KEY).map(str::to_owned),
-            since_last_log: state
-                .number(fields::TOOL_CALLS_SINCE_LAST_LOG)
-                .map_or(0, state::whole),
+            seq: mirror.seq.unwrap_or(0),
+            counts: mirror.counts,
+            last_edit: mirror.last_edit,
+            primary: mirror.primary,
+            since_last_log: mirror.since_last_log.unwrap_or(0),
             applied: Vec::new(),
             pending: false,
         }
-    }
-
-    fn from_file(value: &Value) -> Option<Self> {
-        let object = |key: &str| match value.get(key) {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
-        Some(Self {
-            epoch: value.get("epoch")?.as_str()?.to_owned(),
-            seq: value.get("seq").and_then(Value::as_u64).unwrap_or(0),
-            counts: object("counts"),
-            last_edit: object("lastEdit"),
-            primary: value
-                .get("primary")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            since_last_log: value
-                .get("sinceLastLog")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            applied: value
-                .get("applied")
-                .and_then(Value::as_array)
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            pending: false,
-        })
-    }
-
-    fn to_file(&self) -> Value {
-        json!({
-            "epoch": self.epoch,
-            "seq": self.seq,
-            "counts": self.counts,
-            "lastEdit": self.last_edit,
-            "primary": self.primary,
-            "sinceLastLog": self.since_last_log,
-            "applied": self.applied,
-        })
     }
 
     /// The counters of the session whose state is `state` (read from `state_file`): the file's
     /// when the state's are older ones of the same epoch, else the state's own (numbered on
     /// from the file's).
     pub fn read(state_file: &Path, state: &State) -> Self {
-        let kept = read_checked(&file_of(state_file)).and_then(|v| Self::from_file(&v));
+        let kept = read_checked(&file_of(state_file));
         let mut own = Self::from_state(state);
         match kept {
             Some(kept) if kept.epoch == own.epoch && own.seq < kept.seq => kept,
@@ -189,10 +134,10 @@ impl Counters {
 
     /// Fold journal records in, skipping those the last write already folded; returns whether
     /// any changed the counters. `applied` becomes the ids of `records`.
-    fn fold(&mut self, records: &[Value]) -> bool {
+    fn fold(&mut self, records: Vec<Record>) -> bool {
         let before = self.clone();
         let mut ids = Vec::with_capacity(records.len());
-        for (id, delta) in records.iter().filter_map(Delta::from_record) {
+        for Record { id, delta } in records {
             if !self.applied.contains(&id) {
                 delta.apply(self);
             }
@@ -213,30 +158,26 @@ impl Counters {
 
     /// The counter of `key`.
     pub fn get(&self, key: &str) -> u64 {
-        self.counts
-            .get(key)
-            .and_then(Value::as_f64)
-            .map_or(0, state::whole)
+        self.counts.get(key).copied().unwrap_or(0)
     }
 
     /// Count one call of `tool` by the agent of `key` (`main` for the main agent), with the
     /// engine's same-file Edit suppression: an Edit of the file the last Edit of this agent
     /// touched does not count. True when counted.
     pub fn count(&mut self, key: &str, main: bool, tool: &str, edited: Option<&str>) -> bool {
-        let previous = self.last_edit.get(key).and_then(Value::as_str);
+        let previous = self.last_edit.get(key).map(String::as_str);
         let suppress =
             tool == "Edit" && edited.is_some_and(|f| !f.is_empty() && previous == Some(f));
         if tool == "Edit" {
-            self.last_edit
-                .insert(key.to_owned(), Value::from(edited.unwrap_or("")));
+            self.last_edit.insert(key, edited.unwrap_or("").to_owned());
         } else {
             self.last_edit.remove(key);
         }
         if suppress {
             return false;
         }
-        let next = self.get(key) + 1;
-        self.counts.insert(key.to_owned(), Value::from(next));
+        let next = self.get(key).saturating_add(1);
+        self.counts.insert(key, next);
         if main {
             self.since_last_log = next;
             if self.primary.is_none() {
@@ -248,73 +189,26 @@ impl Counters {
 
     /// `engine log`: the agent of `key` starts over (the main agent's displayed count too).
     pub fn reset(&mut self, key: &str, main: bool) {
-        self.counts.insert(key.to_owned(), Value::from(0));
+        self.counts.insert(key, 0);
         if main {
             self.since_last_log = 0;
         }
     }
 
-    /// Write the counters into a state: the engine's fields, as it would have written them.
+    /// Write the counters into a state: the engine's fields, as it would have written them
+    /// (the main agent's displayed count once there are counts, or when the state shows one).
     /// True when that changed the state.
     pub fn mirror(&self, state: &mut State) -> bool {
-        let before = mirrored_fields(state);
-        self.write_into(state);
-        mirrored_fields(state) != before
-    }
-
-    fn write_into(&self, state: &mut State) {
-        let by = state.object_mut(fields::TOOL_CALLS_BY_TRANSCRIPT);
-        for (k, v) in &self.counts {
-            by.insert(k.clone(), v.clone());
-        }
-        if !self.counts.is_empty() || state.get(fields::TOOL_CALLS_SINCE_LAST_LOG).is_some() {
-            state.set(
-                fields::TOOL_CALLS_SINCE_LAST_LOG,
-                Value::from(self.since_last_log),
-            );
-        }
-        if let Some(primary) = &self.primary {
-            state.set(
-                fields::PRIMARY_TRANSCRIPT_KEY,
-                Value::from(primary.as_str()),
-            );
-        }
-        state.set(fields::COUNTERS_SEQ, Value::from(self.seq));
-        let forgotten: Vec<String> = state
-            .map()
-            .keys()
-            .filter_map(|k| k.strip_prefix(fields::LAST_EDIT_FILE_PREFIX))
-            .filter(|key| !self.last_edit.contains_key(*key))
-            .map(|key| format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX))
-            .collect();
-        for key in forgotten {
-            state.remove(&key);
-        }
-        for (key, file) in &self.last_edit {
-            state.set(
-                &format!("{}{key}", fields::LAST_EDIT_FILE_PREFIX),
-                file.clone(),
-            );
-        }
-    }
-}
-
-/// The fields [`Counters::mirror`] writes, as `state` holds them.
-fn mirrored_fields(state: &State) -> Vec<(String, Value)> {
-    let fixed = [
-        fields::TOOL_CALLS_BY_TRANSCRIPT,
-        fields::TOOL_CALLS_SINCE_LAST_LOG,
-        fields::PRIMARY_TRANSCRIPT_KEY,
-        fields::COUNTERS_SEQ,
-    ];
-    state
-        .map()
-        .iter()
-        .filter(|(k, _)| {
-            fixed.contains(&k.as_str()) || k.starts_with(fields::LAST_EDIT_FILE_PREFIX)
+        let shown =
+            !self.counts.is_empty() || state.number(fields::TOOL_CALLS_SINCE_LAST_LOG).is_some();
+        state.set_counter_mirror(&CounterMirror {
+            counts: self.counts.clone(),
+            since_last_log: shown.then_some(self.since_last_log),
+            primary: self.primary.clone(),
+            last_edit: self.last_edit.clone(),
+            seq: Some(self.seq),
         })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    }
 }
 
 /// Mirror into `state` (the session's state, read under its lock) the counters as they are
@@ -331,8 +225,8 @@ pub fn mirror_latest(state_file: &Path, state: &mut State) -> bool {
 /// journal's records not yet folded in.
 pub fn current(state_file: &Path, state: &State) -> Counters {
     let mut counters = Counters::read(state_file, state);
-    let unfolded = journal::read(&journal_of(state_file));
-    counters.pending = counters.fold(&unfolded);
+    let unfolded = delta::records(journal::read(&journal_of(state_file)));
+    counters.pending = counters.fold(unfolded);
     counters
 }
 
@@ -352,13 +246,17 @@ pub fn update(
     let latch_deadline = deadline.min(last.checked_sub(JOURNAL_WAIT).unwrap_or(last));
     let Ok(latch) = Latch::take(state_file, latch_deadline) else {
         let journal = journal_of(state_file);
-        journal::append(&journal, &delta.to_record(&record_id()), last).map_err(|err| {
-            StateError::Io {
-                action: "journal a count in",
-                path: journal.clone(),
-                source: std::io::Error::other(err),
-            }
-        })?;
+        let failed = |source: std::io::Error| StateError::Io {
+            action: "journal a count in",
+            path: journal.clone(),
+            source,
+        };
+        let record = Record {
+            id: record_id(),
+            delta: delta.clone(),
+        };
+        let line = serde_json::to_value(&record).map_err(|err| failed(err.into()))?;
+        journal::append(&journal, &line, last).map_err(|err| failed(std::io::Error::other(err)))?;
         return Ok(current(state_file, state));
     };
     let journal = journal_of(state_file);
@@ -367,13 +265,13 @@ pub fn update(
     let mut counters = Counters::read(state_file, state);
     let before = counters.clone();
     if let Some(taken) = &taken {
-        counters.fold(&taken.records);
+        counters.fold(delta::records(&taken.records));
     }
     delta.apply(&mut counters);
     if counters != before {
         counters.seq = before.seq + 1;
         let path = file_of(state_file);
-        let text = checked_text(&counters.to_file()).map_err(|err| StateError::Io {
+        let text = checked_text(&counters).map_err(|err| StateError::Io {
             action: "encode",
             path: path.clone(),
             source: std::io::Error::other(err),
@@ -405,8 +303,8 @@ const READS: usize = 3;
 /// version, which the next write overwrites in place ([`file::WriteOptions::held_temp`]): a
 /// reader that opened the file before an exchange and reads it during that write can read two
 /// versions at once, and the hash tells such a read from a whole one.
-fn checked_text(body: &Value) -> serde_json::Result<String> {
-    let pretty = serde_json::to_string_pretty(body)?;
+fn checked_text(counters: &Counters) -> serde_json::Result<String> {
+    let pretty = serde_json::to_string_pretty(counters)?;
     let rest = format!("{}\n", pretty.strip_prefix('{').unwrap_or(&pretty));
     let hash = stamps::words_hash(rest.as_bytes());
     Ok(format!("{CHECK_HEAD}{hash:016x}\",{rest}"))
@@ -426,14 +324,20 @@ fn is_whole(text: &str) -> bool {
     })
 }
 
-/// The counters file at `path`, read again when a read came out torn ([`is_whole`]); `None`
-/// when it is missing, unreadable, not JSON, or torn [`READS`] times in a row.
-fn read_checked(path: &Path) -> Option<Value> {
+/// The counters in the file at `path`, read again when a read came out torn ([`is_whole`]);
+/// `None` when it is missing, unreadable, not a JSON object of counters, or torn [`READS`]
+/// times in a row.
+fn read_checked(path: &Path) -> Option<Counters> {
     for _ in 0..READS {
         let text = file::read_text(path, MAX_BYTES)?;
-        if is_whole(&text) {
-            return serde_json::from_str(&text).ok();
+        if !is_whole(&text) {
+            continue;
         }
+        // An object only: the derived reader would take an array's items for the members.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        return serde_json::from_str(&text).ok();
     }
     None
 }

@@ -3,12 +3,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Counters;
+use crate::state::lenient;
 
-/// One change of the counters, as a journal record carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One change of the counters, as a journal record carries it (its `op`: `count` or `reset`,
+/// and its members).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
 pub enum Delta {
     /// One call of `tool` by the agent of `key` (`main`: the main agent), which edited `edited`.
     Count {
@@ -18,7 +21,8 @@ pub enum Delta {
         main: bool,
         /// The tool.
         tool: String,
-        /// The file an Edit touched.
+        /// The file an Edit touched (none when a record's is not a string).
+        #[serde(default, deserialize_with = "lenient")]
         edited: Option<String>,
     },
     /// `engine log`: the agent of `key` starts over.
@@ -45,40 +49,23 @@ impl Delta {
             Self::Reset { key, main } => counters.reset(key, *main),
         }
     }
+}
 
-    pub(super) fn to_record(&self, id: &str) -> Value {
-        match self {
-            Self::Count {
-                key,
-                main,
-                tool,
-                edited,
-            } => json!({"id": id, "op": "count", "key": key, "main": main, "tool": tool,
-                "edited": edited}),
-            Self::Reset { key, main } => json!({"id": id, "op": "reset", "key": key, "main": main}),
-        }
-    }
+/// A journal record: `id`, then the change's members.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// The record's id ([`record_id`]).
+    pub(super) id: String,
+    /// The change.
+    #[serde(flatten)]
+    pub(super) delta: Delta,
+}
 
-    /// The change and its id in a journal record; `None` for a record that is not one.
-    pub(super) fn from_record(record: &Value) -> Option<(String, Self)> {
-        let id = record.get("id")?.as_str()?.to_owned();
-        let key = record.get("key")?.as_str()?.to_owned();
-        let main = record.get("main")?.as_bool()?;
-        let delta = match record.get("op")?.as_str()? {
-            "count" => Self::Count {
-                key,
-                main,
-                tool: record.get("tool")?.as_str()?.to_owned(),
-                edited: record
-                    .get("edited")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            },
-            "reset" => Self::Reset { key, main },
-            _ => return None,
-        };
-        Some((id, delta))
-    }
+/// The records among a journal's (`raw`): one that is not a change with its id is skipped.
+pub(super) fn records<'r, R: Deserializer<'r>>(raw: impl IntoIterator<Item = R>) -> Vec<Record> {
+    raw.into_iter()
+        .filter_map(|record| Record::deserialize(record).ok())
+        .collect()
 }
 
 /// A fresh record id: this process, the time, and a count within the process.

@@ -1,5 +1,7 @@
 //! Unit tests of `counters`.
 
+use serde_json::{Value, json};
+
 use super::*;
 
 fn state(text: &str) -> State {
@@ -272,4 +274,217 @@ fn a_counters_file_read_torn_is_not_taken_for_counts() {
 
 fn fs_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
+}
+
+fn far() -> Instant {
+    Instant::now() + std::time::Duration::from_secs(2)
+}
+
+#[test]
+fn the_counters_file_keeps_its_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(
+        r#"{"pid": 5, "startedAt": "2026-01-01T00:00:00Z", "currentPhase": "1: A",
+            "phaseHistory": ["0: Setup"], "toolCallsByTranscript": {"sub:z": 4, "main.jsonl": 2},
+            "toolCallsSinceLastLog": 2, "primaryTranscriptKey": "main.jsonl",
+            "lastEditFile_sub:z": "/z.rs", "preloadCountersSeq": 7}"#,
+    );
+    // A count a hook journalled while the latch was busy.
+    std::fs::write(
+        journal_of(&file),
+        "\n{\"id\":\"1-2-3\",\"op\":\"count\",\"key\":\"sub:y\",\"main\":false,\"tool\":\"Read\",\
+         \"edited\":null}\n",
+    )
+    .unwrap();
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    update(&file, &s, far(), far(), &edit).unwrap();
+    assert_eq!(
+        fs_text(&file_of(&file)),
+        concat!(
+            "{\n",
+            "  \"check\": \"77ccd5a5c795dd88\",\n",
+            "  \"epoch\": \"2026-01-01T00:00:00Z|5|1|1: A\",\n",
+            "  \"seq\": 8,\n",
+            "  \"counts\": {\n",
+            "    \"sub:z\": 4,\n",
+            "    \"main.jsonl\": 3,\n",
+            "    \"sub:y\": 1\n",
+            "  },\n",
+            "  \"lastEdit\": {\n",
+            "    \"sub:z\": \"/z.rs\",\n",
+            "    \"main.jsonl\": \"/a.rs\"\n",
+            "  },\n",
+            "  \"primary\": \"main.jsonl\",\n",
+            "  \"sinceLastLog\": 3,\n",
+            "  \"applied\": [\n",
+            "    \"1-2-3\"\n",
+            "  ]\n",
+            "}\n"
+        )
+    );
+    // No main agent yet: no primary key, nothing edited, nothing folded.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    update(&file, &state("{}"), far(), far(), &count("sub:a", "Read")).unwrap();
+    assert_eq!(
+        fs_text(&file_of(&file)),
+        concat!(
+            "{\n",
+            "  \"check\": \"883a8fb07bff76fb\",\n",
+            "  \"epoch\": \"|0|0|\",\n",
+            "  \"seq\": 1,\n",
+            "  \"counts\": {\n",
+            "    \"sub:a\": 1\n",
+            "  },\n",
+            "  \"lastEdit\": {},\n",
+            "  \"primary\": null,\n",
+            "  \"sinceLastLog\": 0,\n",
+            "  \"applied\": []\n",
+            "}\n"
+        )
+    );
+}
+
+#[test]
+fn a_journal_record_keeps_its_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(r#"{"pid": 5}"#);
+    let _held = hold_latch(&file);
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    let reset = Delta::Reset {
+        key: "sub:a".to_owned(),
+        main: false,
+    };
+    for delta in [&edit, &count("sub:a", "Read"), &reset] {
+        update(&file, &s, Instant::now(), far(), delta).unwrap();
+    }
+    let records = journal::read(&journal_of(&file));
+    let id = |i: usize| records[i]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        fs_text(&journal_of(&file)),
+        format!(
+            "\n{{\"id\":\"{}\",\"op\":\"count\",\"key\":\"main.jsonl\",\"main\":true,\
+             \"tool\":\"Edit\",\"edited\":\"/a.rs\"}}\n\
+             \n{{\"id\":\"{}\",\"op\":\"count\",\"key\":\"sub:a\",\"main\":false,\
+             \"tool\":\"Read\",\"edited\":null}}\n\
+             \n{{\"id\":\"{}\",\"op\":\"reset\",\"key\":\"sub:a\",\"main\":false}}\n",
+            id(0),
+            id(1),
+            id(2)
+        )
+    );
+    let c = current(&file, &s);
+    assert_eq!((c.get("main.jsonl"), c.get("sub:a")), (1, 0));
+}
+
+#[test]
+fn a_mirror_keeps_the_state_text_around_the_counters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s =
+        state(r#"{"pid": 5, "toolCallsByTranscript": {"sub:z": 4}, "lastEditFile_gone": "/g"}"#);
+    let edit = Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    };
+    let c = update(&file, &s, far(), far(), &edit).unwrap();
+    let mut other = state(
+        r#"{"pid": 5, "lastEditFile_x": "/x", "toolCallsByTranscript": {"main.jsonl": 0, "b": 1},
+            "tail": true}"#,
+    );
+    assert!(c.mirror(&mut other));
+    assert_eq!(
+        other.to_pretty(),
+        concat!(
+            "{\n",
+            "  \"pid\": 5,\n",
+            "  \"toolCallsByTranscript\": {\n",
+            "    \"main.jsonl\": 1,\n",
+            "    \"b\": 1,\n",
+            "    \"sub:z\": 4\n",
+            "  },\n",
+            "  \"tail\": true,\n",
+            "  \"toolCallsSinceLastLog\": 1,\n",
+            "  \"primaryTranscriptKey\": \"main.jsonl\",\n",
+            "  \"preloadCountersSeq\": 1,\n",
+            "  \"lastEditFile_gone\": \"/g\",\n",
+            "  \"lastEditFile_main.jsonl\": \"/a.rs\"\n",
+            "}\n"
+        )
+    );
+}
+
+#[test]
+fn a_member_of_the_counters_file_in_another_shape_reads_as_absent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join(".state.json");
+    let s = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
+    let epoch = epoch_of(&s);
+    // A file without a check (an earlier release's), its members in shapes they do not take.
+    let odd = json!({"epoch": epoch, "seq": 4, "counts": {"a": "x", "b": 2, "c": 1.5},
+        "lastEdit": 5, "primary": 3, "sinceLastLog": "2", "applied": ["1-1-1", 4]});
+    std::fs::write(file_of(&file), odd.to_string()).unwrap();
+    let c = Counters::read(&file, &s);
+    assert_eq!((c.get("a"), c.get("b"), c.get("c")), (0, 2, 1));
+    assert_eq!(
+        (c.seq, c.since_last_log, c.primary.as_deref()),
+        (4, 0, None)
+    );
+    assert!(c.last_edit.is_empty());
+    // The record it folded already is not counted again; the others are.
+    std::fs::write(
+        journal_of(&file),
+        "\n{\"id\":\"1-1-1\",\"op\":\"count\",\"key\":\"b\",\"main\":false,\"tool\":\"Read\"}\n\
+         \n{\"id\":\"1-1-2\",\"op\":\"count\",\"key\":\"b\",\"main\":false,\"tool\":\"Edit\",\
+         \"edited\":7}\n",
+    )
+    .unwrap();
+    assert_eq!(current(&file, &s).get("b"), 3);
+    // An epoch that is not a string, or a file that is not an object, holds no counters.
+    for text in [
+        json!({"epoch": 1, "seq": 9, "counts": {"b": 7}}).to_string(),
+        json!([epoch, 9, {"b": 7}]).to_string(),
+    ] {
+        std::fs::write(file_of(&file), text).unwrap();
+        assert_eq!(read_checked(&file_of(&file)), None);
+    }
+}
+
+#[test]
+fn a_journal_line_that_is_not_a_change_is_skipped() {
+    let lines = [
+        json!({"id": "1", "op": "count", "key": "k", "main": true, "tool": "Read"}),
+        json!({"id": "2", "op": "count", "key": "k", "main": true, "tool": "Edit", "edited": 7}),
+        json!({"id": "3", "op": "reset", "key": "k", "main": "yes"}),
+        json!({"id": "4", "op": "rename", "key": "k", "main": true}),
+        json!({"id": 5, "op": "reset", "key": "k", "main": true}),
+        json!({"op": "reset", "key": "k", "main": true}),
+        json!({"id": "7", "op": "count", "key": "k", "main": true}),
+        json!({"id": "8", "op": "reset", "key": "k", "main": false, "later": [1]}),
+    ];
+    let ids: Vec<String> = delta::records(&lines).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["1", "2", "8"]);
+    assert_eq!(
+        delta::records(&lines[1..2])[0].delta,
+        Delta::Count {
+            key: "k".to_owned(),
+            main: true,
+            tool: "Edit".to_owned(),
+            edited: None
+        }
+    );
 }
