@@ -32,6 +32,28 @@ fn post_tool_use() -> Value {
 }
 
 /// A session whose state is large enough (about 60 KB) that a write takes several blocks, with
+
+/// `calls` tool calls of `read` (PreToolUse, then PostToolUse), each answer held to the
+/// contract; the busy session's stashed entry and queued file reach the model once each
+/// (`what` names the case in a failure).
+fn assert_each_once_over(sb: &Sandbox, read: &Value, calls: usize, what: &str) {
+    let mut seen = String::new();
+    for _ in 0..calls {
+        let pre = sb.run("preload-overflow", read.clone());
+        pre.assert_contract();
+        seen.push_str(&pre.context());
+        let post = sb.run("preload-injections", post_tool_use());
+        post.assert_contract();
+        seen.push_str(&post.context());
+    }
+    assert_eq!(seen.matches(STASHED).count(), 1, "{what}: the stash once");
+    assert_eq!(
+        seen.matches("CMD_QUEUED.md]").count(),
+        1,
+        "{what}: the queued file once"
+    );
+}
+
 /// one stashed entry for the main agent and one file queued.
 fn busy_session(sb: &Sandbox) -> PathBuf {
     let history: Vec<Value> = (0..150)
@@ -303,21 +325,7 @@ fn a_full_disk_changes_nothing_and_loses_nothing() {
     println!("full disk: {runs} hook runs at 0 and 4 KiB, all failed open, nothing torn or lost");
 
     // Room again: the stashed entry and the queued file, once each.
-    let mut seen = String::new();
-    for _ in 0..3 {
-        let pre = sb.run("preload-overflow", read.clone());
-        pre.assert_contract();
-        seen.push_str(&pre.context());
-        let post = sb.run("preload-injections", post_tool_use());
-        post.assert_contract();
-        seen.push_str(&post.context());
-    }
-    assert_eq!(seen.matches(STASHED).count(), 1, "the stash once");
-    assert_eq!(
-        seen.matches("CMD_QUEUED.md]").count(),
-        1,
-        "the queued file once"
-    );
+    assert_each_once_over(&sb, &read, 3, "room again");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,17 +454,7 @@ fn a_read_only_sessions_directory_changes_nothing_and_loses_nothing() {
             "not a byte changed under sessions/"
         );
     }
-    let mut seen = String::new();
-    for _ in 0..3 {
-        seen.push_str(&sb.run("preload-overflow", read.clone()).context());
-        seen.push_str(&sb.run("preload-injections", post_tool_use()).context());
-    }
-    assert_eq!(seen.matches(STASHED).count(), 1, "the stash once");
-    assert_eq!(
-        seen.matches("CMD_QUEUED.md]").count(),
-        1,
-        "the queued file once"
-    );
+    assert_each_once_over(&sb, &read, 3, "writable again");
     assert!(strings(&read_json(&state), "pendingPreloads").is_empty());
     println!(
         "read-only sessions directory ({}): 6 hooks failed open, the slowest in {slowest:?}",
@@ -635,21 +633,7 @@ fn time_stamps_in_the_past_or_future_change_no_decision() {
         fs::write(&state, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
         let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
             "tool_input": {"file_path": sb.project.join("README.md")}});
-        let mut seen = String::new();
-        for _ in 0..2 {
-            let pre = sb.run("preload-overflow", read.clone());
-            pre.assert_contract();
-            seen.push_str(&pre.context());
-            let post = sb.run("preload-injections", post_tool_use());
-            post.assert_contract();
-            seen.push_str(&post.context());
-        }
-        assert_eq!(seen.matches(STASHED).count(), 1, "{stamp}: the stash once");
-        assert_eq!(
-            seen.matches("CMD_QUEUED.md]").count(),
-            1,
-            "{stamp}: the file once"
-        );
+        assert_each_once_over(&sb, &read, 2, &stamp.to_string());
         let after = read_json(&state);
         assert_eq!(after["startedAt"], stamp, "{stamp}: foreign fields kept");
     }
