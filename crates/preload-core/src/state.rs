@@ -28,6 +28,7 @@ pub mod phases;
 mod pretty;
 pub mod refs;
 pub mod stamps;
+mod stash;
 mod store;
 mod typed;
 pub use calls::{CallRecord, Records};
@@ -36,6 +37,7 @@ pub use lifecycle::Lifecycle;
 pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
 pub use phases::{PhaseDef, Phases};
+pub use stash::StashEntry;
 pub use store::{
     Durability, Read, Write, commit_before, create_if_absent, load, load_read, save, save_fields,
     save_locked, update,

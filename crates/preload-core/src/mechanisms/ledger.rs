@@ -307,15 +307,10 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
             }
         }
     }
-    if let Some(Value::Array(entries)) = record.get(fields::STASH) {
+    if record.has_stash() {
         // Once each: a seed written from a session's window (see `seed_from_window`) may come
         // back to that session when the `continue` it was written for did not run.
-        let stash = s.array_mut(fields::STASH);
-        for entry in entries {
-            if !stash.contains(entry) {
-                stash.push(entry.clone());
-            }
-        }
+        s.push_stash_once(&record.stash());
     }
     adopt_call_records(s, &record);
     branch::adopt_carriers(s, &record);

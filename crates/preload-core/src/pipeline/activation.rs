@@ -277,12 +277,14 @@ fn activate_state(
         (IN_CONTEXT.key(), json!(session::core_seeds(ctx))),
         (fields::TOUCHED_DIRS.into(), json!({})),
         (QUEUED.key(), json!([])),
-        (fields::STASH.into(), json!([])),
     ];
     for (key, value) in defaults {
         if s.field(&key).is_none() {
             s.set(&key, value);
         }
+    }
+    if s.field(fields::STASH).is_none() {
+        s.clear_stash();
     }
     ledger::adopt(s, seed, carry);
     if options.fast_track {
@@ -304,7 +306,7 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
     s.clear_paths(QUEUED);
     s.set(fields::TOUCHED_DIRS, json!({}));
-    s.set(fields::STASH, json!([]));
+    s.clear_stash();
     s.forget_conversation();
     for key in [
         fields::PRELOAD_PARTS,

@@ -407,7 +407,7 @@ fn reset(state: &mut State) {
     state.clear_paths(IN_CONTEXT);
     state.set(fields::TOUCHED_DIRS, json!({}));
     state.clear_paths(QUEUED);
-    state.set(fields::STASH, json!([]));
+    state.clear_stash();
     state.remove(fields::PRELOAD_PARTS);
     state.remove(fields::PRELOAD_PARTS_HELD);
     state.remove(fields::PRELOAD_PARTS_CUT);

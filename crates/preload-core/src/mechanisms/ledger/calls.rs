@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::primitives::env::Agent;
 use crate::primitives::transcript;
 use crate::state::fields;
-use crate::state::{CallRecord, IN_CONTEXT, QUEUED, Records, State};
+use crate::state::{Audience, CallRecord, IN_CONTEXT, QUEUED, Records, StashEntry, State};
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -79,9 +79,9 @@ impl Carried {
                 continue;
             }
             let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
-            if main_stash(s)
+            if s.stash_of(Audience::Main.agent_id())
                 .iter()
-                .any(|e| stash_text(e).starts_with(&next))
+                .any(|e| e.content().starts_with(&next))
             {
                 carried.stashed.push(c.path);
             }
@@ -133,21 +133,6 @@ fn latest_known(records: &[CallRecord]) -> Option<&str> {
     Some(last.superseded.as_deref().unwrap_or(&last.tool_use_id))
 }
 
-/// The main agent's stash entries of `s`.
-fn main_stash(s: &State) -> Vec<&Value> {
-    s.get(fields::STASH)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|e| fields::StashEntry::agent_of(e).is_empty())
-        .collect()
-}
-
-/// The text of a stash entry.
-fn stash_text(entry: &Value) -> &str {
-    fields::StashEntry::content_of(entry)
-}
-
 /// What the client keeps of a context window at a compaction: the calls of its latest
 /// response, with what the hooks added to them (their records stay: until another response
 /// replaces it, a second compaction keeps the same calls).
@@ -161,7 +146,7 @@ pub struct KeptCall {
     /// The files of which they carried the first parts of a cut waiting in the stash.
     stashed: Vec<String>,
     /// The stash entries holding those cuts' other parts.
-    stash: Vec<Value>,
+    stash: Vec<StashEntry>,
     /// The files of which they carried later parts only: `[a, b, n]`.
     held: Vec<(String, [u64; 3])>,
 }
@@ -224,16 +209,13 @@ impl KeptCall {
                 kept.held.push((path, run));
             }
         }
-        kept.stash = main_stash(s)
-            .into_iter()
-            .filter(|e| {
-                let text = stash_text(e);
-                kept.stashed
-                    .iter()
-                    .any(|path| text.starts_with(&format!("[Preloaded: {path} (part ")))
+        kept.stash = s.stash_of(Audience::Main.agent_id());
+        kept.stash.retain(|e| {
+            kept.stashed.iter().any(|path| {
+                e.content()
+                    .starts_with(&format!("[Preloaded: {path} (part "))
             })
-            .cloned()
-            .collect();
+        });
         kept
     }
 
@@ -262,8 +244,7 @@ impl KeptCall {
                 .insert(path.clone(), Value::from(range.to_vec()));
             s.add_path(QUEUED, path);
         }
-        s.array_mut(fields::STASH)
-            .extend(self.stash.iter().cloned());
+        s.push_stash(&self.stash);
     }
 }
 

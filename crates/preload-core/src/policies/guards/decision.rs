@@ -24,8 +24,8 @@ use crate::primitives::delivery::{self, Packer, chars};
 use crate::primitives::env;
 use crate::primitives::paths;
 use crate::state::dedup::InContext;
-use crate::state::fields::{self, StashEntry};
-use crate::state::{self, Lifecycle, Paths, QUEUED, State};
+use crate::state::fields;
+use crate::state::{self, Lifecycle, Paths, QUEUED, StashEntry, State};
 
 mod claim;
 use claim::{claim, claim_twice, requests_of};
