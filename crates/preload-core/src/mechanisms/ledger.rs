@@ -204,11 +204,9 @@ fn split(view: &State) -> (State, Option<State>) {
 /// The files of a record not (fully) in its context window: queued, or partly delivered.
 fn owed_of(view: &State) -> Vec<String> {
     let mut owed = view.path_list(QUEUED);
-    if let Some(Value::Object(parts)) = view.get(fields::PRELOAD_PARTS) {
-        for path in parts.keys() {
-            if !owed.contains(path) {
-                owed.push(path.clone());
-            }
+    for path in view.files_in_parts(Audience::Main) {
+        if !owed.contains(&path) {
+            owed.push(path);
         }
     }
     owed
@@ -300,12 +298,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         fields::INJECTED_RULES,
         fields::PRELOADED_STAMPS,
     ] {
-        if let Some(Value::Object(map)) = record.get(key) {
-            let target = s.object_mut(key);
-            for (k, v) in map {
-                target.insert(k.clone(), v.clone());
-            }
-        }
+        s.merge_members(key, &record);
     }
     if record.has_stash() {
         // Once each: a seed written from a session's window (see `seed_from_window`) may come

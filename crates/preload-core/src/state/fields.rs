@@ -112,15 +112,6 @@ pub const PRELOAD_PARTS: &str = "preloadParts";
 /// the file goes on with the others and skips these (see `crate::mechanisms::ledger::KeptCall`).
 pub const PRELOAD_PARTS_HELD: &str = "preloadPartsHeld";
 
-/// A run of parts as [`PRELOAD_PARTS_HELD`] and a call's held parts write it: `[a, b, n]`.
-pub fn part_run(value: &serde_json::Value) -> Option<[u64; 3]> {
-    let run = value.as_array()?;
-    Some([
-        run.first()?.as_u64()?,
-        run.get(1)?.as_u64()?,
-        run.get(2)?.as_u64()?,
-    ])
-}
 /// Ours: `{path: n}`, how many parts the main agent's file was cut into when its parts began
 /// to go out: a file cut another way now changed meanwhile, and starts again.
 pub const PRELOAD_PARTS_CUT: &str = "preloadPartsCut";

@@ -2,12 +2,11 @@
 //! carried into its context window, and what a compaction keeps of it: the calls of the
 //! client's latest response.
 
-use serde_json::Value;
-
 use crate::primitives::env::Agent;
 use crate::primitives::transcript;
-use crate::state::fields;
-use crate::state::{Audience, CallRecord, IN_CONTEXT, QUEUED, Records, StashEntry, State};
+use crate::state::{
+    Audience, CallRecord, IN_CONTEXT, PartsCut, QUEUED, Records, StashEntry, State,
+};
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -70,10 +69,7 @@ impl Carried {
                 continue;
             }
             // Its first parts (never all of them: `cut_files` leaves whole cuts out).
-            let progress = s
-                .get(fields::PRELOAD_PARTS)
-                .and_then(|p| p.get(&c.path))
-                .and_then(Value::as_u64);
+            let progress = s.parts_done(Audience::Main, &c.path);
             if progress == Some(c.last as u64) {
                 carried.begun.push((c.path, c.last as u64, c.n as u64));
                 continue;
@@ -228,20 +224,21 @@ impl KeptCall {
             s.add_path(IN_CONTEXT, file);
         }
         for (path, done, n) in &self.parts {
-            s.object_mut(fields::PRELOAD_PARTS)
-                .insert(path.clone(), Value::from(*done));
+            s.set_parts_done(Audience::Main, path, Some(*done));
             // The cut the parts were of (a cut not marked updated is its number alone): a file
             // changed since goes out again from its first part, marked updated, instead of
             // going on with the parts of another cut.
             if let Some(n) = n {
-                s.object_mut(fields::PRELOAD_PARTS_CUT)
-                    .insert(path.clone(), Value::from(*n));
+                let cut = PartsCut {
+                    parts: *n,
+                    updated: false,
+                };
+                s.set_parts_cut(Audience::Main, path, Some(cut));
             }
             s.add_path(QUEUED, path);
         }
         for (path, range) in &self.held {
-            s.object_mut(fields::PRELOAD_PARTS_HELD)
-                .insert(path.clone(), Value::from(range.to_vec()));
+            s.set_parts_held(path, Some(*range));
             s.add_path(QUEUED, path);
         }
         s.push_stash(&self.stash);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Request, parts_done};
+use super::{Audience, Request, parts_done};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::skill;
 use crate::state::fields;
@@ -68,7 +68,7 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
         .map(|(i, r)| {
             let path = ctx.normalize(&r.path);
             let p = priority_of(&path, &standards, &phase_files, &directives);
-            let fresh = parts_done(state, fields::PRELOAD_PARTS, &path) == 0;
+            let fresh = parts_done(state, Audience::Main, &path) == 0;
             (p, fresh, i, r)
         })
         .collect();
