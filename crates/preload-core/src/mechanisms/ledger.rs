@@ -271,12 +271,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         for item in seed.path_list(QUEUED) {
             s.add_path(QUEUED, &item);
         }
-        if let Some(Value::Object(map)) = seed.get(fields::TOUCHED_DIRS) {
-            let target = s.object_mut(fields::TOUCHED_DIRS);
-            for (k, v) in map {
-                target.insert(k.clone(), v.clone());
-            }
-        }
+        s.merge_members(fields::TOUCHED_DIRS, seed);
     }
     if seed.is_none() && carry.is_none() {
         return;

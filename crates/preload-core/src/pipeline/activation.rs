@@ -273,15 +273,15 @@ fn activate_state(
     if !owners_window {
         start_window(ctx, dir, s);
     }
-    let defaults = [
-        (IN_CONTEXT.key(), json!(session::core_seeds(ctx))),
-        (fields::TOUCHED_DIRS.into(), json!({})),
-        (QUEUED.key(), json!([])),
-    ];
-    for (key, value) in defaults {
-        if s.field(&key).is_none() {
-            s.set(&key, value);
-        }
+    // A context window's fields, for a state that has none.
+    if s.field(&IN_CONTEXT.key()).is_none() {
+        s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
+    }
+    if s.field(fields::TOUCHED_DIRS).is_none() {
+        s.clear_touched_dirs();
+    }
+    if s.field(&QUEUED.key()).is_none() {
+        s.clear_paths(QUEUED);
     }
     if s.field(fields::STASH).is_none() {
         s.clear_stash();
@@ -305,7 +305,7 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     }
     s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
     s.clear_paths(QUEUED);
-    s.set(fields::TOUCHED_DIRS, json!({}));
+    s.clear_touched_dirs();
     s.clear_stash();
     s.forget_conversation();
     for key in [

@@ -405,7 +405,7 @@ fn runner_note(ctx: &Context, message: &str) {
 /// The fields a new context window clears.
 fn reset(state: &mut State) {
     state.clear_paths(IN_CONTEXT);
-    state.set(fields::TOUCHED_DIRS, json!({}));
+    state.clear_touched_dirs();
     state.clear_paths(QUEUED);
     state.clear_stash();
     state.remove(fields::PRELOAD_PARTS);

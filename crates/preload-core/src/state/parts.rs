@@ -8,7 +8,7 @@
 //! field that is not an object holds none), and a file's entry is removed with the field when
 //! it was the last.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{Audience, State, fields};
 
@@ -100,50 +100,6 @@ impl State {
     /// Note (or forget) the parts of `path` the main agent's window holds.
     pub fn set_parts_held(&mut self, path: &str, run: Option<[u64; 3]>) {
         self.set_member(fields::PRELOAD_PARTS_HELD, path, run.map(stored_run));
-    }
-
-    /// The member `name` of the object field `key`.
-    fn member(&self, key: &str, name: &str) -> Option<&Value> {
-        match self.get(key)? {
-            Value::Object(map) => map.get(name),
-            _ => None,
-        }
-    }
-
-    /// Set the member `name` of the object field `key` (the field made, or replacing one that
-    /// is not an object, when it has none), or (`None`) remove it, and the field when it was
-    /// the last; a member already holding `value` is left as it is.
-    fn set_member(&mut self, key: &str, name: &str, value: Option<Value>) {
-        let old = self.member(key, name);
-        match value {
-            Some(value) if old != Some(&value) => {
-                self.object_mut(key).insert(name.to_owned(), value);
-            }
-            None if old.is_some() => {
-                let now_empty = match self.value_mut(key) {
-                    Some(Value::Object(map)) => {
-                        map.shift_remove(name);
-                        map.is_empty()
-                    }
-                    _ => false,
-                };
-                if now_empty {
-                    self.remove(key);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Set the members of `from`'s object field `key` in this state's, as they are written
-    /// there (the field made when it has none): a context window's record taken over.
-    pub fn merge_members(&mut self, key: &str, from: &State) {
-        if let Some(Value::Object(members)) = from.get(key) {
-            let target: &mut Map<String, Value> = self.object_mut(key);
-            for (name, value) in members {
-                target.insert(name.clone(), value.clone());
-            }
-        }
     }
 }
 
@@ -241,24 +197,5 @@ mod tests {
         assert!(s.get(fields::PRELOAD_PARTS).is_none());
         s.set_parts_done(SUB, "/c", Some(1));
         assert_eq!(s.get("preloadParts_sub:a1"), Some(&json!({"/c": 1})));
-    }
-
-    #[test]
-    fn a_windows_members_are_merged_as_written() {
-        let mut s = state(json!({"preloadParts": {"/a": 1, "/b": 2}}));
-        let from = state(json!({"preloadParts": {"/b": 3, "/c": "x"}, "preloadPartsCut": {}}));
-        for key in [
-            fields::PRELOAD_PARTS,
-            fields::PRELOAD_PARTS_CUT,
-            fields::PRELOAD_PARTS_HELD,
-        ] {
-            s.merge_members(key, &from);
-        }
-        assert_eq!(
-            s.get(fields::PRELOAD_PARTS),
-            Some(&json!({"/a": 1, "/b": 3, "/c": "x"}))
-        );
-        assert_eq!(s.get(fields::PRELOAD_PARTS_CUT), Some(&json!({})));
-        assert!(s.get(fields::PRELOAD_PARTS_HELD).is_none());
     }
 }

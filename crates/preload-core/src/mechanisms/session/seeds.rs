@@ -88,7 +88,7 @@ pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     seed.set_lifecycle(&Lifecycle::Seeding);
     seed.set_paths(IN_CONTEXT, preloaded);
     seed.clear_paths(QUEUED);
-    seed.set(fields::TOUCHED_DIRS, json!({}));
+    seed.clear_touched_dirs();
     own_seed(&mut seed, pid);
     seed
 }

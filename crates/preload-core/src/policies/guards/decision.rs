@@ -227,19 +227,7 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
             &mut plan,
         ));
         if !delivered.is_empty() && writes == Writes::Allowed {
-            // Only the rules not marked yet: a state marked changed is written.
-            let injected = |id: &String| {
-                s.get(fields::INJECTED_RULES)
-                    .and_then(|rules| rules.get(id))
-                    .is_some_and(|v| *v == json!(true))
-            };
-            let new: Vec<String> = delivered.into_iter().filter(|id| !injected(id)).collect();
-            if !new.is_empty() {
-                let injected = s.object_mut(fields::INJECTED_RULES);
-                for id in new {
-                    injected.insert(id, json!(true));
-                }
-            }
+            s.mark_injected(&delivered);
             s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
         }
     }
