@@ -14,6 +14,7 @@ use crate::primitives::file::WriteError;
 use crate::primitives::lock::LockError;
 use typed::{Kind, Typed};
 
+mod activation;
 mod arrays;
 mod calls;
 mod compare;

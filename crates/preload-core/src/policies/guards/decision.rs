@@ -6,8 +6,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use serde_json::json;
-
 use super::call::{Call, EngineCommand, Writes, is_quiet};
 use crate::Context;
 use crate::mechanisms::discovery::{self, Accept, Scope};
@@ -228,7 +226,7 @@ fn decide(d: Decision<'_>, s: &mut State, writes: Writes) -> Plan {
         ));
         if !delivered.is_empty() && writes == Writes::Allowed {
             s.mark_injected(&delivered);
-            s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
+            s.set_heartbeat(&clock::iso_utc(ctx.now));
         }
     }
     plan
