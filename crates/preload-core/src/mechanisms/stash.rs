@@ -1,5 +1,6 @@
-//! The stash ([`crate::state::fields::STASH`]): rule content waiting for an agent's next `PostToolUse`,
-//! added in `PreToolUse` and taken out, within an output budget, by the agent it is for.
+//! The stash (`pendingAllowInjections`, [`crate::state::fields::STASH`]): rule content waiting
+//! for an agent's next `PostToolUse`, added in `PreToolUse` and taken out, within an output
+//! budget, by the agent it is for.
 //!
 //! Every entry is a [`StashEntry`]; an agent sees only its own entries (the main agent's have
 //! an empty `agentId`), and other agents' entries are never touched. An entry larger than one

@@ -1,7 +1,7 @@
 //! The keys of `.state.json`, of a seed and of its carry: every key the product reads or
 //! writes is named here once (the format is the engine's, plus the fields marked ours in
-//! `docs/state-format.md`). A [`crate::state::State`] keeps every other key, in
-//! its order, untouched.
+//! `docs/state-format.md`). A [`crate::state::State`] keeps every other key, in its order,
+//! untouched.
 
 // The session's identity and owner.
 
