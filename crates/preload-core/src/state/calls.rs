@@ -324,6 +324,23 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_a_branch_was_checked_at_is_written_in_its_place() {
+        let text = "{\n  \"preloadBranchAt\": \"p1\",\n  \"pid\": 1\n}\n";
+        let mut s = State::parse(text).unwrap();
+        assert_eq!(s.branch_at(), Some("p1"));
+        s.set_branch_at("p1");
+        assert!(!s.changed());
+        assert_eq!(s.to_pretty(), text);
+        s.set_branch_at("p2");
+        assert_eq!(
+            s.to_pretty(),
+            "{\n  \"preloadBranchAt\": \"p2\",\n  \"pid\": 1\n}\n"
+        );
+        let odd = State::parse("{\"preloadBranchAt\": 7}").unwrap();
+        assert_eq!(odd.branch_at(), None, "not a prompt's id");
+    }
+
+    #[test]
     fn only_the_latest_records_are_kept() {
         let mut s = State::default();
         let records = (0..5).map(|i| CallRecord::new(&format!("t{i}"))).collect();
