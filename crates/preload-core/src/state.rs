@@ -14,6 +14,7 @@ use crate::primitives::file::WriteError;
 use crate::primitives::lock::LockError;
 use typed::{Kind, Typed};
 
+mod activation;
 mod arrays;
 mod calls;
 mod compare;
@@ -23,14 +24,19 @@ pub mod dedup;
 pub mod fields;
 pub mod files;
 mod handover;
+mod injected;
 mod lifecycle;
+mod members;
+mod parts;
 mod peek;
 pub mod phase;
 pub mod phases;
 mod pretty;
 pub mod refs;
 pub mod stamps;
+mod stash;
 mod store;
+mod touched;
 mod typed;
 pub use calls::{CallRecord, Records};
 pub use counters::{CounterMirror, Entry, Keyed};
@@ -38,9 +44,11 @@ pub(crate) use counters::{lenient, lenient_strings};
 pub use files::{Audience, IN_CONTEXT, Paths, QUEUED};
 pub use handover::Handover;
 pub use lifecycle::Lifecycle;
+pub use parts::PartsCut;
 pub use peek::{peek_member, peek_pid};
 pub use phase::Phase;
 pub use phases::{PhaseDef, Phases};
+pub use stash::StashEntry;
 pub use store::{
     Durability, Read, Tried, Write, commit_before, create_if_absent, load, load_read, optimistic,
     save, save_fields, save_locked, update,

@@ -9,11 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-
 use crate::primitives::paths::{self, PhysicalDirs};
 use crate::state::State;
-use crate::state::fields;
 
 mod touched;
 pub use touched::{FILE_TOOLS, Touched, touched};
@@ -150,29 +147,23 @@ fn key_of(dir: &Path) -> String {
 /// Every file already recorded under any `touchedDirs` key: full paths, or bare names recorded
 /// by the engine's `session activate` (joined with their key).
 fn recorded(state: &State) -> Vec<String> {
-    let Some(Value::Object(map)) = state.get(fields::TOUCHED_DIRS) else {
-        return Vec::new();
-    };
-    map.iter()
+    state
+        .touched_dirs()
+        .into_iter()
         .flat_map(|(dir, files)| {
-            let files = files.as_array().cloned().unwrap_or_default();
-            files.into_iter().filter_map(move |f| {
-                let f = f.as_str()?;
-                Some(if f.starts_with('/') {
-                    f.to_owned()
+            files.into_iter().map(move |f| {
+                if f.starts_with('/') {
+                    f
                 } else {
                     format!("{}/{f}", dir.trim_end_matches('/'))
-                })
+                }
             })
         })
         .collect()
 }
 
 fn is_walked(state: &State, dir: &Path) -> bool {
-    state
-        .get(fields::TOUCHED_DIRS)
-        .and_then(Value::as_object)
-        .is_some_and(|m| m.contains_key(&key_of(dir)))
+    state.is_touched(&key_of(dir))
 }
 
 /// Discover directives for a tool touching `raw_path`, inside the caller's locked update.
@@ -248,20 +239,8 @@ pub fn discover(
         }
         per_level.push((key_of(level), new_here));
     }
-    let touched = state.object_mut(fields::TOUCHED_DIRS);
     for (key, files) in &per_level {
-        match touched.get_mut(key) {
-            Some(Value::Array(existing)) => {
-                for f in files {
-                    if !existing.iter().any(|v| v.as_str() == Some(f)) {
-                        existing.push(json!(f));
-                    }
-                }
-            }
-            _ => {
-                touched.insert(key.clone(), json!(files));
-            }
-        }
+        state.record_touched(key, files);
     }
     // Most general level first: the project's rules before the package's.
     let files: Vec<String> = per_level
@@ -271,11 +250,11 @@ pub fn discover(
         .collect();
     for file in &files {
         if file.ends_with(&format!("/{CHECKLIST}")) {
-            state.push_unique(fields::DISCOVERED_CHECKLISTS, file);
+            state.add_checklist(file);
         }
     }
     if !files.is_empty() {
-        state.set(fields::DIRECTIVE_READS, json!(0));
+        state.reset_directive_reads();
     }
     Some(Found {
         dir: key_of(&dir),

@@ -204,11 +204,9 @@ fn split(view: &State) -> (State, Option<State>) {
 /// The files of a record not (fully) in its context window: queued, or partly delivered.
 fn owed_of(view: &State) -> Vec<String> {
     let mut owed = view.path_list(QUEUED);
-    if let Some(Value::Object(parts)) = view.get(fields::PRELOAD_PARTS) {
-        for path in parts.keys() {
-            if !owed.contains(path) {
-                owed.push(path.clone());
-            }
+    for path in view.files_in_parts(Audience::Main) {
+        if !owed.contains(&path) {
+            owed.push(path);
         }
     }
     owed
@@ -273,12 +271,7 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         for item in seed.path_list(QUEUED) {
             s.add_path(QUEUED, &item);
         }
-        if let Some(Value::Object(map)) = seed.get(fields::TOUCHED_DIRS) {
-            let target = s.object_mut(fields::TOUCHED_DIRS);
-            for (k, v) in map {
-                target.insert(k.clone(), v.clone());
-            }
-        }
+        s.merge_members(fields::TOUCHED_DIRS, seed);
     }
     if seed.is_none() && carry.is_none() {
         return;
@@ -300,22 +293,12 @@ pub fn adopt(s: &mut State, seed: Option<&State>, carry: Option<&State>) {
         fields::INJECTED_RULES,
         fields::PRELOADED_STAMPS,
     ] {
-        if let Some(Value::Object(map)) = record.get(key) {
-            let target = s.object_mut(key);
-            for (k, v) in map {
-                target.insert(k.clone(), v.clone());
-            }
-        }
+        s.merge_members(key, &record);
     }
-    if let Some(Value::Array(entries)) = record.get(fields::STASH) {
+    if record.has_stash() {
         // Once each: a seed written from a session's window (see `seed_from_window`) may come
         // back to that session when the `continue` it was written for did not run.
-        let stash = s.array_mut(fields::STASH);
-        for entry in entries {
-            if !stash.contains(entry) {
-                stash.push(entry.clone());
-            }
-        }
+        s.push_stash_once(&record.stash());
     }
     adopt_call_records(s, &record);
     branch::adopt_carriers(s, &record);

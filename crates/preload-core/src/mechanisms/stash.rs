@@ -1,5 +1,6 @@
-//! The stash ([`fields::STASH`]): rule content waiting for an agent's next `PostToolUse`,
-//! added in `PreToolUse` and taken out, within an output budget, by the agent it is for.
+//! The stash (`pendingAllowInjections`, [`crate::state::fields::STASH`]): rule content waiting
+//! for an agent's next `PostToolUse`, added in `PreToolUse` and taken out, within an output
+//! budget, by the agent it is for.
 //!
 //! Every entry is a [`StashEntry`]; an agent sees only its own entries (the main agent's have
 //! an empty `agentId`), and other agents' entries are never touched. An entry larger than one
@@ -8,43 +9,34 @@
 
 use std::collections::VecDeque;
 
-use serde_json::Value;
-
 use crate::primitives::delivery::{self, chars};
 use crate::primitives::layout;
-use crate::state::State;
-use crate::state::fields::{self, StashEntry};
+use crate::state::{StashEntry, State};
 
 /// Append `entries` to the stash (the stash is created only when there is something to add).
 pub fn push(state: &mut State, entries: &[StashEntry]) {
     if entries.is_empty() {
         return;
     }
-    state
-        .array_mut(fields::STASH)
-        .extend(entries.iter().map(StashEntry::to_value));
-}
-
-/// The contents of `agent`'s entries, in order.
-fn contents_of<'s>(state: &'s State, agent: &'s str) -> impl Iterator<Item = &'s str> {
-    state
-        .get(fields::STASH)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(move |e| StashEntry::agent_of(e) == agent)
-        .map(StashEntry::content_of)
+    state.push_stash(entries);
 }
 
 /// The characters `agent`'s entries already take in its next output, each with its separator.
 pub fn waiting(state: &State, agent: &str) -> usize {
-    contents_of(state, agent).map(|c| chars(c) + 2).sum()
+    state
+        .stash_of(agent)
+        .iter()
+        .map(|e| chars(e.content()) + 2)
+        .sum()
 }
 
 /// Whether `path`'s block, or a part of it, waits in `agent`'s entries: the rest of the file
 /// waits for it, so that its parts go out in order, one channel after the other.
 pub fn holds_block_of(state: &State, agent: &str, path: &str) -> bool {
-    contents_of(state, agent).any(|c| delivery::block_paths(c).iter().any(|p| p == path))
+    state
+        .stash_of(agent)
+        .iter()
+        .any(|e| delivery::block_paths(e.content()).iter().any(|p| p == path))
 }
 
 /// Take `agent`'s entries that fit `budget` characters out of the stash; their texts, in
@@ -62,32 +54,23 @@ pub fn take(
     budget: usize,
     part_limit: usize,
 ) -> Option<Vec<String>> {
-    let Some(Value::Array(entries)) = state.get(fields::STASH) else {
-        return None;
-    };
-    if !entries.iter().any(|e| StashEntry::agent_of(e) == agent) {
-        return Some(Vec::new());
-    }
-    let Some(Value::Array(entries)) = state.value_mut(fields::STASH) else {
-        return None;
-    };
-    Some(drain(entries, agent, budget, part_limit))
+    state.change_stash(agent, |entries| drain(entries, budget, part_limit))
 }
 
-/// Take `agent`'s entries that fit `budget` out of `entries`; returns the texts.
-fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize, part_limit: usize) -> Vec<String> {
+/// Take the entries (one agent's) that fit `budget` out of `entries`; returns the texts.
+fn drain(entries: &mut Vec<StashEntry>, budget: usize, part_limit: usize) -> Vec<String> {
     let mut taken = Vec::new();
     let mut used = 0;
     let mut kept = Vec::with_capacity(entries.len());
     let mut full = false;
     // Each entry with whether it is a piece cut in this call (never cut again).
-    let mut queue: VecDeque<(Value, bool)> = entries.drain(..).map(|e| (e, false)).collect();
+    let mut queue: VecDeque<(StashEntry, bool)> = entries.drain(..).map(|e| (e, false)).collect();
     while let Some((entry, cut)) = queue.pop_front() {
-        if full || StashEntry::agent_of(&entry) != agent {
+        if full {
             kept.push(entry);
             continue;
         }
-        let text = delivery::trim_trailing_newlines(StashEntry::content_of(&entry)).to_owned();
+        let text = delivery::trim_trailing_newlines(entry.content()).to_owned();
         if text.is_empty() {
             continue;
         }
@@ -100,13 +83,11 @@ fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize, part_limit: usize
             used += sep + len;
             taken.push(text);
         } else if taken.is_empty() && len > budget && !cut && !layout::is_file_part(&text) {
-            let rule = StashEntry::rule_of(&entry).to_owned();
-            let label = if rule.is_empty() { "stashed" } else { &rule };
+            let rule = entry.rule_id();
+            let label = if rule.is_empty() { "stashed" } else { rule };
             let pieces = layout::split_labelled(&text, label, budget, part_limit);
             for piece in pieces.into_iter().rev() {
-                let mut part = entry.clone();
-                StashEntry::set_content(&mut part, piece);
-                queue.push_front((part, true));
+                queue.push_front((entry.with_content(piece), true));
             }
         } else {
             kept.push(entry);
@@ -119,30 +100,47 @@ fn drain(entries: &mut Vec<Value>, agent: &str, budget: usize, part_limit: usize
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Map, Value, json};
 
     use super::*;
+    use crate::state::fields;
+
+    /// A state whose stash is `entries`.
+    fn stash(entries: Value) -> State {
+        let mut map = Map::new();
+        map.insert(fields::STASH.to_owned(), entries);
+        State::from_map(map)
+    }
+
+    /// The entries of `agent` a stash of `entries` holds.
+    fn entries_of(entries: Value, agent: &str) -> Vec<StashEntry> {
+        stash(entries).stash_of(agent)
+    }
 
     #[test]
     fn drains_only_this_agent_within_budget() {
-        let mut entries = vec![
-            json!({"ruleId": "preload", "content": "A\n", "agentId": ""}),
-            json!({"ruleId": "heartbeat-warn", "content": "sub", "agentId": "sub1"}),
-            json!({"ruleId": "synthesis", "content": "B", "agentId": ""}),
-            json!({"ruleId": "x", "content": "C".repeat(50)}),
-        ];
-        let taken = drain(&mut entries, "", 10, 10);
-        assert_eq!(taken, vec!["A", "B"]);
-        assert_eq!(entries.len(), 2);
-        assert_eq!(entries[0]["agentId"], "sub1");
-        assert_eq!(entries[1]["ruleId"], "x");
+        let mut state = stash(json!([
+            {"ruleId": "preload", "content": "A\n", "agentId": ""},
+            {"ruleId": "heartbeat-warn", "content": "sub", "agentId": "sub1"},
+            {"ruleId": "synthesis", "content": "B", "agentId": ""},
+            {"ruleId": "x", "content": "C".repeat(50)},
+        ]));
+        let taken = take(&mut state, "", 10, 10);
+        assert_eq!(taken, Some(vec!["A".to_owned(), "B".to_owned()]));
+        assert_eq!(
+            state.get(fields::STASH),
+            Some(&json!([
+                {"ruleId": "heartbeat-warn", "content": "sub", "agentId": "sub1"},
+                {"ruleId": "x", "content": "C".repeat(50)},
+            ]))
+        );
     }
 
     /// Drain `agent` until its entries are gone; the outputs, each checked against `budget`.
-    fn drain_all(entries: &mut Vec<Value>, agent: &str, budget: usize) -> Vec<String> {
+    fn drain_all(state: &mut State, agent: &str, budget: usize) -> Vec<String> {
         let mut outputs = Vec::new();
-        while entries.iter().any(|e| StashEntry::agent_of(e) == agent) {
-            let taken = drain(entries, agent, budget, budget);
+        while !state.stash_of(agent).is_empty() {
+            let taken = take(state, agent, budget, budget).unwrap();
             assert!(!taken.is_empty(), "every call hands something out");
             let text = taken.join("\n\n");
             assert!(chars(&text) <= budget, "{} > {budget}", chars(&text));
@@ -158,12 +156,12 @@ mod tests {
             .map(|i| format!("line {i:04}\n"))
             .collect::<Vec<_>>()
             .concat();
-        let mut entries = vec![
-            json!({"ruleId": "big-rule", "content": body, "agentId": ""}),
-            json!({"ruleId": "other", "content": "for the sub-agent", "agentId": "sub1"}),
-            json!({"ruleId": "after", "content": "AFTER", "agentId": ""}),
-        ];
-        let outputs = drain_all(&mut entries, "", 1_000);
+        let mut state = stash(json!([
+            {"ruleId": "big-rule", "content": body, "agentId": ""},
+            {"ruleId": "other", "content": "for the sub-agent", "agentId": "sub1"},
+            {"ruleId": "after", "content": "AFTER", "agentId": ""},
+        ]));
+        let outputs = drain_all(&mut state, "", 1_000);
         assert!(outputs.len() >= 3, "{} outputs", outputs.len());
         let all = outputs.join("\n\n");
         let (parts, after) = all.rsplit_once("\n\n").unwrap();
@@ -179,8 +177,11 @@ mod tests {
             rebuilt.push(rest);
         }
         assert_eq!(rebuilt.join("\n"), body.trim_end(), "every line, in order");
-        assert_eq!(entries.len(), 1, "the sub-agent's entry stays");
-        assert_eq!(entries[0]["content"], "for the sub-agent");
+        assert_eq!(
+            state.get(fields::STASH),
+            Some(&json!([{"ruleId": "other", "content": "for the sub-agent", "agentId": "sub1"}])),
+            "the sub-agent's entry stays"
+        );
     }
 
     #[test]
@@ -194,8 +195,8 @@ mod tests {
             delivery::block("/b.md", &big),
             delivery::block("/c.md", "small C"),
         ]);
-        let mut entries = vec![json!({"ruleId": "preload", "content": text, "agentId": ""})];
-        let outputs = drain_all(&mut entries, "", 900);
+        let mut state = stash(json!([{"ruleId": "preload", "content": text, "agentId": ""}]));
+        let outputs = drain_all(&mut state, "", 900);
         let all = outputs.join("\n\n");
         assert!(all.starts_with("[Preloaded: /a.md]\nsmall A"), "{all}");
         assert!(
@@ -216,11 +217,13 @@ mod tests {
 
     #[test]
     fn a_budget_smaller_than_a_label_still_drains() {
-        let mut entries =
-            vec![json!({"ruleId": "a-rule-with-a-long-name", "content": "x".repeat(500)})];
+        let mut entries = entries_of(
+            json!([{"ruleId": "a-rule-with-a-long-name", "content": "x".repeat(500)}]),
+            "",
+        );
         let mut calls = 0;
         while !entries.is_empty() {
-            let taken = drain(&mut entries, "", 10, 10);
+            let taken = drain(&mut entries, 10, 10);
             assert_eq!(taken.len(), 1);
             calls += 1;
             assert!(calls < 1_000, "terminates");
@@ -264,12 +267,15 @@ mod tests {
         let own = delivery::file_parts("/b.md", &big, 1_500);
         assert!(own.len() > 2);
         let text = delivery::block("/b.md", &big);
-        let mut entries = vec![json!({"ruleId": "preload", "content": text, "agentId": ""})];
+        let mut entries = entries_of(
+            json!([{"ruleId": "preload", "content": text, "agentId": ""}]),
+            "",
+        );
         // Little room: nothing fits, and nothing is cut to fit.
-        assert!(drain(&mut entries, "", 600, 1_500).is_empty());
+        assert!(drain(&mut entries, 600, 1_500).is_empty());
         let mut out = Vec::new();
         for _ in 0..20 {
-            out.extend(drain(&mut entries, "", 2_000, 1_500));
+            out.extend(drain(&mut entries, 2_000, 1_500));
             if entries.is_empty() {
                 break;
             }

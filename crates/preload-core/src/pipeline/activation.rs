@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::mechanisms::context::Context;
 use crate::mechanisms::ledger;
@@ -230,27 +230,9 @@ fn activate_state(
             || s.flag(fields::KILL_REQUESTED));
     let now = clock::iso_utc(ctx.now);
 
-    s.set(fields::PID, json!(owner));
-    s.set(fields::SKILL, json!(skill));
-    s.set_lifecycle(&Lifecycle::Active);
-    s.set(fields::LOADING, json!(true));
-    s.set(fields::OVERFLOWED, json!(false));
-    s.set(fields::KILL_REQUESTED, json!(false));
-    for (key, value) in [
-        (fields::CONTEXT_USAGE, json!(0)),
-        (fields::TOOL_CALLS_SINCE_LAST_LOG, json!(0)),
-        (fields::WARN_AFTER, json!(3)),
-        (fields::BLOCK_AFTER, json!(10)),
-        (fields::STARTED_AT, json!(now)),
-    ] {
-        if s.get(key).is_none() {
-            s.set(key, value);
-        }
-    }
-    s.set(fields::LAST_HEARTBEAT, json!(now));
+    s.activate(owner, &skill, &now);
     if changed {
-        s.remove(fields::PHASES);
-        s.set(fields::PHASE_HISTORY, json!([]));
+        s.restart_phases();
     }
     if let Some(params) = options
         .parameters
@@ -273,20 +255,22 @@ fn activate_state(
     if !owners_window {
         start_window(ctx, dir, s);
     }
-    let defaults = [
-        (IN_CONTEXT.key(), json!(session::core_seeds(ctx))),
-        (fields::TOUCHED_DIRS.into(), json!({})),
-        (QUEUED.key(), json!([])),
-        (fields::STASH.into(), json!([])),
-    ];
-    for (key, value) in defaults {
-        if s.field(&key).is_none() {
-            s.set(&key, value);
-        }
+    // A context window's fields, for a state that has none.
+    if s.field(&IN_CONTEXT.key()).is_none() {
+        s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
+    }
+    if s.field(fields::TOUCHED_DIRS).is_none() {
+        s.clear_touched_dirs();
+    }
+    if s.field(&QUEUED.key()).is_none() {
+        s.clear_paths(QUEUED);
+    }
+    if s.field(fields::STASH).is_none() {
+        s.clear_stash();
     }
     ledger::adopt(s, seed, carry);
     if options.fast_track {
-        s.set(fields::FAST_TRACK, json!(true));
+        s.set_fast_track();
     }
     Ok(Activated {
         skill,
@@ -303,8 +287,8 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
     }
     s.set_paths(IN_CONTEXT, session::core_seeds(ctx));
     s.clear_paths(QUEUED);
-    s.set(fields::TOUCHED_DIRS, json!({}));
-    s.set(fields::STASH, json!([]));
+    s.clear_touched_dirs();
+    s.clear_stash();
     s.forget_conversation();
     for key in [
         fields::PRELOAD_PARTS,
@@ -335,13 +319,15 @@ fn static_fields(def: &Skill) -> Vec<(String, Value)> {
         .filter_map(|key| {
             let value = def.definition.get(*key)?;
             let value = match (*key, value) {
-                (k, Value::String(rel)) if TEMPLATE_PATH_FIELDS.contains(&k) => json!(abs(rel)),
+                (k, Value::String(rel)) if TEMPLATE_PATH_FIELDS.contains(&k) => {
+                    Value::from(abs(rel))
+                }
                 (fields::MODES, Value::Object(modes)) => {
                     let mut out = Map::new();
                     for (id, mode) in modes {
                         let mut mode = mode.clone();
                         if let Some(file) = mode.get("file").and_then(Value::as_str) {
-                            mode["file"] = json!(abs(file));
+                            mode["file"] = Value::from(abs(file));
                         }
                         out.insert(id.clone(), mode);
                     }

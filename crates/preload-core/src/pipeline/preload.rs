@@ -6,15 +6,12 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
-
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session::PreloadState;
 use crate::pipeline::runner::HookError;
 use crate::primitives::delivery::{self, Event, Packer};
 use crate::state::State;
 use crate::state::dedup::{Hit, InContext};
-use crate::state::fields;
 use crate::state::refs::Resolver;
 use crate::state::{IN_CONTEXT, Paths};
 
@@ -176,11 +173,10 @@ fn override_of(state: &State, normalized: &str) -> Option<String> {
         .find(|p| p.ends_with(&suffix))
 }
 
-fn parts_done(state: &State, key: &str, path: &str) -> usize {
+/// How many parts of `path` are out to `who`'s window (0 when none).
+fn parts_done(state: &State, who: Audience<'_>, path: &str) -> usize {
     state
-        .get(key)
-        .and_then(|v| v.get(path))
-        .and_then(Value::as_u64)
+        .parts_done(who, path)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0)
 }
@@ -188,62 +184,16 @@ fn parts_done(state: &State, key: &str, path: &str) -> usize {
 /// The parts of `path` (0-based, `start..end`) the main agent's window already holds without
 /// the earlier ones, when the file is cut into the same `total` parts as then.
 fn parts_held(state: &State, path: &str, total: usize) -> Option<(usize, usize)> {
-    let run = fields::part_run(state.get(fields::PRELOAD_PARTS_HELD)?.get(path)?)?;
+    let run = state.parts_held(path)?;
     let [first, last, n] = run.map(|v| usize::try_from(v).unwrap_or(usize::MAX));
     (n == total && first > 1 && first <= last && last <= n).then_some((first - 1, last))
 }
 
 /// Forget which parts of `path` the window held (the file is whole in it, or gone), and how
-/// many parts it was cut into (`cut_key`: the audience's field).
-fn clear_parts_held(state: &mut State, cut_key: &str, path: &str) {
-    remove_entry(state, fields::PRELOAD_PARTS_HELD, path);
-    set_parts_cut(state, cut_key, path, None);
-}
-
-/// How many parts the file `path` was cut into when its parts began to go out (`key`: the
-/// audience's field), and whether they go out marked updated (`[n, true]`).
-fn parts_cut(state: &State, key: &str, path: &str) -> Option<(usize, bool)> {
-    let entry = state.get(key)?.get(path)?;
-    let (n, updated) = match entry {
-        Value::Array(pair) => (pair.first()?, pair.get(1) == Some(&Value::Bool(true))),
-        n => (n, false),
-    };
-    Some((usize::try_from(n.as_u64()?).ok()?, updated))
-}
-
-/// Note (or forget) how many parts `path` is cut into while its parts go out, and whether they
-/// are marked updated.
-fn set_parts_cut(state: &mut State, key: &str, path: &str, cut: Option<(usize, bool)>) {
-    match cut {
-        Some((n, updated)) => {
-            let value = if updated { json!([n, true]) } else { json!(n) };
-            state.object_mut(key).insert(path.to_owned(), value);
-        }
-        None => remove_entry(state, key, path),
-    }
-}
-
-/// Remove `path` from the object `key`, and the field when it is left empty.
-fn remove_entry(state: &mut State, key: &str, path: &str) {
-    if !matches!(state.get(key), Some(Value::Object(map)) if map.contains_key(path)) {
-        return;
-    }
-    let now_empty = match state.value_mut(key) {
-        Some(Value::Object(map)) => map.shift_remove(path).is_some() && map.is_empty(),
-        _ => false,
-    };
-    if now_empty {
-        state.remove(key);
-    }
-}
-
-fn set_parts_done(state: &mut State, key: &str, path: &str, done: Option<usize>) {
-    match done {
-        Some(n) => {
-            state.object_mut(key).insert(path.to_owned(), json!(n));
-        }
-        None => remove_entry(state, key, path),
-    }
+/// many parts `who`'s file was cut into.
+fn clear_parts_held(state: &mut State, who: Audience<'_>, path: &str) {
+    state.set_parts_held(path, None);
+    state.set_parts_cut(who, path, None);
 }
 
 /// The core of `preload_ensure` on a state inside the caller's locked update, for the main

@@ -21,8 +21,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use self::contents::{Fill, Plan};
 use self::fork::fork_parent;
 use self::window::{Window, choose_window, goes_on_from_history};
@@ -331,7 +329,7 @@ fn fill_session(
         // A window that goes on holds what its branch holds: what a rewind took out comes again.
         let mut rewound = preload::Batch::default();
         if goes_on {
-            s.set(fields::PID, json!(ctx.owner_pid));
+            s.set_pid(ctx.owner_pid);
             rewound = preload::requeue_rewound(ctx, s);
         } else {
             // The client keeps the calls a compaction happened after, with what the hooks added
@@ -405,9 +403,9 @@ fn runner_note(ctx: &Context, message: &str) {
 /// The fields a new context window clears.
 fn reset(state: &mut State) {
     state.clear_paths(IN_CONTEXT);
-    state.set(fields::TOUCHED_DIRS, json!({}));
+    state.clear_touched_dirs();
     state.clear_paths(QUEUED);
-    state.set(fields::STASH, json!([]));
+    state.clear_stash();
     state.remove(fields::PRELOAD_PARTS);
     state.remove(fields::PRELOAD_PARTS_HELD);
     state.remove(fields::PRELOAD_PARTS_CUT);

@@ -23,7 +23,7 @@ use crate::pipeline::runner;
 use crate::primitives::delivery::Packer;
 use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::state::fields;
-use crate::state::{self, IN_CONTEXT, State};
+use crate::state::{IN_CONTEXT, State};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -94,11 +94,9 @@ fn requests(ctx: &Context, s: &State, agent: &str, kind: &str) -> Vec<Request> {
         &source,
     ));
     let held = s.path_list(IN_CONTEXT);
-    if let Some(Value::Object(dirs)) = s.get(fields::TOUCHED_DIRS) {
-        for path in dirs.values().flat_map(|v| state::strings_of(Some(v))) {
-            if held.contains(&path) && !out.iter().any(|r| r.path == path) {
-                out.push(Request::new(path, source.as_str()));
-            }
+    for path in s.touched_files() {
+        if held.contains(&path) && !out.iter().any(|r| r.path == path) {
+            out.push(Request::new(path, source.as_str()));
         }
     }
     out

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::parts::{part_run, stored_run};
 use super::{State, fields};
 
 /// Which list of call records.
@@ -107,20 +108,20 @@ impl CallRecord {
     /// It carried parts `a` to `b` of `path`'s `n`: several hooks of one call may each carry
     /// some, and the record holds the run from the lowest to the highest of one cut.
     pub fn hold(&mut self, path: &str, [first, last, n]: [u64; 3]) {
-        let run = match self.held.get(path).and_then(fields::part_run) {
+        let run = match self.held.get(path).and_then(part_run) {
             Some([before_first, before_last, m]) if m == n => {
                 [first.min(before_first), last.max(before_last), n]
             }
             _ => [first, last, n],
         };
-        self.held.insert(path.to_owned(), Value::from(run.to_vec()));
+        self.held.insert(path.to_owned(), stored_run(run));
     }
 
     /// The runs of parts it carried: `(path, [a, b, n])`.
     pub fn held(&self) -> Vec<(String, [u64; 3])> {
         self.held
             .iter()
-            .filter_map(|(path, run)| Some((path.clone(), fields::part_run(run)?)))
+            .filter_map(|(path, run)| Some((path.clone(), part_run(run)?)))
             .collect()
     }
 }
@@ -203,6 +204,16 @@ impl State {
         if let Some(Value::Object(last)) = self.array_mut(fields::CALL_DELIVERIES).last_mut() {
             last.insert(fields::CALL_SUPERSEDED.to_owned(), Value::from(call));
         }
+    }
+
+    /// The newest prompt (its transcript `uuid`) whose branch the window was checked at.
+    pub fn branch_at(&self) -> Option<&str> {
+        self.str(fields::BRANCH_AT)
+    }
+
+    /// The window's branch was checked at `prompt`.
+    pub fn set_branch_at(&mut self, prompt: &str) {
+        self.set(fields::BRANCH_AT, Value::from(prompt));
     }
 }
 
@@ -310,6 +321,23 @@ mod tests {
         );
         assert_eq!(records[0].files, ["/a"]);
         assert_eq!(records[2].files, ["/b"]);
+    }
+
+    #[test]
+    fn the_prompt_a_branch_was_checked_at_is_written_in_its_place() {
+        let text = "{\n  \"preloadBranchAt\": \"p1\",\n  \"pid\": 1\n}\n";
+        let mut s = State::parse(text).unwrap();
+        assert_eq!(s.branch_at(), Some("p1"));
+        s.set_branch_at("p1");
+        assert!(!s.changed());
+        assert_eq!(s.to_pretty(), text);
+        s.set_branch_at("p2");
+        assert_eq!(
+            s.to_pretty(),
+            "{\n  \"preloadBranchAt\": \"p2\",\n  \"pid\": 1\n}\n"
+        );
+        let odd = State::parse("{\"preloadBranchAt\": 7}").unwrap();
+        assert_eq!(odd.branch_at(), None, "not a prompt's id");
     }
 
     #[test]

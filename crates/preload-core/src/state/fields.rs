@@ -1,9 +1,7 @@
-//! The keys of `.state.json`, of a seed and of its carry, and of a stash entry: every key the
-//! product reads or writes is named here once (the format is the engine's, plus the fields
-//! marked ours in `docs/state-format.md`). A [`crate::state::State`] keeps every other key, in
-//! its order, untouched.
-
-use serde_json::{Map, Value};
+//! The keys of `.state.json`, of a seed and of its carry: every key the product reads or
+//! writes is named here once (the format is the engine's, plus the fields marked ours in
+//! `docs/state-format.md`). A [`crate::state::State`] keeps every other key, in its order,
+//! untouched.
 
 // The session's identity and owner.
 
@@ -114,15 +112,6 @@ pub const PRELOAD_PARTS: &str = "preloadParts";
 /// the file goes on with the others and skips these (see `crate::mechanisms::ledger::KeptCall`).
 pub const PRELOAD_PARTS_HELD: &str = "preloadPartsHeld";
 
-/// A run of parts as [`PRELOAD_PARTS_HELD`] and a call's held parts write it: `[a, b, n]`.
-pub fn part_run(value: &serde_json::Value) -> Option<[u64; 3]> {
-    let run = value.as_array()?;
-    Some([
-        run.first()?.as_u64()?,
-        run.get(1)?.as_u64()?,
-        run.get(2)?.as_u64()?,
-    ])
-}
 /// Ours: `{path: n}`, how many parts the main agent's file was cut into when its parts began
 /// to go out: a file cut another way now changed meanwhile, and starts again.
 pub const PRELOAD_PARTS_CUT: &str = "preloadPartsCut";
@@ -132,7 +121,7 @@ pub const TOUCHED_DIRS: &str = "touchedDirs";
 pub const DISCOVERED_CHECKLISTS: &str = "discoveredChecklists";
 /// Reset by discovery.
 pub const DIRECTIVE_READS: &str = "directiveReadsWithoutClearing";
-/// Stashed allow-rule content: an array of [`StashEntry`].
+/// Stashed allow-rule content: an array of [`crate::state::StashEntry`].
 pub const STASH: &str = "pendingAllowInjections";
 /// Rules delivered (`{id: true}`).
 pub const INJECTED_RULES: &str = "injectedRules";
@@ -215,92 +204,9 @@ pub const WARN_AFTER: &str = "toolUseWithoutLogsWarnAfter";
 /// Calls before the heartbeat blocks (displayed).
 pub const BLOCK_AFTER: &str = "toolUseWithoutLogsBlockAfter";
 
-/// One entry of the stash ([`STASH`]): a rule's content waiting for an agent's `PostToolUse`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StashEntry {
-    /// The rule that produced it.
-    pub rule_id: String,
-    /// The text.
-    pub content: String,
-    /// The agent it is for (`""` for the main agent).
-    pub agent_id: String,
-}
-
-impl StashEntry {
-    const RULE_ID: &str = "ruleId";
-    const CONTENT: &str = "content";
-    const AGENT_ID: &str = "agentId";
-
-    /// An entry for `agent` (`""` for the main agent).
-    pub fn new(rule_id: &str, content: &str, agent: &str) -> Self {
-        Self {
-            rule_id: rule_id.to_owned(),
-            content: content.to_owned(),
-            agent_id: agent.to_owned(),
-        }
-    }
-
-    /// As it is stored.
-    pub fn to_value(&self) -> Value {
-        let mut map = Map::new();
-        map.insert(Self::RULE_ID.into(), Value::from(self.rule_id.as_str()));
-        map.insert(Self::CONTENT.into(), Value::from(self.content.as_str()));
-        map.insert(Self::AGENT_ID.into(), Value::from(self.agent_id.as_str()));
-        Value::Object(map)
-    }
-
-    /// The agent a stored entry is for (`""`, the main agent, when absent).
-    pub fn agent_of(entry: &Value) -> &str {
-        entry
-            .get(Self::AGENT_ID)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    }
-
-    /// The text of a stored entry (`""` when absent).
-    pub fn content_of(entry: &Value) -> &str {
-        entry
-            .get(Self::CONTENT)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    }
-
-    /// The rule of a stored entry (`""` when absent).
-    pub fn rule_of(entry: &Value) -> &str {
-        entry
-            .get(Self::RULE_ID)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    }
-
-    /// Replace the text of a stored entry.
-    pub fn set_content(entry: &mut Value, content: String) {
-        if let Value::Object(map) = entry {
-            map.insert(Self::CONTENT.into(), Value::String(content));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stash_entry_round_trips_and_reads_defaults() {
-        let entry = StashEntry::new("preload", "text", "");
-        let stored = entry.to_value();
-        assert_eq!(
-            stored.to_string(),
-            r#"{"ruleId":"preload","content":"text","agentId":""}"#
-        );
-        assert_eq!(StashEntry::content_of(&stored), "text");
-        assert_eq!(StashEntry::rule_of(&stored), "preload");
-        let bare = serde_json::json!({"content": "x"});
-        assert_eq!(StashEntry::agent_of(&bare), "");
-        let mut changed = stored;
-        StashEntry::set_content(&mut changed, "rest".into());
-        assert_eq!(StashEntry::content_of(&changed), "rest");
-    }
 
     #[test]
     fn sub_agent_keys() {

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
+use crate::state::fields;
+use serde_json::json;
 use std::fs;
 
 struct Tree {

@@ -3,11 +3,9 @@
 //! off the client's active branch takes what it carried out of the window, and the file is
 //! due again.
 
-use serde_json::{Value, json};
-
 use crate::mechanisms::stash;
 use crate::state::fields;
-use crate::state::{Audience, CallRecord, IN_CONTEXT, Records, State, stamps};
+use crate::state::{Audience, CallRecord, IN_CONTEXT, PartsCut, Records, State, stamps};
 
 /// How many calls' carriers a window keeps: a rewind further back than that many calls that
 /// carried files leaves the oldest in the window.
@@ -133,38 +131,26 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
             continue;
         }
         let whole = s.has_path(IN_CONTEXT, &path);
-        let done = s
-            .get(fields::PRELOAD_PARTS)
-            .and_then(|p| p.get(&path))
-            .and_then(Value::as_u64);
+        let done = s.parts_done(Audience::Main, &path);
         if !whole && done.is_none_or(|d| d < first) {
             // Not out, or not that far: nothing of it to take back.
             continue;
         }
         if first > 1 {
-            s.object_mut(fields::PRELOAD_PARTS)
-                .insert(path.clone(), json!(first - 1));
-            if s.get(fields::PRELOAD_PARTS_CUT)
-                .and_then(|c| c.get(&path))
-                .is_none()
-            {
+            s.set_parts_done(Audience::Main, &path, Some(first - 1));
+            if s.parts_cut(Audience::Main, &path).is_none() {
                 // The cut goes on marked updated when its parts were.
-                let cut = if renewed(&path) {
-                    json!([n, true])
-                } else {
-                    json!(n)
+                let cut = PartsCut {
+                    parts: n,
+                    updated: renewed(&path),
                 };
-                s.object_mut(fields::PRELOAD_PARTS_CUT)
-                    .insert(path.clone(), cut);
+                s.set_parts_cut(Audience::Main, &path, Some(cut));
             }
         } else {
             // None of this cut is left: it starts again from its first part, marked updated
             // when the window holds an older text of the file.
-            for key in [fields::PRELOAD_PARTS, fields::PRELOAD_PARTS_CUT] {
-                if let Some(Value::Object(map)) = s.value_mut(key) {
-                    map.shift_remove(&path);
-                }
-            }
+            s.set_parts_done(Audience::Main, &path, None);
+            s.set_parts_cut(Audience::Main, &path, None);
             if renewed(&path) {
                 stamps::mark_stale(s, &path);
             }
@@ -178,15 +164,17 @@ pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
 
 /// Mark the window's branch as checked at prompt `prompt`; false when it was already.
 pub fn check_branch_at(s: &mut State, prompt: &str) -> bool {
-    if s.str(fields::BRANCH_AT) == Some(prompt) {
+    if s.branch_at() == Some(prompt) {
         return false;
     }
-    s.set(fields::BRANCH_AT, Value::from(prompt));
+    s.set_branch_at(prompt);
     true
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::state::QUEUED;
 

@@ -2,12 +2,11 @@
 //! carried into its context window, and what a compaction keeps of it: the calls of the
 //! client's latest response.
 
-use serde_json::Value;
-
 use crate::primitives::env::Agent;
 use crate::primitives::transcript;
-use crate::state::fields;
-use crate::state::{CallRecord, IN_CONTEXT, QUEUED, Records, State};
+use crate::state::{
+    Audience, CallRecord, IN_CONTEXT, PartsCut, QUEUED, Records, StashEntry, State,
+};
 
 /// How many calls' records a window keeps: more than one response holds calls.
 const CALL_RECORDS: usize = 64;
@@ -70,18 +69,15 @@ impl Carried {
                 continue;
             }
             // Its first parts (never all of them: `cut_files` leaves whole cuts out).
-            let progress = s
-                .get(fields::PRELOAD_PARTS)
-                .and_then(|p| p.get(&c.path))
-                .and_then(Value::as_u64);
+            let progress = s.parts_done(Audience::Main, &c.path);
             if progress == Some(c.last as u64) {
                 carried.begun.push((c.path, c.last as u64, c.n as u64));
                 continue;
             }
             let next = format!("[Preloaded: {} (part {}/{})]", c.path, c.last + 1, c.n);
-            if main_stash(s)
+            if s.stash_of(Audience::Main.agent_id())
                 .iter()
-                .any(|e| stash_text(e).starts_with(&next))
+                .any(|e| e.content().starts_with(&next))
             {
                 carried.stashed.push(c.path);
             }
@@ -133,21 +129,6 @@ fn latest_known(records: &[CallRecord]) -> Option<&str> {
     Some(last.superseded.as_deref().unwrap_or(&last.tool_use_id))
 }
 
-/// The main agent's stash entries of `s`.
-fn main_stash(s: &State) -> Vec<&Value> {
-    s.get(fields::STASH)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|e| fields::StashEntry::agent_of(e).is_empty())
-        .collect()
-}
-
-/// The text of a stash entry.
-fn stash_text(entry: &Value) -> &str {
-    fields::StashEntry::content_of(entry)
-}
-
 /// What the client keeps of a context window at a compaction: the calls of its latest
 /// response, with what the hooks added to them (their records stay: until another response
 /// replaces it, a second compaction keeps the same calls).
@@ -161,7 +142,7 @@ pub struct KeptCall {
     /// The files of which they carried the first parts of a cut waiting in the stash.
     stashed: Vec<String>,
     /// The stash entries holding those cuts' other parts.
-    stash: Vec<Value>,
+    stash: Vec<StashEntry>,
     /// The files of which they carried later parts only: `[a, b, n]`.
     held: Vec<(String, [u64; 3])>,
 }
@@ -224,16 +205,13 @@ impl KeptCall {
                 kept.held.push((path, run));
             }
         }
-        kept.stash = main_stash(s)
-            .into_iter()
-            .filter(|e| {
-                let text = stash_text(e);
-                kept.stashed
-                    .iter()
-                    .any(|path| text.starts_with(&format!("[Preloaded: {path} (part ")))
+        kept.stash = s.stash_of(Audience::Main.agent_id());
+        kept.stash.retain(|e| {
+            kept.stashed.iter().any(|path| {
+                e.content()
+                    .starts_with(&format!("[Preloaded: {path} (part "))
             })
-            .cloned()
-            .collect();
+        });
         kept
     }
 
@@ -246,24 +224,24 @@ impl KeptCall {
             s.add_path(IN_CONTEXT, file);
         }
         for (path, done, n) in &self.parts {
-            s.object_mut(fields::PRELOAD_PARTS)
-                .insert(path.clone(), Value::from(*done));
+            s.set_parts_done(Audience::Main, path, Some(*done));
             // The cut the parts were of (a cut not marked updated is its number alone): a file
             // changed since goes out again from its first part, marked updated, instead of
             // going on with the parts of another cut.
             if let Some(n) = n {
-                s.object_mut(fields::PRELOAD_PARTS_CUT)
-                    .insert(path.clone(), Value::from(*n));
+                let cut = PartsCut {
+                    parts: *n,
+                    updated: false,
+                };
+                s.set_parts_cut(Audience::Main, path, Some(cut));
             }
             s.add_path(QUEUED, path);
         }
         for (path, range) in &self.held {
-            s.object_mut(fields::PRELOAD_PARTS_HELD)
-                .insert(path.clone(), Value::from(range.to_vec()));
+            s.set_parts_held(path, Some(*range));
             s.add_path(QUEUED, path);
         }
-        s.array_mut(fields::STASH)
-            .extend(self.stash.iter().cloned());
+        s.push_stash(&self.stash);
     }
 }
 

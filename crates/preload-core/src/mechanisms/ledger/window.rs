@@ -231,17 +231,16 @@ pub(super) fn new_context_window(s: &mut State) {
     drop_window_fields(s);
     s.remove(fields::INVOKED_SKILLS);
     s.remove(fields::RELOADED_SKILLS);
-    let Some(Value::Array(entries)) = s.remove(fields::STASH) else {
+    let Some(entries) = s.remove_stash() else {
         return;
     };
     let preloaded = s.path_list(IN_CONTEXT);
     for entry in &entries {
-        let content = entry.get("content").and_then(Value::as_str).unwrap_or("");
-        for path in delivery::block_paths(content) {
+        for path in delivery::block_paths(entry.content()) {
             if !preloaded.contains(&path) {
                 s.add_path(QUEUED, &path);
             }
         }
     }
-    s.set(fields::STASH, Value::Array(Vec::new()));
+    s.clear_stash();
 }

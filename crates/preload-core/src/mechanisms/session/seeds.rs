@@ -84,18 +84,18 @@ pub fn seed_path(sessions_dir: &Path, pid: u32) -> PathBuf {
 /// A fresh seed document for `pid` with `preloaded` already in context.
 pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
     let mut seed = State::default();
-    seed.set(fields::PID, json!(pid));
+    seed.set_pid(pid);
     seed.set_lifecycle(&Lifecycle::Seeding);
     seed.set_paths(IN_CONTEXT, preloaded);
     seed.clear_paths(QUEUED);
-    seed.set(fields::TOUCHED_DIRS, json!({}));
+    seed.clear_touched_dirs();
     own_seed(&mut seed, pid);
     seed
 }
 
 /// Make `seed` the seed of process `pid` (its PID and start time).
 pub fn own_seed(seed: &mut State, pid: u32) {
-    seed.set(fields::PID, json!(pid));
+    seed.set_pid(pid);
     match process::start_time(pid) {
         Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
         None => {

@@ -4,17 +4,16 @@ use std::path::Path;
 
 use super::source::{self, Source};
 use super::{
-    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_cut, parts_done,
-    parts_held, resolver, set_parts_cut, set_parts_done,
+    Audience, Batch, Mode, Outcome, Request, clear_parts_held, override_of, parts_done, parts_held,
+    resolver,
 };
 use crate::mechanisms::context::Context;
 use crate::mechanisms::stash;
 use crate::primitives::delivery::{self, Event, FileBody, Packer};
 use crate::state::dedup::{Hit, InContext};
-use crate::state::fields;
 use crate::state::refs::Resolver;
 use crate::state::stamps;
-use crate::state::{Paths, State};
+use crate::state::{PartsCut, Paths, State};
 
 /// One ensure pass over a state.
 pub(super) struct Pass<'a, 'w> {
@@ -25,10 +24,6 @@ pub(super) struct Pass<'a, 'w> {
     pub(super) batch: Batch,
     /// Whose context window the pass fills.
     audience: Audience<'w>,
-    /// Field of the audience's part progress.
-    parts_key: String,
-    /// Field of how many parts the audience's files going out in parts were cut into.
-    cut_key: String,
     /// True for the main agent, whose deliveries are stamped for change detection.
     stamps: bool,
 }
@@ -42,10 +37,14 @@ impl<'a, 'w> Pass<'a, 'w> {
             max_bytes: ctx.max_file_bytes(),
             batch: Batch::default(),
             audience,
-            parts_key: audience.key(fields::PRELOAD_PARTS).into_owned(),
-            cut_key: audience.key(fields::PRELOAD_PARTS_CUT).into_owned(),
             stamps: audience == Audience::Main,
         }
+    }
+
+    /// Forget the file's progress in parts (it is whole in the window, or gone).
+    fn forget_parts(&self, state: &mut State, path: &str) {
+        state.set_parts_done(self.audience, path, None);
+        clear_parts_held(state, self.audience, path);
     }
 
     /// Take a file out of the audience's queue.
@@ -89,8 +88,7 @@ impl<'a, 'w> Pass<'a, 'w> {
         if found.body == FileBody::Unavailable {
             return Outcome::Unavailable;
         }
-        set_parts_done(state, &self.parts_key, path, None);
-        clear_parts_held(state, &self.cut_key, path);
+        self.forget_parts(state, path);
         self.in_context.append(state, path, &self.ctx.file_ids);
         self.unqueue(state, path, &request.path);
         self.stamp(state, path, &found);
@@ -156,9 +154,10 @@ impl<'a, 'w> Pass<'a, 'w> {
         if parts.is_empty() {
             return None;
         }
-        let before = parts_cut(state, &self.cut_key, path);
-        let again = before.is_some_and(|(n, _)| n != parts.len());
-        let marked = before.is_some_and(|(n, updated)| updated && n == parts.len());
+        let before = state.parts_cut(self.audience, path);
+        let n = parts.len() as u64;
+        let again = before.is_some_and(|cut| cut.parts != n);
+        let marked = before.is_some_and(|cut| cut.updated && cut.parts == n);
         let updated = labels.iter().any(|l| l == delivery::LABEL_UPDATED);
         if (again || marked) && !updated {
             labels.insert(0, delivery::LABEL_UPDATED.to_owned());
@@ -200,8 +199,7 @@ impl<'a, 'w> Pass<'a, 'w> {
         let found = source::read(self.ctx, path, self.max_bytes);
         let Some((mut parts, again, updated)) = self.parts_of(state, path, &found) else {
             self.unqueue(state, path, &request.path);
-            set_parts_done(state, &self.parts_key, path, None);
-            clear_parts_held(state, &self.cut_key, path);
+            self.forget_parts(state, path);
             return Outcome::Unavailable;
         };
         let content = match &found.body {
@@ -224,7 +222,7 @@ impl<'a, 'w> Pass<'a, 'w> {
         let first = if again {
             0
         } else {
-            parts_done(state, &self.parts_key, path).min(total.saturating_sub(1))
+            parts_done(state, self.audience, path).min(total.saturating_sub(1))
         };
         let shadow = if first == 0 {
             override_of(state, path)
@@ -246,7 +244,7 @@ impl<'a, 'w> Pass<'a, 'w> {
         }
         if again {
             // The parts the window held were of the old text.
-            clear_parts_held(state, &self.cut_key, path);
+            clear_parts_held(state, self.audience, path);
         }
         if let (true, Some(&from), Some(&to)) = (total > 1, sent.first(), sent.last()) {
             let note = delivery::split_note(from + 1, to + 1, total);
@@ -260,14 +258,17 @@ impl<'a, 'w> Pass<'a, 'w> {
             self.batch.blocks.push(std::mem::take(&mut parts[i]));
         }
         if next < total {
-            set_parts_done(state, &self.parts_key, path, Some(next));
-            set_parts_cut(state, &self.cut_key, path, Some((total, updated)));
+            state.set_parts_done(self.audience, path, Some(next as u64));
+            let cut = PartsCut {
+                parts: total as u64,
+                updated,
+            };
+            state.set_parts_cut(self.audience, path, Some(cut));
             state.add_path(Paths::Queued(self.audience), path);
             return Outcome::Partial;
         }
         // Fully out: into the audience's files in context, out of the queue, in the same write.
-        set_parts_done(state, &self.parts_key, path, None);
-        clear_parts_held(state, &self.cut_key, path);
+        self.forget_parts(state, path);
         self.in_context.append(state, path, &self.ctx.file_ids);
         self.unqueue(state, path, &request.path);
         self.stamp(state, path, &found);

@@ -1,12 +1,9 @@
 //! The order queued files go out in: standards, the current phase, directives and packs, the
 //! rest; within each, a file already begun first.
 
-use serde_json::Value;
-
-use super::{Request, parts_done};
+use super::{Audience, Request, parts_done};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::skill;
-use crate::state::fields;
 use crate::state::{Phase, State};
 
 /// Why a queued file matters now, most urgent first.
@@ -55,20 +52,14 @@ pub fn by_priority(ctx: &Context, state: &State, requests: Vec<Request>) -> Vec<
         .iter()
         .map(|p| ctx.normalize(&p.to_string_lossy()))
         .collect();
-    let directives: Vec<String> = match state.get(fields::TOUCHED_DIRS) {
-        Some(Value::Object(map)) => map
-            .values()
-            .flat_map(|v| crate::state::strings_of(Some(v)))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let directives = state.touched_files();
     let mut ranked: Vec<(Priority, bool, usize, Request)> = requests
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
             let path = ctx.normalize(&r.path);
             let p = priority_of(&path, &standards, &phase_files, &directives);
-            let fresh = parts_done(state, fields::PRELOAD_PARTS, &path) == 0;
+            let fresh = parts_done(state, Audience::Main, &path) == 0;
             (p, fresh, i, r)
         })
         .collect();

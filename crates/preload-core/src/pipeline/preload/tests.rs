@@ -5,6 +5,8 @@ use crate::primitives::env::{self, Env};
 use crate::primitives::input::HookInput;
 use crate::state;
 use crate::state::QUEUED;
+use crate::state::fields;
+use serde_json::json;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::PathBuf;

@@ -129,16 +129,9 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
 /// Evaluate every rule; the matches come sorted by priority (stable for equal priorities).
 /// `inject: once` rules already in `injectedRules` are skipped.
 pub fn evaluate(rules: &[Rule], facts: &Facts) -> Vec<Matched> {
-    let injected = facts.state.get(fields::INJECTED_RULES);
     let mut out: Vec<Matched> = rules
         .iter()
-        .filter(|rule| {
-            !(rule.once
-                && injected
-                    .and_then(|m| m.get(&rule.id))
-                    .and_then(Value::as_bool)
-                    == Some(true))
-        })
+        .filter(|rule| !(rule.once && facts.state.is_injected(&rule.id)))
         .filter(|rule| rule.applies_to(facts.tool))
         .filter(|rule| triggered(rule, facts))
         .map(|rule| Matched {

@@ -4,7 +4,6 @@ use serde_json::Value;
 
 use super::*;
 use crate::primitives::env::Env;
-use crate::state::fields::StashEntry;
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -105,9 +104,9 @@ fn counting_warns_then_blocks_with_enrichment() {
     assert_eq!(rules::counter(&s, "main.jsonl"), 3);
     assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(3.0));
     assert_eq!(s.str(fields::PRIMARY_TRANSCRIPT_KEY), Some("main.jsonl"));
-    let stash = s.get(fields::STASH).unwrap().as_array().unwrap();
+    let stash = s.stash();
     assert_eq!(stash.len(), 1);
-    let content = StashEntry::content_of(&stash[0]);
+    let content = stash[0].content();
     assert!(
         content.starts_with("[warn: heartbeat] §CMD_APPEND_LOG (3/10) ["),
         "{content}"

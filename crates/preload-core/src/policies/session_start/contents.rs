@@ -24,8 +24,8 @@ use crate::primitives::delivery::{self, Packer};
 use crate::primitives::env;
 use crate::primitives::file;
 use crate::primitives::transcript;
-use crate::state::fields::{self, StashEntry};
-use crate::state::{self, Phase, State};
+use crate::state::fields;
+use crate::state::{self, Phase, StashEntry, State};
 
 /// `ruleId` of text stashed because it did not fit.
 const STASH_RULE: &str = "session-start";

@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
 use super::claim::{claim, claim_twice, requests_of};
 use super::{Call, Decision, Paste, Plan, Writes};
 use crate::Context;
@@ -16,8 +14,8 @@ use crate::mechanisms::stash;
 use crate::pipeline::rules::{self, Matched, Mode, Urgency, Verdict};
 use crate::primitives::clock;
 use crate::primitives::delivery::{self, chars};
-use crate::state::fields::{self, StashEntry};
-use crate::state::{self, State};
+use crate::state::fields;
+use crate::state::{self, StashEntry, State};
 
 /// Give the verdict: the deny reason into `plan`, the allow rules' content into the stash
 /// (only with a state to keep it in), and the rules delivered marked in `s`.
@@ -56,20 +54,8 @@ pub(super) fn give(
         plan,
     ));
     if !delivered.is_empty() && writes == Writes::Allowed {
-        // Only the rules not marked yet: a state marked changed is written.
-        let injected = |id: &String| {
-            s.get(fields::INJECTED_RULES)
-                .and_then(|rules| rules.get(id))
-                .is_some_and(|v| *v == json!(true))
-        };
-        let new: Vec<String> = delivered.into_iter().filter(|id| !injected(id)).collect();
-        if !new.is_empty() {
-            let injected = s.object_mut(fields::INJECTED_RULES);
-            for id in new {
-                injected.insert(id, json!(true));
-            }
-        }
-        s.set(fields::LAST_HEARTBEAT, json!(clock::iso_utc(ctx.now)));
+        s.mark_injected(&delivered);
+        s.set_heartbeat(&clock::iso_utc(ctx.now));
     }
 }
 
