@@ -31,8 +31,6 @@ fn post_tool_use() -> Value {
         "tool_input": {"command": "ls"}, "tool_response": {"stdout": ""}})
 }
 
-/// A session whose state is large enough (about 60 KB) that a write takes several blocks, with
-
 /// `calls` tool calls of `read` (PreToolUse, then PostToolUse), each answer held to the
 /// contract; the busy session's stashed entry and queued file reach the model once each
 /// (`what` names the case in a failure).
@@ -54,6 +52,7 @@ fn assert_each_once_over(sb: &Sandbox, read: &Value, calls: usize, what: &str) {
     );
 }
 
+/// A session whose state is large enough (about 60 KB) that a write takes several blocks, with
 /// one stashed entry for the main agent and one file queued.
 fn busy_session(sb: &Sandbox) -> PathBuf {
     let history: Vec<Value> = (0..150)
