@@ -1,4 +1,5 @@
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 
 use super::*;
 
@@ -108,7 +109,6 @@ fn markers_are_written_byte_for_byte() {
 
 #[test]
 fn a_path_that_is_not_utf8_is_written_with_replacement_characters() {
-    use std::os::unix::ffi::OsStrExt;
     let dispatch_file = PathBuf::from(std::ffi::OsStr::from_bytes(b"/x/\xff.md"));
     let reread = Reread::Worker { dispatch_file };
     assert_eq!(
@@ -245,4 +245,9 @@ fn a_registration_records_the_cwd_and_the_time() {
         String::from_utf8(dir.read(&name).unwrap().unwrap()).unwrap(),
         r#"{"cwd":"/p/q \"r\"","registered":"2023-11-14T22:13:20Z"}"#
     );
+    // A cwd that is not UTF-8 is written as the markers' paths are.
+    ctx.cwd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/p/\xff"));
+    register(&ctx, HANDLER_PREFIX, "s-1").unwrap();
+    let bytes = dir.read(&name).unwrap().unwrap();
+    assert_eq!(registered_cwd(&bytes), Some(PathBuf::from("/p/\u{fffd}")));
 }
