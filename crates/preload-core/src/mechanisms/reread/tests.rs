@@ -190,6 +190,11 @@ fn odd_markers_read_as_before() {
         assert_eq!(read(other), None, "{other}");
     }
     assert_eq!(Reread::from_json(b"\xff"), None);
+    // Never written so: a marker with a member written twice is not one of ours.
+    assert_eq!(
+        read(r#"{"type":"handler","handler_dir":"/a","handler_dir":"/b"}"#),
+        None
+    );
 }
 
 #[test]
@@ -203,6 +208,7 @@ fn registrations_read_the_cwd_member_only() {
         br#"{"cwd":null}"#,
         br#"{"cwd":["/p"]}"#,
         br#"{"registered":"2026"}"#,
+        br#"{"cwd":"/a","cwd":"/b"}"#,
         br#""/p""#,
         b"5",
         b"[]",
