@@ -93,6 +93,7 @@ impl Lenient for Payload {
 }
 
 impl Member {
+    /// The member a value of the payload is; `None` for one that is neither text nor an array.
     fn of(value: Loose) -> Option<Self> {
         match value {
             Loose::Text(text) => Some(match text.strip_prefix('$') {

@@ -46,7 +46,7 @@ pub(super) trait Lenient: Default {
 
     /// What an array reads as.
     fn list<'de, A: SeqAccess<'de>>(mut items: A) -> Result<Self, A::Error> {
-        while items.next_element::<Read<Loose>>()?.is_some() {}
+        while items.next_element::<Read<Skipped>>()?.is_some() {}
         Ok(Self::default())
     }
 
@@ -108,8 +108,14 @@ pub(super) fn next<'de, T: Lenient, A: MapAccess<'de>>(map: &mut A) -> Result<T,
 
 /// Read past the value next in `map`.
 pub(super) fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
-    next::<Loose, A>(map).map(drop)
+    next::<Skipped, A>(map).map(drop)
 }
+
+/// A value read through (as JSON) and not kept.
+#[derive(Default)]
+struct Skipped;
+
+impl Lenient for Skipped {}
 
 /// A value where a rule reads text, a number, a flag or a list of texts (an array's strings,
 /// its other entries left out).
