@@ -92,7 +92,7 @@ enum Marker {
 struct Registration {
     #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
     cwd: Option<PathBuf>,
-    #[serde(default, skip_deserializing)]
+    #[serde(skip_deserializing)]
     registered: String,
 }
 
