@@ -9,12 +9,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::mechanisms::context::Context;
 use crate::mechanisms::work_files::{self, HANDLER_STATE};
 use crate::primitives::clock;
 use crate::primitives::markers::{self, MarkerDir, MarkerError};
+use crate::state::lenient;
 
 /// Prefix of the handler registration marker.
 pub const HANDLER_PREFIX: &str = "handler";
@@ -37,6 +38,9 @@ pub enum RereadError {
     /// The marker directory or a marker in it (the message names the path).
     #[error(transparent)]
     Marker(#[from] MarkerError),
+    /// A marker or a registration could not be written as JSON (nothing was written).
+    #[error("a marker could not be written as JSON: {0}")]
+    Json(#[from] serde_json::Error),
 }
 
 /// What a compacted session must re-read; the content of the compaction marker.
@@ -61,54 +65,83 @@ pub enum Reread {
     },
 }
 
-fn path_value(path: Option<&Path>) -> Value {
-    path.map_or(Value::Null, |p| {
-        Value::String(p.to_string_lossy().into_owned())
-    })
+/// The compaction marker as written: the session type as `type`, then its paths (`null` for
+/// one not known). Read back, a path that is not absolute, or not text, reads as not known;
+/// members it does not name are ignored.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Marker {
+    Handler {
+        #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
+        handler_dir: Option<PathBuf>,
+    },
+    Worker {
+        #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
+        dispatch_file: Option<PathBuf>,
+    },
+    Loop {
+        #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
+        loop_file: Option<PathBuf>,
+        #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
+        loops_dir: Option<PathBuf>,
+    },
 }
 
-fn path_field(value: &Value, key: &str) -> Option<PathBuf> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| s.starts_with('/'))
-        .map(PathBuf::from)
+/// A registration as written: the `cwd` of the call that registered, and when.
+#[derive(Serialize, Deserialize)]
+struct Registration {
+    #[serde(default, deserialize_with = "absolute", serialize_with = "lossy")]
+    cwd: Option<PathBuf>,
+    #[serde(skip_deserializing)]
+    registered: String,
+}
+
+/// A path member read back: an absolute path, else none.
+fn absolute<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    let text: Option<String> = lenient(deserializer)?;
+    Ok(text.filter(|t| t.starts_with('/')).map(PathBuf::from))
+}
+
+/// A path member written: its text, bytes that are not UTF-8 replaced; `null` for none.
+#[allow(clippy::ref_option)]
+fn lossy<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => serializer.serialize_str(&path.to_string_lossy()),
+        None => serializer.serialize_none(),
+    }
 }
 
 impl Reread {
     /// The marker's JSON.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Self::Handler { dir } => {
-                json!({"type": "handler", "handler_dir": path_value(dir.as_deref())})
-            }
-            Self::Worker { dispatch_file } => {
-                json!({"type": "worker", "dispatch_file": path_value(Some(dispatch_file))})
-            }
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let marker = match self.clone() {
+            Self::Handler { dir } => Marker::Handler { handler_dir: dir },
+            Self::Worker { dispatch_file } => Marker::Worker {
+                dispatch_file: Some(dispatch_file),
+            },
             Self::Loop {
                 loop_file,
                 loops_dir,
-            } => json!({
-                "type": "loop",
-                "loop_file": path_value(loop_file.as_deref()),
-                "loops_dir": path_value(Some(loops_dir)),
-            }),
-        }
+            } => Marker::Loop {
+                loop_file,
+                loops_dir: Some(loops_dir),
+            },
+        };
+        serde_json::to_string(&marker)
     }
 
     /// Read a marker; `None` when it is not one of ours.
     pub fn from_json(bytes: &[u8]) -> Option<Self> {
-        let value: Value = serde_json::from_slice(bytes).ok()?;
-        match value.get("type")?.as_str()? {
-            "handler" => Some(Self::Handler {
-                dir: path_field(&value, "handler_dir"),
+        match serde_json::from_slice(bytes).ok()? {
+            Marker::Handler { handler_dir } => Some(Self::Handler { dir: handler_dir }),
+            Marker::Worker { dispatch_file } => Some(Self::Worker {
+                dispatch_file: dispatch_file?,
             }),
-            "worker" => Some(Self::Worker {
-                dispatch_file: path_field(&value, "dispatch_file")?,
-            }),
-            "loop" => {
-                let loop_file = path_field(&value, "loop_file");
-                let loops_dir = path_field(&value, "loops_dir")
+            Marker::Loop {
+                loop_file,
+                loops_dir,
+            } => {
+                let loops_dir = loops_dir
                     .or_else(|| {
                         loop_file
                             .as_deref()
@@ -121,7 +154,6 @@ impl Reread {
                     loops_dir,
                 })
             }
-            _ => None,
         }
     }
 
@@ -138,8 +170,8 @@ impl Reread {
 /// The `cwd` a registration recorded: a JSON object's `cwd`, or an absolute path as text
 /// (the legacy hooks' format).
 pub fn registered_cwd(bytes: &[u8]) -> Option<PathBuf> {
-    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
-        return path_field(&value, "cwd");
+    if let Ok(registration) = serde_json::from_slice::<Registration>(bytes) {
+        return registration.cwd;
     }
     let text = String::from_utf8_lossy(bytes);
     let line = text.lines().next()?.trim();
@@ -152,9 +184,12 @@ pub fn register(ctx: &Context, prefix: &str, sid: &str) -> Result<(), RereadErro
     let Some(name) = markers::marker_name(prefix, sid) else {
         return Ok(());
     };
-    let record = json!({"cwd": ctx.cwd, "registered": clock::iso_utc(ctx.now)});
-    let dir = MarkerDir::open(&ctx.env)?;
-    dir.write(&name, record.to_string().as_bytes())?;
+    let record = Registration {
+        cwd: Some(ctx.cwd.clone()),
+        registered: clock::iso_utc(ctx.now),
+    };
+    let bytes = serde_json::to_vec(&record)?;
+    MarkerDir::open(&ctx.env)?.write(&name, &bytes)?;
     Ok(())
 }
 
@@ -245,7 +280,7 @@ pub fn leave_marker(ctx: &Context, sid: &str) -> Result<Option<Reread>, RereadEr
     dir.sweep(SWEEP_AGE);
     let found = detect(ctx, &dir, sid)?;
     if let Some(reread) = &found {
-        dir.write(&name, reread.to_json().to_string().as_bytes())?;
+        dir.write(&name, reread.to_json()?.as_bytes())?;
     }
     Ok(found)
 }

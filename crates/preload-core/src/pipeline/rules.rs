@@ -4,9 +4,7 @@
 //! Everything here is pure: it reads a [`State`](crate::state::State) and a tool call and returns data. Delivering
 //! (stashing, claiming, tmux) is the caller's business.
 
-use serde_json::{Map, Value};
-
-use crate::state::strings_of;
+use serde_json::Value;
 
 /// Default `OVERFLOW_THRESHOLD` of the engine's `config.sh`.
 pub const DEFAULT_OVERFLOW_THRESHOLD: f64 = 0.76;
@@ -128,7 +126,7 @@ pub struct Rule {
     /// The trigger.
     pub trigger: Trigger,
     /// `payload` (unresolved).
-    pub payload: Map<String, Value>,
+    pub payload: Payload,
     /// `mode`.
     pub mode: Mode,
     /// `urgency`.
@@ -145,77 +143,21 @@ pub struct Rule {
     pub exclude: Vec<String>,
 }
 
+/// A JSON number, or a string of one (as the engine may write a count).
 fn number_of(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
+        Value::String(s) => number_in(s),
         _ => None,
     }
 }
 
-impl Rule {
-    /// Read one rule; `None` for an unknown trigger type or a rule that is not an object.
-    /// Missing fields take defaults: mode `inline`, urgency `allow`, priority 999. The payload
-    /// is moved out of `value`, not copied (a hook reads `guards.json` on every call).
-    pub fn from_value(mut value: Value, index: usize) -> Option<Self> {
-        let payload = match value.as_object_mut()?.remove("payload") {
-            Some(Value::Object(payload)) => payload,
-            _ => Map::new(),
-        };
-        let obj = value.as_object()?;
-        let trigger = obj.get("trigger")?;
-        let condition = trigger.get("condition").unwrap_or(&Value::Null);
-        let cond = |key: &str| condition.get(key);
-        let trigger = match trigger.get("type")?.as_str()? {
-            "contextThreshold" => {
-                let gte = cond("gte")?;
-                if gte.as_str() == Some("OVERFLOW_THRESHOLD") {
-                    Trigger::ContextThreshold(Threshold::Overflow)
-                } else {
-                    Trigger::ContextThreshold(Threshold::Value(number_of(gte)?))
-                }
-            }
-            "lifecycle" => Trigger::Lifecycle {
-                no_active_session: cond("noActiveSession").and_then(Value::as_bool) == Some(true),
-                eq: cond("eq").and_then(Value::as_str).map(str::to_owned),
-            },
-            "phase" => Trigger::Phase(cond("matches")?.as_str()?.to_owned()),
-            "toolCount" => Trigger::ToolCount {
-                field: cond("field")?.as_str()?.to_owned(),
-                gte_field: cond("gte").and_then(Value::as_str).unwrap_or("").to_owned(),
-            },
-            "discovery" => {
-                if cond("nonEmpty").and_then(Value::as_bool) != Some(true) {
-                    return None;
-                }
-                Trigger::Discovery(cond("field")?.as_str()?.to_owned())
-            }
-            "perTranscriptToolCount" => Trigger::PerTranscriptToolCount {
-                gte: cond("gte").and_then(number_of),
-                eq: cond("eq").and_then(number_of),
-            },
-            _ => return None,
-        };
-        let filter = obj.get("toolFilter");
-        Some(Self {
-            id: obj
-                .get("id")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("rule-{index}"), str::to_owned),
-            trigger,
-            payload,
-            mode: Mode::parse(obj.get("mode").and_then(Value::as_str)),
-            urgency: Urgency::parse(obj.get("urgency").and_then(Value::as_str)),
-            priority: obj.get("priority").and_then(number_of).unwrap_or(999.0),
-            once: obj.get("inject").and_then(Value::as_str) == Some("once"),
-            whitelist: strings_of(obj.get("whitelist")),
-            include: filter
-                .and_then(|f| f.get("include"))
-                .map(|v| strings_of(Some(v))),
-            exclude: strings_of(filter.and_then(|f| f.get("exclude"))),
-        })
-    }
+/// The number a string writes, spaces around it allowed.
+fn number_in(text: &str) -> Option<f64> {
+    text.trim().parse().ok()
+}
 
+impl Rule {
     /// Whether `toolFilter` lets this rule apply to `tool` (always, without a tool name).
     pub fn applies_to(&self, tool: Option<&str>) -> bool {
         let Some(tool) = tool else { return true };
@@ -228,35 +170,14 @@ impl Rule {
     }
 }
 
-/// Parse `guards.json`: an array of rules (or the older `{"rules": [...]}`). Rules with an
-/// unknown trigger type are skipped; an empty file has no rules.
-pub fn parse(text: &str) -> Result<Vec<Rule>, RulesError> {
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| RulesError::NotJson(e.to_string()))?;
-    let items = match value {
-        Value::Array(items) => items,
-        Value::Object(mut obj) => match obj.remove("rules") {
-            Some(Value::Array(items)) => items,
-            _ => return Err(RulesError::NotRules),
-        },
-        _ => return Err(RulesError::NotRules),
-    };
-    Ok(items
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, v)| Rule::from_value(v, i))
-        .collect())
-}
-
 mod evaluate;
 mod payload;
+mod read;
 mod whitelist;
 
 pub use evaluate::{Facts, Matched, Verdict, compose, counter, evaluate, overflow_threshold};
-pub use payload::{resolve_payload, rule_text, substitute};
+pub use payload::{Member, Payload, resolve_payload, rule_text, substitute};
+pub use read::parse;
 pub use whitelist::{glob_match, is_engine_cmd, matches_entry, matches_whitelist, primary_field};
 
 #[cfg(test)]

@@ -18,10 +18,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
-
 use crate::primitives::file;
 use crate::primitives::lock::Latch;
+use crate::state::Keyed;
 
 /// The index directory inside a sessions directory.
 pub const DIR: &str = ".preload-index";
@@ -71,11 +70,26 @@ fn bucket_file(root: &Path, bucket: u64) -> PathBuf {
     root.join(DIR).join(format!("{bucket:02x}.json"))
 }
 
-/// A bucket's entries; empty when it is missing or does not parse (a miss, rebuilt by the scan).
-fn read_bucket(path: &Path) -> Map<String, Value> {
-    match file::read_text(path, MAX_BUCKET_BYTES).map(|t| serde_json::from_str(&t)) {
-        Some(Ok(Value::Object(map))) => map,
-        _ => Map::new(),
+/// A bucket's entries, key text to session directory name, in the order they were written.
+type Bucket = Keyed<String>;
+
+/// The bucket file at `path`; empty when it is missing or not an object (a miss, rebuilt by the
+/// scan). An entry whose name is not text is left out.
+fn read_bucket(path: &Path) -> Bucket {
+    file::read_text(path, MAX_BUCKET_BYTES)
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Whether two buckets hold the same entries, in whatever order.
+fn same_entries(a: &Bucket, b: &Bucket) -> bool {
+    a.iter().count() == b.iter().count() && a.iter().all(|(key, name)| b.get(key) == Some(name))
+}
+
+/// Write a bucket (best effort: a failure leaves it as it was, and the next miss rebuilds it).
+fn write_bucket(path: &Path, bucket: &Bucket) {
+    if let Ok(bytes) = serde_json::to_vec(bucket) {
+        let _ = file::write_cache(path, &bytes);
     }
 }
 
@@ -129,7 +143,7 @@ pub fn is_current(root: &Path) -> bool {
 pub fn lookup(root: &Path, key: Key) -> Option<PathBuf> {
     let text = key.text();
     let bucket = read_bucket(&bucket_file(root, bucket_of(&text)));
-    let name = bucket.get(&text)?.as_str()?;
+    let name = bucket.get(&text)?;
     is_plain_name(name).then(|| root.join(name))
 }
 
@@ -157,10 +171,10 @@ pub fn record(dir: &Path, keys: &[Key]) {
         let mut entries = read_bucket(&path);
         let before = entries.clone();
         for text in texts {
-            entries.insert(text, Value::from(name));
+            entries.insert(&text, name.to_owned());
         }
         if entries != before {
-            let _ = file::write_cache(&path, Value::Object(entries).to_string().as_bytes());
+            write_bucket(&path, &entries);
         }
         drop(latch);
     }
@@ -175,11 +189,11 @@ pub fn rebuild(root: &Path, stamp: Option<&str>, entries: &[(String, String)]) {
     if !dir.is_dir() {
         return;
     }
-    let mut buckets: BTreeMap<u64, Map<String, Value>> = BTreeMap::new();
+    let mut buckets: BTreeMap<u64, Bucket> = BTreeMap::new();
     for (key, name) in entries.iter().filter(|(_, name)| is_plain_name(name)) {
         let bucket = buckets.entry(bucket_of(key)).or_default();
-        if !bucket.contains_key(key) {
-            bucket.insert(key.clone(), Value::from(name.as_str()));
+        if bucket.get(key).is_none() {
+            bucket.insert(key, name.clone());
         }
     }
     let Ok(latch) = Latch::take(&bucket_file(root, 0), Instant::now() + LATCH_WAIT) else {
@@ -187,8 +201,8 @@ pub fn rebuild(root: &Path, stamp: Option<&str>, entries: &[(String, String)]) {
     };
     for (bucket, map) in &buckets {
         let path = bucket_file(root, *bucket);
-        if read_bucket(&path) != *map {
-            let _ = file::write_cache(&path, Value::Object(map.clone()).to_string().as_bytes());
+        if !same_entries(&read_bucket(&path), map) {
+            write_bucket(&path, map);
         }
     }
     if let Ok(listing) = fs::read_dir(&dir) {
@@ -227,6 +241,105 @@ mod tests {
         let spread: std::collections::BTreeSet<u64> =
             (0..2_000).map(|n| bucket_of(&format!("pid:{n}"))).collect();
         assert!(spread.len() > 200, "{} buckets used", spread.len());
+    }
+
+    /// Two keys of one bucket, the first sorting after the second.
+    fn colliding() -> (String, String) {
+        let first = "pid:1".to_owned();
+        let second = (2..100_000)
+            .map(|n| format!("last:{n}"))
+            .find(|k| bucket_of(k) == bucket_of(&first))
+            .unwrap();
+        assert!(first > second);
+        (first, second)
+    }
+
+    /// A sessions directory with an index.
+    fn indexed() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir(tmp.path().join(DIR)).unwrap();
+        tmp
+    }
+
+    fn bucket_text(root: &Path, key: &str) -> String {
+        fs::read_to_string(bucket_file(root, bucket_of(key))).unwrap()
+    }
+
+    #[test]
+    fn buckets_keep_the_order_entries_came_in() {
+        let (first, second) = colliding();
+        let tmp = indexed();
+        let root = tmp.path();
+        rebuild(
+            root,
+            None,
+            &[
+                (first.clone(), "2026_A".into()),
+                (second.clone(), "2026_B".into()),
+            ],
+        );
+        let written = format!(r#"{{"{first}":"2026_A","{second}":"2026_B"}}"#);
+        assert_eq!(bucket_text(root, &first), written);
+        // The same entries in another order are the same bucket: it is not written again.
+        rebuild(
+            root,
+            None,
+            &[
+                (second.clone(), "2026_B".into()),
+                (first.clone(), "2026_A".into()),
+            ],
+        );
+        assert_eq!(bucket_text(root, &first), written);
+        // A record changes an entry in its place and adds new ones after the others.
+        fs::write(
+            bucket_file(root, bucket_of(&first)),
+            format!(r#"{{"{second}":"2026_B", "{first}":"2026_A"}}"#),
+        )
+        .unwrap();
+        record(&root.join("2026_C"), &[Key::Pid(1)]);
+        assert_eq!(
+            bucket_text(root, &first),
+            format!(r#"{{"{second}":"2026_B","{first}":"2026_C"}}"#)
+        );
+        // A key written twice reads as its last.
+        let text = format!(r#"{{"{first}":"2026_X","{second}":"2026_B","{first}":"2026_C"}}"#);
+        fs::write(bucket_file(root, bucket_of(&first)), &text).unwrap();
+        assert_eq!(lookup(root, Key::Pid(1)), Some(root.join("2026_C")));
+        record(&root.join("2026_C"), &[Key::Pid(1)]);
+        assert_eq!(
+            bucket_text(root, &first),
+            text,
+            "nothing changed: not written"
+        );
+    }
+
+    #[test]
+    fn buckets_in_another_shape_read_as_empty() {
+        let tmp = indexed();
+        let root = tmp.path();
+        let path = bucket_file(root, bucket_of("pid:7"));
+        for other in ["[\"2026_A\"]", "\"2026_A\"", "7", "null", "{not json", ""] {
+            fs::write(&path, other).unwrap();
+            assert_eq!(lookup(root, Key::Pid(7)), None, "{other}");
+            record(&root.join("2026_B"), &[Key::Pid(7)]);
+            assert_eq!(
+                bucket_text(root, "pid:7"),
+                r#"{"pid:7":"2026_B"}"#,
+                "{other}"
+            );
+        }
+        for entry in [
+            "7",
+            "null",
+            "[\"2026_A\"]",
+            "{\"a\":\"2026_A\"}",
+            "\"\"",
+            "\"..\"",
+            "\"a/b\"",
+        ] {
+            fs::write(&path, format!(r#"{{"pid:7":{entry}}}"#)).unwrap();
+            assert_eq!(lookup(root, Key::Pid(7)), None, "{entry}");
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A rule's payload: `$field` references resolved against the state, and the text a rule speaks.
 
+use serde::de::MapAccess;
 use serde_json::{Map, Value};
 
+use super::read::{Lenient, Loose, next, skip};
 use super::{Matched, Mode};
 use crate::state::{Field, State, strings_of};
 
@@ -49,26 +51,85 @@ pub fn substitute(text: &str, state: &State) -> String {
     out
 }
 
-/// `_resolve_payload_refs`: a top-level string that is `$field` becomes the state value of that
-/// field (any type; unchanged when missing or null); `$field` inside other strings is replaced
-/// by scalar values, longest names first.
-pub fn resolve_payload(payload: &Map<String, Value>, state: &State) -> Map<String, Value> {
-    payload
-        .iter()
-        .map(|(key, value)| {
-            let resolved = match value {
-                Value::String(s) => match s.strip_prefix('$') {
-                    Some(field) if is_identifier(field) => match state.field(field) {
-                        Some(Field::Json(Value::Null)) | None => value.clone(),
-                        Some(v) => v.to_value(),
-                    },
-                    _ => Value::String(substitute(s, state)),
-                },
-                other => other.clone(),
-            };
-            (key.clone(), resolved)
-        })
-        .collect()
+/// A rule's payload as `guards.json` writes it: the members its modes deliver (others are not
+/// read). A member that is neither text nor an array is as absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Payload {
+    /// `text`: what an inline rule says.
+    pub text: Option<Member>,
+    /// `files`: the files a read rule names (an inline rule without text lists them).
+    pub files: Option<Member>,
+    /// `command`: what a paste rule types.
+    pub command: Option<Member>,
+    /// `preload`: the files a preload rule delivers.
+    pub preload: Option<Member>,
+}
+
+/// One member of a payload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Member {
+    /// `"$field"`: the state's value of the field, whatever its type; as written when the state
+    /// has none (or `null`).
+    Reference(String),
+    /// Other text: `$field`s in it replaced by the field's value when that is a string, number
+    /// or boolean ([`substitute`]).
+    Text(String),
+    /// An array: its strings.
+    List(Vec<String>),
+}
+
+impl Lenient for Payload {
+    fn member<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "text" => &mut self.text,
+            "files" => &mut self.files,
+            "command" => &mut self.command,
+            "preload" => &mut self.preload,
+            _ => return skip(map),
+        };
+        *slot = Member::of(next(map)?);
+        Ok(())
+    }
+}
+
+impl Member {
+    /// The member a value of the payload is; `None` for one that is neither text nor an array.
+    fn of(value: Loose) -> Option<Self> {
+        match value {
+            Loose::Text(text) => Some(match text.strip_prefix('$') {
+                Some(field) if is_identifier(field) => Self::Reference(field.to_owned()),
+                _ => Self::Text(text),
+            }),
+            Loose::List(texts) => Some(Self::List(texts)),
+            _ => None,
+        }
+    }
+
+    /// The member resolved against `state`.
+    fn resolve(&self, state: &State) -> Value {
+        match self {
+            Self::Reference(field) => match state.field(field) {
+                Some(Field::Json(Value::Null)) | None => Value::String(format!("${field}")),
+                Some(value) => value.to_value(),
+            },
+            Self::Text(text) => Value::String(substitute(text, state)),
+            Self::List(texts) => Value::from(texts.clone()),
+        }
+    }
+}
+
+/// `_resolve_payload_refs`: the payload as a matched rule holds it, each member resolved
+/// against `state` ([`Member`]).
+pub fn resolve_payload(payload: &Payload, state: &State) -> Map<String, Value> {
+    [
+        ("text", &payload.text),
+        ("files", &payload.files),
+        ("command", &payload.command),
+        ("preload", &payload.preload),
+    ]
+    .into_iter()
+    .filter_map(|(key, member)| Some((key.to_owned(), member.as_ref()?.resolve(state))))
+    .collect()
 }
 
 /// The text of an inline, read or paste rule (`None` for preload rules, which deliver files).
