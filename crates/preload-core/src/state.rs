@@ -296,6 +296,29 @@ impl State {
         .filter(|pid| *pid > 0)
     }
 
+    /// A field holding a whole number (a number without a fraction, or a string of one).
+    pub fn count(&self, key: &str) -> Option<u64> {
+        match self.field(key)? {
+            Field::Json(Value::Number(n)) => n.as_u64(),
+            text => text.as_str()?.trim().parse().ok(),
+        }
+    }
+
+    /// Set a text field.
+    pub fn set_text(&mut self, key: &str, text: &str) {
+        self.set(key, Value::from(text));
+    }
+
+    /// Set a field holding a whole number.
+    pub fn set_count(&mut self, key: &str, count: u64) {
+        self.set(key, Value::from(count));
+    }
+
+    /// Set a field holding a list of texts.
+    pub fn set_strings(&mut self, key: &str, texts: &[String]) {
+        self.set(key, Value::from(texts));
+    }
+
     /// Set a field, typed or not, keeping its position when it exists. The value it replaces
     /// is freed: its memory serves the call's next allocations (left to the process's exit
     /// instead, a SessionStart that empties the large state's `preloadedFiles` took 97 more

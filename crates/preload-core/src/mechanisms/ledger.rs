@@ -188,7 +188,7 @@ fn split(view: &State) -> (State, Option<State>) {
     let (seed, mut carry) = (State::from_map(seed), State::from_map(carry));
     let owed = owed_of(view);
     if !owed.is_empty() {
-        carry.set(fields::OWED, Value::from(owed));
+        carry.set_strings(fields::OWED, &owed);
     }
     if carry.is_empty() {
         return (seed, None);

@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use crate::mechanisms::context::Context;
 use crate::primitives::{file, process};
 use crate::state::fields;
@@ -234,9 +232,9 @@ fn take_over(ctx: &Context, dir: &Path) -> Option<PathBuf> {
             return false;
         }
         if let Some(old) = s.pid(fields::PID).filter(|old| *old != owner) {
-            s.set(fields::LAST_KNOWN_PID, json!(old));
+            s.set_count(fields::LAST_KNOWN_PID, u64::from(old));
         }
-        s.set(fields::PID, json!(owner));
+        s.set_pid(owner);
         true
     });
     matches!(taken, Ok(true)).then(|| dir.to_path_buf())

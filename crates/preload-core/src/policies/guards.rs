@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use serde_json::json;
-
 use self::call::{Call, EngineCommand, UNCOUNTED_TOOLS, Writes, is_quiet};
 use self::decision::{Decision, Plan};
 use crate::mechanisms::counters;
@@ -101,7 +99,7 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         None => {
             let mut stand_in = State::default();
             stand_in.set_lifecycle(&Lifecycle::None);
-            stand_in.set(fields::CONTEXT_USAGE, json!(0));
+            stand_in.set_count(fields::CONTEXT_USAGE, 0);
             decision.on(&mut stand_in, Writes::Impossible)
         }
     };

@@ -116,7 +116,7 @@ impl Wanted {
             skill::session_phase_cmds(&ctx.paths, &ctx.skills, s, &label)
         } else {
             let mut only = State::default();
-            only.set(fields::SKILL, serde_json::Value::String(name.clone()));
+            only.set_text(fields::SKILL, &name);
             skill::session_phase_cmds(&ctx.paths, &ctx.skills, &only, &label)
         };
         let phase_name = match trigger {

@@ -589,3 +589,24 @@ fn only_a_change_or_a_mutable_borrow_marks_the_state() {
         assert!(!copy.changed());
     }
 }
+
+#[test]
+fn scalar_fields_are_set_in_their_places_and_read_as_jq_reads_them() {
+    let mut s = State::parse(r#"{"a": 1, "skill": "x", "n": "7", "bad": 2.5}"#).unwrap();
+    s.set_text(fields::SKILL, "implement");
+    s.set_count("a", 3);
+    s.set_strings("list", &["p".to_owned(), "q".to_owned()]);
+    assert_eq!(
+        s.to_pretty(),
+        "{\n  \"a\": 3,\n  \"skill\": \"implement\",\n  \"n\": \"7\",\n  \"bad\": 2.5,\n  \"list\": [\n    \"p\",\n    \"q\"\n  ]\n}\n"
+    );
+    assert_eq!(s.count("a"), Some(3));
+    assert_eq!(s.count("n"), Some(7), "a string of a whole number");
+    assert_eq!(s.count("bad"), None, "a fraction is no count");
+    assert_eq!(s.count("skill"), None);
+    assert_eq!(s.count("missing"), None);
+    let mut same = s.clone();
+    same.mark_unchanged();
+    same.set_count("a", 3);
+    assert!(!same.changed(), "setting what a field holds changes nothing");
+}

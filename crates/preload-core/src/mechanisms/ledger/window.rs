@@ -2,7 +2,6 @@
 //! it serves, the skills the client process holds, and the record a replaced window leaves to
 //! be resumed.
 
-use serde_json::Value;
 use std::fs;
 use std::path::Path;
 
@@ -30,7 +29,7 @@ pub fn skills_held_at_start(s: &mut State, source: &str) {
             if held.is_empty() {
                 s.remove(fields::INVOKED_SKILLS);
             } else {
-                s.set(fields::INVOKED_SKILLS, serde_json::json!(held));
+                s.set_strings(fields::INVOKED_SKILLS, &held);
             }
         }
         _ => {
@@ -160,7 +159,7 @@ pub fn seed_from_window(ctx: &Context, sessions: &Path, window: &State) {
     };
     if fs::symlink_metadata(&seed).is_err() {
         let mut view = State::default();
-        view.set(fields::PID, Value::from(ctx.owner_pid));
+        view.set_pid(ctx.owner_pid);
         view.set_lifecycle(&Lifecycle::Seeding);
         for key in std::iter::once(&fields::PID_START_TIME).chain(&WINDOW_FIELDS) {
             if let Some(field) = window.field(key) {

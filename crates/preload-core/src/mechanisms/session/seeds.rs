@@ -5,8 +5,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::SEEDS_DIR;
 use super::scan::peek;
 use crate::primitives::process;
@@ -97,7 +95,7 @@ pub fn new_seed(pid: u32, preloaded: &[String]) -> State {
 pub fn own_seed(seed: &mut State, pid: u32) {
     seed.set_pid(pid);
     match process::start_time(pid) {
-        Some(start) => seed.set(fields::PID_START_TIME, json!(start)),
+        Some(start) => seed.set_count(fields::PID_START_TIME, start),
         None => {
             seed.remove(fields::PID_START_TIME);
         }
@@ -117,6 +115,6 @@ pub fn seed_is_stale(path: &Path) -> bool {
         .pid(fields::PID)
         .or_else(|| path.file_stem()?.to_str()?.parse().ok());
     let Some(pid) = pid else { return true };
-    let started = seed.get(fields::PID_START_TIME).and_then(Value::as_u64);
+    let started = seed.count(fields::PID_START_TIME);
     !process::is_same_live_process(pid, started)
 }

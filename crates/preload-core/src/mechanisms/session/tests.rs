@@ -1,5 +1,7 @@
 //! Unit tests of `session`.
 
+use serde_json::json;
+
 use super::*;
 use crate::primitives::env::{self, Env};
 use crate::primitives::input::HookInput;

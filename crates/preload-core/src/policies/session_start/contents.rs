@@ -7,8 +7,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::Context;
 use crate::mechanisms::dehydrated::Recovery;
 use crate::mechanisms::heartbeat;
@@ -153,10 +151,8 @@ impl Plan<'_> {
         match session_dir {
             Some(dir) => {
                 let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-                let count = |key: &str, default: u64| {
-                    let n = state.get(key).and_then(Value::as_u64);
-                    n.unwrap_or(default).to_string()
-                };
+                let count =
+                    |key: &str, default: u64| state.count(key).unwrap_or(default).to_string();
                 let _ = write!(
                     line,
                     " | Session: {} | Skill: {} | Phase: {} | Heartbeat: {}/{}",
@@ -208,7 +204,7 @@ fn reinjected_by_client(ctx: &Context, state: &mut State) -> Batch {
     if reloaded.is_empty() {
         state.remove(fields::RELOADED_SKILLS);
     } else {
-        state.set(fields::RELOADED_SKILLS, serde_json::json!(reloaded));
+        state.set_strings(fields::RELOADED_SKILLS, &reloaded);
     }
     preload::record(ctx, state, &requests)
 }

@@ -107,10 +107,7 @@ fn fork_of_held(ctx: &Context, parent: &str) -> Option<Window> {
     };
     let mut seed = session::new_seed(ctx.owner_pid, &[]);
     ledger::restore_window(&mut seed, &record);
-    seed.set(
-        crate::state::fields::FORK_OF,
-        serde_json::Value::from(parent),
-    );
+    seed.set_text(crate::state::fields::FORK_OF, parent);
     Some(Window {
         session_dir: None,
         goes_on: false,
