@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use super::{files, session_start};
+use preload_core::primitives::env;
 use preload_test_support::pipeline_steps::headers;
 use preload_test_support::sandbox::{Sandbox, bin, strings};
 
@@ -558,4 +559,57 @@ fn session_start_on_a_completed_session_reseeds_but_skips_the_skill() {
     a.assert_contract();
     assert!(!a.context().contains("SKILL.md]"));
     assert!(!strings(&sb.state("done"), "preloadedFiles").contains(&"/old.md".to_owned()));
+}
+
+/// A fork whose parent's session cannot be written in time (its lock held past the wait) goes
+/// on from the parent's window in a seed of its own, marked a fork (the session gate lets a
+/// fork through), and gets nothing its parent's window holds again; the session is left as
+/// it was.
+#[test]
+fn a_fork_whose_session_is_locked_goes_on_from_its_parents_window_in_its_seed() {
+    let mut sb = Sandbox::new();
+    let dir = sb.active_session("work", &json!({}));
+    let parent = session_start(&sb, "startup");
+    let held: Vec<String> = strings(&sb.state("work"), "preloadedFiles");
+    assert!(!files(&parent.context()).is_empty() && !held.is_empty());
+    let conversation = sb.conversation.clone();
+    let mut client = Command::new("perl")
+        .args([
+            "-e",
+            "sleep 60",
+            "--",
+            "claude",
+            "--resume",
+            &conversation,
+            "--fork-session",
+        ])
+        .spawn()
+        .unwrap();
+    sb.extra_env
+        .push((env::CLAUDE_PID.into(), client.id().to_string()));
+    sb.extra_env
+        .push((env::PRELOAD_LOCK_TIMEOUT_MS.into(), "100".into()));
+    let lock = dir.join(".state.json.lock");
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("pid"), format!("{}\n", sb.pid)).unwrap();
+    let before = fs::read(dir.join(".state.json")).unwrap();
+    let fork = sb.run(
+        "preload-session-start",
+        json!({"hook_event_name": "SessionStart", "source": "fork", "session_id": "fork-conv"}),
+    );
+    fs::remove_dir_all(&lock).unwrap();
+    let _ = client.kill();
+    let _ = client.wait();
+    fork.assert_contract();
+    let again: Vec<String> = files(&fork.context())
+        .into_iter()
+        .filter(|f| held.contains(f))
+        .collect();
+    assert!(again.is_empty(), "sent again in the fork: {again:?}");
+    // The seed as the hooks read it: the file the engine reads and its carry.
+    let seed = preload_core::mechanisms::ledger::read_seed(&sb.seed_path()).unwrap();
+    assert_eq!(seed.str("preloadForkOf"), Some(conversation.as_str()));
+    let in_seed = seed.path_list(preload_core::state::IN_CONTEXT);
+    assert!(held.iter().all(|f| in_seed.contains(f)), "{in_seed:?}");
+    assert_eq!(fs::read(dir.join(".state.json")).unwrap(), before);
 }

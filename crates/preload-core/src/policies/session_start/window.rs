@@ -105,12 +105,18 @@ fn fork_of_held(ctx: &Context, parent: &str) -> Option<Window> {
     } else {
         ledger::read_seed(&held.path).ok()?
     };
-    let mut seed = session::new_seed(ctx.owner_pid, &[]);
-    ledger::restore_window(&mut seed, &record);
-    seed.set_text(crate::state::fields::FORK_OF, parent);
     Some(Window {
         session_dir: None,
         goes_on: false,
-        resumed_seed: Some((held.path, seed)),
+        resumed_seed: Some((held.path, fork_seed(ctx, &record, parent))),
     })
+}
+
+/// The seed of this process's fork of conversation `parent`, whose window `record` holds: the
+/// fork's own, as that window at the fork point.
+pub(super) fn fork_seed(ctx: &Context, record: &State, parent: &str) -> State {
+    let mut seed = session::new_seed(ctx.owner_pid, &[]);
+    ledger::restore_window(&mut seed, record);
+    seed.set_text(crate::state::fields::FORK_OF, parent);
+    seed
 }
