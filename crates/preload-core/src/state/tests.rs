@@ -608,5 +608,8 @@ fn scalar_fields_are_set_in_their_places_and_read_as_jq_reads_them() {
     let mut same = s.clone();
     same.mark_unchanged();
     same.set_count("a", 3);
-    assert!(!same.changed(), "setting what a field holds changes nothing");
+    assert!(
+        !same.changed(),
+        "setting what a field holds changes nothing"
+    );
 }
