@@ -367,3 +367,6 @@ fn claim_pid(ctx: &Context, sessions: &Path, keep: &Path) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

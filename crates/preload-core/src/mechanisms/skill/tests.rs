@@ -205,3 +205,63 @@ proptest::proptest! {
         proptest::prop_assert_eq!(json_blocks(&text), json_blocks_by_lines(&text));
     }
 }
+
+#[test]
+fn a_skill_without_its_state_brings_its_own_templates_and_mode_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = EnginePaths::new(tmp.path());
+    let dir = paths.skills.join("odd");
+    std::fs::create_dir_all(dir.join("m")).unwrap();
+    for f in ["log.md", "plan.md", "m/a.md", "m/b.md", "m/c.md"] {
+        std::fs::write(dir.join(f), f).unwrap();
+    }
+    let abs = dir.join("plan.md");
+    let text = format!(
+        "```json\n{{\"logTemplate\": \"log.md\", \"debriefTemplate\": 5, \"planTemplate\": {abs:?},
+        \"requestTemplate\": \"log.md\", \"phases\": \"none\",
+        \"modes\": {{\"b\": {{\"file\": \"m/b.md\", \"label\": \"Bee\"}}, \"x\": \"str\",
+        \"a\": {{\"file\": \"m/a.md\", \"label\": 1}}, \"n\": {{\"file\": 2}},
+        \"custom\": {{\"file\": \"m/c.md\"}}}}}}\n```\n"
+    );
+    std::fs::write(paths.skill_file("odd"), &text).unwrap();
+    let skill = Skill::load(&paths, "odd").unwrap();
+    assert!(skill.phases().is_empty(), "phases that are not an array");
+    assert_eq!(skill.templates(), [dir.join("log.md"), abs.clone()]);
+    let cmds = |state: Value| {
+        session_phase_cmds(
+            &paths,
+            &Skills::default(),
+            &State::from_map(state.as_object().unwrap().clone()),
+            "0",
+        )
+    };
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "BEE"})),
+        [dir.join("log.md"), abs.clone(), dir.join("m/b.md")]
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "custom"})),
+        [
+            dir.join("log.md"),
+            abs.clone(),
+            dir.join("m/b.md"),
+            dir.join("m/a.md"),
+            dir.join("m/c.md")
+        ]
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "1"})),
+        [dir.join("log.md"), abs.clone()],
+        "a label that is not text names no mode"
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "a", "planTemplate": "log.md", "modes": {}})),
+        [dir.join("log.md")],
+        "the state's templates and modes, when it has them"
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "a", "modes": "none"})),
+        [dir.join("log.md"), abs],
+        "modes in the state that are not an object"
+    );
+}
