@@ -27,14 +27,19 @@ not json at all
 #[test]
 fn the_block_with_phases_is_chosen() {
     let def = definition(SKILL).unwrap();
-    assert_eq!(def["taskType"], "IMPLEMENTATION");
+    assert_eq!(def.rest["taskType"], "IMPLEMENTATION");
+    assert_eq!(
+        def.template("logTemplate"),
+        Some("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
+    );
+    assert_eq!(def.phases.as_ref().map(Vec::len), Some(3));
     assert_eq!(json_blocks(SKILL).len(), 2);
 }
 
 #[test]
 fn letter_branch_phases_resolve() {
     let def = definition(SKILL).unwrap();
-    let phases = Phases::of(def["phases"].as_array().unwrap());
+    let phases = Phases::of(def.phases.as_deref().unwrap());
     let p = phases.find("3.A").unwrap();
     assert_eq!(p.command_names(), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
     assert_eq!(
@@ -55,8 +60,9 @@ fn resolver_keeps_existing_files_and_templates() {
     std::fs::create_dir_all(skill_dir.join("assets")).unwrap();
     std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
     let def = definition(SKILL).unwrap();
-    let phases = def["phases"].as_array().unwrap();
-    let got = resolve_phase_cmds(&paths, Phases::of(phases), "0", &def, &skill_dir);
+    let phases = def.phases.as_deref().unwrap();
+    let template = |f: &str| def.template(f);
+    let got = resolve_phase_cmds(&paths, Phases::of(phases), "0", template, &skill_dir);
     assert_eq!(
         got,
         vec![
@@ -133,7 +139,7 @@ fn a_mode_brings_its_file_and_custom_brings_every_mode() {
         "gone": {"label": "Gone", "file": "modes/gone.md"},
         "custom": {"label": "Custom", "file": dir.join("modes/custom.md")}
     });
-    let modes = modes.as_object().unwrap();
+    let modes = &modes_of(modes.as_object().unwrap());
     assert_eq!(mode_files(modes, "tdd", dir), [dir.join("modes/tdd.md")]);
     assert_eq!(
         mode_files(modes, "test-FIRST", dir),
