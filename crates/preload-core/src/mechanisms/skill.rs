@@ -1,6 +1,7 @@
 //! SKILL.md: its JSON block, phase lookup by label, and the one phase-command resolver every
 //! hook uses (`resolve_phase_cmds`).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +18,15 @@ pub const TEMPLATE_FIELDS: [&str; 3] = [
     fields::LOG_TEMPLATE,
     fields::DEBRIEF_TEMPLATE,
     fields::PLAN_TEMPLATE,
+];
+
+/// Fields of a skill that name a template file (relative to the skill folder, or absolute).
+pub const TEMPLATE_PATH_FIELDS: [&str; 5] = [
+    fields::LOG_TEMPLATE,
+    fields::DEBRIEF_TEMPLATE,
+    fields::PLAN_TEMPLATE,
+    fields::REQUEST_TEMPLATE,
+    fields::RESPONSE_TEMPLATE,
 ];
 
 /// Every fenced `json` block of a Markdown text that parses, in order: from a line that is
@@ -65,8 +75,88 @@ fn line_at(text: &str, at: usize) -> (&str, usize) {
     }
 }
 
+/// A skill's JSON definition: the members the hooks read, typed when written in their shape;
+/// every other member (and one written in another shape) as written, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Definition {
+    /// `phases`, when an array.
+    pub phases: Option<Vec<Value>>,
+    /// The template fields ([`TEMPLATE_PATH_FIELDS`]) that are text: field and path, in order.
+    pub templates: Vec<(String, String)>,
+    /// `modes`, when an object: each mode by id, in order.
+    pub modes: Option<Vec<(String, SkillMode)>>,
+    /// Every other member, and one of the above written in another shape, as written, in order.
+    pub rest: Map<String, Value>,
+}
+
+/// One of a skill's `modes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillMode {
+    /// `file`, when text: the mode's instructions (relative to the skill folder, or absolute).
+    pub file: Option<String>,
+    /// `label`, when text: the name a session chooses it by, as well as its id.
+    pub label: Option<String>,
+    /// The mode as written, every member in order (as an activation copies it, its `file` made
+    /// absolute).
+    pub written: Value,
+}
+
+impl SkillMode {
+    fn of(written: Value) -> Self {
+        let text = |key: &str| written.get(key)?.as_str().map(str::to_owned);
+        Self {
+            file: text(fields::MODE_FILE),
+            label: text(fields::MODE_LABEL),
+            written,
+        }
+    }
+}
+
+/// The modes of a `modes` object, in order.
+pub fn modes_of(modes: &Map<String, Value>) -> Vec<(String, SkillMode)> {
+    modes
+        .iter()
+        .map(|(id, mode)| (id.clone(), SkillMode::of(mode.clone())))
+        .collect()
+}
+
+impl Definition {
+    /// The definition a JSON block's members make.
+    fn of(members: Map<String, Value>) -> Self {
+        let mut out = Self::default();
+        for (key, value) in members {
+            match value {
+                Value::Array(items) if key == fields::PHASES => out.phases = Some(items),
+                Value::String(path) if TEMPLATE_PATH_FIELDS.contains(&key.as_str()) => {
+                    out.templates.push((key, path));
+                }
+                Value::Object(modes) if key == fields::MODES => {
+                    out.modes = Some(
+                        modes
+                            .into_iter()
+                            .map(|(id, mode)| (id, SkillMode::of(mode)))
+                            .collect(),
+                    );
+                }
+                value => {
+                    out.rest.insert(key, value);
+                }
+            }
+        }
+        out
+    }
+
+    /// The path the template field `field` holds, when it is text.
+    pub fn template(&self, field: &str) -> Option<&str> {
+        self.templates
+            .iter()
+            .find(|(key, _)| key == field)
+            .map(|(_, path)| path.as_str())
+    }
+}
+
 /// The skill's definition: the first JSON object block with `phases`, else the first object.
-pub fn definition(text: &str) -> Option<Map<String, Value>> {
+pub fn definition(text: &str) -> Option<Definition> {
     let objects: Vec<Map<String, Value>> = json_blocks(text)
         .into_iter()
         .filter_map(|v| match v {
@@ -77,7 +167,10 @@ pub fn definition(text: &str) -> Option<Map<String, Value>> {
     let with_phases = objects
         .iter()
         .position(|m| m.get(fields::PHASES).is_some_and(Value::is_array));
-    objects.into_iter().nth(with_phases.unwrap_or(0))
+    objects
+        .into_iter()
+        .nth(with_phases.unwrap_or(0))
+        .map(Definition::of)
 }
 
 /// A skill on disk.
@@ -90,7 +183,7 @@ pub struct Skill {
     /// Its SKILL.md.
     pub file: PathBuf,
     /// Its JSON definition (empty when it has none).
-    pub definition: Map<String, Value>,
+    pub definition: Definition,
 }
 
 /// True for a usable skill name: `[A-Za-z0-9._-]`, no traversal.
@@ -131,26 +224,24 @@ impl Skills {
 impl Skill {
     /// The declared phases (none when `phases` is absent).
     pub fn phases(&self) -> Phases<'_> {
-        Phases::declared_in(&self.definition)
+        Phases::of(self.definition.phases.as_deref().unwrap_or_default())
     }
 
     /// The template files that exist, resolved against the skill folder.
     pub fn templates(&self) -> Vec<PathBuf> {
-        templates_of(&self.definition, &self.dir)
+        templates_of(|field| self.definition.template(field), &self.dir)
     }
 }
 
-/// Template files named by `logTemplate`, `debriefTemplate`, `planTemplate` of `fields`
-/// (relative to `skill_dir`, or absolute), kept when they exist.
-pub fn templates_of(fields: &Map<String, Value>, skill_dir: &Path) -> Vec<PathBuf> {
+/// Template files named by `logTemplate`, `debriefTemplate`, `planTemplate` as `template`
+/// reads them (relative to `skill_dir`, or absolute), kept when they exist.
+pub fn templates_of<'a>(
+    template: impl Fn(&str) -> Option<&'a str>,
+    skill_dir: &Path,
+) -> Vec<PathBuf> {
     TEMPLATE_FIELDS
         .iter()
-        .filter_map(|f| {
-            fields
-                .get(*f)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        })
+        .filter_map(|f| template(f).filter(|s| !s.is_empty()))
         .map(|rel| {
             if rel.starts_with('/') {
                 PathBuf::from(rel)
@@ -163,12 +254,13 @@ pub fn templates_of(fields: &Map<String, Value>, skill_dir: &Path) -> Vec<PathBu
 }
 
 /// `resolve_phase_cmds`: the existing command files of phase `label` in `phases`, then the
-/// skill's templates. One resolver for Phase 0 (templates hook) and Phase N (phase commands).
-pub fn resolve_phase_cmds(
+/// skill's templates (as `template` reads them). One resolver for Phase 0 (templates hook) and
+/// Phase N (phase commands).
+pub fn resolve_phase_cmds<'a>(
     paths: &EnginePaths,
     phases: Phases<'_>,
     label: &str,
-    template_fields: &Map<String, Value>,
+    template: impl Fn(&str) -> Option<&'a str>,
     skill_dir: &Path,
 ) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = phases
@@ -182,7 +274,7 @@ pub fn resolve_phase_cmds(
                 .collect()
         })
         .unwrap_or_default();
-    for template in templates_of(template_fields, skill_dir) {
+    for template in templates_of(template, skill_dir) {
         if !out.contains(&template) {
             out.push(template);
         }
@@ -190,14 +282,11 @@ pub fn resolve_phase_cmds(
     out
 }
 
-/// True when `fields` names at least one template.
-fn has_template_field(fields: &Map<String, Value>) -> bool {
-    TEMPLATE_FIELDS.iter().any(|f| {
-        fields
-            .get(*f)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
-    })
+/// True when `state` names at least one template.
+fn has_template_field(state: &State) -> bool {
+    TEMPLATE_FIELDS
+        .iter()
+        .any(|f| state.str(f).is_some_and(|s| !s.is_empty()))
 }
 
 /// `resolve_phase_cmds` for a session or seed state: the skill is the state's `skill`, the
@@ -225,20 +314,22 @@ pub fn session_phase_cmds(
     } else {
         declared
     };
-    let empty = Map::new();
-    let fields = if has_template_field(state.map()) {
-        state.map()
-    } else {
-        skill().map_or(&empty, |s| &s.definition)
-    };
     let skill_dir = paths.skills.join(name);
-    let mut out = resolve_phase_cmds(paths, phases, label, fields, &skill_dir);
+    let mut out = if has_template_field(state) {
+        resolve_phase_cmds(paths, phases, label, |f| state.str(f), &skill_dir)
+    } else {
+        let skill = skill();
+        let template = |f: &str| skill.and_then(|s| s.definition.template(f));
+        resolve_phase_cmds(paths, phases, label, template, &skill_dir)
+    };
     if let Some(chosen) = chosen_mode(state.map()) {
-        let modes = state
-            .get(fields::MODES)
-            .or_else(|| skill().and_then(|s| s.definition.get(fields::MODES)));
-        if let Some(Value::Object(modes)) = modes {
-            for file in mode_files(modes, chosen, &skill_dir) {
+        let modes = match state.get(fields::MODES) {
+            Some(Value::Object(modes)) => Some(Cow::Owned(modes_of(modes))),
+            Some(_) => None,
+            None => skill().and_then(|s| s.definition.modes.as_deref().map(Cow::Borrowed)),
+        };
+        if let Some(modes) = modes {
+            for file in mode_files(&modes, chosen, &skill_dir) {
                 if !out.contains(&file) {
                     out.push(file);
                 }
@@ -267,21 +358,18 @@ pub fn chosen_mode(state: &Map<String, Value>) -> Option<&str> {
 /// The files of mode `chosen` (matched by id or label, in any case) of a skill's `modes`, that
 /// exist: its own `file`, after every other mode's when it is `custom` (the engine's skills
 /// have a custom mode read the named modes first). Relative files are in `skill_dir`.
-pub fn mode_files(modes: &Map<String, Value>, chosen: &str, skill_dir: &Path) -> Vec<PathBuf> {
-    let Some((id, _)) = modes.iter().find(|(id, mode)| {
+pub fn mode_files(modes: &[(String, SkillMode)], chosen: &str, skill_dir: &Path) -> Vec<PathBuf> {
+    let Some((id, mode)) = modes.iter().find(|(id, mode)| {
         id.eq_ignore_ascii_case(chosen)
             || mode
-                .get(fields::MODE_LABEL)
-                .and_then(Value::as_str)
+                .label
+                .as_deref()
                 .is_some_and(|l| l.eq_ignore_ascii_case(chosen))
     }) else {
         return Vec::new();
     };
-    let file_of = |mode: &Value| {
-        let rel = mode
-            .get(fields::MODE_FILE)?
-            .as_str()
-            .filter(|f| !f.is_empty())?;
+    let file_of = |mode: &SkillMode| {
+        let rel = mode.file.as_deref().filter(|f| !f.is_empty())?;
         let path = if rel.starts_with('/') {
             PathBuf::from(rel)
         } else {
@@ -289,15 +377,17 @@ pub fn mode_files(modes: &Map<String, Value>, chosen: &str, skill_dir: &Path) ->
         };
         path.is_file().then_some(path)
     };
-    let mut chosen_ids: Vec<&String> = Vec::new();
+    let mut chosen_modes: Vec<&SkillMode> = Vec::new();
     if id.eq_ignore_ascii_case("custom") {
-        chosen_ids.extend(modes.keys().filter(|other| *other != id));
+        chosen_modes.extend(
+            modes
+                .iter()
+                .filter(|(other, _)| other != id)
+                .map(|(_, m)| m),
+        );
     }
-    chosen_ids.push(id);
-    chosen_ids
-        .into_iter()
-        .filter_map(|id| modes.get(id.as_str()).and_then(file_of))
-        .collect()
+    chosen_modes.push(mode);
+    chosen_modes.into_iter().filter_map(file_of).collect()
 }
 
 #[cfg(test)]

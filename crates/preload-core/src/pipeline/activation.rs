@@ -33,15 +33,6 @@ pub const SKILL_STATIC_FIELDS: [&str; 10] = [
     fields::RESPONSE_TEMPLATE,
 ];
 
-/// Fields holding a path relative to the skill folder.
-const TEMPLATE_PATH_FIELDS: [&str; 5] = [
-    fields::LOG_TEMPLATE,
-    fields::DEBRIEF_TEMPLATE,
-    fields::PLAN_TEMPLATE,
-    fields::REQUEST_TEMPLATE,
-    fields::RESPONSE_TEMPLATE,
-];
-
 /// The skill that may always be activated again.
 const REUSABLE_SKILL: &str = "do";
 /// Why activating (or changing the phase of) a session failed.
@@ -306,34 +297,34 @@ fn start_window(ctx: &Context, dir: &Path, s: &mut State) {
 }
 
 /// The static fields of a skill, template and mode paths made absolute.
-fn static_fields(def: &Skill) -> Vec<(String, Value)> {
+fn static_fields(skill: &Skill) -> Vec<(String, Value)> {
     let abs = |rel: &str| {
         if rel.starts_with('/') {
             rel.to_owned()
         } else {
-            def.dir.join(rel).to_string_lossy().into_owned()
+            skill.dir.join(rel).to_string_lossy().into_owned()
         }
     };
+    let def = &skill.definition;
     SKILL_STATIC_FIELDS
         .iter()
         .filter_map(|key| {
-            let value = def.definition.get(*key)?;
-            let value = match (*key, value) {
-                (k, Value::String(rel)) if TEMPLATE_PATH_FIELDS.contains(&k) => {
-                    Value::from(abs(rel))
-                }
-                (fields::MODES, Value::Object(modes)) => {
-                    let mut out = Map::new();
-                    for (id, mode) in modes {
-                        let mut mode = mode.clone();
-                        if let Some(file) = mode.get("file").and_then(Value::as_str) {
-                            mode["file"] = Value::from(abs(file));
-                        }
-                        out.insert(id.clone(), mode);
+            let value = if let Some(value) = def.rest.get(*key) {
+                value.clone()
+            } else if *key == fields::PHASES {
+                Value::Array(def.phases.clone()?)
+            } else if *key == fields::MODES {
+                let mut out = Map::new();
+                for (id, mode) in def.modes.as_deref()? {
+                    let mut written = mode.written.clone();
+                    if let (Some(file), Value::Object(members)) = (&mode.file, &mut written) {
+                        members.insert(fields::MODE_FILE.to_owned(), Value::from(abs(file)));
                     }
-                    Value::Object(out)
+                    out.insert(id.clone(), written);
                 }
-                (_, v) => v.clone(),
+                Value::Object(out)
+            } else {
+                Value::from(abs(def.template(key)?))
             };
             Some(((*key).to_owned(), value))
         })
@@ -367,3 +358,6 @@ fn claim_pid(ctx: &Context, sessions: &Path, keep: &Path) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

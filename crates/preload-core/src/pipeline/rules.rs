@@ -176,7 +176,7 @@ mod read;
 mod whitelist;
 
 pub use evaluate::{Facts, Matched, Verdict, compose, counter, evaluate, overflow_threshold};
-pub use payload::{Member, Payload, resolve_payload, rule_text, substitute};
+pub use payload::{Member, Payload, Resolution, Resolved, rule_text, substitute};
 pub use read::parse;
 pub use whitelist::{glob_match, is_engine_cmd, matches_entry, matches_whitelist, primary_field};
 

@@ -12,8 +12,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::Value;
-
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs::Moment;
 use crate::mechanisms::session;
@@ -111,8 +109,7 @@ fn log_template(ctx: &Context, s: &State) -> Option<PathBuf> {
         ctx.skills
             .load(&ctx.paths, name)?
             .definition
-            .get(fields::LOG_TEMPLATE)
-            .and_then(Value::as_str)
+            .template(fields::LOG_TEMPLATE)
             .map(str::to_owned)
     })?;
     let path = if rel.starts_with('/') {

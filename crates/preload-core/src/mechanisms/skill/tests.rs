@@ -27,14 +27,19 @@ not json at all
 #[test]
 fn the_block_with_phases_is_chosen() {
     let def = definition(SKILL).unwrap();
-    assert_eq!(def["taskType"], "IMPLEMENTATION");
+    assert_eq!(def.rest["taskType"], "IMPLEMENTATION");
+    assert_eq!(
+        def.template("logTemplate"),
+        Some("assets/TEMPLATE_IMPLEMENTATION_LOG.md")
+    );
+    assert_eq!(def.phases.as_ref().map(Vec::len), Some(3));
     assert_eq!(json_blocks(SKILL).len(), 2);
 }
 
 #[test]
 fn letter_branch_phases_resolve() {
     let def = definition(SKILL).unwrap();
-    let phases = Phases::of(def["phases"].as_array().unwrap());
+    let phases = Phases::of(def.phases.as_deref().unwrap());
     let p = phases.find("3.A").unwrap();
     assert_eq!(p.command_names(), ["GENERATE_DEBRIEF", "REPORT_INTENT"]);
     assert_eq!(
@@ -55,8 +60,9 @@ fn resolver_keeps_existing_files_and_templates() {
     std::fs::create_dir_all(skill_dir.join("assets")).unwrap();
     std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
     let def = definition(SKILL).unwrap();
-    let phases = def["phases"].as_array().unwrap();
-    let got = resolve_phase_cmds(&paths, Phases::of(phases), "0", &def, &skill_dir);
+    let phases = def.phases.as_deref().unwrap();
+    let template = |f: &str| def.template(f);
+    let got = resolve_phase_cmds(&paths, Phases::of(phases), "0", template, &skill_dir);
     assert_eq!(
         got,
         vec![
@@ -133,7 +139,7 @@ fn a_mode_brings_its_file_and_custom_brings_every_mode() {
         "gone": {"label": "Gone", "file": "modes/gone.md"},
         "custom": {"label": "Custom", "file": dir.join("modes/custom.md")}
     });
-    let modes = modes.as_object().unwrap();
+    let modes = &modes_of(modes.as_object().unwrap());
     assert_eq!(mode_files(modes, "tdd", dir), [dir.join("modes/tdd.md")]);
     assert_eq!(
         mode_files(modes, "test-FIRST", dir),
@@ -204,4 +210,64 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(json_blocks(&text), json_blocks_by_lines(&text));
     }
+}
+
+#[test]
+fn a_skill_without_its_state_brings_its_own_templates_and_mode_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = EnginePaths::new(tmp.path());
+    let dir = paths.skills.join("odd");
+    std::fs::create_dir_all(dir.join("m")).unwrap();
+    for f in ["log.md", "plan.md", "m/a.md", "m/b.md", "m/c.md"] {
+        std::fs::write(dir.join(f), f).unwrap();
+    }
+    let abs = dir.join("plan.md");
+    let text = format!(
+        "```json\n{{\"logTemplate\": \"log.md\", \"debriefTemplate\": 5, \"planTemplate\": {abs:?},
+        \"requestTemplate\": \"log.md\", \"phases\": \"none\",
+        \"modes\": {{\"b\": {{\"file\": \"m/b.md\", \"label\": \"Bee\"}}, \"x\": \"str\",
+        \"a\": {{\"file\": \"m/a.md\", \"label\": 1}}, \"n\": {{\"file\": 2}},
+        \"custom\": {{\"file\": \"m/c.md\"}}}}}}\n```\n"
+    );
+    std::fs::write(paths.skill_file("odd"), &text).unwrap();
+    let skill = Skill::load(&paths, "odd").unwrap();
+    assert!(skill.phases().is_empty(), "phases that are not an array");
+    assert_eq!(skill.templates(), [dir.join("log.md"), abs.clone()]);
+    let cmds = |state: Value| {
+        session_phase_cmds(
+            &paths,
+            &Skills::default(),
+            &State::from_map(state.as_object().unwrap().clone()),
+            "0",
+        )
+    };
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "BEE"})),
+        [dir.join("log.md"), abs.clone(), dir.join("m/b.md")]
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "custom"})),
+        [
+            dir.join("log.md"),
+            abs.clone(),
+            dir.join("m/b.md"),
+            dir.join("m/a.md"),
+            dir.join("m/c.md")
+        ]
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "1"})),
+        [dir.join("log.md"), abs.clone()],
+        "a label that is not text names no mode"
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "a", "planTemplate": "log.md", "modes": {}})),
+        [dir.join("log.md")],
+        "the state's templates and modes, when it has them"
+    );
+    assert_eq!(
+        cmds(json!({"skill": "odd", "mode": "a", "modes": "none"})),
+        [dir.join("log.md"), abs],
+        "modes in the state that are not an object"
+    );
 }

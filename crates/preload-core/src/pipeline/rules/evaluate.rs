@@ -5,11 +5,11 @@ use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 use super::{
-    DEFAULT_OVERFLOW_THRESHOLD, Mode, NO_AUTO_COMPACT_THRESHOLD, OVERFLOW_RULE, Rule, Threshold,
-    Trigger, Urgency, matches_whitelist, number_of, resolve_payload,
+    DEFAULT_OVERFLOW_THRESHOLD, Mode, NO_AUTO_COMPACT_THRESHOLD, OVERFLOW_RULE, Resolution, Rule,
+    Threshold, Trigger, Urgency, matches_whitelist, number_of,
 };
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State, strings_of};
+use crate::state::{self, Lifecycle, State};
 
 /// What a rule is evaluated against.
 #[derive(Debug, Clone, Copy)]
@@ -58,24 +58,9 @@ pub struct Matched {
     /// Its priority.
     pub priority: f64,
     /// The resolved payload.
-    pub payload: Map<String, Value>,
+    pub payload: Resolution,
     /// Its whitelist.
     pub whitelist: Vec<String>,
-}
-
-impl Matched {
-    /// A string field of the payload ("" when absent).
-    pub fn payload_str(&self, key: &str) -> &str {
-        self.payload.get(key).and_then(Value::as_str).unwrap_or("")
-    }
-
-    /// The files of `payload.preload` (an array after resolution; a single string counts).
-    pub fn preload_files(&self) -> Vec<String> {
-        match self.payload.get("preload") {
-            Some(Value::String(s)) if !s.starts_with('$') => vec![s.clone()],
-            other => strings_of(other),
-        }
-    }
 }
 
 fn triggered(rule: &Rule, facts: &Facts) -> bool {
@@ -139,7 +124,7 @@ pub fn evaluate(rules: &[Rule], facts: &Facts) -> Vec<Matched> {
             mode: rule.mode,
             urgency: rule.urgency,
             priority: rule.priority,
-            payload: resolve_payload(&rule.payload, facts.state),
+            payload: Resolution::of(&rule.payload, facts.state),
             whitelist: rule.whitelist.clone(),
         })
         .collect();

@@ -1,11 +1,11 @@
 //! A rule's payload: `$field` references resolved against the state, and the text a rule speaks.
 
 use serde::de::MapAccess;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::read::{Lenient, Loose, next, skip};
 use super::{Matched, Mode};
-use crate::state::{Field, State, strings_of};
+use crate::state::{Field, State};
 
 fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
@@ -105,39 +105,107 @@ impl Member {
         }
     }
 
-    /// The member resolved against `state`.
-    fn resolve(&self, state: &State) -> Value {
+    /// The member resolved against `state`; `None` for a reference to a field that holds
+    /// neither text nor an array (a number, a boolean, an object), which delivers nothing.
+    fn resolve(&self, state: &State) -> Option<Resolved> {
         match self {
             Self::Reference(field) => match state.field(field) {
-                Some(Field::Json(Value::Null)) | None => Value::String(format!("${field}")),
-                Some(value) => value.to_value(),
+                Some(Field::Json(Value::Null)) | None => Some(Resolved::Text(format!("${field}"))),
+                Some(value) => match (value.as_str(), value.as_array()) {
+                    (Some(text), _) => Some(Resolved::Text(text.to_owned())),
+                    (_, Some(items)) => Some(Resolved::List(
+                        items
+                            .iter()
+                            .filter_map(|item| item.as_str().map(str::to_owned))
+                            .collect(),
+                    )),
+                    _ => None,
+                },
             },
-            Self::Text(text) => Value::String(substitute(text, state)),
-            Self::List(texts) => Value::from(texts.clone()),
+            Self::Text(text) => Some(Resolved::Text(substitute(text, state))),
+            Self::List(texts) => Some(Resolved::List(texts.clone())),
         }
     }
 }
 
+/// A member of a matched rule's payload, resolved against the state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// Text: a text with its `$field`s replaced, or the text a referenced field holds (the
+    /// reference as written when the state has none).
+    Text(String),
+    /// Files: a list's strings, or the strings of the array a referenced field holds.
+    List(Vec<String>),
+}
+
 /// `_resolve_payload_refs`: the payload as a matched rule holds it, each member resolved
-/// against `state` ([`Member`]).
-pub fn resolve_payload(payload: &Payload, state: &State) -> Map<String, Value> {
-    [
-        ("text", &payload.text),
-        ("files", &payload.files),
-        ("command", &payload.command),
-        ("preload", &payload.preload),
-    ]
-    .into_iter()
-    .filter_map(|(key, member)| Some((key.to_owned(), member.as_ref()?.resolve(state))))
-    .collect()
+/// against the state ([`Member`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolution {
+    /// `text`.
+    pub text: Option<Resolved>,
+    /// `files`.
+    pub files: Option<Resolved>,
+    /// `command`.
+    pub command: Option<Resolved>,
+    /// `preload`.
+    pub preload: Option<Resolved>,
+}
+
+impl Resolution {
+    /// `payload` resolved against `state`.
+    pub fn of(payload: &Payload, state: &State) -> Self {
+        let resolve = |member: &Option<Member>| member.as_ref()?.resolve(state);
+        Self {
+            text: resolve(&payload.text),
+            files: resolve(&payload.files),
+            command: resolve(&payload.command),
+            preload: resolve(&payload.preload),
+        }
+    }
+
+    /// `text` when it is text ("" otherwise).
+    pub fn text(&self) -> &str {
+        text_of(self.text.as_ref())
+    }
+
+    /// `command` when it is text ("" otherwise).
+    pub fn command(&self) -> &str {
+        text_of(self.command.as_ref())
+    }
+
+    /// `files` when it is a list (none otherwise).
+    pub fn files(&self) -> &[String] {
+        match &self.files {
+            Some(Resolved::List(files)) => files,
+            _ => &[],
+        }
+    }
+
+    /// The files of `preload`: a list's, or one text that does not start with `$` (a
+    /// reference the state could not resolve).
+    pub fn preload_files(&self) -> Vec<String> {
+        match &self.preload {
+            Some(Resolved::Text(file)) if !file.starts_with('$') => vec![file.clone()],
+            Some(Resolved::List(files)) => files.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn text_of(member: Option<&Resolved>) -> &str {
+    match member {
+        Some(Resolved::Text(text)) => text,
+        _ => "",
+    }
 }
 
 /// The text of an inline, read or paste rule (`None` for preload rules, which deliver files).
 pub fn rule_text(rule: &Matched, blocking: bool) -> Option<String> {
-    let files = || strings_of(rule.payload.get("files"));
+    let files = || rule.payload.files();
     match rule.mode {
         Mode::Inline => {
-            let text = rule.payload_str("text");
+            let text = rule.payload.text();
             if text.is_empty() {
                 Some(
                     files()
@@ -158,7 +226,7 @@ pub fn rule_text(rule: &Matched, blocking: bool) -> Option<String> {
                 files().join(", ")
             ))
         }
-        Mode::Paste => Some(rule.payload_str("command").to_owned()),
+        Mode::Paste => Some(rule.payload.command().to_owned()),
         Mode::Preload => None,
     }
 }

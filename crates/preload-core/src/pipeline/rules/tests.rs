@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::state::State;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 fn state(v: Value) -> State {
     match v {
@@ -163,25 +163,31 @@ fn payload_references_resolve_whole_and_inline() {
         "files": ["$lifecycle"],
         "num": 4
     });
-    let rule = rule(
+    let whole = rule(
         &json!({"trigger": {"type": "phase", "condition": {"matches": "X"}},
         "payload": payload}),
     );
-    let out = resolve_payload(&rule.payload, &s);
-    assert_eq!(out["preload"], json!(["/a.md", "/b.md"]));
-    assert_eq!(out["command"], json!("$nothingHere"));
+    let out = Resolution::of(&whole.payload, &s);
     assert_eq!(
-        out["text"],
-        json!("gate (lifecycle: completed) LONG n=3 f=true o=$obj u=$unknown $5")
+        out,
+        Resolution {
+            preload: Some(Resolved::List(vec!["/a.md".into(), "/b.md".into()])),
+            command: Some(Resolved::Text("$nothingHere".into())),
+            text: Some(Resolved::Text(
+                "gate (lifecycle: completed) LONG n=3 f=true o=$obj u=$unknown $5".into()
+            )),
+            // Only strings are resolved; members no mode delivers (`num`) are not read.
+            files: Some(Resolved::List(vec!["$lifecycle".into()])),
+        }
+    );
+    let odd = rule(
+        &json!({"trigger": {"type": "phase", "condition": {"matches": "X"}},
+        "payload": {"text": "$n", "files": "$obj", "command": "$flag", "preload": 5}}),
     );
     assert_eq!(
-        out["files"],
-        json!(["$lifecycle"]),
-        "only strings are resolved"
-    );
-    assert!(
-        !out.contains_key("num"),
-        "members no mode delivers are not read"
+        Resolution::of(&odd.payload, &s),
+        Resolution::default(),
+        "a reference to a number, an object or a boolean delivers nothing"
     );
 }
 
@@ -257,7 +263,7 @@ fn matched(id: &str, urgency: Urgency, wl: &[&str]) -> Matched {
         mode: Mode::Inline,
         urgency,
         priority: 1.0,
-        payload: Map::new(),
+        payload: Resolution::default(),
         whitelist: wl.iter().map(|s| (*s).to_owned()).collect(),
     }
 }
@@ -324,10 +330,7 @@ fn engine_commands_are_segment_anchored() {
 fn texts_per_mode() {
     let mut m = matched("r", Urgency::Block, &[]);
     m.mode = Mode::Read;
-    m.payload = json!({"files": ["a.md", "b.md"]})
-        .as_object()
-        .unwrap()
-        .clone();
+    m.payload.files = Some(Resolved::List(vec!["a.md".into(), "b.md".into()]));
     assert_eq!(
         rule_text(&m, true).unwrap(),
         "[block: r] REQUIRED: Read these files: a.md, b.md"
@@ -335,11 +338,10 @@ fn texts_per_mode() {
     assert!(rule_text(&m, false).unwrap().starts_with("[warn: r]"));
     m.mode = Mode::Inline;
     assert_eq!(rule_text(&m, true).unwrap(), "[a.md]\n[b.md]");
-    m.payload.insert("text".into(), json!("T"));
+    m.payload.text = Some(Resolved::Text("T".into()));
     assert_eq!(rule_text(&m, true).unwrap(), "T");
     m.mode = Mode::Paste;
-    m.payload
-        .insert("command".into(), json!("/session dehydrate"));
+    m.payload.command = Some(Resolved::Text("/session dehydrate".into()));
     assert_eq!(rule_text(&m, true).unwrap(), "/session dehydrate");
     m.mode = Mode::Preload;
     assert_eq!(rule_text(&m, true), None);
@@ -658,7 +660,7 @@ fn delivered(payload: &str, s: &State) -> (String, String, String, Vec<String>) 
         rule_text(&m, true).unwrap()
     };
     let (inline, read, paste) = (text(Mode::Inline), text(Mode::Read), text(Mode::Paste));
-    (inline, read, paste, m.preload_files())
+    (inline, read, paste, m.payload.preload_files())
 }
 
 #[test]
@@ -751,4 +753,60 @@ fn payloads_deliver_as_before() {
             "{odd}"
         );
     }
+}
+
+#[test]
+fn payload_references_deliver_by_what_they_resolve_to() {
+    let s = state(
+        json!({"currentPhase": "X", "lifecycle": "completed", "flag": true, "obj": {"k": 1},
+        "list": ["/l.md", {"x": 1}, "$y"], "empty": "", "none": null}),
+    );
+    let read = |files: &str| format!("[block: rule-0] REQUIRED: Read these files: {files}");
+    // Text that starts with `$` but is no reference is substituted, then delivered as one
+    // file unless it still starts with `$`.
+    assert_eq!(
+        delivered(
+            r#"{"preload": "$lifecycle/x.md", "text": "$flag", "command": "$obj", "files": "$list"}"#,
+            &s
+        ),
+        (
+            "[/l.md]\n[$y]".into(),
+            read("/l.md, $y"),
+            String::new(),
+            vec!["completed/x.md".into()]
+        )
+    );
+    assert_eq!(
+        delivered(
+            r#"{"preload": "$nothing/x.md", "text": "$list", "command": "$none", "files": "$obj"}"#,
+            &s
+        ),
+        (String::new(), read(""), "$none".into(), vec![])
+    );
+    assert_eq!(
+        delivered(
+            r#"{"preload": "$list", "text": "$empty", "files": [], "command": ""}"#,
+            &s
+        ),
+        (
+            String::new(),
+            read(""),
+            String::new(),
+            vec!["/l.md".into(), "$y".into()]
+        )
+    );
+    assert_eq!(
+        delivered(
+            r#"{"preload": "", "text": "", "files": ["x"], "command": ["c"]}"#,
+            &s
+        ),
+        ("[x]".into(), read("x"), String::new(), vec![String::new()])
+    );
+    assert_eq!(
+        delivered(
+            r#"{"preload": "$currentPhase", "text": "$currentPhase!"}"#,
+            &s
+        ),
+        ("X!".into(), read(""), String::new(), vec!["X".into()])
+    );
 }

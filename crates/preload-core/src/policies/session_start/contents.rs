@@ -266,7 +266,7 @@ fn artifact_requests(ctx: &Context, state: &State, dir: &Path) -> Vec<Request> {
             skill
                 .get_or_init(|| ctx.skills.load(&ctx.paths, name))
                 .as_deref()
-                .and_then(|s| s.definition.get(field)?.as_str())
+                .and_then(|s| s.definition.template(field))
         })?;
         artifacts::document_in(dir, template)
     };

@@ -62,6 +62,7 @@ pub(super) fn claim_twice(
 pub(super) fn requests_of(ctx: &Context, s: &State, rule: &Matched) -> Vec<Request> {
     let source = format!("guards({})", rule.id);
     let requests = rule
+        .payload
         .preload_files()
         .iter()
         .map(|f| Request::new(f.as_str(), source.as_str()))
