@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 use self::contents::{Fill, Plan};
 use self::fork::fork_parent;
-use self::window::{Window, choose_window, fork_seed, goes_on_from_history};
+use self::window::{Window, choose_window, fork_of_unwritten, goes_on_from_history};
 use crate::mechanisms::dehydrated;
 use crate::mechanisms::ledger;
 use crate::mechanisms::packs;
@@ -201,17 +201,11 @@ pub fn generate(input: &HookInput, ctx: &Context, slots: usize) -> Result<Slots,
     let (fill, mut seed, is_session) = if let Some((fill, preloaded)) = from_session {
         (fill, session::new_seed(ctx.owner_pid, &preloaded), true)
     } else {
-        // The session could not be written in time (its lock held, the call's budget spent): a
-        // fork goes on from its parent's window, as read, in a seed of its own (as a fork of a
-        // conversation another client holds does), and the session is left as it is.
-        let fork = match (parent.as_deref(), session_dir.as_deref(), &resumed_seed) {
-            (Some(parent), Some(dir), None) => {
-                let path = dir.join(STATE_FILE);
-                let record = state::load(&path).ok();
-                record.map(|record| (path, fork_seed(ctx, &record, parent)))
-            }
-            _ => None,
-        };
+        let fork = parent
+            .as_deref()
+            .zip(session_dir.as_deref())
+            .filter(|_| resumed_seed.is_none())
+            .and_then(|(parent, dir)| fork_of_unwritten(ctx, parent, dir));
         let resumed = fork.as_ref().or(resumed_seed.as_ref());
         let (fill, seed) = fill_seed(&plan, &sessions, resumed, &mut packer);
         (fill, seed, false)

@@ -112,9 +112,24 @@ fn fork_of_held(ctx: &Context, parent: &str) -> Option<Window> {
     })
 }
 
+/// A fork of conversation `parent` whose session `dir` could not be written in time (its lock
+/// held, the call's budget spent): it goes on from the parent's window, as read, in a seed of
+/// its own (as a fork of a conversation another client holds does), and the session is left as
+/// it is. The session's state file and the fork's seed; `None` when the state cannot be read.
+pub(super) fn fork_of_unwritten(
+    ctx: &Context,
+    parent: &str,
+    dir: &Path,
+) -> Option<(PathBuf, State)> {
+    let path = dir.join(STATE_FILE);
+    let record = crate::state::load(&path).ok()?;
+    let seed = fork_seed(ctx, &record, parent);
+    Some((path, seed))
+}
+
 /// The seed of this process's fork of conversation `parent`, whose window `record` holds: the
 /// fork's own, as that window at the fork point.
-pub(super) fn fork_seed(ctx: &Context, record: &State, parent: &str) -> State {
+fn fork_seed(ctx: &Context, record: &State, parent: &str) -> State {
     let mut seed = session::new_seed(ctx.owner_pid, &[]);
     ledger::restore_window(&mut seed, record);
     seed.set_text(crate::state::fields::FORK_OF, parent);
