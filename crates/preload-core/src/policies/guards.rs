@@ -71,7 +71,6 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         return Ok(HookOutput::Silent);
     };
     let call = Call::new(input);
-    let engine = call.engine;
     let continued = call.continues.and_then(|dir| continued_session(ctx, dir));
     if let Some(dir) = &continued {
         keep_continued_window(dir);
@@ -83,7 +82,6 @@ pub fn handle(input: &HookInput, ctx: &Context) -> Result<HookOutput, HookError>
         call: &call,
         rules: &rules,
         target: target.as_ref(),
-        engine,
     };
     let plan = match &target {
         Some(record) if record.is_session => {
@@ -235,18 +233,16 @@ fn session_call(
     record: &PreloadState,
     read: state::Read,
 ) -> Result<Plan, HookError> {
-    let Decision {
-        ctx, call, engine, ..
-    } = decision;
+    let Decision { ctx, call, .. } = decision;
     let state::Read { state: read, text } = read;
     let path = record.path.as_path();
-    if let Some(pass) = pass_through(call, &read, engine) {
+    if let Some(pass) = pass_through(call, &read) {
         if pass == Pass::Dehydrating {
             mark_dehydrating(ctx, path);
         }
         return Ok(rewound_only(ctx, call, record, &read));
     }
-    let view = match &count_of(call, &read, engine) {
+    let view = match &count_of(call, &read) {
         Some(delta) => Some(counters::update(
             path,
             &read,
@@ -314,14 +310,14 @@ fn session_call(
 
 /// What the call does to the session's counters: `engine log` starts its agent over, a tool
 /// call counts unless the session is quiet or the tool is never counted.
-fn count_of(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<counters::Delta> {
-    if engine == Some(EngineCommand::Log) {
+fn count_of(call: &Call, s: &State) -> Option<counters::Delta> {
+    if call.engine == Some(EngineCommand::Log) {
         return Some(counters::Delta::Reset {
             key: call.key.clone(),
             main: !call.is_sub(),
         });
     }
-    let counted = !is_quiet(s) && engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
+    let counted = !is_quiet(s) && call.engine.is_none() && !UNCOUNTED_TOOLS.contains(&call.tool);
     counted.then(|| counters::Delta::Count {
         key: call.key.clone(),
         main: !call.is_sub(),
@@ -356,8 +352,8 @@ enum Pass {
     Dehydrating,
 }
 
-fn pass_through(call: &Call, s: &State, engine: Option<EngineCommand>) -> Option<Pass> {
-    if engine == Some(EngineCommand::Dehydrate) {
+fn pass_through(call: &Call, s: &State) -> Option<Pass> {
+    if call.engine == Some(EngineCommand::Dehydrate) {
         return Some(Pass::Dehydrating);
     }
     if call.tool == "Skill"

@@ -2,7 +2,7 @@
 //! bookkeeping, what the paths it touches queue, the rules' verdict ([`verdict`]), and what the
 //! verdict puts in the answer and the stash ([`answer`], with the preload rule's [`claim`]).
 
-use super::call::{Call, EngineCommand, Writes, is_quiet};
+use super::call::{Call, Writes, is_quiet};
 use crate::Context;
 use crate::mechanisms::discovery;
 use crate::mechanisms::ledger;
@@ -60,15 +60,14 @@ impl Plan {
 }
 
 /// What a decision on one call needs: the call, the rules, the state file it works on (`None`:
-/// no session and no seed, nothing to write to) and the engine command the call runs. Made
-/// once per call; [`Self::on`] decides on a state.
+/// no session and no seed, nothing to write to). Made once per call; [`Self::on`] decides on a
+/// state.
 #[derive(Clone, Copy)]
 pub(super) struct Decision<'a> {
     pub(super) ctx: &'a Context,
     pub(super) call: &'a Call<'a>,
     pub(super) rules: &'a [Rule],
     pub(super) target: Option<&'a PreloadState>,
-    pub(super) engine: Option<EngineCommand>,
 }
 
 impl Decision<'_> {
@@ -78,11 +77,7 @@ impl Decision<'_> {
     /// Counting is done before (see [`super::session_call`]).
     pub(super) fn on(&self, s: &mut State, writes: Writes) -> Plan {
         let Self {
-            ctx,
-            call,
-            target,
-            engine,
-            ..
+            ctx, call, target, ..
         } = *self;
         let mut plan = Plan::default();
         let writable = writes == Writes::Allowed && target.is_some();
@@ -101,7 +96,7 @@ impl Decision<'_> {
                     .extend(preload::record_expanded(ctx, s, skill, id));
             }
         }
-        if writable && engine.is_none() && !is_quiet(s) && !call.is_sub() {
+        if writable && call.engine.is_none() && !is_quiet(s) && !call.is_sub() {
             // The paths the call touches: a file tool's own, or (Codex) what its shell reads
             // and its patch names.
             let touched = discovery::touched(ctx.env.agent(), call.input);

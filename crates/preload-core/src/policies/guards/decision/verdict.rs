@@ -45,12 +45,12 @@ pub(super) fn of(d: &Decision<'_>, s: &State) -> Verdict {
         // context and leave the queue to the main agent.
         matched.retain(|m| m.id != rules::OVERFLOW_RULE && m.id != rules::READ_THROTTLE_RULE);
     }
-    if d.engine.is_some() {
+    if call.engine.is_some() {
         // Only what is queued rides along.
         matched.retain(|m| m.mode == Mode::Preload);
     }
     let mut verdict = rules::compose(matched, call.tool, call.input.tool_input());
-    if d.engine.is_some() {
+    if call.engine.is_some() {
         verdict.allow.extend(std::mem::take(&mut verdict.deny));
     }
     verdict
