@@ -585,6 +585,16 @@ fn a_fork_whose_session_is_locked_goes_on_from_its_parents_window_in_its_seed() 
         ])
         .spawn()
         .unwrap();
+    // The hooks read the fork's parent from the client's command line: wait until it is perl's.
+    let cmdline = format!("/proc/{}/cmdline", client.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !fs::read(&cmdline).is_ok_and(|c| c.windows(14).any(|w| w == b"--fork-session")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the client never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     sb.extra_env
         .push((env::CLAUDE_PID.into(), client.id().to_string()));
     sb.extra_env
