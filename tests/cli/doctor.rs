@@ -118,7 +118,8 @@ fn status_shows_the_session_files_and_cost() {
     sb.active_session(
         "2026_01_01_S",
         &json!({"currentPhase": "1: Interrogation", "preloadedFiles": [standard], "pendingPreloads": [queued],
-                "toolCallsSinceLastLog": 4,
+                "toolCallsSinceLastLog": 4, "toolCallsByTranscript": {"t1": 3},
+                "preloadParts": {"/e/long.md": 2},
                 "pendingAllowInjections": [{"ruleId": "preload", "content": "abcd", "agentId": ""}]}),
     );
     let out = preload(&sb, &["status", "--json"]);
@@ -128,6 +129,8 @@ fn status_shows_the_session_files_and_cost() {
     assert_eq!(v["lifecycle"], "active");
     assert_eq!(v["phase"], "1: Interrogation");
     assert_eq!(v["counters"]["toolCallsSinceLastLog"], 4);
+    assert_eq!(v["counters"]["toolCallsByTranscript"], json!({"t1": 3}));
+    assert_eq!(v["parts"], json!({"/e/long.md": 2}));
     let size = fs::metadata(&standard).unwrap().len();
     assert_eq!(v["preloaded"], json!([{"path": standard, "bytes": size}]));
     assert_eq!(v["pending"][0]["path"], json!(queued));
@@ -148,6 +151,12 @@ fn status_shows_the_session_files_and_cost() {
         "{}",
         human.stdout
     );
+    for line in [
+        "counters:  since last log 4, by transcript t1 3",
+        "partly delivered: /e/long.md (2 parts out)",
+    ] {
+        assert!(human.stdout.contains(line), "{line}: {}", human.stdout);
+    }
 }
 
 #[test]

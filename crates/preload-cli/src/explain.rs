@@ -151,10 +151,7 @@ fn describe_state(
         get(fields::LIFECYCLE),
         plural(state.path_list(IN_CONTEXT).len(), "file", "files"),
         state.path_list(QUEUED).len(),
-        state
-            .get(fields::STASH)
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len),
+        state.stash().len(),
     )
 }
 

@@ -21,7 +21,7 @@ use preload_core::primitives::env::Env;
 use preload_core::primitives::input::HookInput;
 use preload_core::state::fields;
 use preload_core::state::stamps;
-use preload_core::state::{self, IN_CONTEXT, Phase, QUEUED, State};
+use preload_core::state::{self, Audience, IN_CONTEXT, Phase, QUEUED, State};
 
 /// `preload status`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -95,9 +95,10 @@ pub fn status(ctx: &Context) -> Value {
     out[fields::LIFECYCLE] = json!(state.str(fields::LIFECYCLE));
     out[fields::SKILL] = json!(state.str(fields::SKILL));
     out["phase"] = json!(state.current_phase().map(Phase::as_str));
+    let counters = state.counter_mirror();
     out["counters"] = json!({
-        (fields::TOOL_CALLS_BY_TRANSCRIPT): state.get(fields::TOOL_CALLS_BY_TRANSCRIPT),
-        (fields::TOOL_CALLS_SINCE_LAST_LOG): state.get(fields::TOOL_CALLS_SINCE_LAST_LOG),
+        (fields::TOOL_CALLS_BY_TRANSCRIPT): counters.counts,
+        (fields::TOOL_CALLS_SINCE_LAST_LOG): counters.since_last_log,
     });
     let (loaded_packs, files): (Vec<String>, Vec<String>) = state
         .path_list(IN_CONTEXT)
@@ -116,10 +117,7 @@ pub fn status(ctx: &Context) -> Value {
     out["preloaded"] = json!(preloaded);
     out["packs"] = json!(pack_entries);
     out["pending"] = json!(pending);
-    out["parts"] = state
-        .get(fields::PRELOAD_PARTS)
-        .cloned()
-        .unwrap_or(Value::Null);
+    out["parts"] = parts(&state);
     out["stashed"] = json!(stashed(&state));
     let pack_chars: usize = pack_entries
         .iter()
@@ -149,17 +147,33 @@ fn pack_entry(ctx: &Context, state: &State, key: &str) -> Value {
     })
 }
 
+/// How many parts of each file going out in parts are out to the main agent's window (an entry
+/// that reads as no progress, none: the file goes out again from its first part).
+fn parts(state: &State) -> Value {
+    let files = state.files_in_parts(Audience::Main);
+    if files.is_empty() {
+        return Value::Null;
+    }
+    files
+        .into_iter()
+        .map(|path| {
+            let done = state.parts_done(Audience::Main, &path).unwrap_or(0);
+            (path, json!(done))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// The stash's entries: the rule, the agent and the length of each.
 fn stashed(state: &State) -> Vec<Value> {
     state
-        .get(fields::STASH)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .stash()
+        .iter()
         .map(|e| {
             json!({
-                "ruleId": e.get("ruleId"),
-                "agentId": e.get("agentId"),
-                "chars": e.get("content").and_then(Value::as_str).map_or(0, delivery::chars),
+                "ruleId": e.rule_id(),
+                "agentId": e.agent_id(),
+                "chars": delivery::chars(e.content()),
             })
         })
         .collect()

@@ -68,12 +68,7 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
 }
 
 fn already_injected(rule: &Rule, state: &State) -> bool {
-    rule.once
-        && state
-            .get(fields::INJECTED_RULES)
-            .and_then(|m| m.get(&rule.id))
-            .and_then(Value::as_bool)
-            == Some(true)
+    rule.once && state.is_injected(&rule.id)
 }
 
 fn kind(rule: &Rule) -> String {
