@@ -57,7 +57,7 @@ pub fn condition(rule: &Rule, facts: &Facts) -> String {
         }
         Trigger::PerTranscriptToolCount { gte, eq } => {
             let key = facts.counter_key.unwrap_or("(no transcript)");
-            let count = facts.counter_key.map_or(0, |k| rules::counter(state, k));
+            let count = facts.counter_key.map_or(0, |k| state.calls_of(k));
             match (gte, eq) {
                 (Some(gte), _) => format!("toolCallsByTranscript[{key}] {count} >= {gte}"),
                 (None, Some(eq)) => format!("toolCallsByTranscript[{key}] {count} == {eq}"),
@@ -216,6 +216,6 @@ mod tests {
         let view = decision_state(&before, &after, &["/b".to_owned()]);
         assert_eq!(view.path_list(QUEUED), ["/a", "/b"]);
         assert_eq!(view.get(fields::INJECTED_RULES), Some(&json!({"r": true})));
-        assert_eq!(rules::counter(&view, "t"), 1);
+        assert_eq!(view.calls_of("t"), 1);
     }
 }

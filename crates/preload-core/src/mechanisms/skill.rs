@@ -11,7 +11,7 @@ use crate::primitives::memo::Memo;
 use crate::primitives::paths::EnginePaths;
 use crate::state::fields;
 use crate::state::refs;
-use crate::state::{Phases, State};
+use crate::state::{Phases, SkillMode, State};
 
 /// Template fields of a skill, in delivery order.
 pub const TEMPLATE_FIELDS: [&str; 3] = [
@@ -87,37 +87,6 @@ pub struct Definition {
     pub modes: Option<Vec<(String, SkillMode)>>,
     /// Every other member, and one of the above written in another shape, as written, in order.
     pub rest: Map<String, Value>,
-}
-
-/// One of a skill's `modes`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SkillMode {
-    /// `file`, when text: the mode's instructions (relative to the skill folder, or absolute).
-    pub file: Option<String>,
-    /// `label`, when text: the name a session chooses it by, as well as its id.
-    pub label: Option<String>,
-    /// The mode as written, every member in order (as an activation copies it, its `file` made
-    /// absolute).
-    pub written: Value,
-}
-
-impl SkillMode {
-    fn of(written: Value) -> Self {
-        let text = |key: &str| written.get(key)?.as_str().map(str::to_owned);
-        Self {
-            file: text(fields::MODE_FILE),
-            label: text(fields::MODE_LABEL),
-            written,
-        }
-    }
-}
-
-/// The modes of a `modes` object, in order.
-pub fn modes_of(modes: &Map<String, Value>) -> Vec<(String, SkillMode)> {
-    modes
-        .iter()
-        .map(|(id, mode)| (id.clone(), SkillMode::of(mode.clone())))
-        .collect()
 }
 
 impl Definition {
@@ -322,10 +291,9 @@ pub fn session_phase_cmds(
         let template = |f: &str| skill.and_then(|s| s.definition.template(f));
         resolve_phase_cmds(paths, phases, label, template, &skill_dir)
     };
-    if let Some(chosen) = chosen_mode(state.map()) {
-        let modes = match state.get(fields::MODES) {
-            Some(Value::Object(modes)) => Some(Cow::Owned(modes_of(modes))),
-            Some(_) => None,
+    if let Some(chosen) = state.chosen_mode() {
+        let modes = match state.modes() {
+            Some(modes) => Some(Cow::Owned(modes)),
             None => skill().and_then(|s| s.definition.modes.as_deref().map(Cow::Borrowed)),
         };
         if let Some(modes) = modes {
@@ -337,22 +305,6 @@ pub fn session_phase_cmds(
         }
     }
     out
-}
-
-/// The mode a session chose: the latest `proof.mode` in `phaseHistory` (the engine's skills
-/// prove the mode when they leave the phase that selects it), else the state's own `mode`.
-pub fn chosen_mode(state: &Map<String, Value>) -> Option<&str> {
-    let proven = state
-        .get(fields::PHASE_HISTORY)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .rev()
-        .find_map(|entry| entry.get(fields::PROOF)?.get(fields::MODE)?.as_str());
-    proven
-        .or_else(|| state.get(fields::MODE).and_then(Value::as_str))
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
 }
 
 /// The files of mode `chosen` (matched by id or label, in any case) of a skill's `modes`, that

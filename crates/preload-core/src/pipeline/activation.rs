@@ -160,7 +160,7 @@ fn completed_again(dir: &Path, s: &State, skill: &str, options: &Options) -> Res
     if skill == REUSABLE_SKILL || options.fast_track {
         return Ok(false);
     }
-    let completed = state::strings_of(s.get(fields::COMPLETED_SKILLS));
+    let completed = s.strings(fields::COMPLETED_SKILLS);
     if !completed.iter().any(|c| c == skill) {
         return Ok(false);
     }

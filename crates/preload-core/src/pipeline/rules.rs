@@ -4,8 +4,6 @@
 //! Everything here is pure: it reads a [`State`](crate::state::State) and a tool call and returns data. Delivering
 //! (stashing, claiming, tmux) is the caller's business.
 
-use serde_json::Value;
-
 /// Default `OVERFLOW_THRESHOLD` of the engine's `config.sh`.
 pub const DEFAULT_OVERFLOW_THRESHOLD: f64 = 0.76;
 /// `OVERFLOW_THRESHOLD` when `DISABLE_AUTO_COMPACT=1`.
@@ -143,15 +141,6 @@ pub struct Rule {
     pub exclude: Vec<String>,
 }
 
-/// A JSON number, or a string of one (as the engine may write a count).
-fn number_of(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => number_in(s),
-        _ => None,
-    }
-}
-
 /// The number a string writes, spaces around it allowed.
 fn number_in(text: &str) -> Option<f64> {
     text.trim().parse().ok()
@@ -175,7 +164,7 @@ mod payload;
 mod read;
 mod whitelist;
 
-pub use evaluate::{Facts, Matched, Verdict, compose, counter, evaluate, overflow_threshold};
+pub use evaluate::{Facts, Matched, Verdict, compose, evaluate, overflow_threshold};
 pub use payload::{Member, Payload, Resolution, Resolved, rule_text, substitute};
 pub use read::parse;
 pub use whitelist::{glob_match, is_engine_cmd, matches_entry, matches_whitelist, primary_field};

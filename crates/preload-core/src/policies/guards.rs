@@ -36,7 +36,7 @@ use crate::primitives::file;
 use crate::primitives::hook::{HookEvent, HookSpec};
 use crate::primitives::tmux;
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State, Tried, Write};
+use crate::state::{self, Lifecycle, Records, State, Tried, Write};
 use crate::{Context, HookError, HookInput, HookOutput};
 
 /// The binary.
@@ -331,7 +331,7 @@ fn count_of(call: &Call, s: &State) -> Option<counters::Delta> {
 /// the queue as every queued file does while the session restarts.
 fn rewound_only(ctx: &Context, call: &Call, record: &PreloadState, read: &State) -> Plan {
     let mut plan = Plan::default();
-    if call.is_sub() || read.items(fields::CARRIERS).is_empty() {
+    if call.is_sub() || !read.has_call_records(Records::Carriers) {
         return plan;
     }
     if let Ok(batch) = ledger::update(ctx, record, ctx.per_call(), |s| {

@@ -181,6 +181,11 @@ impl State {
         list.drain(..excess);
     }
 
+    /// Whether `which` holds any record (one that does not read as one too).
+    pub fn has_call_records(&self, which: Records) -> bool {
+        !self.items(which.key()).is_empty()
+    }
+
     /// Whether a record of `which` is `id`'s.
     pub fn has_call_record(&self, which: Records, id: &str) -> bool {
         self.items(which.key())

@@ -179,6 +179,17 @@ fn last_edit_field(key: &str) -> String {
 }
 
 impl State {
+    /// The tool calls of agent `key` as `toolCallsByTranscript` counts them, read as the
+    /// engine's rules read them: a number, or a string of one, as a whole count; 0 otherwise.
+    pub fn calls_of(&self, key: &str) -> u64 {
+        let count = match self.member(fields::TOOL_CALLS_BY_TRANSCRIPT, key) {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::String(s)) => s.trim().parse().ok(),
+            _ => None,
+        };
+        count.map_or(0, whole)
+    }
+
     /// The counters this state holds.
     pub fn counter_mirror(&self) -> CounterMirror {
         CounterMirror {
@@ -274,6 +285,19 @@ mod tests {
             keyed.insert(key, value.clone());
         }
         keyed
+    }
+
+    #[test]
+    fn a_rule_counts_an_agents_calls_from_a_number_or_a_string_of_one() {
+        let s = state(
+            r#"{"toolCallsByTranscript": {"a": 3, "b": " 7 ", "c": 2.5, "d": -1, "e": true}}"#,
+        );
+        let counts: Vec<u64> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .map(|key| s.calls_of(key))
+            .collect();
+        assert_eq!(counts, [3, 7, 2, 0, 0, 0]);
+        assert_eq!(state(r#"{"toolCallsByTranscript": [3]}"#).calls_of("0"), 0);
     }
 
     #[test]

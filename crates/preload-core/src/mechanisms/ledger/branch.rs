@@ -4,7 +4,6 @@
 //! due again.
 
 use crate::mechanisms::stash;
-use crate::state::fields;
 use crate::state::{Audience, CallRecord, IN_CONTEXT, PartsCut, Records, State, stamps};
 
 /// How many calls' carriers a window keeps: a rewind further back than that many calls that
@@ -85,7 +84,7 @@ pub fn adopt_carriers(s: &mut State, record: &State) {
 /// file they carried parts of goes on from the first part they carried: the branch holds the
 /// ones before it. Returns the files queued.
 pub fn take_back(s: &mut State, abandoned: &[String]) -> Vec<String> {
-    if abandoned.is_empty() || s.items(fields::CARRIERS).is_empty() {
+    if abandoned.is_empty() || !s.has_call_records(Records::Carriers) {
         return Vec::new();
     }
     let (gone, kept): (Vec<CallRecord>, Vec<CallRecord>) = s
@@ -176,7 +175,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::state::QUEUED;
+    use crate::state::{QUEUED, fields};
 
     fn state() -> State {
         State::parse(r#"{"preloadedFiles": ["/std", "/a", "/b", "/c"], "pendingPreloads": []}"#)

@@ -112,20 +112,6 @@ fn session_phases_win_over_the_skill_file() {
 }
 
 #[test]
-fn the_chosen_mode_is_the_latest_proven_else_the_states() {
-    let state = json!({"mode": "general", "phaseHistory": [
-        "0: Setup",
-        {"phase": "1: Interrogation", "proof": {"mode": "tdd"}},
-        {"phase": "2: Planning", "proof": {"planWritten": "yes"}}
-    ]});
-    assert_eq!(chosen_mode(state.as_object().unwrap()), Some("tdd"));
-    let state = json!({"mode": " general ", "phaseHistory": ["0: Setup"]});
-    assert_eq!(chosen_mode(state.as_object().unwrap()), Some("general"));
-    assert_eq!(chosen_mode(json!({"mode": ""}).as_object().unwrap()), None);
-    assert_eq!(chosen_mode(&Map::new()), None);
-}
-
-#[test]
 fn a_mode_brings_its_file_and_custom_brings_every_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -139,7 +125,7 @@ fn a_mode_brings_its_file_and_custom_brings_every_mode() {
         "gone": {"label": "Gone", "file": "modes/gone.md"},
         "custom": {"label": "Custom", "file": dir.join("modes/custom.md")}
     });
-    let modes = &modes_of(modes.as_object().unwrap());
+    let modes = &crate::state::modes_of(modes.as_object().unwrap());
     assert_eq!(mode_files(modes, "tdd", dir), [dir.join("modes/tdd.md")]);
     assert_eq!(
         mode_files(modes, "test-FIRST", dir),

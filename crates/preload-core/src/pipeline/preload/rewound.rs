@@ -11,8 +11,7 @@ use super::{Batch, Request};
 use crate::mechanisms::context::Context;
 use crate::mechanisms::ledger;
 use crate::primitives::delivery::Event;
-use crate::state::fields;
-use crate::state::{QUEUED, State};
+use crate::state::{QUEUED, Records, State};
 
 /// The `source` of the queue events of rewound files.
 pub const REWIND_SOURCE: &str = "rewind";
@@ -22,7 +21,7 @@ pub const REWIND_SOURCE: &str = "rewind";
 pub fn requeue_rewound(ctx: &Context, state: &mut State) -> Batch {
     let mut batch = Batch::default();
     // Nothing a call carried: nothing a rewind could take out, and nothing to read.
-    if state.items(fields::CARRIERS).is_empty() {
+    if !state.has_call_records(Records::Carriers) {
         return batch;
     }
     let Some(turn) = ctx.latest_turn() else {

@@ -6,10 +6,10 @@ use serde_json::{Map, Value};
 
 use super::{
     DEFAULT_OVERFLOW_THRESHOLD, Mode, NO_AUTO_COMPACT_THRESHOLD, OVERFLOW_RULE, Resolution, Rule,
-    Threshold, Trigger, Urgency, matches_whitelist, number_of,
+    Threshold, Trigger, Urgency, matches_whitelist,
 };
 use crate::state::fields;
-use crate::state::{self, Lifecycle, State};
+use crate::state::{Lifecycle, State};
 
 /// What a rule is evaluated against.
 #[derive(Debug, Clone, Copy)]
@@ -35,15 +35,6 @@ pub fn overflow_threshold(disable_auto_compact: bool, configured: Option<&str>) 
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| v.is_finite())
         .unwrap_or(DEFAULT_OVERFLOW_THRESHOLD)
-}
-
-/// The per-agent tool-call counter `toolCallsByTranscript[key]` (0 when absent).
-pub fn counter(state: &State, key: &str) -> u64 {
-    state
-        .get(fields::TOOL_CALLS_BY_TRANSCRIPT)
-        .and_then(|m| m.get(key))
-        .and_then(number_of)
-        .map_or(0, state::whole)
 }
 
 /// A rule that matched, with its payload resolved against the state.
@@ -99,7 +90,7 @@ fn triggered(rule: &Rule, facts: &Facts) -> bool {
                 return false;
             };
             #[allow(clippy::cast_precision_loss)]
-            let count = counter(state, key) as f64;
+            let count = state.calls_of(key) as f64;
             if let Some(gte) = gte {
                 count >= *gte
             } else if let Some(eq) = eq {

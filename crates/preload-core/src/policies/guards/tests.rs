@@ -101,7 +101,7 @@ fn counting_warns_then_blocks_with_enrichment() {
         assert_eq!(handle(&read, &ctx).unwrap(), HookOutput::Allow(None));
     }
     let s = state::load(&path).unwrap();
-    assert_eq!(rules::counter(&s, "main.jsonl"), 3);
+    assert_eq!(s.calls_of("main.jsonl"), 3);
     assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(3.0));
     assert_eq!(s.str(fields::PRIMARY_TRANSCRIPT_KEY), Some("main.jsonl"));
     let stash = s.stash();
@@ -127,7 +127,7 @@ fn counting_warns_then_blocks_with_enrichment() {
         input(json!({"tool_name": "Bash", "tool_input": {"command": "engine log x <<'EOF'"}}));
     assert_eq!(handle(&log, &ctx).unwrap(), HookOutput::Allow(None));
     let s = state::load(&path).unwrap();
-    assert_eq!(rules::counter(&s, "main.jsonl"), 0);
+    assert_eq!(s.calls_of("main.jsonl"), 0);
     assert_eq!(s.number(fields::TOOL_CALLS_SINCE_LAST_LOG), Some(0.0));
 }
 
@@ -140,7 +140,7 @@ fn same_file_edits_count_once_and_sub_agents_count_apart() {
     handle(&edit, &ctx).unwrap();
     handle(&edit, &ctx).unwrap();
     let s = state::load(&path).unwrap();
-    assert_eq!(rules::counter(&s, "main.jsonl"), 1);
+    assert_eq!(s.calls_of("main.jsonl"), 1);
     assert_eq!(s.str(&last_edit("main.jsonl")), Some("/x/a.rs"));
     let sub = input(
         json!({"tool_name": "Edit", "agent_id": "a1", "tool_input": {"file_path": "/x/a.rs"}}),
@@ -148,7 +148,7 @@ fn same_file_edits_count_once_and_sub_agents_count_apart() {
     handle(&sub, &ctx).unwrap();
     handle(&sub, &ctx).unwrap();
     let s = state::load(&path).unwrap();
-    assert_eq!(rules::counter(&s, "sub:a1"), 1);
+    assert_eq!(s.calls_of("sub:a1"), 1);
     assert_eq!(s.str(&last_edit("sub:a1")), Some("/x/a.rs"));
     assert_eq!(
         s.number(fields::TOOL_CALLS_SINCE_LAST_LOG),
@@ -159,7 +159,7 @@ fn same_file_edits_count_once_and_sub_agents_count_apart() {
     handle(&other, &ctx).unwrap();
     let s = state::load(&path).unwrap();
     assert!(s.get(&last_edit("main.jsonl")).is_none());
-    assert_eq!(rules::counter(&s, "main.jsonl"), 2);
+    assert_eq!(s.calls_of("main.jsonl"), 2);
 }
 
 #[test]
@@ -205,7 +205,7 @@ fn auto_activation_is_opt_in() {
     assert_eq!(s.str(fields::SKILL), Some("do"));
     assert_eq!(s.str(fields::LIFECYCLE), Some("active"));
     assert_eq!(
-        rules::counter(&s, "main.jsonl"),
+        s.calls_of("main.jsonl"),
         1,
         "the call that created it counts"
     );

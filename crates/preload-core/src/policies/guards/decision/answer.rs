@@ -72,7 +72,7 @@ fn text_of(
     match session_dir {
         Some(dir) if rule.mode == Mode::Inline && rule.id.starts_with("heartbeat-") => {
             let count = if call.is_sub() {
-                rules::counter(s, &call.key)
+                s.calls_of(&call.key)
             } else {
                 s.number(fields::TOOL_CALLS_SINCE_LAST_LOG)
                     .map_or(0, state::whole)
