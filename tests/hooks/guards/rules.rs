@@ -3,11 +3,12 @@
 //! engine does better (allow rules delivered alongside a block, seeds, budget, tmux paste).
 
 use std::fs;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{allowed, call, counter, denied, session_with, stash, sub_call};
+use super::{allowed, bash, call, counter, denied, p, session_with, stash, sub_call};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 fn guards(sb: &Sandbox, rules: &Value) {
@@ -16,6 +17,18 @@ fn guards(sb: &Sandbox, rules: &Value) {
         rules.to_string(),
     )
     .unwrap();
+}
+
+/// The only rule: `id`, a preload rule of `docs/TOC.md` for phases matching `X`, injected once,
+/// with `urgency`; the file's path.
+fn preload_toc_rule(sb: &Sandbox, id: &str, urgency: &str) -> PathBuf {
+    let file = sb.project.join("docs/TOC.md");
+    guards(
+        sb,
+        &json!([{"id": id, "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"preload": [file]}, "mode": "preload", "urgency": urgency, "inject": "once"}]),
+    );
+    file
 }
 
 fn write_state(sb: &Sandbox, state: &Value) {
@@ -32,21 +45,14 @@ fn whitelist_passes_blocks_and_unions() {
         "Read",
         json!({"file_path": sb.project.join("CLAUDE.md")})
     )));
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine find-sessions today"})
-    )));
+    assert!(allowed(&bash(&sb, "engine find-sessions today")));
     assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
     assert!(denied(&call(
         &sb,
         "Read",
         json!({"file_path": sb.project.join("docs/TOC.md")})
     )));
-    assert!(
-        allowed(&call(&sb, "Bash", json!({"command": "engine log x"}))),
-        "bypass"
-    );
+    assert!(allowed(&bash(&sb, "engine log x")), "bypass");
 }
 
 #[test]
@@ -68,18 +74,14 @@ fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
         "{}",
         a.reason()
     );
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine session idle"})
-    )));
+    assert!(allowed(&bash(&sb, "engine session idle")));
 }
 
 #[test]
 fn counters_are_per_transcript_and_eq_fires_only_at_three() {
     let sb = session_with(&json!({}));
     for _ in 0..2 {
-        call(&sb, "Bash", json!({"command": "ls"}));
+        bash(&sb, "ls");
     }
     let other = sb.run(
         super::BIN,
@@ -94,9 +96,9 @@ fn counters_are_per_transcript_and_eq_fires_only_at_three() {
         ),
         (2, 1)
     );
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(stash(&sb.state("s")).len(), 1, "warn at exactly 3");
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(stash(&sb.state("s")).len(), 1, "not again at 4");
 }
 
@@ -153,7 +155,7 @@ fn warn_escalates_to_block() {
     let sb = session_with(&json!({}));
     let mut kinds = Vec::new();
     for _ in 0..10 {
-        let a = call(&sb, "Bash", json!({"command": "git status"}));
+        let a = bash(&sb, "git status");
         kinds.push(a.decision());
     }
     assert_eq!(kinds.iter().filter(|k| *k == "deny").count(), 1);
@@ -203,7 +205,7 @@ fn unknown_triggers_are_skipped_and_missing_fields_defaulted() {
 #[test]
 fn overflowed_skips_counting_and_kill_requested_allows() {
     let sb = session_with(&json!({"overflowed": true}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(counter(&sb.state("s"), "test.jsonl"), 0);
     let sb = session_with(&json!({"killRequested": true, "lifecycle": "completed"}));
     assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
@@ -212,14 +214,9 @@ fn overflowed_skips_counting_and_kill_requested_allows() {
 #[test]
 fn a_custom_preload_rule_matches_once() {
     let sb = session_with(&json!({"currentPhase": "1: X"}));
-    let file = sb.project.join("docs/TOC.md");
-    guards(
-        &sb,
-        &json!([{"id": "toc", "trigger": {"type": "phase", "condition": {"matches": "X"}},
-            "payload": {"preload": [file]}, "mode": "preload", "urgency": "allow", "inject": "once"}]),
-    );
-    let first = call(&sb, "Bash", json!({"command": "ls"}));
-    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    let file = preload_toc_rule(&sb, "toc", "allow");
+    let first = bash(&sb, "ls");
+    let second = bash(&sb, "ls");
     // The call's own PreToolUse answer carries the file; nothing is left for the stash.
     assert!(
         first
@@ -238,12 +235,7 @@ fn a_custom_preload_rule_matches_once() {
 #[test]
 fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
     let sb = session_with(&json!({"currentPhase": "1: X"}));
-    let file = sb.project.join("docs/TOC.md");
-    guards(
-        &sb,
-        &json!([{"id": "must-have", "trigger": {"type": "phase", "condition": {"matches": "X"}},
-            "payload": {"preload": [file]}, "mode": "preload", "urgency": "block", "inject": "once"}]),
-    );
+    let file = preload_toc_rule(&sb, "must-have", "block");
     let a = call(&sb, "Grep", json!({"pattern": "x"}));
     assert_eq!(
         a.reason(),
@@ -310,7 +302,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
         pending.push(f.to_string_lossy().into_owned());
     }
     sb.active_session("s", &json!({"pendingPreloads": pending}));
-    let first = call(&sb, "Bash", json!({"command": "ls"}));
+    let first = bash(&sb, "ls");
     let carried = first.context().chars().count();
     assert!(carried > 0 && carried <= 9_500, "{carried}");
     let state = sb.state("s");
@@ -322,7 +314,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
     assert!(left > 0 && left < 12, "{left} left");
     // A second call with the stash not yet drained carries more in its own answer, and
     // stashes nothing more.
-    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    let second = bash(&sb, "ls");
     assert!(second.context().chars().count() <= 9_500);
     assert_eq!(stash(&sb.state("s")), stashed);
     assert!(strings(&sb.state("s"), "pendingPreloads").len() < left);
@@ -330,7 +322,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
     while !strings(&sb.state("s"), "pendingPreloads").is_empty() && rounds < 12 {
         let out = sb.run("preload-injections", json!({"tool_name": "Bash"}));
         out.assert_contract();
-        call(&sb, "Bash", json!({"command": "ls"}));
+        bash(&sb, "ls");
         rounds += 1;
     }
     assert!(strings(&sb.state("s"), "pendingPreloads").is_empty());
@@ -341,11 +333,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
 #[test]
 fn before_activation_the_seed_lends_its_queue_and_the_gate_applies() {
     let sb = Sandbox::new();
-    let toc = sb
-        .project
-        .join("docs/TOC.md")
-        .to_string_lossy()
-        .into_owned();
+    let toc = p(&sb, "docs/TOC.md");
     fs::create_dir_all(sb.seed_path().parent().unwrap()).unwrap();
     fs::write(
         sb.seed_path(),
