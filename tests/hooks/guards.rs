@@ -38,6 +38,16 @@ pub fn bash(sb: &Sandbox, command: &str) -> Answer {
     call(sb, "Bash", json!({"command": command}))
 }
 
+/// Run the hook for a parent's Grep call (of `x`).
+pub fn grep(sb: &Sandbox) -> Answer {
+    call(sb, "Grep", json!({"pattern": "x"}))
+}
+
+/// [`grep`] made by sub-agent `agent`.
+pub fn sub_grep(sb: &Sandbox, agent: &str) -> Answer {
+    sub_call(sb, agent, "Grep", json!({"pattern": "x"}))
+}
+
 pub fn allowed(a: &Answer) -> bool {
     a.decision() == "allow"
 }
@@ -204,7 +214,7 @@ fn custom_read_and_paste_rules_deny_with_their_text() {
         .to_string(),
     )
     .unwrap();
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert_eq!(
         a.reason(),
         "[block: must-read, paste-it]\n[block: must-read] REQUIRED: Read these files: docs/A.md, docs/B.md\n/session dehydrate"
@@ -445,7 +455,7 @@ fn task_tools_pass_and_do_not_count() {
 fn at_ten_the_parent_is_blocked_except_whitelisted_calls() {
     let sb = session_with(&json!({"contextUsage": 0.2}));
     set_counter(&sb, 9);
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(denied(&a));
     let reason = a.reason();
     assert!(
@@ -501,19 +511,9 @@ fn a_sub_agent_is_heartbeat_blocked_at_its_own_ten_only() {
     let mut state = sb.state("s");
     state["toolCallsByTranscript"] = json!({"test.jsonl": 2, "sub:busy": 9, "sub:calm": 1});
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
-    assert!(denied(&sub_call(
-        &sb,
-        "busy",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(allowed(&sub_call(
-        &sb,
-        "calm",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&sub_grep(&sb, "busy")));
+    assert!(allowed(&sub_grep(&sb, "calm")));
+    assert!(allowed(&grep(&sb)));
 }
 
 #[test]
@@ -530,13 +530,8 @@ fn sub_agents_are_exempt_from_overflow_and_read_throttle() {
         "the parent is still blocked"
     );
     let sb = session_with(&json!({"contextUsage": 0.80}));
-    assert!(allowed(&sub_call(
-        &sb,
-        "a1",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&sub_grep(&sb, "a1")));
+    assert!(denied(&grep(&sb)));
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{allowed, bash, call, counter, denied, p, session_with, stash, sub_call};
+use super::{allowed, bash, call, counter, denied, grep, p, session_with, stash, sub_call};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 fn guards(sb: &Sandbox, rules: &Value) {
@@ -46,7 +46,7 @@ fn whitelist_passes_blocks_and_unions() {
         json!({"file_path": sb.project.join("CLAUDE.md")})
     )));
     assert!(allowed(&bash(&sb, "engine find-sessions today")));
-    assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&grep(&sb)));
     assert!(denied(&call(
         &sb,
         "Read",
@@ -58,7 +58,7 @@ fn whitelist_passes_blocks_and_unions() {
 #[test]
 fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
     let sb = session_with(&json!({"lifecycle": "completed"}));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason()
             .contains("no active session (lifecycle: completed)"),
@@ -66,9 +66,9 @@ fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
         a.reason()
     );
     let sb = session_with(&json!({}));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     let sb = session_with(&json!({"lifecycle": "idle"}));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason().starts_with("[block: idle-gate]\n[block: idle]"),
         "{}",
@@ -108,7 +108,7 @@ fn block_beats_allow_but_the_allow_rule_is_still_delivered() {
     let mut state = sb.state("s");
     state["toolCallsByTranscript"] = json!({"test.jsonl": 9});
     write_state(&sb, &state);
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(denied(&a));
     let state = sb.state("s");
     let entries = stash(&state);
@@ -141,7 +141,7 @@ fn union_of_blocking_whitelists_prevents_a_deadlock() {
     write_state(&sb, &state);
     assert!(allowed(&call(&sb, "Skill", json!({"skill": "do"}))));
     assert!(allowed(&call(&sb, "Task", json!({}))));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason()
             .starts_with("[block: session-gate, heartbeat-block]\n"),
@@ -196,7 +196,7 @@ fn unknown_triggers_are_skipped_and_missing_fields_defaulted() {
             {"id": "bare", "trigger": {"type": "phase", "condition": {"matches": "X"}}, "payload": {"text": "hi"}}
         ]),
     );
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     let entries = stash(&sb.state("s"));
     assert_eq!(entries.len(), 1, "bare rule: inline + allow by default");
     assert_eq!(entries[0]["content"], "hi");
@@ -208,7 +208,7 @@ fn overflowed_skips_counting_and_kill_requested_allows() {
     bash(&sb, "ls");
     assert_eq!(counter(&sb.state("s"), "test.jsonl"), 0);
     let sb = session_with(&json!({"killRequested": true, "lifecycle": "completed"}));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
 }
 
 #[test]
@@ -236,7 +236,7 @@ fn a_custom_preload_rule_matches_once() {
 fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
     let sb = session_with(&json!({"currentPhase": "1: X"}));
     let file = preload_toc_rule(&sb, "must-have", "block");
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert_eq!(
         a.reason(),
         format!(
@@ -245,26 +245,25 @@ fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
         )
     );
     assert_eq!(sb.delivery_count("docs/TOC.md"), 1);
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))), "once");
+    assert!(allowed(&grep(&sb)), "once");
 }
 
 #[test]
 fn overflow_threshold_follows_config_and_disable_auto_compact() {
     let sb = session_with(&json!({"contextUsage": 0.6}));
-    let grep = || call(&sb, "Grep", json!({"pattern": "x"}));
-    assert!(allowed(&grep()));
+    assert!(allowed(&grep(&sb)));
     fs::write(
         sb.home.join(".claude/engine/config.sh"),
         "OVERFLOW_THRESHOLD=0.5\n",
     )
     .unwrap();
-    assert!(denied(&grep()));
+    assert!(denied(&grep(&sb)));
     let mut sb2 = session_with(&json!({"contextUsage": 0.80}));
     sb2.extra_env
         .push(("DISABLE_AUTO_COMPACT".into(), "1".into()));
-    assert!(allowed(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb2)));
     sb2.extra_env.clear();
-    assert!(denied(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&grep(&sb2)));
 }
 
 #[test]
@@ -281,7 +280,7 @@ fn read_throttle_blocks_only_read() {
         json!({"file_path": sb.project.join("docs/TOC.md")}),
     );
     assert!(a.reason().starts_with("[block: read-throttle]\n"));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     assert!(allowed(&sub_call(
         &sb,
         "a1",
@@ -403,7 +402,7 @@ fn paste_rules_type_into_tmux_when_present() {
     sb.extra_env
         .push(("TMUX".into(), "/tmp/tmux-1/default,1,0".into()));
     sb.extra_env.push(("TMUX_PANE".into(), "%7".into()));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert_eq!(a.reason(), "[block: nudge]\n/session dehydrate");
     let deadline = Instant::now() + Duration::from_secs(10);
     while fs::read_to_string(&record).map_or(0, |t| t.lines().count()) < 2
