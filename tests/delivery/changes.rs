@@ -9,20 +9,9 @@ use std::time::Duration;
 use preload_core::state::stamps::fnv1a;
 use serde_json::json;
 
-use preload_test_support::pipeline_steps::{
-    activate, drain, phase, prompt, seen, session_start, skill_call, tool_call,
-};
+use preload_test_support::pipeline_steps::{drain, seen, session_start, tool_call};
 use preload_test_support::sandbox::{Sandbox, strings};
-
-/// `/implement` in phase 1 with everything queued delivered.
-fn in_phase_one(sb: &Sandbox) {
-    session_start(sb, "startup");
-    prompt(sb, "/implement add a total");
-    skill_call(sb, "implement");
-    activate(sb, "work", "implement");
-    phase(sb, "work", "1: Interrogation");
-    drain(sb, "work", 30);
-}
+use preload_test_support::session_openings::implement_in_phase_one_drained;
 
 fn ls(sb: &Sandbox) -> String {
     seen(&tool_call(sb, "Bash", json!({"command": "ls"})))
@@ -31,7 +20,7 @@ fn ls(sb: &Sandbox) -> String {
 #[test]
 fn a_delivered_file_edited_on_disk_goes_out_once_more_marked_updated() {
     let sb = Sandbox::new();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     let file = sb.engine_path("commands/CMD_INTERROGATE.md");
     assert_eq!(sb.delivery_count("CMD_INTERROGATE.md"), 1);
     let stamps = &sb.state("work")["preloadedStamps"];
@@ -77,7 +66,7 @@ fn a_delivered_file_edited_on_disk_goes_out_once_more_marked_updated() {
 #[test]
 fn a_stamp_written_by_an_earlier_release_still_tells_a_touched_file_from_an_edited_one() {
     let sb = Sandbox::new();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     let file = sb.engine_path("commands/CMD_INTERROGATE.md");
     let text = fs::read_to_string(&file).unwrap();
     // The stamp as an earlier release wrote it: the same metadata, the text's FNV-1a.
@@ -122,7 +111,7 @@ fn a_stamp_written_by_an_earlier_release_still_tells_a_touched_file_from_an_edit
 #[test]
 fn a_pack_goes_out_again_when_one_of_its_files_changes() {
     let sb = Sandbox::new();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     assert_eq!(sb.delivery_count("#project-basics"), 1);
     let conventions = sb.project.join("docs/CONVENTIONS.md");
     let text = fs::read_to_string(&conventions).unwrap();
@@ -143,7 +132,7 @@ fn a_pack_goes_out_again_when_one_of_its_files_changes() {
 #[test]
 fn the_sessions_own_documents_are_not_followed() {
     let sb = Sandbox::new();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     // A session document delivered (as SessionStart does after a compaction) then appended to.
     let log = sb.sessions.join("work/IMPLEMENTATION_LOG.md");
     fs::write(&log, "# Log\n\n## First entry\n").unwrap();
@@ -165,7 +154,7 @@ fn dialogue(lines: usize) -> String {
 #[test]
 fn a_growing_log_goes_out_as_its_last_lines_with_a_header_saying_so() {
     let sb = Sandbox::new();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     let path = sb.sessions.join("work/DIALOGUE.md");
     fs::write(&path, dialogue(250)).unwrap();
     let text = session_start(&sb, "compact").context();
@@ -187,7 +176,7 @@ fn the_configuration_names_the_logs_and_their_length() {
         r#"{"logs": [{"glob": "sessions/*/DIALOGUE.md", "tailLines": 10}]}"#,
     )
     .unwrap();
-    in_phase_one(&sb);
+    implement_in_phase_one_drained(&sb);
     let path = sb.sessions.join("work/DIALOGUE.md");
     fs::write(&path, dialogue(30)).unwrap();
     let text = session_start(&sb, "compact").context();

@@ -28,6 +28,14 @@ fn pre(sb: &Sandbox, tool: &str, command: &str) -> preload_test_support::sandbox
     answer
 }
 
+/// Whether the session's `touchedDirs` has the estimate package's `src`, the parser's directory.
+fn touched_the_parsers_dir(sb: &Sandbox, state: &serde_json::Value) -> bool {
+    let dir = sb.project.join("packages/estimate/src");
+    state["touchedDirs"]
+        .get(dir.to_string_lossy().as_ref())
+        .is_some()
+}
+
 #[test]
 fn a_shell_read_discovers_and_the_answer_carries_the_directives_without_a_decision() {
     let sb = codex_session();
@@ -47,16 +55,7 @@ fn a_shell_read_discovers_and_the_answer_carries_the_directives_without_a_decisi
         "{text}"
     );
     let state = sb.state("s");
-    assert!(
-        state["touchedDirs"]
-            .get(
-                sb.project
-                    .join("packages/estimate/src")
-                    .to_string_lossy()
-                    .as_ref()
-            )
-            .is_some()
-    );
+    assert!(touched_the_parsers_dir(&sb, &state), "{state}");
     assert!(strings(&state, "preloadedFiles").contains(&invariants.to_string_lossy().into_owned()));
     assert_eq!(
         sb.delivery_count("/packages/estimate/.directives/INVARIANTS.md"),
@@ -71,17 +70,7 @@ fn a_patch_discovers_as_an_edit() {
     let answer = pre(&sb, "apply_patch", patch);
     assert_eq!(answer.decision(), "");
     let state = sb.state("s");
-    assert!(
-        state["touchedDirs"]
-            .get(
-                sb.project
-                    .join("packages/estimate/src")
-                    .to_string_lossy()
-                    .as_ref()
-            )
-            .is_some(),
-        "{state}"
-    );
+    assert!(touched_the_parsers_dir(&sb, &state), "{state}");
 }
 
 #[test]

@@ -52,6 +52,16 @@ fn call(sb: &Sandbox, tool: &str, input: &Value) -> (bool, String) {
     (true, format!("{}\n{after}", guard.context()))
 }
 
+/// The last part of `path` shown in `text` and its number of parts; `missing` says what fails
+/// when `text` shows none of it.
+fn last_part_shown(text: &str, path: &str, missing: &str) -> (usize, usize) {
+    shown_parts(text)
+        .into_iter()
+        .find(|(p, ..)| p == path)
+        .map(|(_, last, total)| (last, total))
+        .expect(missing)
+}
+
 fn read(sb: &Sandbox, rel: &str) -> Value {
     json!({"file_path": sb.project.join(rel)})
 }
@@ -238,12 +248,8 @@ fn a_continued_session_gets_split_files_from_their_first_part() {
         "the engine's continue keeps the old window's progress"
     );
     let seen = format!("{}\n{}", start.context(), drain(&sb, "test", 40));
-    let parts = shown_parts(&seen);
-    let (_, last, total) = parts
-        .iter()
-        .find(|(p, ..)| *p == invariants)
-        .cloned()
-        .expect("INVARIANTS.md reaches the new context");
+    let (last, total) =
+        last_part_shown(&seen, &invariants, "INVARIANTS.md reaches the new context");
     assert!(
         seen.contains(&format!("[Preloaded: {invariants} (part 1/{total})]")),
         "from the first part"
@@ -295,15 +301,11 @@ fn a_window_that_goes_on_after_the_engines_dehydrate_keeps_its_part_progress() {
         json!(conversation),
         "bound again"
     );
-    let parts = shown_parts(&seen);
-    let (_, last, _) = parts
-        .iter()
-        .find(|(p, ..)| *p == invariants)
-        .cloned()
-        .expect("INVARIANTS.md goes on");
+    let (last, _) = last_part_shown(&seen, &invariants, "INVARIANTS.md goes on");
     assert!(
         !seen.contains(&format!("[Preloaded: {invariants} (part 1/")) && last >= 3,
-        "from its third part: {parts:?}"
+        "from its third part: {:?}",
+        shown_parts(&seen)
     );
 }
 

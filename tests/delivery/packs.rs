@@ -6,17 +6,20 @@
 use std::fmt::Write as _;
 use std::fs;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use preload_test_support::pipeline_steps::{
     activate, cli, cli_output, drain, phase, prompt, seen, session_start, skill_call, tool_call,
 };
 use preload_test_support::sandbox::{Sandbox, strings};
+use preload_test_support::session_openings::{
+    delivered_since, implement_in_phase_one, implement_in_phase_one_drained, lists,
+};
 
-/// The example's pack key in a sandbox.
-fn example_pack(sb: &Sandbox) -> String {
+/// The key of the project's pack `name` in a sandbox.
+fn pack_key(sb: &Sandbox, name: &str) -> String {
     format!(
-        "{}#project-basics",
+        "{}#{name}",
         sb.project.join(".claude/context-packs.json").display()
     )
 }
@@ -25,12 +28,28 @@ fn configure(sb: &Sandbox, text: &str) {
     fs::write(sb.project.join(".claude/context-packs.json"), text).unwrap();
 }
 
+/// The project's only pack: `name`, delivered `on` its trigger, of `files`.
+fn configure_pack(sb: &Sandbox, name: &str, on: &str, files: &Value) {
+    let packs = json!({"packs": [{"name": name, "on": on, "files": files}]});
+    configure(sb, &packs.to_string());
+}
+
+/// The pack `impl` for `/implement`, of `docs/CONVENTIONS.md`.
+fn configure_implement_pack(sb: &Sandbox) {
+    configure_pack(
+        sb,
+        "impl",
+        "skill:implement",
+        &json!([{"path": "docs/CONVENTIONS.md"}]),
+    );
+}
+
 #[test]
 fn the_example_pack_goes_out_at_session_start_once_per_context_window() {
     let sb = Sandbox::new();
     let start = session_start(&sb, "startup");
     let text = start.context();
-    let key = example_pack(&sb);
+    let key = pack_key(&sb, "project-basics");
     let block = format!("[Preloaded: {key}]\nPROJECT CONTEXT: project-basics");
     assert!(text.contains(&block), "the pack at start-up");
     assert!(text.contains("Read order: docs/CONVENTIONS.md, docs/TASKS.md, docs/DECISIONS.md"));
@@ -68,11 +87,7 @@ fn the_example_pack_goes_out_at_session_start_once_per_context_window() {
 #[test]
 fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
     let sb = Sandbox::new();
-    configure(
-        &sb,
-        r#"{"packs": [{"name": "impl", "on": "skill:implement",
-            "files": [{"path": "docs/CONVENTIONS.md"}]}]}"#,
-    );
+    configure_implement_pack(&sb);
     session_start(&sb, "startup");
     let asked = prompt(&sb, "/implement add a total");
     asked.assert_contract();
@@ -95,11 +110,7 @@ fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
 #[test]
 fn a_skill_pack_comes_with_the_skill_call_when_no_prompt_named_it() {
     let sb = Sandbox::new();
-    configure(
-        &sb,
-        r#"{"packs": [{"name": "impl", "on": "skill:implement",
-            "files": [{"path": "docs/CONVENTIONS.md"}]}]}"#,
-    );
+    configure_implement_pack(&sb);
     session_start(&sb, "startup");
     let call = skill_call(&sb, "implement");
     assert!(seen(&call).contains("#impl]\nPROJECT CONTEXT: impl"));
@@ -109,24 +120,17 @@ fn a_skill_pack_comes_with_the_skill_call_when_no_prompt_named_it() {
 #[test]
 fn a_phase_pack_arrives_on_the_call_after_the_transition() {
     let sb = Sandbox::new();
-    configure(
+    configure_pack(
         &sb,
-        r#"{"packs": [{"name": "planning", "on": "phase:2",
-            "files": [{"path": "docs/DECISIONS.md", "strategy": "index"}]}]}"#,
+        "planning",
+        "phase:2",
+        &json!([{"path": "docs/DECISIONS.md", "strategy": "index"}]),
     );
-    session_start(&sb, "startup");
-    prompt(&sb, "/implement add a total");
-    skill_call(&sb, "implement");
-    activate(&sb, "work", "implement");
-    phase(&sb, "work", "1: Interrogation");
+    implement_in_phase_one(&sb);
     tool_call(&sb, "Bash", json!({"command": "ls"}));
     assert_eq!(sb.delivery_count("#planning"), 0, "not before phase 2");
     phase(&sb, "work", "2: Planning");
-    assert!(
-        strings(&sb.state("work"), "pendingPreloads")
-            .iter()
-            .any(|p| p.ends_with("#planning"))
-    );
+    assert!(lists(&sb.state("work"), "pendingPreloads", "#planning"));
     let mut got = String::new();
     for _ in 0..4 {
         got.push_str(&seen(&tool_call(&sb, "Bash", json!({"command": "ls"}))));
@@ -141,18 +145,14 @@ fn a_phase_pack_arrives_on_the_call_after_the_transition() {
 #[test]
 fn a_path_pack_rides_on_the_call_that_touches_its_files_once() {
     let sb = Sandbox::new();
-    configure(
+    configure_pack(
         &sb,
-        r#"{"packs": [{"name": "estimate", "on": "path:packages/estimate/**",
-            "files": [{"path": "docs/CONVENTIONS.md"}]}]}"#,
+        "estimate",
+        "path:packages/estimate/**",
+        &json!([{"path": "docs/CONVENTIONS.md"}]),
     );
-    session_start(&sb, "startup");
-    prompt(&sb, "/implement add a total");
-    skill_call(&sb, "implement");
-    activate(&sb, "work", "implement");
     // Like directive discovery, a path's packs wait for the end of loading (phase 0).
-    phase(&sb, "work", "1: Interrogation");
-    drain(&sb, "work", 30);
+    implement_in_phase_one_drained(&sb);
     tool_call(
         &sb,
         "Read",
@@ -193,17 +193,13 @@ fn a_pack_larger_than_one_output_goes_out_in_labelled_parts() {
         out
     });
     sb.project_file("docs/RULES.md", &big);
-    configure(
+    configure_pack(
         &sb,
-        r#"{"packs": [{"name": "rules", "on": "path:src/**",
-            "files": [{"path": "docs/RULES.md"}]}]}"#,
+        "rules",
+        "path:src/**",
+        &json!([{"path": "docs/RULES.md"}]),
     );
-    session_start(&sb, "startup");
-    prompt(&sb, "/implement add a total");
-    skill_call(&sb, "implement");
-    activate(&sb, "work", "implement");
-    phase(&sb, "work", "1: Interrogation");
-    drain(&sb, "work", 30);
+    implement_in_phase_one_drained(&sb);
     let mut got = String::new();
     got.push_str(&seen(&tool_call(
         &sb,
@@ -213,10 +209,7 @@ fn a_pack_larger_than_one_output_goes_out_in_labelled_parts() {
     for _ in 0..8 {
         got.push_str(&seen(&tool_call(&sb, "Bash", json!({"command": "ls"}))));
     }
-    let key = format!(
-        "{}#rules",
-        sb.project.join(".claude/context-packs.json").display()
-    );
+    let key = pack_key(&sb, "rules");
     assert!(
         got.contains(&format!("[Preloaded: {key} (part 1/")),
         "{got}"
@@ -329,12 +322,7 @@ fn the_packs_a_window_held_come_again_after_a_compaction_once() {
             {"name": "estimate", "on": "path:packages/estimate/**", "files": [{"path": "docs/TOC.md"}]},
             {"name": "later", "on": "phase:3", "files": [{"path": "docs/TASKS.md"}]}]}"#,
     );
-    session_start(&sb, "startup");
-    prompt(&sb, "/implement add a total");
-    skill_call(&sb, "implement");
-    activate(&sb, "work", "implement");
-    phase(&sb, "work", "1: Interrogation");
-    drain(&sb, "work", 30);
+    implement_in_phase_one_drained(&sb);
     let parser = sb.project.join("packages/estimate/src/parser.ts");
     tool_call(&sb, "Read", json!({"file_path": &parser}));
     drain(&sb, "work", 30);
@@ -346,18 +334,15 @@ fn the_packs_a_window_held_come_again_after_a_compaction_once() {
     session_start(&sb, "compact");
     drain(&sb, "work", 40);
     // Before the path is touched again: the path's pack came with the new window itself.
-    let carried = sb.deliveries()[from..]
+    let carried = delivered_since(&sb, from)
         .iter()
-        .filter(|(_, f)| f.ends_with("#estimate"))
+        .filter(|f| f.ends_with("#estimate"))
         .count();
     assert_eq!(carried, 1, "the path's pack with SessionStart");
     tool_call(&sb, "Read", json!({"file_path": &parser}));
     tool_call(&sb, "Bash", json!({"command": "ls"}));
     drain(&sb, "work", 40);
-    let after: Vec<String> = sb.deliveries()[from..]
-        .iter()
-        .map(|(_, f)| f.clone())
-        .collect();
+    let after = delivered_since(&sb, from);
     for name in ["#impl", "#asking", "#estimate"] {
         assert_eq!(
             after.iter().filter(|f| f.ends_with(name)).count(),

@@ -10,6 +10,7 @@ use preload_test_support::pipeline_steps::{
     post_tool, prompt, proof_stdin, seen, session_start, skill_call, tool_call,
 };
 use preload_test_support::sandbox::{Sandbox, Wiring, read_json, strings};
+use preload_test_support::session_openings::lists;
 
 mod compaction;
 
@@ -64,6 +65,12 @@ fn start_implement(sb: &Sandbox) {
     }
 }
 
+/// [`start_implement`], then session `test` moved to `1: Interrogation`.
+fn start_interrogation(sb: &Sandbox) {
+    start_implement(sb);
+    phase(sb, "test", "1: Interrogation");
+}
+
 fn assert_once(sb: &Sandbox, names: &[&str]) {
     for name in names {
         assert_eq!(
@@ -73,6 +80,22 @@ fn assert_once(sb: &Sandbox, names: &[&str]) {
             sb.deliveries()
         );
     }
+}
+
+/// A whole `/implement` lifecycle delivered every file once: the standards, phase 0, the
+/// templates and the phases' `commands` once each, nothing twice, and its SKILL.md only with
+/// Claude Code's expansion.
+fn assert_lifecycle_once(sb: &Sandbox, commands: &[&str]) {
+    sb.assert_no_duplicates();
+    assert_once(sb, &STANDARDS);
+    assert_once(sb, &PHASE0);
+    assert_once(sb, &TEMPLATES);
+    assert_once(sb, commands);
+    assert_eq!(
+        skill_deliverers(sb, "implement"),
+        vec!["prompt-submit"],
+        "SKILL.md once: the expansion"
+    );
 }
 
 // Category 1: lifecycle.
@@ -92,11 +115,7 @@ fn full_skill_lifecycle_delivers_every_file_once() {
             a.assert_contract();
         }
     }
-    sb.assert_no_duplicates();
-    assert_once(&sb, &STANDARDS);
-    assert_once(&sb, &PHASE0);
-    assert_once(&sb, &TEMPLATES);
-    assert_once(
+    assert_lifecycle_once(
         &sb,
         &[
             "CMD_INTERROGATE.md",
@@ -108,11 +127,6 @@ fn full_skill_lifecycle_delivers_every_file_once() {
             "FMT_LOG_ENTRY.md",
             "INV_READ_BEFORE_WRITE.md",
         ],
-    );
-    assert_eq!(
-        skill_deliverers(&sb, "implement"),
-        vec!["prompt-submit"],
-        "SKILL.md once: the expansion"
     );
     let state = sb.state("test");
     assert!(
@@ -177,11 +191,7 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
         json!({}),
     );
     call("Grep", json!({"pattern": "x"}), json!({}));
-    sb.assert_no_duplicates();
-    assert_once(&sb, &STANDARDS);
-    assert_once(&sb, &PHASE0);
-    assert_once(&sb, &TEMPLATES);
-    assert_once(
+    assert_lifecycle_once(
         &sb,
         &[
             "CMD_INTERROGATE.md",
@@ -190,7 +200,6 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
             "CMD_HANDOFF_TO_AGENT.md",
         ],
     );
-    assert_eq!(skill_deliverers(&sb, "implement"), vec!["prompt-submit"]);
     let by_guard = sb
         .deliveries()
         .into_iter()
@@ -202,8 +211,7 @@ fn full_skill_lifecycle_through_the_guard_engine_delivers_every_file_once() {
 #[test]
 fn restart_after_dehydration_resumes_without_redelivery() {
     let mut sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "src/auth.ts"}));
     // Dehydrate, then the old process dies.
     let state_file = sb.sessions.join("test/.state.json");
@@ -232,9 +240,7 @@ fn restart_after_dehydration_resumes_without_redelivery() {
     );
     let seed = sb.seed();
     assert!(
-        strings(&seed, "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("parser.ts")),
+        lists(&seed, "preloadedFiles", "parser.ts"),
         "required files tracked"
     );
 
@@ -280,9 +286,7 @@ fn restart_after_dehydration_resumes_without_redelivery() {
     let state = sb.state("test");
     assert_eq!(state["pid"], json!(sb.pid));
     assert!(
-        !strings(&state, "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("CMD_SELECT_MODE.md")),
+        !lists(&state, "preloadedFiles", "CMD_SELECT_MODE.md"),
         "old context window dropped"
     );
 }
@@ -363,11 +367,7 @@ fn seed_without_activation_persists() {
     skill_call(&sb, "implement");
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     let seed = sb.seed();
-    assert!(
-        strings(&seed, "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("CMD_SELECT_MODE.md"))
-    );
+    assert!(lists(&seed, "preloadedFiles", "CMD_SELECT_MODE.md"));
     let dirs: Vec<_> = fs::read_dir(&sb.sessions)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -510,8 +510,7 @@ fn parallel_post_tool_use_hooks_never_deliver_a_file_twice() {
 #[test]
 fn each_phase_comes_with_its_transition() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     let by = |name: &str| {
         sb.deliveries()

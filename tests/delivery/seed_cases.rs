@@ -11,6 +11,7 @@ use preload_test_support::pipeline_steps::{
     activate, drain, phase, phase_proving, prompt, seen, session_start, skill_call, tool_call,
 };
 use preload_test_support::sandbox::{Sandbox, strings};
+use preload_test_support::session_openings::{delivered_since, implement_activated};
 
 /// Case 5.5, adapted: the seed's `resolve_refs(A, depth=2)` resolves B and C but not D in one
 /// call. Neither the engine's hooks nor ours call it that way: each delivered file queues the
@@ -142,10 +143,7 @@ fn a_second_skill_in_the_same_session_brings_only_its_own_files() {
     tool_call(&sb, "Bash", json!({"command": "ls"}));
     drain(&sb, "work", 30);
 
-    let second: Vec<String> = sb.deliveries()[first..]
-        .iter()
-        .map(|(_, f)| f.clone())
-        .collect();
+    let second = delivered_since(&sb, first);
     for own in [
         "/skills/test/SKILL.md",
         "CMD_RUN_TESTS.md",
@@ -184,10 +182,7 @@ const MODES: [&str; 4] = [
 
 /// `/implement` activated, its phase 0 delivered; the mode files not yet.
 fn implement_in_setup(sb: &Sandbox) {
-    session_start(sb, "startup");
-    prompt(sb, "/implement add a total");
-    skill_call(sb, "implement");
-    activate(sb, "work", "implement");
+    implement_activated(sb);
     tool_call(sb, "Bash", json!({"command": "ls"}));
     drain(sb, "work", 30);
     for mode in MODES {

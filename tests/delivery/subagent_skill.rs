@@ -6,13 +6,11 @@
 
 use std::fs;
 
-use preload_core::primitives::env;
 use serde_json::{Value, json};
 
-use preload_test_support::pipeline_steps::{
-    activate, cli_output, drain, headers, phase, prompt, seen, session_start, skill_call, tool_call,
-};
+use preload_test_support::pipeline_steps::{cli_output, headers, seen, session_start, tool_call};
 use preload_test_support::sandbox::{Answer, Sandbox, strings};
+use preload_test_support::session_openings::{implement_in_phase_one_drained, keep_legacy_markers};
 
 /// The project's packs: the bundled one, one for `/implement` and one for its phase 1.
 const PACKS: &str = r#"{"packs": [
@@ -24,12 +22,7 @@ const PACKS: &str = r#"{"packs": [
 /// `/implement` in phase 1, everything queued delivered to the main agent.
 fn working(sb: &Sandbox) {
     fs::write(sb.project.join(".claude/context-packs.json"), PACKS).unwrap();
-    session_start(sb, "startup");
-    prompt(sb, "/implement add a total");
-    skill_call(sb, "implement");
-    activate(sb, "work", "implement");
-    phase(sb, "work", "1: Interrogation");
-    drain(sb, "work", 30);
+    implement_in_phase_one_drained(sb);
 }
 
 /// One tool call of sub-agent `agent`: PreToolUse and every PostToolUse hook, with its
@@ -282,12 +275,7 @@ fn reread(sb: &Sandbox, sub: &str, input: &Value) -> Answer {
 #[test]
 fn a_sub_agents_calls_leave_the_main_conversations_reread_alone() {
     let mut sb = Sandbox::bare();
-    let legacy = sb.root().join("legacy");
-    fs::create_dir_all(&legacy).unwrap();
-    sb.extra_env.push((
-        env::PRELOAD_LEGACY_MARKER_DIR.into(),
-        legacy.to_string_lossy().into(),
-    ));
+    keep_legacy_markers(&mut sb);
     sb.project_file("docs/loops/build.loop.md", "# Loop\n- [CURRENT] step one\n");
     let sid = sb.conversation.clone();
     let marker_dir = sb.root().join(format!(

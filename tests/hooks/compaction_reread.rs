@@ -13,6 +13,7 @@ use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use preload_test_support::sandbox::{Answer, Sandbox, bin};
+use preload_test_support::session_openings::keep_legacy_markers;
 
 mod containment;
 
@@ -25,12 +26,7 @@ fn uid() -> u32 {
 /// A bare sandbox whose legacy marker directory is its own (never the real `/tmp`).
 fn sandbox() -> Sandbox {
     let mut sb = Sandbox::bare();
-    let legacy = sb.root().join("legacy");
-    fs::create_dir_all(&legacy).unwrap();
-    sb.extra_env.push((
-        env::PRELOAD_LEGACY_MARKER_DIR.into(),
-        legacy.to_string_lossy().into(),
-    ));
+    keep_legacy_markers(&mut sb);
     sb
 }
 
@@ -51,6 +47,21 @@ fn call(sb: &Sandbox, sub: &str, input: Value) -> Answer {
     let answer = sb.run_args(BIN, &[sub], input);
     answer.assert_contract();
     answer
+}
+
+/// `sid` invoked `/<skill>` (`register` after its `Skill` call).
+fn register(sb: &Sandbox, sid: &str, skill: &str) {
+    call(
+        sb,
+        "register",
+        json!({"session_id": sid, "tool_input": {"skill": skill}}),
+    );
+}
+
+/// `sid` invoked `/<skill>`, then its conversation is compacted (`precompact`).
+fn compacted(sb: &Sandbox, sid: &str, skill: &str) {
+    register(sb, sid, skill);
+    call(sb, "precompact", json!({"session_id": sid}));
 }
 
 fn answer_of(out: &Output) -> Answer {
@@ -353,12 +364,7 @@ fn register_ignores_other_skills_and_tools() {
 #[test]
 fn stop_hook_active_breaks_the_loop_without_consuming() {
     let sb = sandbox();
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "s5", "tool_input": {"skill": "handler"}}),
-    );
-    call(&sb, "precompact", json!({"session_id": "s5"}));
+    compacted(&sb, "s5", "handler");
     assert_eq!(
         call(
             &sb,
@@ -387,12 +393,7 @@ fn stop_hook_active_breaks_the_loop_without_consuming() {
 fn sessionstart_injects_the_files_and_nothing_is_blocked_afterwards() {
     let sb = sandbox();
     let (state, active, done) = handler_docs(&sb);
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "s6", "tool_input": {"skill": "handler"}}),
-    );
-    call(&sb, "precompact", json!({"session_id": "s6"}));
+    compacted(&sb, "s6", "handler");
 
     // Other sources leave the marker for the compact start.
     assert_eq!(
@@ -499,11 +500,7 @@ fn sessionstart_splits_a_large_file_and_names_what_does_not_fit() {
 #[test]
 fn concurrent_pretooluse_calls_block_exactly_once() {
     let sb = sandbox();
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "par", "tool_input": {"skill": "handler"}}),
-    );
+    register(&sb, "par", "handler");
     let input = json!({"session_id": "par", "tool_name": "Read", "cwd": sb.project}).to_string();
     for round in 0..3 {
         call(&sb, "precompact", json!({"session_id": "par"}));

@@ -9,6 +9,7 @@ use preload_core::primitives::env;
 use serde_json::{Value, json};
 
 use preload_test_support::sandbox::{Answer, Sandbox, strings};
+use preload_test_support::session_openings::keep_legacy_markers;
 
 const BIN: &str = "preload-dispatch";
 
@@ -21,12 +22,7 @@ fn dispatch(sb: &Sandbox, args: &[&str], input: Value) -> Answer {
 /// A sandbox whose legacy compaction markers stay inside it.
 fn sandbox() -> Sandbox {
     let mut sb = Sandbox::new();
-    let legacy = sb.root().join("legacy");
-    fs::create_dir_all(&legacy).unwrap();
-    sb.extra_env.push((
-        env::PRELOAD_LEGACY_MARKER_DIR.into(),
-        legacy.to_string_lossy().into(),
-    ));
+    keep_legacy_markers(&mut sb);
     sb
 }
 

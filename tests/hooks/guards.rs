@@ -33,6 +33,21 @@ pub fn sub_call(sb: &Sandbox, agent: &str, tool: &str, input: Value) -> Answer {
     answer
 }
 
+/// Run the hook for a parent's Bash call of `command`.
+pub fn bash(sb: &Sandbox, command: &str) -> Answer {
+    call(sb, "Bash", json!({"command": command}))
+}
+
+/// Run the hook for a parent's Grep call (of `x`).
+pub fn grep(sb: &Sandbox) -> Answer {
+    call(sb, "Grep", json!({"pattern": "x"}))
+}
+
+/// [`grep`] made by sub-agent `agent`.
+pub fn sub_grep(sb: &Sandbox, agent: &str) -> Answer {
+    sub_call(sb, agent, "Grep", json!({"pattern": "x"}))
+}
+
 pub fn allowed(a: &Answer) -> bool {
     a.decision() == "allow"
 }
@@ -59,6 +74,18 @@ pub fn stash(state: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The project's file `rel` as the hooks record it (its absolute path).
+pub fn p(sb: &Sandbox, rel: &str) -> String {
+    sb.project.join(rel).to_string_lossy().into_owned()
+}
+
+/// Whether the delivery log has an `event` for exactly `file`.
+pub fn logged(sb: &Sandbox, event: &str, file: &str) -> bool {
+    sb.events()
+        .iter()
+        .any(|e| e["event"] == event && e["file"] == file)
+}
+
 fn read(sb: &Sandbox, rel: &str) -> Answer {
     call(sb, "Read", json!({"file_path": sb.project.join(rel)}))
 }
@@ -76,21 +103,13 @@ fn set_counter(sb: &Sandbox, n: i64) {
 #[test]
 fn engine_log_and_session_commands_always_pass() {
     let sb = session_with(&json!({"contextUsage": 0.99}));
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine log sessions/s <<'EOF'\nx\nEOF"})
-    )));
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine session phase sessions/s '1: X'"})
-    )));
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "cd /p && engine session check"})
-    )));
+    for command in [
+        "engine log sessions/s <<'EOF'\nx\nEOF",
+        "engine session phase sessions/s '1: X'",
+        "cd /p && engine session check",
+    ] {
+        assert!(allowed(&bash(&sb, command)), "{command}");
+    }
 }
 
 #[test]
@@ -131,11 +150,7 @@ fn dehydrating_and_kill_requested_allow_everything() {
 #[test]
 fn a_prefixed_dehydrate_command_marks_the_session_dehydrating() {
     let sb = session_with(&json!({"contextUsage": 0.9}));
-    let a = call(
-        &sb,
-        "Bash",
-        json!({"command": "FOO=1 engine session dehydrate sessions/s"}),
-    );
+    let a = bash(&sb, "FOO=1 engine session dehydrate sessions/s");
     assert!(allowed(&a));
     assert_eq!(sb.state("s")["lifecycle"], "dehydrating");
 }
@@ -144,7 +159,7 @@ fn a_prefixed_dehydrate_command_marks_the_session_dehydrating() {
 fn heartbeat_warn_at_three_is_stashed_not_denied() {
     let sb = session_with(&json!({}));
     set_counter(&sb, 2);
-    let a = call(&sb, "Bash", json!({"command": "ls"}));
+    let a = bash(&sb, "ls");
     assert!(allowed(&a));
     let state = sb.state("s");
     assert_eq!(counter(&state, "test.jsonl"), 3);
@@ -176,21 +191,9 @@ fn overflow_denies_and_is_tracked() {
     );
     assert_eq!(sb.state("s")["injectedRules"]["overflow-dehydration"], true);
     // Its whitelist: engine session, engine log, ls.
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "ls -la sessions"})
-    )));
-    assert!(denied(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine tag find x"})
-    )));
-    assert!(denied(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engineering-tool log x"})
-    )));
+    assert!(allowed(&bash(&sb, "ls -la sessions")));
+    assert!(denied(&bash(&sb, "engine tag find x")));
+    assert!(denied(&bash(&sb, "engineering-tool log x")));
     assert!(
         denied(&call(&sb, "AskUserQuestion", json!({}))),
         "overflow suppresses the gate's whitelist"
@@ -211,7 +214,7 @@ fn custom_read_and_paste_rules_deny_with_their_text() {
         .to_string(),
     )
     .unwrap();
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert_eq!(
         a.reason(),
         "[block: must-read, paste-it]\n[block: must-read] REQUIRED: Read these files: docs/A.md, docs/B.md\n/session dehydrate"
@@ -230,27 +233,15 @@ fn low_context_and_no_matching_rule_allow() {
 #[test]
 fn stale_new_and_missing_pending_files() {
     let sb = Sandbox::new();
-    let old = sb
-        .project
-        .join("docs/TOC.md")
-        .to_string_lossy()
-        .into_owned();
-    let a = sb
-        .project
-        .join(".directives/AGENTS.md")
-        .to_string_lossy()
-        .into_owned();
-    let b = sb
-        .project
-        .join(".directives/INVARIANTS.md")
-        .to_string_lossy()
-        .into_owned();
-    let missing = sb.project.join("nope.md").to_string_lossy().into_owned();
+    let old = p(&sb, "docs/TOC.md");
+    let a = p(&sb, ".directives/AGENTS.md");
+    let b = p(&sb, ".directives/INVARIANTS.md");
+    let missing = p(&sb, "nope.md");
     sb.active_session(
         "s",
         &json!({"preloadedFiles": [old], "pendingPreloads": [old, a, b, missing]}),
     );
-    let answer = call(&sb, "Bash", json!({"command": "ls"}));
+    let answer = bash(&sb, "ls");
     assert!(allowed(&answer));
     let state = sb.state("s");
     assert!(strings(&state, "pendingPreloads").is_empty(), "{state}");
@@ -269,11 +260,7 @@ fn stale_new_and_missing_pending_files() {
     );
     assert!(stash(&state).is_empty(), "{state}");
     assert_eq!(sb.delivery_count("/.directives/AGENTS.md"), 1);
-    assert!(
-        sb.events()
-            .iter()
-            .any(|e| e["event"] == "claim-deliver" && e["file"] == a.as_str())
-    );
+    assert!(logged(&sb, "claim-deliver", &a));
 }
 
 /// `PRELOAD_PRETOOLUSE_CONTEXT=0` (a client that drops a PreToolUse context): the due files
@@ -281,15 +268,11 @@ fn stale_new_and_missing_pending_files() {
 #[test]
 fn without_the_pretooluse_channel_due_files_wait_in_the_stash() {
     let mut sb = Sandbox::new();
-    let a = sb
-        .project
-        .join(".directives/AGENTS.md")
-        .to_string_lossy()
-        .into_owned();
+    let a = p(&sb, ".directives/AGENTS.md");
     sb.active_session("s", &json!({"pendingPreloads": [a]}));
     sb.extra_env
         .push(("PRELOAD_PRETOOLUSE_CONTEXT".into(), "0".into()));
-    let answer = call(&sb, "Bash", json!({"command": "ls"}));
+    let answer = bash(&sb, "ls");
     assert!(allowed(&answer));
     assert_eq!(answer.context(), "");
     let state = sb.state("s");
@@ -298,11 +281,7 @@ fn without_the_pretooluse_channel_due_files_wait_in_the_stash() {
         content.starts_with(&format!("[Preloaded: {a}]\n")),
         "{content}"
     );
-    assert!(
-        sb.events()
-            .iter()
-            .any(|e| e["event"] == "stash-inject" && e["file"] == a.as_str())
-    );
+    assert!(logged(&sb, "stash-inject", &a));
     let post = sb.run("preload-injections", json!({"tool_name": "Bash"}));
     assert!(post.context().contains(&format!("[Preloaded: {a}]")));
     assert_eq!(sb.delivery_count("/.directives/AGENTS.md"), 1);
@@ -311,7 +290,7 @@ fn without_the_pretooluse_channel_due_files_wait_in_the_stash() {
 #[test]
 fn empty_queue_changes_nothing_but_the_counter() {
     let sb = session_with(&json!({"preloadedFiles": ["/x/a.md"]}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     let state = sb.state("s");
     assert_eq!(strings(&state, "preloadedFiles"), vec!["/x/a.md"]);
     assert!(strings(&state, "pendingPreloads").is_empty());
@@ -392,11 +371,11 @@ fn no_engine_in_the_project_is_silent() {
 #[test]
 fn auto_activation_is_off_by_default_and_opt_in() {
     let mut sb = Sandbox::new();
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert!(fs::read_dir(&sb.sessions).unwrap().next().is_none());
     sb.extra_env
         .push(("PRELOAD_AUTO_ACTIVATE".into(), "1".into()));
-    let a = call(&sb, "Bash", json!({"command": "ls"}));
+    let a = bash(&sb, "ls");
     assert!(allowed(&a));
     let made: Vec<_> = fs::read_dir(&sb.sessions)
         .unwrap()
@@ -420,28 +399,21 @@ fn loading_and_quiet_lifecycles_do_not_count() {
     ] {
         let sb = session_with(&extra);
         set_counter(&sb, 9);
-        call(&sb, "Bash", json!({"command": "ls"}));
+        bash(&sb, "ls");
         assert_eq!(counter(&sb.state("s"), "test.jsonl"), 9, "{extra}");
     }
     let sb = session_with(&json!({"loading": true}));
     set_counter(&sb, 10);
-    assert!(
-        denied(&call(&sb, "Bash", json!({"command": "ls"}))),
-        "rules still apply while loading"
-    );
+    assert!(denied(&bash(&sb, "ls")), "rules still apply while loading");
 }
 
 #[test]
 fn the_counter_increments_and_engine_log_resets_it() {
     let sb = session_with(&json!({}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(counter(&sb.state("s"), "test.jsonl"), 1);
-    call(
-        &sb,
-        "Bash",
-        json!({"command": "bash ~/.claude/scripts/log.sh x"}),
-    );
-    call(&sb, "Bash", json!({"command": "engine tag find x"}));
+    bash(&sb, "bash ~/.claude/scripts/log.sh x");
+    bash(&sb, "engine tag find x");
     let state = sb.state("s");
     assert_eq!(
         counter(&state, "test.jsonl"),
@@ -450,11 +422,7 @@ fn the_counter_increments_and_engine_log_resets_it() {
     );
     assert_eq!(state["toolCallsSinceLastLog"], 3);
     assert_eq!(state["primaryTranscriptKey"], "test.jsonl");
-    call(
-        &sb,
-        "Bash",
-        json!({"command": "engine log sessions/s <<'EOF'"}),
-    );
+    bash(&sb, "engine log sessions/s <<'EOF'");
     let state = sb.state("s");
     assert_eq!(counter(&state, "test.jsonl"), 0);
     assert_eq!(state["toolCallsSinceLastLog"], 0);
@@ -487,7 +455,7 @@ fn task_tools_pass_and_do_not_count() {
 fn at_ten_the_parent_is_blocked_except_whitelisted_calls() {
     let sb = session_with(&json!({"contextUsage": 0.2}));
     set_counter(&sb, 9);
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(denied(&a));
     let reason = a.reason();
     assert!(
@@ -543,19 +511,9 @@ fn a_sub_agent_is_heartbeat_blocked_at_its_own_ten_only() {
     let mut state = sb.state("s");
     state["toolCallsByTranscript"] = json!({"test.jsonl": 2, "sub:busy": 9, "sub:calm": 1});
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
-    assert!(denied(&sub_call(
-        &sb,
-        "busy",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(allowed(&sub_call(
-        &sb,
-        "calm",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&sub_grep(&sb, "busy")));
+    assert!(allowed(&sub_grep(&sb, "calm")));
+    assert!(allowed(&grep(&sb)));
 }
 
 #[test]
@@ -572,13 +530,8 @@ fn sub_agents_are_exempt_from_overflow_and_read_throttle() {
         "the parent is still blocked"
     );
     let sb = session_with(&json!({"contextUsage": 0.80}));
-    assert!(allowed(&sub_call(
-        &sb,
-        "a1",
-        "Grep",
-        json!({"pattern": "x"})
-    )));
-    assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&sub_grep(&sb, "a1")));
+    assert!(denied(&grep(&sb)));
 }
 
 #[test]
@@ -604,7 +557,7 @@ fn sub_agent_nudges_are_stashed_and_drained_per_agent() {
     state["toolCallsByTranscript"] = json!({"test.jsonl": 2, "sub:a1": 2});
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
     sub_call(&sb, "a1", "Bash", json!({"command": "ls"}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     let entries = stash(&sb.state("s"));
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0]["agentId"], "a1");
@@ -626,11 +579,7 @@ fn sub_agent_nudges_are_stashed_and_drained_per_agent() {
 #[test]
 fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
     let sb = Sandbox::new();
-    let toc = sb
-        .project
-        .join("docs/TOC.md")
-        .to_string_lossy()
-        .into_owned();
+    let toc = p(&sb, "docs/TOC.md");
     sb.active_session("s", &json!({"pendingPreloads": [toc]}));
     let file = sb.project.join("packages/estimate/src/parser.ts");
     let answer = sub_call(&sb, "a1", "Read", json!({"file_path": file}));
@@ -661,7 +610,7 @@ fn sub_agents_do_not_discover_and_claim_into_their_own_context() {
     assert!(!again.context().contains(&toc));
     assert!(stash(&sb.state("s")).is_empty());
     // The main agent's next call claims it for the main context.
-    let main = call(&sb, "Bash", json!({"command": "ls"}));
+    let main = bash(&sb, "ls");
     assert!(main.context().contains(&format!("[Preloaded: {toc}]")));
     let state = sb.state("s");
     assert!(strings(&state, "preloadedFiles").contains(&toc));

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use preload_test_support::pipeline_steps::prompt;
 use preload_test_support::sandbox::{Sandbox, strings};
+use preload_test_support::session_openings::lists;
 
 #[test]
 fn prompt_submit_tracks_a_skill_expansion_in_the_session() {
@@ -19,9 +20,7 @@ fn prompt_submit_tracks_a_skill_expansion_in_the_session() {
     assert_eq!(preloaded.len(), 1);
     assert!(preloaded[0].ends_with("skills/implement/SKILL.md"));
     assert!(
-        strings(&sb.state("s"), "pendingPreloads")
-            .iter()
-            .any(|p| p.ends_with("FMT_LOG_ENTRY.md")),
+        lists(&sb.state("s"), "pendingPreloads", "FMT_LOG_ENTRY.md"),
         "SKILL.md's references queued"
     );
     assert!(

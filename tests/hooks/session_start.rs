@@ -10,6 +10,7 @@ use super::{files, session_start};
 use preload_core::primitives::env;
 use preload_test_support::pipeline_steps::headers;
 use preload_test_support::sandbox::{Sandbox, bin, strings};
+use preload_test_support::session_openings::lists;
 
 /// Run all N registrations at once, as Claude Code does; their `additionalContext`s by index.
 fn run_chunks(sb: &Sandbox, n: usize, source: &str, env: &[(&str, &str)]) -> Vec<String> {
@@ -130,9 +131,7 @@ fn a_block_larger_than_a_slice_goes_out_in_labelled_parts() {
     assert!(all.contains(&format!("TOC.md (part {parts}/{parts})]")));
     assert!(!all.contains("[preload overflow"));
     assert!(
-        strings(&sb.seed(), "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("docs/TOC.md")),
+        lists(&sb.seed(), "preloadedFiles", "docs/TOC.md"),
         "complete: in context"
     );
 }
@@ -339,6 +338,13 @@ fn start_as(
     preload_test_support::sandbox::Answer::from_output(&out)
 }
 
+/// Whether the parts a text shows start the standards' `COMMANDS.md` with its first part.
+fn commands_from_part_one(parts: &[(String, usize, usize)]) -> bool {
+    parts
+        .iter()
+        .any(|(p, part, _)| p.ends_with("COMMANDS.md") && *part == 1)
+}
+
 #[test]
 fn resume_goes_on_with_the_conversations_context_window() {
     let sb = Sandbox::new();
@@ -348,12 +354,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
     let started = start_as(&sb, first, "startup", "conv-1");
     started.assert_contract();
     let delivered = preload_test_support::sandbox::shown_parts(&started.context());
-    assert!(
-        delivered
-            .iter()
-            .any(|(p, part, _)| p.ends_with("COMMANDS.md") && *part == 1),
-        "{delivered:?}"
-    );
+    assert!(commands_from_part_one(&delivered), "{delivered:?}");
     assert_eq!(sb.state("s")["sessionId"], "conv-1");
 
     // `claude --resume` replays conv-1 in a new process: nothing it holds is sent again (only
@@ -379,12 +380,7 @@ fn resume_goes_on_with_the_conversations_context_window() {
     // Another conversation resumed is a context window of its own: it gets the standards.
     let other = start_as(&sb, &sb.pid.to_string(), "resume", "conv-2");
     let fresh = preload_test_support::sandbox::shown_parts(&other.context());
-    assert!(
-        fresh
-            .iter()
-            .any(|(p, part, _)| p.ends_with("COMMANDS.md") && *part == 1),
-        "{fresh:?}"
-    );
+    assert!(commands_from_part_one(&fresh), "{fresh:?}");
 }
 
 /// A resume of a conversation the owner's session does not serve yet, whose current phase's
@@ -516,11 +512,7 @@ fn session_start_without_a_session_seeds_and_delivers_the_standards() {
     );
     assert_eq!(sb.deliveries().len(), 8);
     // CMD_PARSE_PARAMETERS's format reference waits for the next tool call.
-    assert!(
-        strings(&seed, "pendingPreloads")
-            .iter()
-            .any(|p| p.ends_with("FMT_SESSION_PARAMETERS.md"))
-    );
+    assert!(lists(&seed, "pendingPreloads", "FMT_SESSION_PARAMETERS.md"));
 }
 
 #[test]

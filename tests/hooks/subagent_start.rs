@@ -6,10 +6,9 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use preload_test_support::pipeline_steps::{
-    activate, drain, phase, prompt, seen, session_start, skill_call, tool_call,
-};
+use preload_test_support::pipeline_steps::{drain, seen, tool_call};
 use preload_test_support::sandbox::{Answer, Sandbox, strings};
+use preload_test_support::session_openings::implement_in_phase_one;
 
 fn subagent_start(sb: &Sandbox, agent: &str, kind: &str) -> Answer {
     let answer = sb.run(
@@ -44,11 +43,7 @@ fn sub_call(sb: &Sandbox, agent: &str) -> String {
 
 /// `/implement` in phase 1 after a Read in the package (its directives discovered).
 fn working(sb: &Sandbox) {
-    session_start(sb, "startup");
-    prompt(sb, "/implement add a total");
-    skill_call(sb, "implement");
-    activate(sb, "work", "implement");
-    phase(sb, "work", "1: Interrogation");
+    implement_in_phase_one(sb);
     let parser = sb.project.join("packages/estimate/src/parser.ts");
     tool_call(sb, "Read", json!({"file_path": parser}));
     drain(sb, "work", 30);

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::{files, session_start, skill_call};
 use preload_test_support::pipeline_steps::{headers, prompt};
 use preload_test_support::sandbox::{Sandbox, strings};
+use preload_test_support::session_openings::lists;
 
 #[test]
 fn templates_delivers_phase_zero_once() {
@@ -101,15 +102,11 @@ fn templates_on_bash_uses_the_sessions_skill_and_phase() {
     // The current phase's commands: out now, or first in line for the next call.
     let state = sb.state("s");
     let out = a.context().contains("CMD_GENERATE_PLAN.md]");
-    let queued = strings(&state, "pendingPreloads")
-        .iter()
-        .any(|f| f.ends_with("CMD_GENERATE_PLAN.md"));
+    let queued = lists(&state, "pendingPreloads", "CMD_GENERATE_PLAN.md");
     assert!(out != queued, "out {out}, queued {queued}");
     assert!(!a.context().contains("CMD_SELECT_MODE.md]"));
     assert!(
-        !strings(&state, "pendingPreloads")
-            .iter()
-            .any(|f| f.ends_with("CMD_SELECT_MODE.md")),
+        !lists(&state, "pendingPreloads", "CMD_SELECT_MODE.md"),
         "phase 0 is not the session's phase"
     );
 }

@@ -15,3 +15,4 @@ pub mod engine_model;
 pub mod example;
 pub mod pipeline_steps;
 pub mod sandbox;
+pub mod session_openings;

@@ -8,8 +8,7 @@ use super::*;
 #[test]
 fn after_a_compaction_the_clients_own_skill_reload_counts_as_delivered() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     fs::remove_file(&sb.log).unwrap();
     let start = session_start(&sb, "compact");
@@ -37,9 +36,7 @@ fn after_a_compaction_the_clients_own_skill_reload_counts_as_delivered() {
     );
     let state = sb.state("test");
     assert!(
-        strings(&state, "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("/implement/SKILL.md")),
+        lists(&state, "preloadedFiles", "/implement/SKILL.md"),
         "recorded as in the new context"
     );
     let reload = events_for(&sb, "direct-deliver", "/implement/SKILL.md");
@@ -63,8 +60,7 @@ fn after_a_compaction_a_skill_the_client_never_loaded_is_delivered() {
 #[test]
 fn after_a_compaction_the_files_of_the_call_the_client_keeps_are_not_sent_again() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     drain(&sb, "test", 30);
     // The last tool call before the compaction carries a directive; the client keeps that call
     // (and what the hooks added to it) in the new context.
@@ -98,8 +94,7 @@ fn after_a_compaction_the_files_of_the_call_the_client_keeps_are_not_sent_again(
 #[test]
 fn after_a_resume_a_compaction_delivers_the_skill_the_new_client_never_loaded() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     // The resumed client process replays the conversation; it does not hold the skill the
     // first one loaded, and puts nothing back after a compaction.
@@ -122,8 +117,7 @@ fn after_a_resume_a_compaction_delivers_the_skill_the_new_client_never_loaded() 
 #[test]
 fn a_resumed_client_recalls_the_skill_an_earlier_compaction_put_back() {
     let mut sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
     // The first process compacts: the client puts its skill back (and records that in the
     // transcript).
@@ -154,8 +148,7 @@ fn a_resumed_client_recalls_the_skill_an_earlier_compaction_put_back() {
 #[test]
 fn a_compaction_right_after_a_resume_keeps_what_the_resume_delivered() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     drain(&sb, "test", 30);
     fs::write(
         sb.sessions.join("test/IMPLEMENTATION_LOG.md"),
@@ -172,9 +165,11 @@ fn a_compaction_right_after_a_resume_keeps_what_the_resume_delivered() {
         "the log the resume delivered is in the new context already"
     );
     assert!(
-        strings(&sb.state("test"), "preloadedFiles")
-            .iter()
-            .any(|f| f.ends_with("/IMPLEMENTATION_LOG.md")),
+        lists(
+            &sb.state("test"),
+            "preloadedFiles",
+            "/IMPLEMENTATION_LOG.md"
+        ),
         "recorded as in the new context"
     );
 }
@@ -182,8 +177,7 @@ fn a_compaction_right_after_a_resume_keeps_what_the_resume_delivered() {
 #[test]
 fn after_a_compaction_files_of_an_earlier_call_are_not_counted_as_kept() {
     let sb = Sandbox::new();
-    start_implement(&sb);
-    phase(&sb, "test", "1: Interrogation");
+    start_interrogation(&sb);
     drain(&sb, "test", 30);
     let call = |tool: &str, input: &serde_json::Value, id: &str| {
         let verdict = sb.run(

@@ -8,16 +8,8 @@ fn traversal_session_id_never_reaches_a_path() {
     let sb = sandbox();
     let sid = "../../etc/x";
     handler_docs(&sb);
-    call(
-        &sb,
-        "register",
-        json!({"session_id": sid, "tool_input": {"skill": "handler"}}),
-    );
-    call(
-        &sb,
-        "register",
-        json!({"session_id": sid, "tool_input": {"skill": "loop"}}),
-    );
+    register(&sb, sid, "handler");
+    register(&sb, sid, "loop");
     assert_eq!(
         call(&sb, "precompact", json!({"session_id": sid})).stdout,
         ""
@@ -47,11 +39,7 @@ fn traversal_session_id_never_reaches_a_path() {
 #[test]
 fn planted_symlink_marker_is_neither_followed_nor_trusted() {
     let sb = sandbox();
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "other", "tool_input": {"skill": "loop"}}),
-    );
+    register(&sb, "other", "loop");
     let victim = sb.root().join("victim.json");
     let planted = r#"{"type":"worker","dispatch_file":"/etc/passwd"}"#;
     fs::write(&victim, planted).unwrap();
@@ -69,12 +57,7 @@ fn planted_symlink_marker_is_neither_followed_nor_trusted() {
 
     // Writing a marker replaces a planted link instead of writing through it.
     symlink(&victim, marker(&sb, "sym3")).unwrap();
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "sym3", "tool_input": {"skill": "handler"}}),
-    );
-    call(&sb, "precompact", json!({"session_id": "sym3"}));
+    compacted(&sb, "sym3", "handler");
     assert_eq!(
         fs::read_to_string(&victim).unwrap(),
         planted,
@@ -97,12 +80,7 @@ fn planted_symlink_marker_is_neither_followed_nor_trusted() {
         env::PRELOAD_MARKER_DIR.into(),
         link.to_string_lossy().into(),
     ));
-    call(
-        &linked,
-        "register",
-        json!({"session_id": "d", "tool_input": {"skill": "handler"}}),
-    );
-    call(&linked, "precompact", json!({"session_id": "d"}));
+    compacted(&linked, "d", "handler");
     assert_eq!(
         fs::read_dir(&real).unwrap().count(),
         0,
@@ -179,12 +157,7 @@ fn markers_of_another_user_are_ignored() {
     assert!(!marker(&sb, "F1").exists());
 
     // A marker directory owned by someone else is not used: no deny, nothing written.
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "F2", "tool_input": {"skill": "handler"}}),
-    );
-    call(&sb, "precompact", json!({"session_id": "F2"}));
+    compacted(&sb, "F2", "handler");
     assert!(marker(&sb, "F2").exists());
     let dir = marker_dir(&sb);
     for entry in fs::read_dir(&dir).unwrap() {
@@ -197,11 +170,7 @@ fn markers_of_another_user_are_ignored() {
         marker(&sb, "F2").exists(),
         "another user's marker is left alone"
     );
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "F3", "tool_input": {"skill": "handler"}}),
-    );
+    register(&sb, "F3", "handler");
     assert!(
         !dir.join("handler-F3").exists(),
         "nothing written into another user's directory"
@@ -209,12 +178,7 @@ fn markers_of_another_user_are_ignored() {
 
     // A marker file of another user inside our own directory is not trusted either.
     let sb = sandbox();
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "F4", "tool_input": {"skill": "handler"}}),
-    );
-    call(&sb, "precompact", json!({"session_id": "F4"}));
+    compacted(&sb, "F4", "handler");
     nix::unistd::chown(&marker(&sb, "F4"), Some(uid), Some(gid)).unwrap();
     assert_allowed_silently(&call(&sb, "pretooluse", json!({"session_id": "F4"})));
 }
@@ -240,11 +204,7 @@ fn bad_input_fails_open() {
         }
     }
     // A corrupt marker is consumed and ignored.
-    call(
-        &sb,
-        "register",
-        json!({"session_id": "c", "tool_input": {"skill": "handler"}}),
-    );
+    register(&sb, "c", "handler");
     fs::write(marker(&sb, "c"), "{not json").unwrap();
     assert_allowed_silently(&call(&sb, "pretooluse", json!({"session_id": "c"})));
     assert!(!marker(&sb, "c").exists());

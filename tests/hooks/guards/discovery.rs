@@ -6,8 +6,8 @@ use std::fs;
 
 use serde_json::{Value, json};
 
-use super::{allowed, call, stash};
-use preload_test_support::sandbox::{Sandbox, strings};
+use super::{allowed, bash, call, logged, p, stash};
+use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 /// A session whose skill declares TESTING.md and PITFALLS.md, with no rules (discovery's
 /// results stay visible in `pendingPreloads`, as in the engine's suite).
@@ -20,8 +20,9 @@ fn quiet_session() -> Sandbox {
     sb
 }
 
-fn p(sb: &Sandbox, rel: &str) -> String {
-    sb.project.join(rel).to_string_lossy().into_owned()
+/// Run the hook for a parent's `tool` call on the project's file `rel`.
+fn touch(sb: &Sandbox, tool: &str, rel: &str) -> Answer {
+    call(sb, tool, json!({"file_path": p(sb, rel)}))
 }
 
 fn pending(sb: &Sandbox) -> Vec<String> {
@@ -42,7 +43,7 @@ fn ends(list: &[String], suffix: &str) -> bool {
 #[test]
 fn only_path_tools_discover() {
     let sb = quiet_session();
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     call(&sb, "Glob", json!({"pattern": "*.ts"}));
     call(&sb, "Read", json!({}));
     assert!(touched(&sb).is_empty());
@@ -76,7 +77,7 @@ fn only_path_tools_discover() {
 fn walk_up_finds_core_directives_and_records_them() {
     let sb = quiet_session();
     sb.project_file(".directives/COMMANDS.md", "# Project COMMANDS\n");
-    call(&sb, "Read", json!({"file_path": p(&sb, "src/lib/test.ts")}));
+    touch(&sb, "Read", "src/lib/test.ts");
     let pending = pending(&sb);
     assert!(pending.contains(&p(&sb, "src/lib/INVARIANTS.md")));
     assert!(pending.contains(&p(&sb, ".directives/AGENTS.md")));
@@ -89,11 +90,7 @@ fn walk_up_finds_core_directives_and_records_them() {
     );
     assert!(dirs.len() > 1);
     // Same directory again: nothing new.
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "src/lib/other.ts")}),
-    );
+    touch(&sb, "Read", "src/lib/other.ts");
     assert_eq!(self::pending(&sb), pending);
     let discoveries = sb
         .events()
@@ -114,7 +111,7 @@ fn skill_directives_pass_only_when_declared_and_a_checklist_only_for_edits() {
     let sb = quiet_session();
     sb.project_file("src/lib/TESTING.md", "# Lib TESTING\n");
     sb.project_file("src/lib/CONTRIBUTING.md", "# Lib CONTRIBUTING\n");
-    call(&sb, "Edit", json!({"file_path": p(&sb, "src/lib/test.ts")}));
+    touch(&sb, "Edit", "src/lib/test.ts");
     let pending = pending(&sb);
     assert!(pending.contains(&p(&sb, "src/lib/TESTING.md")));
     assert!(!ends(&pending, "CONTRIBUTING.md"));
@@ -125,7 +122,7 @@ fn skill_directives_pass_only_when_declared_and_a_checklist_only_for_edits() {
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
     sb.project_file("src/lib/TESTING.md", "# Lib TESTING\n");
     sb.project_file("src/lib/CHECKLIST.md", "# Lib CHECKLIST\n");
-    call(&sb, "Read", json!({"file_path": p(&sb, "src/lib/test.ts")}));
+    touch(&sb, "Read", "src/lib/test.ts");
     let pending = self::pending(&sb);
     assert!(ends(&pending, "TESTING.md"), "declared: {pending:?}");
     assert!(
@@ -141,11 +138,7 @@ fn checklists_are_tracked_once() {
     let mut state = sb.state("s");
     state["directives"] = json!(["CHECKLIST.md"]);
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
-    call(
-        &sb,
-        "Edit",
-        json!({"file_path": p(&sb, "src/utils/test.ts")}),
-    );
+    touch(&sb, "Edit", "src/utils/test.ts");
     assert_eq!(
         strings(&sb.state("s"), "discoveredChecklists"),
         vec![p(&sb, "src/utils/CHECKLIST.md")]
@@ -153,11 +146,7 @@ fn checklists_are_tracked_once() {
     let mut state = sb.state("s");
     state["touchedDirs"] = json!({});
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
-    call(
-        &sb,
-        "Edit",
-        json!({"file_path": p(&sb, "src/utils/other.ts")}),
-    );
+    touch(&sb, "Edit", "src/utils/other.ts");
     assert_eq!(strings(&sb.state("s"), "discoveredChecklists").len(), 1);
 }
 
@@ -184,7 +173,7 @@ fn excluded_directories_inside_the_project_are_not_scanned() {
 fn a_project_under_a_tmp_directory_still_discovers() {
     // The sandbox itself lives under the system temporary directory (usually /tmp).
     let sb = quiet_session();
-    call(&sb, "Read", json!({"file_path": p(&sb, "src/lib/test.ts")}));
+    touch(&sb, "Read", "src/lib/test.ts");
     assert!(!pending(&sb).is_empty());
 }
 
@@ -196,28 +185,16 @@ fn nothing_found_and_already_preloaded_files_are_not_queued() {
     let mut state = sb.state("s");
     state["preloadedFiles"] = json!([inv, p(&sb, ".directives/AGENTS.md")]);
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "empty/deep/test.ts")}),
-    );
+    touch(&sb, "Read", "empty/deep/test.ts");
     assert!(pending(&sb).is_empty());
-    assert!(
-        sb.events()
-            .iter()
-            .any(|e| e["event"] == "skip-dedup" && e["file"] == inv.as_str())
-    );
+    assert!(logged(&sb, "skip-dedup", &inv));
 }
 
 #[test]
 fn without_a_session_or_rules_the_call_is_allowed() {
     let sb = Sandbox::new();
     fs::remove_file(sb.home.join(".claude/engine/guards.json")).unwrap();
-    let a = call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "packages/estimate/src/parser.ts")}),
-    );
+    let a = touch(&sb, "Read", "packages/estimate/src/parser.ts");
     assert!(allowed(&a));
     assert!(fs::read_dir(&sb.sessions).unwrap().next().is_none());
 }
@@ -283,11 +260,7 @@ fn multi_level_walk_up_delivers_each_directive_once() {
     );
     // More reads in the same file and directory add nothing.
     call(&sb, "Read", json!({"file_path": parser}));
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "packages/estimate/src/total.ts")}),
-    );
+    touch(&sb, "Read", "packages/estimate/src/total.ts");
     let after = deliver(&sb);
     assert!(!after.contains("[Preloaded: "), "{after}");
     sb.assert_no_duplicates();
@@ -296,16 +269,8 @@ fn multi_level_walk_up_delivers_each_directive_once() {
 #[test]
 fn same_directory_discovery_fires_once_across_tools() {
     let sb = pipeline_session();
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "packages/estimate/src/a.ts")}),
-    );
-    call(
-        &sb,
-        "Edit",
-        json!({"file_path": p(&sb, "packages/estimate/src/b.ts")}),
-    );
+    touch(&sb, "Read", "packages/estimate/src/a.ts");
+    touch(&sb, "Edit", "packages/estimate/src/b.ts");
     let sources: std::collections::BTreeSet<String> = sb
         .events()
         .iter()
@@ -323,17 +288,9 @@ fn same_directory_discovery_fires_once_across_tools() {
 #[test]
 fn siblings_do_not_rediscover_shared_ancestors() {
     let sb = pipeline_session();
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "packages/estimate/src/parser.ts")}),
-    );
+    touch(&sb, "Read", "packages/estimate/src/parser.ts");
     let before = sb.events().len();
-    call(
-        &sb,
-        "Read",
-        json!({"file_path": p(&sb, "packages/estimate/tests/parser.test.ts")}),
-    );
+    touch(&sb, "Read", "packages/estimate/tests/parser.test.ts");
     let later: Vec<Value> = sb.events()[before..].to_vec();
     assert!(
         later.iter().all(|e| e["event"] != "queue-pending"),
@@ -350,11 +307,7 @@ fn touched_has(sb: &Sandbox, rel: &str) -> bool {
 #[test]
 fn undeclared_skill_directives_are_filtered() {
     let sb = pipeline_session();
-    call(
-        &sb,
-        "Write",
-        json!({"file_path": p(&sb, "packages/estimate/src/new.ts")}),
-    );
+    touch(&sb, "Write", "packages/estimate/src/new.ts");
     // Found means in context or queued: the example's directives (a few KB each) need more
     // than one output.
     let state = sb.state("s");
@@ -437,7 +390,7 @@ fn rapid_phase_transitions_are_delivered_in_one_batch() {
     // The next call claims them, the current phase's first, as many as its PreToolUse answer
     // holds, and as many again in one stash entry for its PostToolUse; the rest follow on the
     // next calls. Every one goes out once.
-    let first = call(&sb, "Bash", json!({"command": "git status"}));
+    let first = bash(&sb, "git status");
     assert!(allowed(&first));
     for name in ["SELECT_EXECUTION_PATH", "APPEND_LOG"] {
         let current = sb.engine_path(&format!("commands/CMD_{name}.md"));
@@ -470,7 +423,7 @@ fn rapid_phase_transitions_are_delivered_in_one_batch() {
     assert!(stash(&sb.state("s")).is_empty());
     // Their references were queued once and go out on the next call, never the same file twice.
     for _ in 0..4 {
-        call(&sb, "Bash", json!({"command": "git status"}));
+        bash(&sb, "git status");
         deliver(&sb);
     }
     sb.assert_no_duplicates();

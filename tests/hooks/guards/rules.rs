@@ -3,11 +3,12 @@
 //! engine does better (allow rules delivered alongside a block, seeds, budget, tmux paste).
 
 use std::fs;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{allowed, call, counter, denied, session_with, stash, sub_call};
+use super::{allowed, bash, call, counter, denied, grep, p, session_with, stash, sub_call};
 use preload_test_support::sandbox::{Sandbox, strings};
 
 fn guards(sb: &Sandbox, rules: &Value) {
@@ -16,6 +17,18 @@ fn guards(sb: &Sandbox, rules: &Value) {
         rules.to_string(),
     )
     .unwrap();
+}
+
+/// The only rule: `id`, a preload rule of `docs/TOC.md` for phases matching `X`, injected once,
+/// with `urgency`; the file's path.
+fn preload_toc_rule(sb: &Sandbox, id: &str, urgency: &str) -> PathBuf {
+    let file = sb.project.join("docs/TOC.md");
+    guards(
+        sb,
+        &json!([{"id": id, "trigger": {"type": "phase", "condition": {"matches": "X"}},
+            "payload": {"preload": [file]}, "mode": "preload", "urgency": urgency, "inject": "once"}]),
+    );
+    file
 }
 
 fn write_state(sb: &Sandbox, state: &Value) {
@@ -32,27 +45,20 @@ fn whitelist_passes_blocks_and_unions() {
         "Read",
         json!({"file_path": sb.project.join("CLAUDE.md")})
     )));
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine find-sessions today"})
-    )));
-    assert!(denied(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&bash(&sb, "engine find-sessions today")));
+    assert!(denied(&grep(&sb)));
     assert!(denied(&call(
         &sb,
         "Read",
         json!({"file_path": sb.project.join("docs/TOC.md")})
     )));
-    assert!(
-        allowed(&call(&sb, "Bash", json!({"command": "engine log x"}))),
-        "bypass"
-    );
+    assert!(allowed(&bash(&sb, "engine log x")), "bypass");
 }
 
 #[test]
 fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
     let sb = session_with(&json!({"lifecycle": "completed"}));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason()
             .contains("no active session (lifecycle: completed)"),
@@ -60,26 +66,22 @@ fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
         a.reason()
     );
     let sb = session_with(&json!({}));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     let sb = session_with(&json!({"lifecycle": "idle"}));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason().starts_with("[block: idle-gate]\n[block: idle]"),
         "{}",
         a.reason()
     );
-    assert!(allowed(&call(
-        &sb,
-        "Bash",
-        json!({"command": "engine session idle"})
-    )));
+    assert!(allowed(&bash(&sb, "engine session idle")));
 }
 
 #[test]
 fn counters_are_per_transcript_and_eq_fires_only_at_three() {
     let sb = session_with(&json!({}));
     for _ in 0..2 {
-        call(&sb, "Bash", json!({"command": "ls"}));
+        bash(&sb, "ls");
     }
     let other = sb.run(
         super::BIN,
@@ -94,9 +96,9 @@ fn counters_are_per_transcript_and_eq_fires_only_at_three() {
         ),
         (2, 1)
     );
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(stash(&sb.state("s")).len(), 1, "warn at exactly 3");
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(stash(&sb.state("s")).len(), 1, "not again at 4");
 }
 
@@ -106,7 +108,7 @@ fn block_beats_allow_but_the_allow_rule_is_still_delivered() {
     let mut state = sb.state("s");
     state["toolCallsByTranscript"] = json!({"test.jsonl": 9});
     write_state(&sb, &state);
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(denied(&a));
     let state = sb.state("s");
     let entries = stash(&state);
@@ -139,7 +141,7 @@ fn union_of_blocking_whitelists_prevents_a_deadlock() {
     write_state(&sb, &state);
     assert!(allowed(&call(&sb, "Skill", json!({"skill": "do"}))));
     assert!(allowed(&call(&sb, "Task", json!({}))));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert!(
         a.reason()
             .starts_with("[block: session-gate, heartbeat-block]\n"),
@@ -153,7 +155,7 @@ fn warn_escalates_to_block() {
     let sb = session_with(&json!({}));
     let mut kinds = Vec::new();
     for _ in 0..10 {
-        let a = call(&sb, "Bash", json!({"command": "git status"}));
+        let a = bash(&sb, "git status");
         kinds.push(a.decision());
     }
     assert_eq!(kinds.iter().filter(|k| *k == "deny").count(), 1);
@@ -194,7 +196,7 @@ fn unknown_triggers_are_skipped_and_missing_fields_defaulted() {
             {"id": "bare", "trigger": {"type": "phase", "condition": {"matches": "X"}}, "payload": {"text": "hi"}}
         ]),
     );
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     let entries = stash(&sb.state("s"));
     assert_eq!(entries.len(), 1, "bare rule: inline + allow by default");
     assert_eq!(entries[0]["content"], "hi");
@@ -203,23 +205,18 @@ fn unknown_triggers_are_skipped_and_missing_fields_defaulted() {
 #[test]
 fn overflowed_skips_counting_and_kill_requested_allows() {
     let sb = session_with(&json!({"overflowed": true}));
-    call(&sb, "Bash", json!({"command": "ls"}));
+    bash(&sb, "ls");
     assert_eq!(counter(&sb.state("s"), "test.jsonl"), 0);
     let sb = session_with(&json!({"killRequested": true, "lifecycle": "completed"}));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
 }
 
 #[test]
 fn a_custom_preload_rule_matches_once() {
     let sb = session_with(&json!({"currentPhase": "1: X"}));
-    let file = sb.project.join("docs/TOC.md");
-    guards(
-        &sb,
-        &json!([{"id": "toc", "trigger": {"type": "phase", "condition": {"matches": "X"}},
-            "payload": {"preload": [file]}, "mode": "preload", "urgency": "allow", "inject": "once"}]),
-    );
-    let first = call(&sb, "Bash", json!({"command": "ls"}));
-    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    let file = preload_toc_rule(&sb, "toc", "allow");
+    let first = bash(&sb, "ls");
+    let second = bash(&sb, "ls");
     // The call's own PreToolUse answer carries the file; nothing is left for the stash.
     assert!(
         first
@@ -238,13 +235,8 @@ fn a_custom_preload_rule_matches_once() {
 #[test]
 fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
     let sb = session_with(&json!({"currentPhase": "1: X"}));
-    let file = sb.project.join("docs/TOC.md");
-    guards(
-        &sb,
-        &json!([{"id": "must-have", "trigger": {"type": "phase", "condition": {"matches": "X"}},
-            "payload": {"preload": [file]}, "mode": "preload", "urgency": "block", "inject": "once"}]),
-    );
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let file = preload_toc_rule(&sb, "must-have", "block");
+    let a = grep(&sb);
     assert_eq!(
         a.reason(),
         format!(
@@ -253,26 +245,25 @@ fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
         )
     );
     assert_eq!(sb.delivery_count("docs/TOC.md"), 1);
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))), "once");
+    assert!(allowed(&grep(&sb)), "once");
 }
 
 #[test]
 fn overflow_threshold_follows_config_and_disable_auto_compact() {
     let sb = session_with(&json!({"contextUsage": 0.6}));
-    let grep = || call(&sb, "Grep", json!({"pattern": "x"}));
-    assert!(allowed(&grep()));
+    assert!(allowed(&grep(&sb)));
     fs::write(
         sb.home.join(".claude/engine/config.sh"),
         "OVERFLOW_THRESHOLD=0.5\n",
     )
     .unwrap();
-    assert!(denied(&grep()));
+    assert!(denied(&grep(&sb)));
     let mut sb2 = session_with(&json!({"contextUsage": 0.80}));
     sb2.extra_env
         .push(("DISABLE_AUTO_COMPACT".into(), "1".into()));
-    assert!(allowed(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb2)));
     sb2.extra_env.clear();
-    assert!(denied(&call(&sb2, "Grep", json!({"pattern": "x"}))));
+    assert!(denied(&grep(&sb2)));
 }
 
 #[test]
@@ -289,7 +280,7 @@ fn read_throttle_blocks_only_read() {
         json!({"file_path": sb.project.join("docs/TOC.md")}),
     );
     assert!(a.reason().starts_with("[block: read-throttle]\n"));
-    assert!(allowed(&call(&sb, "Grep", json!({"pattern": "x"}))));
+    assert!(allowed(&grep(&sb)));
     assert!(allowed(&sub_call(
         &sb,
         "a1",
@@ -310,7 +301,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
         pending.push(f.to_string_lossy().into_owned());
     }
     sb.active_session("s", &json!({"pendingPreloads": pending}));
-    let first = call(&sb, "Bash", json!({"command": "ls"}));
+    let first = bash(&sb, "ls");
     let carried = first.context().chars().count();
     assert!(carried > 0 && carried <= 9_500, "{carried}");
     let state = sb.state("s");
@@ -322,7 +313,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
     assert!(left > 0 && left < 12, "{left} left");
     // A second call with the stash not yet drained carries more in its own answer, and
     // stashes nothing more.
-    let second = call(&sb, "Bash", json!({"command": "ls"}));
+    let second = bash(&sb, "ls");
     assert!(second.context().chars().count() <= 9_500);
     assert_eq!(stash(&sb.state("s")), stashed);
     assert!(strings(&sb.state("s"), "pendingPreloads").len() < left);
@@ -330,7 +321,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
     while !strings(&sb.state("s"), "pendingPreloads").is_empty() && rounds < 12 {
         let out = sb.run("preload-injections", json!({"tool_name": "Bash"}));
         out.assert_contract();
-        call(&sb, "Bash", json!({"command": "ls"}));
+        bash(&sb, "ls");
         rounds += 1;
     }
     assert!(strings(&sb.state("s"), "pendingPreloads").is_empty());
@@ -341,11 +332,7 @@ fn the_stash_stays_within_the_budget_and_the_rest_stays_queued() {
 #[test]
 fn before_activation_the_seed_lends_its_queue_and_the_gate_applies() {
     let sb = Sandbox::new();
-    let toc = sb
-        .project
-        .join("docs/TOC.md")
-        .to_string_lossy()
-        .into_owned();
+    let toc = p(&sb, "docs/TOC.md");
     fs::create_dir_all(sb.seed_path().parent().unwrap()).unwrap();
     fs::write(
         sb.seed_path(),
@@ -415,7 +402,7 @@ fn paste_rules_type_into_tmux_when_present() {
     sb.extra_env
         .push(("TMUX".into(), "/tmp/tmux-1/default,1,0".into()));
     sb.extra_env.push(("TMUX_PANE".into(), "%7".into()));
-    let a = call(&sb, "Grep", json!({"pattern": "x"}));
+    let a = grep(&sb);
     assert_eq!(a.reason(), "[block: nudge]\n/session dehydrate");
     let deadline = Instant::now() + Duration::from_secs(10);
     while fs::read_to_string(&record).map_or(0, |t| t.lines().count()) < 2
