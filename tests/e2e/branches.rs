@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -34,14 +33,10 @@ fn audit(s: &Scenario, args: &[&str]) -> (Value, Option<i32>) {
 
 /// [`audit`] in `world`.
 fn audit_in(world: &World, args: &[&str]) -> (Value, Option<i32>) {
-    let out = Command::new(world.prefix().join("preload"))
-        .arg("audit")
-        .arg("--json")
+    let out = world
+        .user_command(world.prefix().join("preload"))
+        .args(["audit", "--json"])
         .args(args)
-        .env_clear()
-        .env("HOME", &world.sandbox.home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&world.sandbox.project)
         .output()
         .expect("run preload audit");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -301,13 +296,11 @@ fn preload_audit_reads_what_the_client_wrote() {
     let receipt = audit_agrees(&s, &id, &got);
     assert_eq!(receipt["duplicates"], json!([standard]), "{receipt}");
     // `preload doctor` audits the latest conversation and names the file.
-    let doctor = Command::new(s.world.prefix().join("preload"))
+    let doctor = s
+        .world
+        .user_command(s.world.prefix().join("preload"))
         .args(["doctor", "--prefix"])
         .arg(s.world.prefix())
-        .env_clear()
-        .env("HOME", &s.world.sandbox.home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&s.world.sandbox.project)
         .output()
         .expect("run preload doctor");
     let said = String::from_utf8_lossy(&doctor.stdout);

@@ -1,6 +1,7 @@
 //! The real Claude Code client: where it is installed, whether it starts, and one bounded
 //! `claude -p` run against the scripted model.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -272,25 +273,16 @@ pub fn start(
         cmd.arg("--plugin-dir").arg(dir);
     }
     let log = options.log.as_ref().unwrap_or(&sandbox.log);
-    cmd.env_clear()
-        .env(env::HOME, &sandbox.home)
-        .env("PATH", world.path_var())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder")
-        .env(env::PRELOAD_TEST_LOG, log)
-        .env(env::TMPDIR, sandbox.root())
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("NO_COLOR", "1")
-        .env("LANG", "C.UTF-8")
-        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&world.cwd)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&out_path).expect("client stdout file"))
-        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    let base_url = server.base_url();
+    let own: [(&str, &OsStr); 6] = [
+        ("ANTHROPIC_BASE_URL", base_url.as_ref()),
+        ("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder".as_ref()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".as_ref()),
+        ("DISABLE_AUTOUPDATER", "1".as_ref()),
+        ("DISABLE_TELEMETRY", "1".as_ref()),
+        ("DISABLE_ERROR_REPORTING", "1".as_ref()),
+    ];
+    in_world(&mut cmd, world, log, &own, (&out_path, &err_path));
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn the Claude Code client");
     Running {
@@ -301,6 +293,34 @@ pub fn start(
         out_path,
         err_path,
     }
+}
+
+/// Gives a client's `cmd` the world it runs in: only the world's `HOME`, `PATH`, delivery `log`
+/// and temporary directories in its environment, the client's `own` variables, then the
+/// world's `client_env` over them; it runs in the world's `cwd` with no input, writing its
+/// output to the `files` (stdout, stderr).
+pub fn in_world(
+    cmd: &mut Command,
+    world: &World,
+    log: &Path,
+    own: &[(&str, &OsStr)],
+    files: (&Path, &Path),
+) {
+    let sandbox = &world.sandbox;
+    cmd.env_clear()
+        .env(env::HOME, &sandbox.home)
+        .env("PATH", world.path_var())
+        .env(env::PRELOAD_TEST_LOG, log)
+        .env(env::TMPDIR, sandbox.root())
+        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .envs(own.iter().copied())
+        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&world.cwd)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(files.0).expect("client stdout file"))
+        .stderr(fs::File::create(files.1).expect("client stderr file"));
 }
 
 /// One whole run: [`start`], then [`Running::wait`].

@@ -6,7 +6,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -23,7 +22,7 @@ use crate::support::{
     self, Paths, assert_clean, compaction_point, delivered_to_main, deliveries, dump, notice,
     request_summary, resume_point, union,
 };
-use crate::world::{SESSION_START_CHUNKS, World};
+use crate::world::{SESSION_START_CHUNKS, World, succeeded};
 use preload_test_support::sandbox::{Wiring, bin, repo};
 
 mod resume;
@@ -341,24 +340,14 @@ impl CodexScenario {
 fn install(world: &mut World, codex_home: &Path, trust: Trust) {
     let dispatch = world.sandbox.wiring == Wiring::Dispatch;
     let trusting = trust == Trust::Installed;
-    let out = Command::new(bin("preload"))
+    let mut install = world.user_command(bin("preload"));
+    install
         .args(["install", "--agent", "codex"])
         .args(dispatch.then_some("--dispatch"))
         .args(trusting.then_some("--trust-project"))
-        .env_clear()
-        .env("HOME", &world.sandbox.home)
-        .env("CODEX_HOME", codex_home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&world.sandbox.project)
-        .output()
-        .expect("run `preload install --agent codex`");
+        .env("CODEX_HOME", codex_home);
+    let out = succeeded(install, "preload install --agent codex");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "`preload install --agent codex` failed ({}):\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
     if trusting {
         assert!(
             stdout.contains(" hooks trusted in ") && stdout.contains("trusted\n"),

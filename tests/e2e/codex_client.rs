@@ -1,15 +1,14 @@
 //! The real Codex CLI: where it is installed, whether it starts, its private `CODEX_HOME`
 //! pointed at the scripted model, and one bounded `codex exec` run.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use preload_core::primitives::env;
-
-use crate::client::Run;
+use crate::client::{Run, in_world};
 use crate::codex_model::CodexModel;
 use crate::world::World;
 use preload_test_support::sandbox::repo;
@@ -177,23 +176,13 @@ pub fn run(
     if let Some(id) = forked {
         cmd.arg(id);
     }
-    cmd.arg(prompt)
-        .env_clear()
-        .env(env::HOME, &sandbox.home)
-        .env("CODEX_HOME", codex_home)
-        .env("PATH", world.path_var())
-        .env("SHELL", "/bin/bash")
-        .env(KEY_ENV, "e2e-placeholder")
-        .env(env::PRELOAD_TEST_LOG, &sandbox.log)
-        .env(env::TMPDIR, sandbox.root())
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
-        .env("NO_COLOR", "1")
-        .env("LANG", "C.UTF-8")
-        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&world.cwd)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&out_path).expect("client stdout file"))
-        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    cmd.arg(prompt);
+    let own: [(&str, &OsStr); 3] = [
+        ("CODEX_HOME", codex_home.as_ref()),
+        ("SHELL", "/bin/bash".as_ref()),
+        (KEY_ENV, "e2e-placeholder".as_ref()),
+    ];
+    in_world(&mut cmd, world, &sandbox.log, &own, (&out_path, &err_path));
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn the Codex CLI");
     let pid = child.id();

@@ -662,13 +662,7 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         &after,
         &saved,
     );
-    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(&union(&expected, &kept), &logged_after),
-        &saved,
-    );
+    s.assert_after_compaction(&after, &expected, &kept, split, &saved);
 }
 
 /// The client compacts right after a response of two parallel reads (their results are
@@ -733,13 +727,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
     }
     let mut expected = p.core_standards();
     expected.extend(p.phase_one());
-    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(&union(&expected, &kept), &logged_after),
-        &saved,
-    );
+    s.assert_after_compaction(&after, &expected, &kept, split, &saved);
 }
 
 #[test]
