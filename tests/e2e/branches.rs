@@ -158,28 +158,42 @@ fn fork_steps(s: &Scenario) -> Vec<Step> {
 /// twice (the fork holds its parent's history, with everything the hooks added to it), and
 /// what became due in the fork arrived in it, once.
 fn assert_fork(s: &Scenario, got: &Received, (parent, fork): (&str, &str), saved: &Path) {
-    let due = due_in_the_branch(&s.paths());
-    assert_branch(
-        s.name,
-        got,
-        &due,
-        "became due in the fork and arrives there",
-        saved,
-    );
-    let receipt = audit_agrees(s, fork, got);
-    assert_eq!(
-        receipt["duplicates"],
-        json!([]),
-        "{}: the fork receives nothing twice ({})",
-        s.name,
-        saved.display()
-    );
+    let transcript = transcript_of(s, fork);
+    let receipt = assert_fork_audited(s.name, &s.world, &transcript, got, saved);
     assert_eq!(
         receipt["forkedFrom"],
         json!(parent),
         "{}: the transcript names the conversation the fork was made from",
         s.name
     );
+}
+
+/// The checks of a fork's conversation `got`, whichever client made it: no call locked out by
+/// the session gate, what became due in the fork arrived in it, once, and the audit of its
+/// `transcript` agrees with `got` and finds nothing twice. The audit's receipt.
+pub fn assert_fork_audited(
+    name: &str,
+    world: &World,
+    transcript: &Path,
+    got: &Received,
+    saved: &Path,
+) -> Value {
+    let due = due_in_the_branch(&Paths::new(world));
+    assert_branch(
+        name,
+        got,
+        &due,
+        "became due in the fork and arrives there",
+        saved,
+    );
+    let receipt = transcript_agrees(name, world, transcript, got);
+    assert_eq!(
+        receipt["duplicates"],
+        json!([]),
+        "{name}: the fork receives nothing twice ({})",
+        saved.display()
+    );
+    receipt
 }
 
 /// A first conversation, then its fork (`--resume A --fork-session`) with [`fork_steps`],
@@ -209,12 +223,8 @@ fn a_fork_starts_as_its_parents_window_and_gets_nothing_twice() {
         return;
     };
     let (forked, _) = fork_of_a_first_conversation(&s);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(forked.pid),
-        "the fork's client works in the session"
-    );
+    s.world
+        .assert_session_owner(forked.pid, "the fork's client works in the session");
 }
 
 /// The same fork when one owner PID stands for every client (the engine's `run.sh` exports

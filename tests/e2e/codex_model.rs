@@ -213,11 +213,7 @@ fn output_item(step: &Step, n: usize) -> Value {
 /// The texts of one input item (a message's parts, a tool's output).
 fn item_texts(item: &Value) -> Vec<String> {
     match &item["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str().map(str::to_owned))
-            .collect(),
+        Value::String(_) | Value::Array(_) => model::message_texts(item),
         _ => item["output"]
             .as_str()
             .map(str::to_owned)

@@ -2,6 +2,8 @@
 //! judged by what the model received. Every context is checked against the hooks' own delivery
 //! log: each file they delivered reached the model exactly once.
 
+use std::path::PathBuf;
+
 use serde_json::json;
 
 use crate::client::Options;
@@ -303,12 +305,9 @@ pub fn check_implement_lifecycle(s: &Scenario) {
         "the synthesis rule speaks once, in phase 4"
     );
 
+    s.world
+        .assert_session_owner(run.pid, "the owner PID is the client's (CLAUDE_PID)");
     let state = s.world.session_state().expect("the session was activated");
-    assert_eq!(
-        state["pid"],
-        json!(run.pid),
-        "the owner PID is the client's (CLAUDE_PID)"
-    );
     assert_eq!(state["currentPhase"], "4: Synthesis");
     s.world.sandbox.assert_no_duplicates();
 }
@@ -375,6 +374,20 @@ fn resume_does_not_resend_what_the_conversation_holds() {
         read(&s.world, "packages/estimate/src/parser.ts"),
         bash("ls packages"),
     ];
+    resume_into_phase_one(&s, id, second, &[]);
+}
+
+/// A resume of conversation `id` with `second` ("Carry on."): the resumed conversation holds
+/// the standards, `also`, phase 1's commands and the core directives, each once, and what the
+/// hooks delivered after the resume after its prompt ([`assert_resumed`]); the skill's protocol
+/// once, phase 1's commands within their phase; the resuming client owns the session. The
+/// resumed conversation, with the file its requests are saved in.
+fn resume_into_phase_one(
+    s: &Scenario,
+    id: String,
+    second: Vec<Step>,
+    also: &[String],
+) -> (Received, PathBuf) {
     let options = Options {
         resume: Some(id),
         ..Options::default()
@@ -385,17 +398,15 @@ fn resume_does_not_resend_what_the_conversation_holds() {
     let p = s.paths();
     let phase1 = p.phase_one();
     let mut expected = p.core_standards();
+    expected.extend(also.iter().cloned());
     expected.extend(phase1.clone());
     expected.extend(p.core_directives());
-    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    assert_resumed(s, &got, "session activate", "Carry on.", &expected, &saved);
     s.assert_skill_once("resumed", &got, &saved);
     s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(resumed.pid),
-        "the resuming client owns the session"
-    );
+    s.world
+        .assert_session_owner(resumed.pid, "the resuming client owns the session");
+    (got, saved)
 }
 
 /// A conversation resumed before it activated a session: the first client's SessionEnd turned
@@ -479,21 +490,10 @@ fn goes_on_from_the_seed(s: &Scenario, id: String) {
         read(&s.world, "packages/estimate/src/parser.ts"),
         bash("ls packages"),
     ];
-    let options = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
-    let resumed = s.run_with(Script::main(second), "Carry on.", &options);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
-    let p = s.paths();
-    let phase1 = p.phase_one();
-    let mut expected = p.core_standards();
-    expected.push(p.project("docs/TOC.md"));
-    expected.extend(phase1.clone());
-    expected.extend(p.core_directives());
-    let mut at_start = p.core_standards();
-    at_start.push(p.project("docs/TOC.md"));
+    let toc = s.paths().project("docs/TOC.md");
+    let (got, saved) = resume_into_phase_one(s, id, second, std::slice::from_ref(&toc));
+    let mut at_start = s.paths().core_standards();
+    at_start.push(toc);
     let first_call = got
         .messages
         .iter()
@@ -505,15 +505,6 @@ fn goes_on_from_the_seed(s: &Scenario, id: String) {
         &got.check_arrives_within(&at_start, 0, first_call, "before the first tool call"),
         &got,
         &saved,
-    );
-    assert_resumed(s, &got, "session activate", "Carry on.", &expected, &saved);
-    s.assert_skill_once("resumed", &got, &saved);
-    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(resumed.pid),
-        "the resuming client owns the session"
     );
 }
 

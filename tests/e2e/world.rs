@@ -488,6 +488,12 @@ impl World {
     pub fn session_state(&self) -> Option<Value> {
         self.state_of(SESSION)
     }
+
+    /// The session was activated and its owner PID is `pid` (`whose` says whose it should be).
+    pub fn assert_session_owner(&self, pid: u32, whose: &str) {
+        let state = self.session_state().expect("the session was activated");
+        assert_eq!(state["pid"], json!(pid), "{whose}");
+    }
 }
 
 /// The (command, arguments) of every handler of `event` in a settings document.
