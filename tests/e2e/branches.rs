@@ -200,11 +200,7 @@ pub fn assert_fork_audited(
 /// checked by [`assert_fork`]: the fork's run and conversation.
 fn fork_of_a_first_conversation(s: &Scenario) -> (crate::client::Run, Received) {
     let parent = first_conversation(s);
-    let options = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
+    let options = Options::forking(&parent);
     let forked = s.run_with(Script::main(fork_steps(s)), "Go on in a fork.", &options);
     let fork = forked.session_id().expect("the fork's session id");
     assert_ne!(fork, parent, "a fork is a conversation of its own");
@@ -349,6 +345,21 @@ fn supervised() -> World {
     world
 }
 
+/// The last main conversation, which must not hold the prompt `left` of a branch it left
+/// (`why` says so when it does), with the file its requests are saved in.
+fn last_without(s: &Scenario, left: &str, why: &str) -> (Received, PathBuf) {
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the last main conversation");
+    assert_eq!(
+        got.count_text(left),
+        0,
+        "{}: {why} ({})",
+        s.name,
+        saved.display()
+    );
+    (got, saved)
+}
+
 /// A conversation resumed, then rewound (`--resume A --resume-session-at <uuid>`) to before the
 /// resumed run: what that run carried (phase 2's commands, the package's directives) is out of
 /// the client's context, and arrives again, once, on the new branch.
@@ -358,27 +369,15 @@ fn a_rewind_gets_back_what_it_took_out(name: &'static str, world: World) {
     };
     let id = first_conversation(&s);
     let cut = last_answer(&s, &id);
-    let resumed = Options {
-        resume: Some(id.clone()),
-        ..Options::default()
-    };
+    let resumed = Options::resuming(&id);
     s.run_with(Script::main(fork_steps(&s)), "Carry on.", &resumed);
     let rewound = Options {
-        resume: Some(id.clone()),
         resume_at: Some(cut),
-        ..Options::default()
+        ..Options::resuming(&id)
     };
     let steps = vec![bash("ls packages"), bash("ls packages/estimate/src")];
     s.run_with(Script::main(steps), "Let us go another way.", &rewound);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the rewound conversation");
-    assert_eq!(
-        got.count_text("Carry on."),
-        0,
-        "{}: the client dropped the rewound turns ({})",
-        s.name,
-        saved.display()
-    );
+    let (got, saved) = last_without(&s, "Carry on.", "the client dropped the rewound turns");
     let taken = due_in_the_branch(&s.paths());
     let why = "was carried by a rewound turn and arrives again on the new branch";
     assert_branch(s.name, &got, &taken, why, &saved);
@@ -410,26 +409,15 @@ fn a_resume_of_the_parent_after_a_fork_sends_nothing_twice() {
         return;
     };
     let parent = first_conversation(&s);
-    let fork = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
+    let fork = Options::forking(&parent);
     s.run_with(Script::main(fork_steps(&s)), "Go on in a fork.", &fork);
-    let back = Options {
-        resume: Some(parent.clone()),
-        ..Options::default()
-    };
+    let back = Options::resuming(&parent);
     let steps = vec![read(&s.world, "packages/estimate/src/total.ts"), bash("ls")];
     s.run_with(Script::main(steps), "Back to the first.", &back);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the parent's conversation");
-    assert_eq!(
-        got.count_text("Go on in a fork."),
-        0,
-        "{}: the last conversation is the parent's ({})",
-        s.name,
-        saved.display()
+    let (got, saved) = last_without(
+        &s,
+        "Go on in a fork.",
+        "the last conversation is the parent's",
     );
     assert_eq!(
         got.count_text("session-gate"),

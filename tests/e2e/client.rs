@@ -198,6 +198,24 @@ pub struct Options {
     pub auto_answer: bool,
 }
 
+impl Options {
+    /// `--resume <id>`, nothing else.
+    pub fn resuming(id: impl Into<String>) -> Self {
+        Self {
+            resume: Some(id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// `--resume <id> --fork-session`, nothing else.
+    pub fn forking(id: impl Into<String>) -> Self {
+        Self {
+            fork: true,
+            ..Self::resuming(id)
+        }
+    }
+}
+
 /// A started client run; [`Running::wait`] bounds it by [`RUN_TIMEOUT`].
 pub struct Running {
     child: std::process::Child,

@@ -17,7 +17,7 @@ use crate::codex_model::{
 };
 use crate::model::Request;
 use crate::received::Received;
-use crate::scenario::{PHASE_CALLS, activate, log, phase};
+use crate::scenario::{PHASE_CALLS, activate, assert_within_phase_calls, log, phase};
 use crate::support::{
     self, Paths, assert_clean, compaction_point, delivered_to_main, deliveries, dump, notice,
     request_summary, resume_point, union,
@@ -277,15 +277,9 @@ impl CodexScenario {
         let from = got
             .bash_call(needle)
             .unwrap_or_else(|| panic!("{}: {what}: no call {needle}", self.name));
-        let by = got.after_ordinary_calls(from, PHASE_CALLS);
         let when = format!("within {PHASE_CALLS} ordinary tool calls of {needle}");
-        assert_clean(
-            self.name,
-            &format!("{what}: {when}"),
-            &got.check_arrives_within(files, from, by, &when),
-            got,
-            saved,
-        );
+        let what = format!("{what}: {when}");
+        assert_within_phase_calls(self.name, &what, got, files, (from, from), &when, saved);
     }
 
     /// The client applied [`glossary_patch`], and `directive` arrived whole with it or within

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::model::{Script, Step, bash, heavy, tool};
 use crate::received::Received;
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate};
+use crate::scenario::{IMPLEMENT_PROMPT, Scenario, activate, assert_within_phase_calls};
 use crate::scenarios::not_by_the_client;
 use crate::support::{assert_clean, compaction_point, delivered_to_main, union};
 use crate::world::{SESSION, World};
@@ -70,12 +70,15 @@ fn a_chosen_mode_and_a_second_skill_bring_only_their_own_files_once() {
         .bash_call("session activate sessions/e2e test")
         .expect("the activation of /test");
     let own = p.test_skill_own();
-    let by = got.after_ordinary_calls(activated, PHASE_CALLS);
-    assert_clean(
+    let after_start = (switched, activated);
+    let when = "after /test starts";
+    assert_within_phase_calls(
         s.name,
         "/test's own files",
-        &got.check_arrives_within(&own, switched, by, "after /test starts"),
         &got,
+        &own,
+        after_start,
+        when,
         &saved,
     );
     // Nothing that was in context when `/test` started comes again.

@@ -24,6 +24,7 @@ use crate::support::{
     report_cost,
 };
 use crate::world::World;
+use preload_test_support::engine_model::CORE;
 
 mod points;
 
@@ -265,17 +266,9 @@ impl EnginePaths {
     }
 
     fn core_standards(&self) -> Vec<String> {
-        [
-            "COMMANDS.md",
-            "INVARIANTS.md",
-            "SIGILS.md",
-            "commands/CMD_DEHYDRATE.md",
-            "commands/CMD_RESUME_SESSION.md",
-            "commands/CMD_PARSE_PARAMETERS.md",
-        ]
-        .iter()
-        .map(|f| self.directives.join(f).to_string_lossy().into_owned())
-        .collect()
+        CORE.iter()
+            .map(|f| self.directives.join(f).to_string_lossy().into_owned())
+            .collect()
     }
 
     fn project(&self, rel: &str) -> String {
@@ -473,10 +466,7 @@ fn run_and_gather(s: &Scenario) -> (Judged, PathBuf) {
     let after_run1 = s.server.requests().len();
     let log_after_run1 = log_len(s.log());
     // Run 2: `claude -p /compact --resume <id>`.
-    let resume = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
+    let resume = Options::resuming(id);
     s.run_with(Script::main(Vec::new()), "/compact", &resume);
     let after_run2 = s.server.requests().len();
     let log_after_run2 = log_len(s.log());

@@ -265,14 +265,13 @@ impl Scenario {
         let entered = got
             .bash_call(&needle)
             .unwrap_or_else(|| panic!("{}: {what}: no transition to {label}", self.name));
-        let calls = PHASE_CALLS;
-        let by = got.after_ordinary_calls(entered, calls);
-        let when = format!("within {calls} ordinary tool calls of entering {label}");
-        assert_clean(
+        assert_within_phase_calls(
             self.name,
             &format!("{what}: phase {label}'s commands"),
-            &got.check_arrives_within(files, entered, by, &when),
             got,
+            files,
+            (entered, entered),
+            &format!("within {PHASE_CALLS} ordinary tool calls of entering {label}"),
             saved,
         );
     }
@@ -280,3 +279,20 @@ impl Scenario {
 
 /// How many ordinary tool calls after entering a phase its commands may take to reach the model.
 pub const PHASE_CALLS: usize = 2;
+
+/// `files` arrived whole in `got` after message `from` and within [`PHASE_CALLS`] ordinary tool
+/// calls of message `start` (`when` says so in a problem); a problem fails scenario `name`'s
+/// check `what`.
+pub fn assert_within_phase_calls(
+    name: &str,
+    what: &str,
+    got: &Received,
+    files: &[String],
+    (from, start): (usize, usize),
+    when: &str,
+    saved: &Path,
+) {
+    let by = got.after_ordinary_calls(start, PHASE_CALLS);
+    let problems = got.check_arrives_within(files, from, by, when);
+    assert_clean(name, what, &problems, got, saved);
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::client::Options;
-use crate::model::{Script, Step, bash, heavy, tool};
+use crate::model::{Request, Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
 use crate::support::{
@@ -388,10 +388,7 @@ fn resume_into_phase_one(
     second: Vec<Step>,
     also: &[String],
 ) -> (Received, PathBuf) {
-    let options = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
+    let options = Options::resuming(id);
     let resumed = s.run_with(Script::main(second), "Carry on.", &options);
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
@@ -577,21 +574,10 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
 
     let phase1 = p.phase_one();
-    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
-    assert!(
-        after
-            .text_position("continued from a previous conversation")
-            .is_some(),
-        "the last conversation is the compacted one"
-    );
     // The client summarises the conversation up to the exchange in flight and keeps that
     // exchange (the heavy step's call, its result and what the hooks added to it) after the
     // summary: what the hooks delivered on that call is in the new context, not the old one.
-    let kept = after.kept_across_compaction();
-    notice(&format!(
-        "{}: kept across the compaction with the call in flight: {kept:?}",
-        s.name
-    ));
+    let (after, kept) = after_compaction(&s, &requests, "the call in flight");
     let logged_before = delivered_to_main(s.log(), 0, split);
     let strays: Vec<String> = kept
         .iter()
@@ -656,6 +642,28 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     s.assert_after_compaction(&after, &expected, &kept, split, &saved);
 }
 
+/// The last conversation, which must be the compacted one (it goes on from the client's
+/// summary), and what the client kept across the compaction with `in_flight`.
+fn after_compaction(
+    s: &Scenario,
+    requests: &[Request],
+    in_flight: &str,
+) -> (Received, Vec<String>) {
+    let after = Received::last_of(requests, "main").expect("the conversation after compaction");
+    assert!(
+        after
+            .text_position("continued from a previous conversation")
+            .is_some(),
+        "the last conversation is the compacted one"
+    );
+    let kept = after.kept_across_compaction();
+    notice(&format!(
+        "{}: kept across the compaction with {in_flight}: {kept:?}",
+        s.name
+    ));
+    (after, kept)
+}
+
 /// The client compacts right after a response of two parallel reads (their results are
 /// heavy): it keeps every call of that response with what the hooks added to each, so the files
 /// either carried are in the new context: neither SessionStart nor a later read beside them may
@@ -692,18 +700,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
     let (requests, saved) = s.requests();
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
-    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
-    assert!(
-        after
-            .text_position("continued from a previous conversation")
-            .is_some(),
-        "the last conversation is the compacted one"
-    );
-    let kept = after.kept_across_compaction();
-    notice(&format!(
-        "{}: kept across the compaction with the calls in flight: {kept:?}",
-        s.name
-    ));
+    let (after, kept) = after_compaction(&s, &requests, "the calls in flight");
     // Each of these only the read beside it discovers: both kept means both calls were.
     for own in [
         "docs/.directives/INVARIANTS.md",

@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::model::{Script, bash, tool};
 use crate::received::Received;
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, phase};
+use crate::scenario::{
+    IMPLEMENT_PROMPT, Scenario, activate, agent, assert_within_phase_calls, phase,
+};
 use crate::support::{assert_clean, delivered_to_sub, union};
 use crate::world::World;
 
@@ -61,12 +63,13 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     let held_by_main = p.cmds(&["CMD_REPORT_INTENT", "CMD_PARSE_PARAMETERS"]);
     let mut own = held_by_main.clone();
     own.extend(p.test_skill_own());
-    let by = sub_got.after_ordinary_calls(called, PHASE_CALLS);
-    assert_clean(
+    assert_within_phase_calls(
         s.name,
         "sub-agent: /test's phase 0",
-        &sub_got.check_arrives_within(&own, called, by, "after the sub-agent's Skill call"),
         &sub_got,
+        &own,
+        (called, called),
+        "after the sub-agent's Skill call",
         &saved,
     );
     s.assert_context(
