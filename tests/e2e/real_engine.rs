@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::client::Options;
 use crate::model::{Kind, ModelServer, Script, Step, bash, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, edit_total, write_plan};
 use crate::support::{
     client_or_skip, compaction_point, delivered_to_main, deliveries, events, notice, record,
     report_cost,
@@ -103,11 +103,6 @@ const PHASES: &[(&str, &str)] = &[
 /// a log before the heartbeat warns, a Read in the package in phase 1 (its core directives) and
 /// a Write and an Edit in it in phase 3.A (the directives `/implement` declares).
 fn first_run(world: &World) -> Vec<Step> {
-    let notes = world
-        .sandbox
-        .project
-        .join("packages/estimate/notes/plan.md");
-    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
     vec![
         activate(),
         bash("ls packages/estimate"),
@@ -126,15 +121,8 @@ fn first_run(world: &World) -> Vec<Step> {
         bash("ls packages/estimate/src"),
         log("Path chosen: inline"),
         phase("3.A", "Build Loop"),
-        tool(
-            "Write",
-            json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
-        ),
-        tool(
-            "Edit",
-            json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
-                "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
-        ),
+        write_plan(world),
+        edit_total(world),
         log("Total edited"),
         bash("ls packages/estimate/notes"),
     ]

@@ -89,6 +89,29 @@ pub fn read(world: &World, rel: &str) -> Step {
     )
 }
 
+/// A Write of a short plan into a new directory of the project's package
+/// (`packages/estimate/notes/plan.md`).
+pub fn write_plan(world: &World) -> Step {
+    let notes = world
+        .sandbox
+        .project
+        .join("packages/estimate/notes/plan.md");
+    tool(
+        "Write",
+        json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
+    )
+}
+
+/// An Edit of the package's `total.ts` (the sum's names).
+pub fn edit_total(world: &World) -> Step {
+    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
+    tool(
+        "Edit",
+        json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
+            "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
+    )
+}
+
 /// A scenario's client, world and server, set up (product installed) or skipped.
 pub struct Scenario {
     /// Its name (also the directory of its saved requests).

@@ -9,7 +9,10 @@ use serde_json::json;
 use crate::client::Options;
 use crate::model::{Request, Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
+use crate::scenario::{
+    IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, edit_total, log, phase, read,
+    write_plan,
+};
 use crate::support::{
     Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,
     resume_point, union,
@@ -44,11 +47,6 @@ fn ask_depth() -> Step {
 /// the skill's declared ones) and in the build loop (a Write into a new directory, which also
 /// brings the package's checklist).
 fn implement_lifecycle(world: &World) -> Vec<Step> {
-    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
-    let notes = world
-        .sandbox
-        .project
-        .join("packages/estimate/notes/plan.md");
     vec![
         activate(),
         bash("ls packages/estimate"),
@@ -62,15 +60,8 @@ fn implement_lifecycle(world: &World) -> Vec<Step> {
         bash("ls packages/estimate/tests"),
         log("plan written"),
         phase("3.A: Build Loop"),
-        tool(
-            "Write",
-            json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
-        ),
-        tool(
-            "Edit",
-            json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
-                "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
-        ),
+        write_plan(world),
+        edit_total(world),
         log("total edited"),
         phase("4: Synthesis"),
         bash("ls packages/estimate"),
