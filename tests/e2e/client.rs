@@ -41,41 +41,35 @@ fn find_and_probe() -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The client `var` names, when it is set: the file, or why it is not one.
-pub fn client_from_env(var: &str) -> Option<Result<PathBuf, String>> {
-    let path = PathBuf::from(std::env::var_os(var).filter(|p| !p.is_empty())?);
-    Some(if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("{var}={} is not a file", path.display()))
-    })
+/// A client executable: the file `var` names when it is set (or why it is not one), else the
+/// first of the `installed` packages' files under `.e2e/node_modules` that is a real
+/// executable (a wrapper package's placeholder stub is a few hundred bytes), else why there is
+/// none: `what` is not installed there and `var` is not set.
+pub fn find_client(var: &str, installed: &[&str], what: &str) -> Result<PathBuf, String> {
+    if let Some(named) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(named);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{var}={} is not a file", path.display()))
+        };
+    }
+    let local = repo().join(".e2e/node_modules");
+    installed
+        .iter()
+        .map(|rel| local.join(rel))
+        .find(|c| fs::metadata(c).is_ok_and(|m| m.is_file() && m.len() > 1 << 20))
+        .ok_or_else(|| format!("{what} is not installed in .e2e/ and {var} is not set"))
 }
 
 fn find() -> Result<PathBuf, String> {
-    if let Some(named) = client_from_env(CLIENT_ENV) {
-        return named;
-    }
-    let local = repo().join(".e2e/node_modules");
-    let candidates = [
-        local.join("@anthropic-ai/claude-code/bin/claude.exe"),
-        local.join("@anthropic-ai/claude-code-linux-x64/claude"),
-        local.join("@anthropic-ai/claude-code-linux-arm64/claude"),
+    let installed = [
+        "@anthropic-ai/claude-code/bin/claude.exe",
+        "@anthropic-ai/claude-code-linux-x64/claude",
+        "@anthropic-ai/claude-code-linux-arm64/claude",
     ];
-    candidates
-        .iter()
-        .find(|c| is_native(c))
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "the Claude Code client {CLIENT_VERSION} is not installed in .e2e/ and \
-                 {CLIENT_ENV} is not set"
-            )
-        })
-}
-
-/// A real executable (the wrapper package's placeholder stub is a few hundred bytes).
-fn is_native(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 1 << 20)
+    let what = format!("the Claude Code client {CLIENT_VERSION}");
+    find_client(CLIENT_ENV, &installed, &what)
 }
 
 /// `claude --version` must start and answer in a clean environment; the project-local install
@@ -262,10 +256,6 @@ pub fn start(
     prompt: &str,
     options: &Options,
 ) -> Running {
-    let sandbox = &world.sandbox;
-    let n = world.next_run();
-    let out_path = sandbox.root().join(format!("client-{n}.out"));
-    let err_path = sandbox.root().join(format!("client-{n}.err"));
     let mut cmd = Command::new(claude);
     cmd.arg("-p")
         .arg(prompt)
@@ -290,7 +280,7 @@ pub fn start(
     if let Some(dir) = &world.plugin_dir {
         cmd.arg("--plugin-dir").arg(dir);
     }
-    let log = options.log.as_ref().unwrap_or(&sandbox.log);
+    let log = options.log.as_ref().unwrap_or(&world.sandbox.log);
     let base_url = server.base_url();
     let own: [(&str, &OsStr); 6] = [
         ("ANTHROPIC_BASE_URL", base_url.as_ref()),
@@ -300,7 +290,7 @@ pub fn start(
         ("DISABLE_TELEMETRY", "1".as_ref()),
         ("DISABLE_ERROR_REPORTING", "1".as_ref()),
     ];
-    in_world(&mut cmd, world, log, &own, (&out_path, &err_path));
+    let (out_path, err_path) = in_world(&mut cmd, world, log, &own, "client");
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn the Claude Code client");
     Running {
@@ -316,15 +306,19 @@ pub fn start(
 /// Gives a client's `cmd` the world it runs in: only the world's `HOME`, `PATH`, delivery `log`
 /// and temporary directories in its environment, the client's `own` variables, then the
 /// world's `client_env` over them; it runs in the world's `cwd` with no input, writing its
-/// output to the `files` (stdout, stderr).
+/// output to files of the run named after the client (`<name>-<run>.out` and `.err` in the
+/// sandbox), which it returns.
 pub fn in_world(
     cmd: &mut Command,
     world: &World,
     log: &Path,
     own: &[(&str, &OsStr)],
-    files: (&Path, &Path),
-) {
+    name: &str,
+) -> (PathBuf, PathBuf) {
     let sandbox = &world.sandbox;
+    let n = world.next_run();
+    let out_path = sandbox.root().join(format!("{name}-{n}.out"));
+    let err_path = sandbox.root().join(format!("{name}-{n}.err"));
     cmd.env_clear()
         .env(env::HOME, &sandbox.home)
         .env("PATH", world.path_var())
@@ -337,8 +331,9 @@ pub fn in_world(
         .envs(world.client_env.iter().map(|(k, v)| (k, v)))
         .current_dir(&world.cwd)
         .stdin(Stdio::null())
-        .stdout(fs::File::create(files.0).expect("client stdout file"))
-        .stderr(fs::File::create(files.1).expect("client stderr file"));
+        .stdout(fs::File::create(&out_path).expect("client stdout file"))
+        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    (out_path, err_path)
 }
 
 /// One whole run: [`start`], then [`Running::wait`].
