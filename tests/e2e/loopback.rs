@@ -34,11 +34,11 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// A scripted model: the script it answers from (of type `S`, replaced between client runs)
-/// and the count of the answers it gave, which numbers the ids it hands out.
+/// and the counter that numbers the ids it hands out.
 pub struct Scripted<S> {
     /// The steps still to answer.
     pub script: Mutex<S>,
-    /// Answers given so far.
+    /// How many ids it has handed out.
     pub ids: AtomicUsize,
 }
 
