@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -34,14 +33,10 @@ fn audit(s: &Scenario, args: &[&str]) -> (Value, Option<i32>) {
 
 /// [`audit`] in `world`.
 fn audit_in(world: &World, args: &[&str]) -> (Value, Option<i32>) {
-    let out = Command::new(world.prefix().join("preload"))
-        .arg("audit")
-        .arg("--json")
+    let out = world
+        .user_command(world.prefix().join("preload"))
+        .args(["audit", "--json"])
         .args(args)
-        .env_clear()
-        .env("HOME", &world.sandbox.home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&world.sandbox.project)
         .output()
         .expect("run preload audit");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -163,22 +158,8 @@ fn fork_steps(s: &Scenario) -> Vec<Step> {
 /// twice (the fork holds its parent's history, with everything the hooks added to it), and
 /// what became due in the fork arrived in it, once.
 fn assert_fork(s: &Scenario, got: &Received, (parent, fork): (&str, &str), saved: &Path) {
-    let due = due_in_the_branch(&s.paths());
-    assert_branch(
-        s.name,
-        got,
-        &due,
-        "became due in the fork and arrives there",
-        saved,
-    );
-    let receipt = audit_agrees(s, fork, got);
-    assert_eq!(
-        receipt["duplicates"],
-        json!([]),
-        "{}: the fork receives nothing twice ({})",
-        s.name,
-        saved.display()
-    );
+    let transcript = transcript_of(s, fork);
+    let receipt = assert_fork_audited(s.name, &s.world, &transcript, got, saved);
     assert_eq!(
         receipt["forkedFrom"],
         json!(parent),
@@ -187,15 +168,39 @@ fn assert_fork(s: &Scenario, got: &Received, (parent, fork): (&str, &str), saved
     );
 }
 
+/// The checks of a fork's conversation `got`, whichever client made it: no call locked out by
+/// the session gate, what became due in the fork arrived in it, once, and the audit of its
+/// `transcript` agrees with `got` and finds nothing twice. The audit's receipt.
+pub fn assert_fork_audited(
+    name: &str,
+    world: &World,
+    transcript: &Path,
+    got: &Received,
+    saved: &Path,
+) -> Value {
+    let due = due_in_the_branch(&Paths::new(world));
+    assert_branch(
+        name,
+        got,
+        &due,
+        "became due in the fork and arrives there",
+        saved,
+    );
+    let receipt = transcript_agrees(name, world, transcript, got);
+    assert_eq!(
+        receipt["duplicates"],
+        json!([]),
+        "{name}: the fork receives nothing twice ({})",
+        saved.display()
+    );
+    receipt
+}
+
 /// A first conversation, then its fork (`--resume A --fork-session`) with [`fork_steps`],
 /// checked by [`assert_fork`]: the fork's run and conversation.
 fn fork_of_a_first_conversation(s: &Scenario) -> (crate::client::Run, Received) {
     let parent = first_conversation(s);
-    let options = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
+    let options = Options::forking(&parent);
     let forked = s.run_with(Script::main(fork_steps(s)), "Go on in a fork.", &options);
     let fork = forked.session_id().expect("the fork's session id");
     assert_ne!(fork, parent, "a fork is a conversation of its own");
@@ -214,12 +219,8 @@ fn a_fork_starts_as_its_parents_window_and_gets_nothing_twice() {
         return;
     };
     let (forked, _) = fork_of_a_first_conversation(&s);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(forked.pid),
-        "the fork's client works in the session"
-    );
+    s.world
+        .assert_session_owner(forked.pid, "the fork's client works in the session");
 }
 
 /// The same fork when one owner PID stands for every client (the engine's `run.sh` exports
@@ -301,13 +302,11 @@ fn preload_audit_reads_what_the_client_wrote() {
     let receipt = audit_agrees(&s, &id, &got);
     assert_eq!(receipt["duplicates"], json!([standard]), "{receipt}");
     // `preload doctor` audits the latest conversation and names the file.
-    let doctor = Command::new(s.world.prefix().join("preload"))
+    let doctor = s
+        .world
+        .user_command(s.world.prefix().join("preload"))
         .args(["doctor", "--prefix"])
         .arg(s.world.prefix())
-        .env_clear()
-        .env("HOME", &s.world.sandbox.home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&s.world.sandbox.project)
         .output()
         .expect("run preload doctor");
     let said = String::from_utf8_lossy(&doctor.stdout);
@@ -346,6 +345,21 @@ fn supervised() -> World {
     world
 }
 
+/// The last main conversation, which must not hold the prompt `left` of a branch it left
+/// (`why` says so when it does), with the file its requests are saved in.
+fn last_without(s: &Scenario, left: &str, why: &str) -> (Received, PathBuf) {
+    let (requests, saved) = s.requests();
+    let got = Received::last_of(&requests, "main").expect("the last main conversation");
+    assert_eq!(
+        got.count_text(left),
+        0,
+        "{}: {why} ({})",
+        s.name,
+        saved.display()
+    );
+    (got, saved)
+}
+
 /// A conversation resumed, then rewound (`--resume A --resume-session-at <uuid>`) to before the
 /// resumed run: what that run carried (phase 2's commands, the package's directives) is out of
 /// the client's context, and arrives again, once, on the new branch.
@@ -355,27 +369,15 @@ fn a_rewind_gets_back_what_it_took_out(name: &'static str, world: World) {
     };
     let id = first_conversation(&s);
     let cut = last_answer(&s, &id);
-    let resumed = Options {
-        resume: Some(id.clone()),
-        ..Options::default()
-    };
+    let resumed = Options::resuming(&id);
     s.run_with(Script::main(fork_steps(&s)), "Carry on.", &resumed);
     let rewound = Options {
-        resume: Some(id.clone()),
         resume_at: Some(cut),
-        ..Options::default()
+        ..Options::resuming(&id)
     };
     let steps = vec![bash("ls packages"), bash("ls packages/estimate/src")];
     s.run_with(Script::main(steps), "Let us go another way.", &rewound);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the rewound conversation");
-    assert_eq!(
-        got.count_text("Carry on."),
-        0,
-        "{}: the client dropped the rewound turns ({})",
-        s.name,
-        saved.display()
-    );
+    let (got, saved) = last_without(&s, "Carry on.", "the client dropped the rewound turns");
     let taken = due_in_the_branch(&s.paths());
     let why = "was carried by a rewound turn and arrives again on the new branch";
     assert_branch(s.name, &got, &taken, why, &saved);
@@ -407,26 +409,15 @@ fn a_resume_of_the_parent_after_a_fork_sends_nothing_twice() {
         return;
     };
     let parent = first_conversation(&s);
-    let fork = Options {
-        resume: Some(parent.clone()),
-        fork: true,
-        ..Options::default()
-    };
+    let fork = Options::forking(&parent);
     s.run_with(Script::main(fork_steps(&s)), "Go on in a fork.", &fork);
-    let back = Options {
-        resume: Some(parent.clone()),
-        ..Options::default()
-    };
+    let back = Options::resuming(&parent);
     let steps = vec![read(&s.world, "packages/estimate/src/total.ts"), bash("ls")];
     s.run_with(Script::main(steps), "Back to the first.", &back);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the parent's conversation");
-    assert_eq!(
-        got.count_text("Go on in a fork."),
-        0,
-        "{}: the last conversation is the parent's ({})",
-        s.name,
-        saved.display()
+    let (got, saved) = last_without(
+        &s,
+        "Go on in a fork.",
+        "the last conversation is the parent's",
     );
     assert_eq!(
         got.count_text("session-gate"),

@@ -1,6 +1,7 @@
 //! The real Claude Code client: where it is installed, whether it starts, and one bounded
 //! `claude -p` run against the scripted model.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,41 +41,35 @@ fn find_and_probe() -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The client `var` names, when it is set: the file, or why it is not one.
-pub fn client_from_env(var: &str) -> Option<Result<PathBuf, String>> {
-    let path = PathBuf::from(std::env::var_os(var).filter(|p| !p.is_empty())?);
-    Some(if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("{var}={} is not a file", path.display()))
-    })
+/// A client executable: the file `var` names when it is set (or why it is not one), else the
+/// first of the `installed` packages' files under `.e2e/node_modules` that is a real
+/// executable (a wrapper package's placeholder stub is a few hundred bytes), else why there is
+/// none: `what` is not installed there and `var` is not set.
+pub fn find_client(var: &str, installed: &[&str], what: &str) -> Result<PathBuf, String> {
+    if let Some(named) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(named);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{var}={} is not a file", path.display()))
+        };
+    }
+    let local = repo().join(".e2e/node_modules");
+    installed
+        .iter()
+        .map(|rel| local.join(rel))
+        .find(|c| fs::metadata(c).is_ok_and(|m| m.is_file() && m.len() > 1 << 20))
+        .ok_or_else(|| format!("{what} is not installed in .e2e/ and {var} is not set"))
 }
 
 fn find() -> Result<PathBuf, String> {
-    if let Some(named) = client_from_env(CLIENT_ENV) {
-        return named;
-    }
-    let local = repo().join(".e2e/node_modules");
-    let candidates = [
-        local.join("@anthropic-ai/claude-code/bin/claude.exe"),
-        local.join("@anthropic-ai/claude-code-linux-x64/claude"),
-        local.join("@anthropic-ai/claude-code-linux-arm64/claude"),
+    let installed = [
+        "@anthropic-ai/claude-code/bin/claude.exe",
+        "@anthropic-ai/claude-code-linux-x64/claude",
+        "@anthropic-ai/claude-code-linux-arm64/claude",
     ];
-    candidates
-        .iter()
-        .find(|c| is_native(c))
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "the Claude Code client {CLIENT_VERSION} is not installed in .e2e/ and \
-                 {CLIENT_ENV} is not set"
-            )
-        })
-}
-
-/// A real executable (the wrapper package's placeholder stub is a few hundred bytes).
-fn is_native(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 1 << 20)
+    let what = format!("the Claude Code client {CLIENT_VERSION}");
+    find_client(CLIENT_ENV, &installed, &what)
 }
 
 /// `claude --version` must start and answer in a clean environment; the project-local install
@@ -197,6 +192,24 @@ pub struct Options {
     pub auto_answer: bool,
 }
 
+impl Options {
+    /// `--resume <id>`, nothing else.
+    pub fn resuming(id: impl Into<String>) -> Self {
+        Self {
+            resume: Some(id.into()),
+            ..Self::default()
+        }
+    }
+
+    /// `--resume <id> --fork-session`, nothing else.
+    pub fn forking(id: impl Into<String>) -> Self {
+        Self {
+            fork: true,
+            ..Self::resuming(id)
+        }
+    }
+}
+
 /// A started client run; [`Running::wait`] bounds it by [`RUN_TIMEOUT`].
 pub struct Running {
     child: std::process::Child,
@@ -243,10 +256,6 @@ pub fn start(
     prompt: &str,
     options: &Options,
 ) -> Running {
-    let sandbox = &world.sandbox;
-    let n = world.next_run();
-    let out_path = sandbox.root().join(format!("client-{n}.out"));
-    let err_path = sandbox.root().join(format!("client-{n}.err"));
     let mut cmd = Command::new(claude);
     cmd.arg("-p")
         .arg(prompt)
@@ -271,26 +280,17 @@ pub fn start(
     if let Some(dir) = &world.plugin_dir {
         cmd.arg("--plugin-dir").arg(dir);
     }
-    let log = options.log.as_ref().unwrap_or(&sandbox.log);
-    cmd.env_clear()
-        .env(env::HOME, &sandbox.home)
-        .env("PATH", world.path_var())
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder")
-        .env(env::PRELOAD_TEST_LOG, log)
-        .env(env::TMPDIR, sandbox.root())
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("NO_COLOR", "1")
-        .env("LANG", "C.UTF-8")
-        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&world.cwd)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&out_path).expect("client stdout file"))
-        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    let log = options.log.as_ref().unwrap_or(&world.sandbox.log);
+    let base_url = server.base_url();
+    let own: [(&str, &OsStr); 6] = [
+        ("ANTHROPIC_BASE_URL", base_url.as_ref()),
+        ("ANTHROPIC_API_KEY", "sk-ant-e2e-placeholder".as_ref()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".as_ref()),
+        ("DISABLE_AUTOUPDATER", "1".as_ref()),
+        ("DISABLE_TELEMETRY", "1".as_ref()),
+        ("DISABLE_ERROR_REPORTING", "1".as_ref()),
+    ];
+    let (out_path, err_path) = in_world(&mut cmd, world, log, &own, "client");
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn the Claude Code client");
     Running {
@@ -301,6 +301,39 @@ pub fn start(
         out_path,
         err_path,
     }
+}
+
+/// Gives a client's `cmd` the world it runs in: only the world's `HOME`, `PATH`, delivery `log`
+/// and temporary directories in its environment, the client's `own` variables, then the
+/// world's `client_env` over them; it runs in the world's `cwd` with no input, writing its
+/// output to files of the run named after the client (`<name>-<run>.out` and `.err` in the
+/// sandbox), which it returns.
+pub fn in_world(
+    cmd: &mut Command,
+    world: &World,
+    log: &Path,
+    own: &[(&str, &OsStr)],
+    name: &str,
+) -> (PathBuf, PathBuf) {
+    let sandbox = &world.sandbox;
+    let n = world.next_run();
+    let out_path = sandbox.root().join(format!("{name}-{n}.out"));
+    let err_path = sandbox.root().join(format!("{name}-{n}.err"));
+    cmd.env_clear()
+        .env(env::HOME, &sandbox.home)
+        .env("PATH", world.path_var())
+        .env(env::PRELOAD_TEST_LOG, log)
+        .env(env::TMPDIR, sandbox.root())
+        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .envs(own.iter().copied())
+        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&world.cwd)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).expect("client stdout file"))
+        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    (out_path, err_path)
 }
 
 /// One whole run: [`start`], then [`Running::wait`].

@@ -6,7 +6,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -18,12 +17,12 @@ use crate::codex_model::{
 };
 use crate::model::Request;
 use crate::received::Received;
-use crate::scenario::{PHASE_CALLS, activate, log, phase};
+use crate::scenario::{PHASE_CALLS, activate, assert_within_phase_calls, log, phase};
 use crate::support::{
     self, Paths, assert_clean, compaction_point, delivered_to_main, deliveries, dump, notice,
     request_summary, resume_point, union,
 };
-use crate::world::{SESSION_START_CHUNKS, World};
+use crate::world::{SESSION_START_CHUNKS, World, succeeded};
 use preload_test_support::sandbox::{Wiring, bin, repo};
 
 mod resume;
@@ -278,15 +277,9 @@ impl CodexScenario {
         let from = got
             .bash_call(needle)
             .unwrap_or_else(|| panic!("{}: {what}: no call {needle}", self.name));
-        let by = got.after_ordinary_calls(from, PHASE_CALLS);
         let when = format!("within {PHASE_CALLS} ordinary tool calls of {needle}");
-        assert_clean(
-            self.name,
-            &format!("{what}: {when}"),
-            &got.check_arrives_within(files, from, by, &when),
-            got,
-            saved,
-        );
+        let what = format!("{what}: {when}");
+        assert_within_phase_calls(self.name, &what, got, files, (from, from), &when, saved);
     }
 
     /// The client applied [`glossary_patch`], and `directive` arrived whole with it or within
@@ -341,24 +334,14 @@ impl CodexScenario {
 fn install(world: &mut World, codex_home: &Path, trust: Trust) {
     let dispatch = world.sandbox.wiring == Wiring::Dispatch;
     let trusting = trust == Trust::Installed;
-    let out = Command::new(bin("preload"))
+    let mut install = world.user_command(bin("preload"));
+    install
         .args(["install", "--agent", "codex"])
         .args(dispatch.then_some("--dispatch"))
         .args(trusting.then_some("--trust-project"))
-        .env_clear()
-        .env("HOME", &world.sandbox.home)
-        .env("CODEX_HOME", codex_home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&world.sandbox.project)
-        .output()
-        .expect("run `preload install --agent codex`");
+        .env("CODEX_HOME", codex_home);
+    let out = succeeded(install, "preload install --agent codex");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "`preload install --agent codex` failed ({}):\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
     if trusting {
         assert!(
             stdout.contains(" hooks trusted in ") && stdout.contains("trusted\n"),

@@ -1,18 +1,16 @@
 //! The real Codex CLI: where it is installed, whether it starts, its private `CODEX_HOME`
 //! pointed at the scripted model, and one bounded `codex exec` run.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use preload_core::primitives::env;
-
-use crate::client::Run;
+use crate::client::{Run, in_world};
 use crate::codex_model::CodexModel;
 use crate::world::World;
-use preload_test_support::sandbox::repo;
 
 /// The Codex CLI version the Codex scenarios are written against (`make e2e-setup` installs
 /// exactly this).
@@ -53,27 +51,15 @@ pub fn codex_or_skip(scenario: &str) -> Option<PathBuf> {
 }
 
 fn find() -> Result<PathBuf, String> {
-    if let Some(named) = crate::client::client_from_env(CODEX_ENV) {
-        return named;
-    }
     // The native binary of the platform package (the npm wrapper only starts it).
-    let local = repo().join(".e2e/node_modules/@openai");
-    let candidates = [
-        local.join("codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
-        local.join("codex-linux-arm64/vendor/aarch64-unknown-linux-musl/bin/codex"),
-        local.join("codex-darwin-arm64/vendor/aarch64-apple-darwin/bin/codex"),
-        local.join("codex-darwin-x64/vendor/x86_64-apple-darwin/bin/codex"),
+    let installed = [
+        "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+        "@openai/codex-linux-arm64/vendor/aarch64-unknown-linux-musl/bin/codex",
+        "@openai/codex-darwin-arm64/vendor/aarch64-apple-darwin/bin/codex",
+        "@openai/codex-darwin-x64/vendor/x86_64-apple-darwin/bin/codex",
     ];
-    candidates
-        .iter()
-        .find(|c| fs::metadata(c).is_ok_and(|m| m.is_file() && m.len() > 1 << 20))
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "the Codex CLI {CODEX_VERSION} is not installed in .e2e/ and {CODEX_ENV} is not \
-                 set"
-            )
-        })
+    let what = format!("the Codex CLI {CODEX_VERSION}");
+    crate::client::find_client(CODEX_ENV, &installed, &what)
 }
 
 /// `codex --version` must start and answer in a clean environment; the project-local install
@@ -153,10 +139,6 @@ pub fn run(
     mode: Mode,
     bypass: bool,
 ) -> Run {
-    let sandbox = &world.sandbox;
-    let n = world.next_run();
-    let out_path = sandbox.root().join(format!("codex-{n}.out"));
-    let err_path = sandbox.root().join(format!("codex-{n}.err"));
     let mut cmd = Command::new(codex);
     cmd.arg("exec");
     let forked = match mode {
@@ -177,23 +159,13 @@ pub fn run(
     if let Some(id) = forked {
         cmd.arg(id);
     }
-    cmd.arg(prompt)
-        .env_clear()
-        .env(env::HOME, &sandbox.home)
-        .env("CODEX_HOME", codex_home)
-        .env("PATH", world.path_var())
-        .env("SHELL", "/bin/bash")
-        .env(KEY_ENV, "e2e-placeholder")
-        .env(env::PRELOAD_TEST_LOG, &sandbox.log)
-        .env(env::TMPDIR, sandbox.root())
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sandbox.root())
-        .env("NO_COLOR", "1")
-        .env("LANG", "C.UTF-8")
-        .envs(world.client_env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&world.cwd)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&out_path).expect("client stdout file"))
-        .stderr(fs::File::create(&err_path).expect("client stderr file"));
+    cmd.arg(prompt);
+    let own: [(&str, &OsStr); 3] = [
+        ("CODEX_HOME", codex_home.as_ref()),
+        ("SHELL", "/bin/bash".as_ref()),
+        (KEY_ENV, "e2e-placeholder".as_ref()),
+    ];
+    let (out_path, err_path) = in_world(&mut cmd, world, &world.sandbox.log, &own, "codex");
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn the Codex CLI");
     let pid = child.id();

@@ -6,16 +6,15 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::loopback::{Answer, Handler, Loopback};
+use crate::loopback::{Answer, Handler, Loopback, Scripted};
 
 use crate::model::{self, Kind, Request};
-use crate::received::{Message, Received};
+use crate::received::{Message, Received, compaction_body};
 
 /// How long a server lives at most, whatever the test does.
 pub const LIFETIME: Duration = Duration::from_secs(150);
@@ -99,116 +98,85 @@ impl Script {
 }
 
 /// The Responses API model the server answers with: its script and the ids it hands out.
-struct Responses {
-    script: Mutex<Script>,
-    ids: AtomicUsize,
-}
+type Responses = Scripted<Script>;
 
 impl Handler for Responses {
+    const HEADERS: &'static str = "cache-control: no-cache\r\n";
+
+    /// Classifies a request and builds the answer.
     fn answer(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
-        let (kind, status, content_type, body) = answer(method, path, body, self);
-        Answer {
-            kind,
-            status,
-            content_type,
-            headers: "cache-control: no-cache\r\n",
-            body,
+        const JSON: &str = "application/json";
+        if method != "POST" || !path.trim_end_matches('/').ends_with("/responses") {
+            return (
+                Kind::Other,
+                "404 Not Found",
+                JSON,
+                br#"{"error":{"message":"not scripted"}}"#.to_vec(),
+            );
         }
+        let Some(body) = body else {
+            return (
+                Kind::Side,
+                "400 Bad Request",
+                JSON,
+                br#"{"error":{"message":"body is not JSON"}}"#.to_vec(),
+            );
+        };
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let (kind, step) = if is_compaction(body) {
+            (Kind::Compaction, Step::Text(SUMMARY.into()))
+        } else if has_tools {
+            let step = self
+                .script
+                .lock()
+                .expect("script lock")
+                .steps
+                .pop_front()
+                .unwrap_or_else(|| Step::Text(FINAL_TEXT.into()));
+            (Kind::Turn("main".into()), step)
+        } else {
+            (Kind::Side, Step::Text("Scripted side answer".into()))
+        };
+        let (step, input_tokens) = match step {
+            Step::Heavy(inner) => (*inner, HEAVY_INPUT_TOKENS),
+            other => (other, LIGHT_INPUT_TOKENS),
+        };
+        let n = self.ids.fetch_add(1, Ordering::SeqCst);
+        let item = output_item(&step, n);
+        let mut out = String::new();
+        let mut event = |data: &Value| {
+            let _ = write!(
+                out,
+                "event: {}\ndata: {data}\n\n",
+                data["type"].as_str().unwrap_or("")
+            );
+        };
+        let id = format!("resp_e2e_{n:04}");
+        event(&json!({"type": "response.created", "response": {"id": id}}));
+        event(&json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+        event(
+            &json!({"type": "response.completed", "response": {"id": id, "usage": {
+            "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + 10}}}),
+        );
+        (kind, "200 OK", "text/event-stream", out.into_bytes())
     }
 }
 
 /// The running server; stops when dropped.
-pub struct CodexModel(Loopback<Responses>);
+pub type CodexModel = Loopback<Responses>;
 
 impl CodexModel {
     /// Starts a server on `127.0.0.1:0` with an empty script, for [`LIFETIME`] at most.
     pub fn start() -> Self {
-        let model = Responses {
-            script: Mutex::new(Script::default()),
-            ids: AtomicUsize::new(0),
-        };
-        Self(Loopback::start(model, LIFETIME))
+        Self::listen(Scripted::new(Script::default()), LIFETIME)
     }
 
     /// The provider's `base_url` for the client's `config.toml`.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.0.addr())
+        format!("http://{}/v1", self.addr())
     }
-
-    /// Replaces the script (for the next client run).
-    pub fn set_script(&self, script: Script) {
-        *self.0.handler().script.lock().expect("script lock") = script;
-    }
-
-    /// Every request recorded so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.0.requests()
-    }
-}
-
-/// Classifies a request and builds the answer: (kind, status line, content type, body).
-fn answer(
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-    shared: &Responses,
-) -> (Kind, &'static str, &'static str, Vec<u8>) {
-    const JSON: &str = "application/json";
-    if method != "POST" || !path.trim_end_matches('/').ends_with("/responses") {
-        return (
-            Kind::Other,
-            "404 Not Found",
-            JSON,
-            br#"{"error":{"message":"not scripted"}}"#.to_vec(),
-        );
-    }
-    let Some(body) = body else {
-        return (
-            Kind::Side,
-            "400 Bad Request",
-            JSON,
-            br#"{"error":{"message":"body is not JSON"}}"#.to_vec(),
-        );
-    };
-    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let (kind, step) = if is_compaction(body) {
-        (Kind::Compaction, Step::Text(SUMMARY.into()))
-    } else if has_tools {
-        let step = shared
-            .script
-            .lock()
-            .expect("script lock")
-            .steps
-            .pop_front()
-            .unwrap_or_else(|| Step::Text(FINAL_TEXT.into()));
-        (Kind::Turn("main".into()), step)
-    } else {
-        (Kind::Side, Step::Text("Scripted side answer".into()))
-    };
-    let (step, input_tokens) = match step {
-        Step::Heavy(inner) => (*inner, HEAVY_INPUT_TOKENS),
-        other => (other, LIGHT_INPUT_TOKENS),
-    };
-    let n = shared.ids.fetch_add(1, Ordering::SeqCst);
-    let item = output_item(&step, n);
-    let mut out = String::new();
-    let mut event = |data: &Value| {
-        let _ = write!(
-            out,
-            "event: {}\ndata: {data}\n\n",
-            data["type"].as_str().unwrap_or("")
-        );
-    };
-    let id = format!("resp_e2e_{n:04}");
-    event(&json!({"type": "response.created", "response": {"id": id}}));
-    event(&json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
-    event(
-        &json!({"type": "response.completed", "response": {"id": id, "usage": {
-        "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": input_tokens + 10}}}),
-    );
-    (kind, "200 OK", "text/event-stream", out.into_bytes())
 }
 
 /// Whether a request is the client's compaction request: no tools, and its last user message
@@ -245,11 +213,7 @@ fn output_item(step: &Step, n: usize) -> Value {
 /// The texts of one input item (a message's parts, a tool's output).
 fn item_texts(item: &Value) -> Vec<String> {
     match &item["content"] {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str().map(str::to_owned))
-            .collect(),
+        Value::String(_) | Value::Array(_) => model::message_texts(item),
         _ => item["output"]
             .as_str()
             .map(str::to_owned)
@@ -360,12 +324,7 @@ pub fn last_turn(requests: &[Request]) -> Option<Received> {
 
 /// The conversation the client asked the model to summarise (the last compaction request).
 pub fn compacted(requests: &[Request]) -> Option<Received> {
-    requests
-        .iter()
-        .rev()
-        .find(|r| r.kind == Kind::Compaction)
-        .and_then(|r| r.body.as_ref())
-        .map(received)
+    compaction_body(requests).map(received)
 }
 
 #[cfg(test)]

@@ -286,14 +286,11 @@ fn the_client_keeps_every_session_start_context_of_a_resume_but_drops_repeated_t
     );
     first.assert_ok();
     server.set_script(Script::main(vec![crate::model::bash("echo two")]));
-    let options = client::Options {
-        resume: Some(
-            first
-                .session_id()
-                .expect("the client reports its session id"),
-        ),
-        ..client::Options::default()
-    };
+    let options = client::Options::resuming(
+        first
+            .session_id()
+            .expect("the client reports its session id"),
+    );
     let second = client::run(&claude, &world, &server, "Carry on.", &options);
     second.assert_ok();
     let requests = server.requests();
@@ -382,14 +379,11 @@ fn skill_reloads(
     let first = client::run(claude, &world, &server, prompt, &client::Options::default());
     first.assert_ok();
     let after_first = server.requests().len();
-    let resume = client::Options {
-        resume: Some(
-            first
-                .session_id()
-                .expect("the client reports its session id"),
-        ),
-        ..client::Options::default()
-    };
+    let resume = client::Options::resuming(
+        first
+            .session_id()
+            .expect("the client reports its session id"),
+    );
     server.set_script(Script::main(Vec::new()));
     client::run(claude, &world, &server, "/compact", &resume).assert_ok();
     server.set_script(Script::main(vec![crate::model::bash("echo three")]));
@@ -432,33 +426,40 @@ fn the_client_puts_a_skill_back_after_a_compaction_as_the_conversation_invoked_i
     let Some(claude) = client_or_skip(scenario) else {
         return;
     };
-    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByPrompt, false);
-    assert_eq!(run1, 1, "the prompt's expansion ({})", saved.display());
-    assert_eq!(
-        last,
-        0,
-        "a resumed process does not put back a skill the first one only expanded ({})",
-        saved.display()
-    );
-    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByPrompt, true);
-    assert_eq!(
-        run1,
-        1,
-        "the loading process puts the skill back after its compaction ({})",
-        saved.display()
-    );
-    assert_eq!(
-        last,
-        1,
-        "a resumed process recalls a skill an earlier compaction put back ({})",
-        saved.display()
-    );
-    let (run1, last, saved) = skill_reloads(&claude, scenario, Invoked::ByTool, false);
-    assert_eq!(run1, 1, "the Skill call's expansion ({})", saved.display());
-    assert_eq!(
-        last,
-        0,
-        "a resumed process does not put back a skill the model loaded with the Skill tool ({})",
-        saved.display()
-    );
+    // (how the skill was loaded, whether the first process compacted; the skill's expansions
+    // in run 1, and after the resumed process's compaction, each with what it shows)
+    let cases = [
+        (
+            (Invoked::ByPrompt, false),
+            (1, "the prompt's expansion"),
+            (
+                0,
+                "a resumed process does not put back a skill the first one only expanded",
+            ),
+        ),
+        (
+            (Invoked::ByPrompt, true),
+            (
+                1,
+                "the loading process puts the skill back after its compaction",
+            ),
+            (
+                1,
+                "a resumed process recalls a skill an earlier compaction put back",
+            ),
+        ),
+        (
+            (Invoked::ByTool, false),
+            (1, "the Skill call's expansion"),
+            (
+                0,
+                "a resumed process does not put back a skill the model loaded with the Skill tool",
+            ),
+        ),
+    ];
+    for ((invoked, compact_first), (in_run1, run1_shows), (in_last, last_shows)) in cases {
+        let (run1, last, saved) = skill_reloads(&claude, scenario, invoked, compact_first);
+        assert_eq!(run1, in_run1, "{run1_shows} ({})", saved.display());
+        assert_eq!(last, in_last, "{last_shows} ({})", saved.display());
+    }
 }

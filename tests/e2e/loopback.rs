@@ -21,25 +21,35 @@ pub const MAX_REQUESTS: usize = 400;
 /// Largest request body read.
 const MAX_BODY: usize = 32 << 20;
 
-/// One answer: how the request was classified, the status line, the content type, extra
-/// header lines (each ending in `\r\n`) and the body.
-pub struct Answer {
-    /// How the request was classified.
-    pub kind: Kind,
-    /// The status line after `HTTP/1.1 `.
-    pub status: &'static str,
-    /// The content type.
-    pub content_type: &'static str,
-    /// Extra header lines.
-    pub headers: &'static str,
-    /// The body (not sent for `HEAD`).
-    pub body: Vec<u8>,
-}
+/// One answer: how the request was classified, the status line after `HTTP/1.1 `, the content
+/// type and the body (not sent for `HEAD`).
+pub type Answer = (Kind, &'static str, &'static str, Vec<u8>);
 
 /// What makes a scripted model of the server: its answer to one request.
 pub trait Handler: Send + Sync + 'static {
+    /// Extra header lines of every answer (each ending in `\r\n`).
+    const HEADERS: &'static str;
     /// The answer to `method` `path` with its JSON `body` (when it parsed).
     fn answer(&self, method: &str, path: &str, body: Option<&Value>) -> Answer;
+}
+
+/// A scripted model: the script it answers from (of type `S`, replaced between client runs)
+/// and the counter that numbers the ids it hands out.
+pub struct Scripted<S> {
+    /// The steps still to answer.
+    pub script: Mutex<S>,
+    /// How many ids it has handed out.
+    pub ids: AtomicUsize,
+}
+
+impl<S> Scripted<S> {
+    /// A model answering from `script`, no answer given yet.
+    pub fn new(script: S) -> Self {
+        Self {
+            script: Mutex::new(script),
+            ids: AtomicUsize::new(0),
+        }
+    }
 }
 
 struct Shared<H> {
@@ -59,7 +69,7 @@ pub struct Loopback<H: Handler> {
 
 impl<H: Handler> Loopback<H> {
     /// Starts a server on `127.0.0.1:0` answering with `handler`, living `lifetime` at most.
-    pub fn start(handler: H, lifetime: Duration) -> Self {
+    pub fn listen(handler: H, lifetime: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         listener
             .set_nonblocking(true)
@@ -86,14 +96,19 @@ impl<H: Handler> Loopback<H> {
         self.addr
     }
 
-    /// The model answering.
-    pub fn handler(&self) -> &H {
-        &self.shared.handler
-    }
-
     /// Every request recorded so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.requests.lock().expect("requests lock").clone()
+    }
+}
+
+impl<S: Send + 'static> Loopback<Scripted<S>>
+where
+    Scripted<S>: Handler,
+{
+    /// Replaces the script (for the next client run).
+    pub fn set_script(&self, script: S) {
+        *self.shared.handler.script.lock().expect("script lock") = script;
     }
 }
 
@@ -172,7 +187,8 @@ fn serve<H: Handler>(stream: TcpStream, shared: &Shared<H>) -> std::io::Result<(
     };
     shared.served.fetch_add(1, Ordering::SeqCst);
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-    let answer = shared.handler.answer(&method, &path, parsed.as_ref());
+    let (kind, status, content_type, answer) =
+        shared.handler.answer(&method, &path, parsed.as_ref());
     shared
         .requests
         .lock()
@@ -180,19 +196,17 @@ fn serve<H: Handler>(stream: TcpStream, shared: &Shared<H>) -> std::io::Result<(
         .push(Request {
             method: method.clone(),
             path,
-            kind: answer.kind,
+            kind,
             body: parsed,
         });
     let head = format!(
-        "HTTP/1.1 {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}connection: close\r\n\r\n",
-        answer.status,
-        answer.content_type,
-        answer.body.len(),
-        answer.headers
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}connection: close\r\n\r\n",
+        answer.len(),
+        H::HEADERS
     );
     writer.write_all(head.as_bytes())?;
     if method != "HEAD" {
-        writer.write_all(&answer.body)?;
+        writer.write_all(&answer)?;
     }
     writer.flush()
 }

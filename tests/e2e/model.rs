@@ -4,13 +4,12 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::loopback::{Answer, Handler, Loopback};
+use crate::loopback::{Answer, Handler, Loopback, Scripted};
 
 /// How long a server lives at most, whatever the test does.
 pub const LIFETIME: Duration = Duration::from_secs(150);
@@ -137,26 +136,76 @@ pub struct Request {
 }
 
 /// The Messages API model the server answers with: its script and the ids it hands out.
-struct Messages {
-    script: Mutex<Script>,
-    ids: AtomicUsize,
-}
+type Messages = Scripted<Script>;
 
 impl Handler for Messages {
+    const HEADERS: &'static str = "request-id: req_e2e\r\n";
+
+    /// Classifies a request and builds the answer.
     fn answer(&self, method: &str, path: &str, body: Option<&Value>) -> Answer {
-        let (kind, status, content_type, body) = answer(method, path, body, self);
-        Answer {
-            kind,
-            status,
-            content_type,
-            headers: "request-id: req_e2e\r\n",
-            body,
+        const JSON: &str = "application/json";
+        if method != "POST" || !path.starts_with("/v1/messages") {
+            return (Kind::Other, "200 OK", JSON, b"{}".to_vec());
         }
+        let Some(body) = body else {
+            let error = json!({"type": "error",
+                "error": {"type": "invalid_request_error", "message": "body is not JSON"}});
+            return (
+                Kind::Side,
+                "400 Bad Request",
+                JSON,
+                error.to_string().into_bytes(),
+            );
+        };
+        if path.contains("count_tokens") {
+            let tokens = body.to_string().len() / 4;
+            return (
+                Kind::Side,
+                "200 OK",
+                JSON,
+                json!({"input_tokens": tokens}).to_string().into_bytes(),
+            );
+        }
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let (kind, step) = if last_user_text(body).contains(COMPACTION_MARKER) {
+            (
+                Kind::Compaction,
+                Step::Text("<summary>Scripted summary of the work so far.</summary>".into()),
+            )
+        } else if has_tools {
+            let (name, step) = self
+                .script
+                .lock()
+                .expect("script lock")
+                .next(&first_user_text(body));
+            (Kind::Turn(name), step)
+        } else {
+            (Kind::Side, Step::Text("Scripted side answer".into()))
+        };
+        let (step, input_tokens) = match step {
+            Step::Heavy(inner) => (*inner, HEAVY_INPUT_TOKENS),
+            other => (other, 10),
+        };
+        let content = content_blocks(&step, self);
+        let model = body["model"]
+            .as_str()
+            .unwrap_or("claude-scripted")
+            .to_owned();
+        // Every message needs its own id: the client merges the blocks of messages sharing one.
+        let id = format!("msg_e2e_{:04}", self.ids.fetch_add(1, Ordering::SeqCst));
+        if body["stream"].as_bool() == Some(true) {
+            let events = stream_events(&id, &model, &content, input_tokens);
+            return (kind, "200 OK", "text/event-stream", events);
+        }
+        let message = json!({"id": id, "type": "message", "role": "assistant",
+            "model": model, "content": content, "stop_reason": stop_reason(&content),
+            "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 5}});
+        (kind, "200 OK", JSON, message.to_string().into_bytes())
     }
 }
 
 /// The running server; stops when dropped.
-pub struct ModelServer(Loopback<Messages>);
+pub type ModelServer = Loopback<Messages>;
 
 impl ModelServer {
     /// Starts a server on `127.0.0.1:0` answering from `script`, for [`LIFETIME`] at most.
@@ -166,94 +215,13 @@ impl ModelServer {
 
     /// [`ModelServer::start`], living `lifetime` at most.
     pub fn start_for(script: Script, lifetime: Duration) -> Self {
-        let model = Messages {
-            script: Mutex::new(script),
-            ids: AtomicUsize::new(0),
-        };
-        Self(Loopback::start(model, lifetime))
+        Self::listen(Scripted::new(script), lifetime)
     }
 
     /// The base URL for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.0.addr())
+        format!("http://{}", self.addr())
     }
-
-    /// Replaces the script (for the next client run).
-    pub fn set_script(&self, script: Script) {
-        *self.0.handler().script.lock().expect("script lock") = script;
-    }
-
-    /// Every request recorded so far, in arrival order.
-    pub fn requests(&self) -> Vec<Request> {
-        self.0.requests()
-    }
-}
-
-/// Classifies a request and builds the answer: (kind, status line, content type, body).
-fn answer(
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-    shared: &Messages,
-) -> (Kind, &'static str, &'static str, Vec<u8>) {
-    const JSON: &str = "application/json";
-    if method != "POST" || !path.starts_with("/v1/messages") {
-        return (Kind::Other, "200 OK", JSON, b"{}".to_vec());
-    }
-    let Some(body) = body else {
-        let error = json!({"type": "error",
-            "error": {"type": "invalid_request_error", "message": "body is not JSON"}});
-        return (
-            Kind::Side,
-            "400 Bad Request",
-            JSON,
-            error.to_string().into_bytes(),
-        );
-    };
-    if path.contains("count_tokens") {
-        let tokens = body.to_string().len() / 4;
-        return (
-            Kind::Side,
-            "200 OK",
-            JSON,
-            json!({"input_tokens": tokens}).to_string().into_bytes(),
-        );
-    }
-    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let (kind, step) = if last_user_text(body).contains(COMPACTION_MARKER) {
-        (
-            Kind::Compaction,
-            Step::Text("<summary>Scripted summary of the work so far.</summary>".into()),
-        )
-    } else if has_tools {
-        let (name, step) = shared
-            .script
-            .lock()
-            .expect("script lock")
-            .next(&first_user_text(body));
-        (Kind::Turn(name), step)
-    } else {
-        (Kind::Side, Step::Text("Scripted side answer".into()))
-    };
-    let (step, input_tokens) = match step {
-        Step::Heavy(inner) => (*inner, HEAVY_INPUT_TOKENS),
-        other => (other, 10),
-    };
-    let content = content_blocks(&step, shared);
-    let model = body["model"]
-        .as_str()
-        .unwrap_or("claude-scripted")
-        .to_owned();
-    // Every message needs its own id: the client merges the blocks of messages sharing one.
-    let id = format!("msg_e2e_{:04}", shared.ids.fetch_add(1, Ordering::SeqCst));
-    if body["stream"].as_bool() == Some(true) {
-        let events = stream_events(&id, &model, &content, input_tokens);
-        return (kind, "200 OK", "text/event-stream", events);
-    }
-    let message = json!({"id": id, "type": "message", "role": "assistant",
-        "model": model, "content": content, "stop_reason": stop_reason(&content),
-        "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 5}});
-    (kind, "200 OK", JSON, message.to_string().into_bytes())
 }
 
 fn content_blocks(step: &Step, shared: &Messages) -> Vec<Value> {

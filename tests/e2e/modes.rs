@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::model::{Script, Step, bash, heavy, tool};
-use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate};
+use crate::received::Received;
+use crate::scenario::{IMPLEMENT_PROMPT, Scenario, activate, assert_within_phase_calls};
 use crate::scenarios::not_by_the_client;
 use crate::support::{assert_clean, compaction_point, delivered_to_main, union};
 use crate::world::{SESSION, World};
@@ -64,38 +64,21 @@ fn a_chosen_mode_and_a_second_skill_bring_only_their_own_files_once() {
     // Case 9.3: `/test` brings its SKILL.md (the client's expansion of the Skill call), its
     // phase 0 command and its templates, within two ordinary calls of its activation.
     let switched = got.skill_call("test").expect("the Skill call for /test");
-    let test_dir = s
-        .world
-        .sandbox
-        .home
-        .join(".claude/skills/test")
-        .to_string_lossy()
-        .into_owned();
-    let arrivals = got.skill_arrivals(&test_dir);
-    let expansion_after_call = got
-        .text_position(&format!("{EXPANSION}{test_dir}\n"))
-        .is_some_and(|at| at > switched);
-    let mut problems = got.check_skill_at_most_once(&test_dir);
-    if arrivals.len() != 1 || !expansion_after_call {
-        problems.push(format!(
-            "/test's SKILL.md once, the client's expansion of the Skill call: {arrivals:?}"
-        ));
-    }
-    assert_clean(s.name, "/test's protocol", &problems, &got, &saved);
+    let test_dir = p.test_skill_dir();
+    s.assert_skill_expanded_once("/test's protocol", &got, &test_dir, switched, &saved);
     let activated = got
         .bash_call("session activate sessions/e2e test")
         .expect("the activation of /test");
-    let own = vec![
-        p.cmd("CMD_RUN_TESTS"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_LOG.md"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
-    ];
-    let by = got.after_ordinary_calls(activated, PHASE_CALLS);
-    assert_clean(
+    let own = p.test_skill_own();
+    let after_start = (switched, activated);
+    let when = "after /test starts";
+    assert_within_phase_calls(
         s.name,
         "/test's own files",
-        &got.check_arrives_within(&own, switched, by, "after /test starts"),
         &got,
+        &own,
+        after_start,
+        when,
         &saved,
     );
     // Nothing that was in context when `/test` started comes again.
@@ -162,18 +145,8 @@ fn after_a_skill_switch_a_compaction_keeps_each_skill_once() {
     let before = Received::compacted(&requests).expect("the client compacted the conversation");
     let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
     let kept = after.kept_across_compaction();
-    let test_dir = s
-        .world
-        .sandbox
-        .home
-        .join(".claude/skills/test")
-        .to_string_lossy()
-        .into_owned();
-    let own = vec![
-        p.cmd("CMD_RUN_TESTS"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_LOG.md"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
-    ];
+    let test_dir = p.test_skill_dir();
+    let own = p.test_skill_own();
     let mut before_expected = p.core_standards();
     before_expected.extend(own.clone());
     before_expected.push(p.pack("project-basics"));
@@ -185,15 +158,7 @@ fn after_a_skill_switch_a_compaction_keeps_each_skill_once() {
 
     let mut expected = p.core_standards();
     expected.push(p.pack("project-basics"));
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(
-            &union(&expected, &kept),
-            &delivered_to_main(s.log(), split, usize::MAX),
-        ),
-        &saved,
-    );
+    s.assert_after_compaction(&after, &expected, &kept, split, &saved);
     for dir in [p.skill_dir(), test_dir] {
         let mut problems = not_by_the_client(&after, &dir);
         let arrivals = after.skill_arrivals(&dir).len();

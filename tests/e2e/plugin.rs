@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -12,7 +11,7 @@ use crate::model::Script;
 use crate::scenario::Scenario;
 use crate::scenarios::check_implement_lifecycle;
 use crate::support::{client_or_skip, notice};
-use crate::world::World;
+use crate::world::{World, succeeded};
 use preload_cli::install::wiring::BINARIES;
 use preload_cli::plugin::{platform_binary, this_platform};
 use preload_test_support::sandbox::bin;
@@ -24,22 +23,9 @@ impl World {
     /// engine has none (the example world has none). Nothing is written into a settings file.
     pub fn install_plugin(&mut self) {
         let dir = self.sandbox.root().join("plugin");
-        let out = Command::new(bin("preload"))
-            .arg("plugin")
-            .arg(&dir)
-            .env_clear()
-            .env("HOME", &self.sandbox.home)
-            .env("PATH", "/usr/bin:/bin")
-            .current_dir(&self.sandbox.project)
-            .output()
-            .expect("run `preload plugin`");
-        assert!(
-            out.status.success(),
-            "`preload plugin` failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut plugin = self.user_command(bin("preload"));
+        plugin.arg("plugin").arg(&dir);
+        succeeded(plugin, "preload plugin");
         check_plugin(&dir);
         let guards = self.sandbox.home.join(".claude/engine/guards.json");
         if !guards.exists() {

@@ -18,12 +18,13 @@ use serde_json::{Value, json};
 use crate::client::Options;
 use crate::model::{Kind, ModelServer, Script, Step, bash, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario};
+use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, edit_total, write_plan};
 use crate::support::{
     client_or_skip, compaction_point, delivered_to_main, deliveries, events, notice, record,
     report_cost,
 };
 use crate::world::World;
+use preload_test_support::engine_model::CORE;
 
 mod points;
 
@@ -102,11 +103,6 @@ const PHASES: &[(&str, &str)] = &[
 /// a log before the heartbeat warns, a Read in the package in phase 1 (its core directives) and
 /// a Write and an Edit in it in phase 3.A (the directives `/implement` declares).
 fn first_run(world: &World) -> Vec<Step> {
-    let notes = world
-        .sandbox
-        .project
-        .join("packages/estimate/notes/plan.md");
-    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
     vec![
         activate(),
         bash("ls packages/estimate"),
@@ -125,15 +121,8 @@ fn first_run(world: &World) -> Vec<Step> {
         bash("ls packages/estimate/src"),
         log("Path chosen: inline"),
         phase("3.A", "Build Loop"),
-        tool(
-            "Write",
-            json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
-        ),
-        tool(
-            "Edit",
-            json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
-                "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
-        ),
+        write_plan(world),
+        edit_total(world),
         log("Total edited"),
         bash("ls packages/estimate/notes"),
     ]
@@ -265,17 +254,9 @@ impl EnginePaths {
     }
 
     fn core_standards(&self) -> Vec<String> {
-        [
-            "COMMANDS.md",
-            "INVARIANTS.md",
-            "SIGILS.md",
-            "commands/CMD_DEHYDRATE.md",
-            "commands/CMD_RESUME_SESSION.md",
-            "commands/CMD_PARSE_PARAMETERS.md",
-        ]
-        .iter()
-        .map(|f| self.directives.join(f).to_string_lossy().into_owned())
-        .collect()
+        CORE.iter()
+            .map(|f| self.directives.join(f).to_string_lossy().into_owned())
+            .collect()
     }
 
     fn project(&self, rel: &str) -> String {
@@ -473,10 +454,7 @@ fn run_and_gather(s: &Scenario) -> (Judged, PathBuf) {
     let after_run1 = s.server.requests().len();
     let log_after_run1 = log_len(s.log());
     // Run 2: `claude -p /compact --resume <id>`.
-    let resume = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
+    let resume = Options::resuming(id);
     s.run_with(Script::main(Vec::new()), "/compact", &resume);
     let after_run2 = s.server.requests().len();
     let log_after_run2 = log_len(s.log());

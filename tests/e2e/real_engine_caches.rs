@@ -4,7 +4,7 @@
 //! own script activates sessions beside the hook binaries, and each answer of a cache is
 //! checked against what the engine wrote.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::json;
@@ -101,6 +101,14 @@ fn loaded(dir: &Path, life: u32) {
     .unwrap();
 }
 
+/// `session.sh activate sessions/<name> implement` with the checkout's `engine` and `jq`, then
+/// the session [`loaded`] in its `life`, as the agent's next call finds it.
+fn activate(sb: &Sandbox, (engine, jq): (&Path, &Path), name: &str, life: u32) {
+    let args = ["activate", &format!("sessions/{name}"), "implement"];
+    session_sh(sb, engine, jq, &args);
+    loaded(&sb.sessions.join(name), life);
+}
+
 /// A session the engine's `session.sh` activates is the one the next call uses, past each cache
 /// of the lookup: the remembered "no session" answer (a new session directory; then an existing
 /// one, where only the PID cache the engine rewrote in place changed), the PID cache (the session
@@ -114,7 +122,7 @@ fn real_engine_activations_reach_every_session_cache() {
     };
     crate::support::record(name, "ran");
     let sb = Sandbox::new();
-    let old: PathBuf = sb.session(
+    sb.session(
         "old",
         &json!({"pid": 4_000_000, "skill": "implement", "lifecycle": "active",
             "currentPhase": "1: Setup", "startedAt": "2026-01-01T00:00:00Z"}),
@@ -129,34 +137,15 @@ fn real_engine_activations_reach_every_session_cache() {
         assert_eq!(answer.decision(), "deny", "gated before activation");
     }
     // A new session directory.
-    session_sh(
-        &sb,
-        &engine,
-        &jq,
-        &["activate", "sessions/fresh", "implement"],
-    );
-    let fresh = sb.sessions.join("fresh");
-    loaded(&fresh, 1);
+    activate(&sb, (&engine, &jq), "fresh", 1);
     call_counts_in(&sb, "fresh", "old", "a new session directory");
     // An existing directory (its owner is gone): the sessions directory does not change, the
     // PID cache is rewritten in place, and `fresh` loses the PID.
-    session_sh(
-        &sb,
-        &engine,
-        &jq,
-        &["activate", "sessions/old", "implement"],
-    );
-    loaded(&old, 2);
+    activate(&sb, (&engine, &jq), "old", 2);
     call_counts_in(&sb, "old", "fresh", "an existing session directory");
     // Back to `fresh`, found once without the PID cache (a cleaned /tmp): the index learns that
     // the PID is in `fresh`.
-    session_sh(
-        &sb,
-        &engine,
-        &jq,
-        &["activate", "sessions/fresh", "implement"],
-    );
-    loaded(&fresh, 3);
+    activate(&sb, (&engine, &jq), "fresh", 3);
     let cache = sb.root().join(format!("claude-session-cache-{}", sb.pid));
     assert!(cache.is_file(), "session.sh writes the PID cache");
     std::fs::remove_file(&cache).unwrap();
@@ -168,13 +157,7 @@ fn real_engine_activations_reach_every_session_cache() {
     // The engine moves the PID to `old` (the index, which it does not know of, still names
     // `fresh`), and the PID cache goes again: the index's answer is checked against `fresh`'s
     // state and not trusted.
-    session_sh(
-        &sb,
-        &engine,
-        &jq,
-        &["activate", "sessions/old", "implement"],
-    );
-    loaded(&old, 4);
+    activate(&sb, (&engine, &jq), "old", 4);
     std::fs::remove_file(&cache).unwrap();
     call_counts_in(&sb, "old", "fresh", "a stale index entry");
     println!("real engine caches: 4 activations by session.sh, each found at the next call");

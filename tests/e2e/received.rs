@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::model::{Kind, Request};
+use crate::model::{Kind, Request, message_texts};
 
 /// Header of a delivered block.
 pub const HEADER: &str = "[Preloaded: ";
@@ -95,12 +95,7 @@ impl Received {
 
     /// The conversation the client asked the model to summarise (the last compaction request).
     pub fn compacted(requests: &[Request]) -> Option<Self> {
-        requests
-            .iter()
-            .rev()
-            .find(|r| r.kind == Kind::Compaction)
-            .and_then(|r| r.body.as_ref())
-            .map(Self::from_body)
+        compaction_body(requests).map(Self::from_body)
     }
 
     /// Every `[Preloaded: …]` header, in order.
@@ -507,6 +502,16 @@ impl Received {
     }
 }
 
+/// The body of the last compaction request: the conversation the client asked the model to
+/// summarise.
+pub fn compaction_body(requests: &[Request]) -> Option<&Value> {
+    requests
+        .iter()
+        .rev()
+        .find(|r| r.kind == Kind::Compaction)
+        .and_then(|r| r.body.as_ref())
+}
+
 fn message(value: &Value) -> Message {
     let mut texts = Vec::new();
     let mut tool_uses = Vec::new();
@@ -521,14 +526,7 @@ fn message(value: &Value) -> Message {
                         block["input"].clone(),
                     )),
                     Some("tool_result") => {
-                        let result: Vec<String> = match &block["content"] {
-                            Value::String(s) => vec![s.clone()],
-                            Value::Array(parts) => parts
-                                .iter()
-                                .filter_map(|p| p["text"].as_str().map(str::to_owned))
-                                .collect(),
-                            _ => Vec::new(),
-                        };
+                        let result = message_texts(block);
                         if block["is_error"] == Value::Bool(true) {
                             errors.extend(result.iter().cloned());
                         }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::client::{self, Options, Run};
 use crate::model::{ModelServer, Request, Script, Step, bash, tool};
-use crate::received::Received;
+use crate::received::{EXPANSION, Received};
 use crate::support::{self, Paths, assert_clean, client_or_skip, dump, notice, request_summary};
 use crate::world::{SESSION, World};
 
@@ -86,6 +86,29 @@ pub fn read(world: &World, rel: &str) -> Step {
     tool(
         "Read",
         json!({"file_path": world.sandbox.project.join(rel)}),
+    )
+}
+
+/// A Write of a short plan into a new directory of the project's package
+/// (`packages/estimate/notes/plan.md`).
+pub fn write_plan(world: &World) -> Step {
+    let notes = world
+        .sandbox
+        .project
+        .join("packages/estimate/notes/plan.md");
+    tool(
+        "Write",
+        json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
+    )
+}
+
+/// An Edit of the package's `total.ts` (the sum's names).
+pub fn edit_total(world: &World) -> Step {
+    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
+    tool(
+        "Edit",
+        json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
+            "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
     )
 }
 
@@ -180,18 +203,75 @@ impl Scenario {
         );
     }
 
+    /// The skill in `dir` reached `got` exactly once, as the client's expansion of the `Skill`
+    /// call at message `called`.
+    pub fn assert_skill_expanded_once(
+        &self,
+        what: &str,
+        got: &Received,
+        dir: &str,
+        called: usize,
+        saved: &Path,
+    ) {
+        let arrivals = got.skill_arrivals(dir);
+        let expanded_after_call = got
+            .text_position(&format!("{EXPANSION}{dir}\n"))
+            .is_some_and(|at| at > called);
+        let mut problems = got.check_skill_at_most_once(dir);
+        if arrivals.len() != 1 || !expanded_after_call {
+            problems.push(format!(
+                "/test's SKILL.md once, the client's expansion of the Skill call: {arrivals:?}"
+            ));
+        }
+        assert_clean(self.name, what, &problems, got, saved);
+    }
+
     /// The checks of a run through phase 1 of `/implement` in the main conversation `got`: the
     /// standards, phase 1's commands and the core directives, with whatever else the hooks
     /// logged, each once; phase 1's commands within their phase.
     pub fn assert_through_phase_one(&self, got: &Received, saved: &Path) {
+        self.assert_phase_one_context(got, self.paths().core_directives(), saved);
+    }
+
+    /// The checks of the main conversation `got` of `/implement` in phase 1: the standards and
+    /// phase 1's commands, with whatever else the hooks logged, each once; the skill's protocol
+    /// once; phase 1's commands within their phase.
+    pub fn assert_main_in_phase_one(&self, got: &Received, saved: &Path) {
+        self.assert_phase_one_context(got, Vec::new(), saved);
+        self.assert_skill_once("main", got, saved);
+    }
+
+    /// The standards, phase 1's commands and `also`, with whatever else the hooks logged, each
+    /// once in the main conversation `got`; phase 1's commands within their phase.
+    fn assert_phase_one_context(&self, got: &Received, also: Vec<String>, saved: &Path) {
         let p = self.paths();
         let phase1 = p.phase_one();
         let mut expected = p.core_standards();
         expected.extend(phase1.clone());
-        expected.extend(p.core_directives());
+        expected.extend(also);
         let logged = support::delivered_to_main(self.log(), 0, usize::MAX);
         self.assert_context("main", got, &support::union(&expected, &logged), saved);
         self.assert_phase_files("main", got, "1: Interrogation", &phase1, saved);
+    }
+
+    /// The context after the client compacted, `after`, holds `expected`, what the client kept
+    /// across the compaction (`kept`) and what the hooks logged from the compaction on
+    /// (`split`), each once.
+    pub fn assert_after_compaction(
+        &self,
+        after: &Received,
+        expected: &[String],
+        kept: &[String],
+        split: usize,
+        saved: &Path,
+    ) {
+        let logged_after = support::delivered_to_main(self.log(), split, usize::MAX);
+        self.assert_context(
+            "after compaction",
+            after,
+            &support::union(&support::union(expected, kept), &logged_after),
+            saved,
+        );
     }
 
     /// `files` arrived whole after the transition to `label` (`engine session phase … "label"`)
@@ -208,14 +288,13 @@ impl Scenario {
         let entered = got
             .bash_call(&needle)
             .unwrap_or_else(|| panic!("{}: {what}: no transition to {label}", self.name));
-        let calls = PHASE_CALLS;
-        let by = got.after_ordinary_calls(entered, calls);
-        let when = format!("within {calls} ordinary tool calls of entering {label}");
-        assert_clean(
+        assert_within_phase_calls(
             self.name,
             &format!("{what}: phase {label}'s commands"),
-            &got.check_arrives_within(files, entered, by, &when),
             got,
+            files,
+            (entered, entered),
+            &format!("within {PHASE_CALLS} ordinary tool calls of entering {label}"),
             saved,
         );
     }
@@ -223,3 +302,20 @@ impl Scenario {
 
 /// How many ordinary tool calls after entering a phase its commands may take to reach the model.
 pub const PHASE_CALLS: usize = 2;
+
+/// `files` arrived whole in `got` after message `from` and within [`PHASE_CALLS`] ordinary tool
+/// calls of message `start` (`when` says so in a problem); a problem fails scenario `name`'s
+/// check `what`.
+pub fn assert_within_phase_calls(
+    name: &str,
+    what: &str,
+    got: &Received,
+    files: &[String],
+    (from, start): (usize, usize),
+    when: &str,
+    saved: &Path,
+) {
+    let by = got.after_ordinary_calls(start, PHASE_CALLS);
+    let problems = got.check_arrives_within(files, from, by, when);
+    assert_clean(name, what, &problems, got, saved);
+}

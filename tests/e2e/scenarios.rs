@@ -2,12 +2,17 @@
 //! judged by what the model received. Every context is checked against the hooks' own delivery
 //! log: each file they delivered reached the model exactly once.
 
+use std::path::PathBuf;
+
 use serde_json::json;
 
 use crate::client::Options;
-use crate::model::{Script, Step, bash, heavy, tool};
+use crate::model::{Request, Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, log, phase, read};
+use crate::scenario::{
+    IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, edit_total, log, phase, read,
+    write_plan,
+};
 use crate::support::{
     Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,
     resume_point, union,
@@ -42,11 +47,6 @@ fn ask_depth() -> Step {
 /// the skill's declared ones) and in the build loop (a Write into a new directory, which also
 /// brings the package's checklist).
 fn implement_lifecycle(world: &World) -> Vec<Step> {
-    let total = world.sandbox.project.join("packages/estimate/src/total.ts");
-    let notes = world
-        .sandbox
-        .project
-        .join("packages/estimate/notes/plan.md");
     vec![
         activate(),
         bash("ls packages/estimate"),
@@ -60,15 +60,8 @@ fn implement_lifecycle(world: &World) -> Vec<Step> {
         bash("ls packages/estimate/tests"),
         log("plan written"),
         phase("3.A: Build Loop"),
-        tool(
-            "Write",
-            json!({"file_path": notes, "content": "# Plan\n\nAdd a total.\n"}),
-        ),
-        tool(
-            "Edit",
-            json!({"file_path": total, "old_string": "xs.reduce((a, b) => a + b, 0)",
-                "new_string": "xs.reduce((sum, x) => sum + x, 0)"}),
-        ),
+        write_plan(world),
+        edit_total(world),
         log("total edited"),
         phase("4: Synthesis"),
         bash("ls packages/estimate"),
@@ -303,12 +296,9 @@ pub fn check_implement_lifecycle(s: &Scenario) {
         "the synthesis rule speaks once, in phase 4"
     );
 
+    s.world
+        .assert_session_owner(run.pid, "the owner PID is the client's (CLAUDE_PID)");
     let state = s.world.session_state().expect("the session was activated");
-    assert_eq!(
-        state["pid"],
-        json!(run.pid),
-        "the owner PID is the client's (CLAUDE_PID)"
-    );
     assert_eq!(state["currentPhase"], "4: Synthesis");
     s.world.sandbox.assert_no_duplicates();
 }
@@ -375,27 +365,36 @@ fn resume_does_not_resend_what_the_conversation_holds() {
         read(&s.world, "packages/estimate/src/parser.ts"),
         bash("ls packages"),
     ];
-    let options = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
+    resume_into_phase_one(&s, id, second, &[]);
+}
+
+/// A resume of conversation `id` with `second` ("Carry on."): the resumed conversation holds
+/// the standards, `also`, phase 1's commands and the core directives, each once, and what the
+/// hooks delivered after the resume after its prompt ([`assert_resumed`]); the skill's protocol
+/// once, phase 1's commands within their phase; the resuming client owns the session. The
+/// resumed conversation, with the file its requests are saved in.
+fn resume_into_phase_one(
+    s: &Scenario,
+    id: String,
+    second: Vec<Step>,
+    also: &[String],
+) -> (Received, PathBuf) {
+    let options = Options::resuming(id);
     let resumed = s.run_with(Script::main(second), "Carry on.", &options);
     let (requests, saved) = s.requests();
     let got = Received::last_of(&requests, "main").expect("the resumed conversation");
     let p = s.paths();
     let phase1 = p.phase_one();
     let mut expected = p.core_standards();
+    expected.extend(also.iter().cloned());
     expected.extend(phase1.clone());
     expected.extend(p.core_directives());
-    assert_resumed(&s, &got, "session activate", "Carry on.", &expected, &saved);
+    assert_resumed(s, &got, "session activate", "Carry on.", &expected, &saved);
     s.assert_skill_once("resumed", &got, &saved);
     s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(resumed.pid),
-        "the resuming client owns the session"
-    );
+    s.world
+        .assert_session_owner(resumed.pid, "the resuming client owns the session");
+    (got, saved)
 }
 
 /// A conversation resumed before it activated a session: the first client's SessionEnd turned
@@ -479,21 +478,10 @@ fn goes_on_from_the_seed(s: &Scenario, id: String) {
         read(&s.world, "packages/estimate/src/parser.ts"),
         bash("ls packages"),
     ];
-    let options = Options {
-        resume: Some(id),
-        ..Options::default()
-    };
-    let resumed = s.run_with(Script::main(second), "Carry on.", &options);
-    let (requests, saved) = s.requests();
-    let got = Received::last_of(&requests, "main").expect("the resumed conversation");
-    let p = s.paths();
-    let phase1 = p.phase_one();
-    let mut expected = p.core_standards();
-    expected.push(p.project("docs/TOC.md"));
-    expected.extend(phase1.clone());
-    expected.extend(p.core_directives());
-    let mut at_start = p.core_standards();
-    at_start.push(p.project("docs/TOC.md"));
+    let toc = s.paths().project("docs/TOC.md");
+    let (got, saved) = resume_into_phase_one(s, id, second, std::slice::from_ref(&toc));
+    let mut at_start = s.paths().core_standards();
+    at_start.push(toc);
     let first_call = got
         .messages
         .iter()
@@ -505,15 +493,6 @@ fn goes_on_from_the_seed(s: &Scenario, id: String) {
         &got.check_arrives_within(&at_start, 0, first_call, "before the first tool call"),
         &got,
         &saved,
-    );
-    assert_resumed(s, &got, "session activate", "Carry on.", &expected, &saved);
-    s.assert_skill_once("resumed", &got, &saved);
-    s.assert_phase_files("resumed", &got, "1: Interrogation", &phase1, &saved);
-    let state = s.world.session_state().expect("the session");
-    assert_eq!(
-        state["pid"],
-        json!(resumed.pid),
-        "the resuming client owns the session"
     );
 }
 
@@ -586,21 +565,10 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
 
     let phase1 = p.phase_one();
-    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
-    assert!(
-        after
-            .text_position("continued from a previous conversation")
-            .is_some(),
-        "the last conversation is the compacted one"
-    );
     // The client summarises the conversation up to the exchange in flight and keeps that
     // exchange (the heavy step's call, its result and what the hooks added to it) after the
     // summary: what the hooks delivered on that call is in the new context, not the old one.
-    let kept = after.kept_across_compaction();
-    notice(&format!(
-        "{}: kept across the compaction with the call in flight: {kept:?}",
-        s.name
-    ));
+    let (after, kept) = after_compaction(&s, &requests, "the call in flight");
     let logged_before = delivered_to_main(s.log(), 0, split);
     let strays: Vec<String> = kept
         .iter()
@@ -662,13 +630,29 @@ fn compaction_reseeds_the_new_context_once_and_rereads_the_dispatch() {
         &after,
         &saved,
     );
-    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(&union(&expected, &kept), &logged_after),
-        &saved,
+    s.assert_after_compaction(&after, &expected, &kept, split, &saved);
+}
+
+/// The last conversation, which must be the compacted one (it goes on from the client's
+/// summary), and what the client kept across the compaction with `in_flight`.
+fn after_compaction(
+    s: &Scenario,
+    requests: &[Request],
+    in_flight: &str,
+) -> (Received, Vec<String>) {
+    let after = Received::last_of(requests, "main").expect("the conversation after compaction");
+    assert!(
+        after
+            .text_position("continued from a previous conversation")
+            .is_some(),
+        "the last conversation is the compacted one"
     );
+    let kept = after.kept_across_compaction();
+    notice(&format!(
+        "{}: kept across the compaction with {in_flight}: {kept:?}",
+        s.name
+    ));
+    (after, kept)
 }
 
 /// The client compacts right after a response of two parallel reads (their results are
@@ -707,18 +691,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
     let (requests, saved) = s.requests();
     let p = s.paths();
     let split = compaction_point(s.log()).expect("SessionStart ran for the compaction");
-    let after = Received::last_of(&requests, "main").expect("the conversation after compaction");
-    assert!(
-        after
-            .text_position("continued from a previous conversation")
-            .is_some(),
-        "the last conversation is the compacted one"
-    );
-    let kept = after.kept_across_compaction();
-    notice(&format!(
-        "{}: kept across the compaction with the calls in flight: {kept:?}",
-        s.name
-    ));
+    let (after, kept) = after_compaction(&s, &requests, "the calls in flight");
     // Each of these only the read beside it discovers: both kept means both calls were.
     for own in [
         "docs/.directives/INVARIANTS.md",
@@ -733,13 +706,7 @@ fn a_compaction_after_parallel_calls_keeps_what_every_call_carried() {
     }
     let mut expected = p.core_standards();
     expected.extend(p.phase_one());
-    let logged_after = delivered_to_main(s.log(), split, usize::MAX);
-    s.assert_context(
-        "after compaction",
-        &after,
-        &union(&union(&expected, &kept), &logged_after),
-        &saved,
-    );
+    s.assert_after_compaction(&after, &expected, &kept, split, &saved);
 }
 
 #[test]

@@ -7,9 +7,11 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::model::{Script, bash, tool};
-use crate::received::{EXPANSION, Received};
-use crate::scenario::{IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, phase};
-use crate::support::{assert_clean, delivered_to_main, delivered_to_sub, union};
+use crate::received::Received;
+use crate::scenario::{
+    IMPLEMENT_PROMPT, Scenario, activate, agent, assert_within_phase_calls, phase,
+};
+use crate::support::{assert_clean, delivered_to_sub, union};
 use crate::world::World;
 
 /// The main agent runs `/implement` in phase 1 and starts a sub-agent, which invokes `/test`
@@ -43,13 +45,7 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     let p = s.paths();
     let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
     let main_got = Received::last_of(&requests, "main").expect("the main conversation");
-    let test_dir = s
-        .world
-        .sandbox
-        .home
-        .join(".claude/skills/test")
-        .to_string_lossy()
-        .into_owned();
+    let test_dir = p.test_skill_dir();
 
     // The sub-agent: /test's protocol once (the client's expansion of its Skill call), and its
     // phase 0 commands and templates within two ordinary calls, each once, the commands the
@@ -57,36 +53,23 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     let called = sub_got
         .skill_call("test")
         .expect("the sub-agent's Skill call");
-    let arrivals = sub_got.skill_arrivals(&test_dir);
-    let expanded_there = sub_got
-        .text_position(&format!("{EXPANSION}{test_dir}\n"))
-        .is_some_and(|at| at > called);
-    let mut problems = sub_got.check_skill_at_most_once(&test_dir);
-    if arrivals.len() != 1 || !expanded_there {
-        problems.push(format!(
-            "/test's SKILL.md once, the client's expansion of the Skill call: {arrivals:?}"
-        ));
-    }
-    assert_clean(
-        s.name,
+    s.assert_skill_expanded_once(
         "sub-agent: /test's protocol",
-        &problems,
         &sub_got,
+        &test_dir,
+        called,
         &saved,
     );
     let held_by_main = p.cmds(&["CMD_REPORT_INTENT", "CMD_PARSE_PARAMETERS"]);
     let mut own = held_by_main.clone();
-    own.extend([
-        p.cmd("CMD_RUN_TESTS"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_LOG.md"),
-        format!("{test_dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
-    ]);
-    let by = sub_got.after_ordinary_calls(called, PHASE_CALLS);
-    assert_clean(
+    own.extend(p.test_skill_own());
+    assert_within_phase_calls(
         s.name,
         "sub-agent: /test's phase 0",
-        &sub_got.check_arrives_within(&own, called, by, "after the sub-agent's Skill call"),
         &sub_got,
+        &own,
+        (called, called),
+        "after the sub-agent's Skill call",
         &saved,
     );
     s.assert_context(
@@ -103,13 +86,7 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
 /// `/test`, in its conversation or in its record.
 fn main_is_untouched(s: &Scenario, main_got: &Received, test_dir: &str, saved: &Path) {
     let p = s.paths();
-    let phase1 = p.phase_one();
-    let mut main_expected = p.core_standards();
-    main_expected.extend(phase1.clone());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", main_got, &union(&main_expected, &logged), saved);
-    s.assert_skill_once("main", main_got, saved);
-    s.assert_phase_files("main", main_got, "1: Interrogation", &phase1, saved);
+    s.assert_main_in_phase_one(main_got, saved);
     let leaked: Vec<String> = main_got
         .skill_arrivals(test_dir)
         .into_iter()

@@ -261,6 +261,27 @@ impl<'a> Paths<'a> {
             .into_owned()
     }
 
+    /// The `test` skill's directory.
+    pub fn test_skill_dir(&self) -> String {
+        self.world
+            .sandbox
+            .home
+            .join(".claude/skills/test")
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// What the `test` skill brings of its own at its activation: its phase 0 command and its
+    /// templates.
+    pub fn test_skill_own(&self) -> Vec<String> {
+        let dir = self.test_skill_dir();
+        vec![
+            self.cmd("CMD_RUN_TESTS"),
+            format!("{dir}/assets/TEMPLATE_TESTING_LOG.md"),
+            format!("{dir}/assets/TEMPLATE_TESTING_DEBRIEF.md"),
+        ]
+    }
+
     /// A file of the `implement` skill.
     pub fn skill(&self, rel: &str) -> String {
         format!("{}/{rel}", self.skill_dir())

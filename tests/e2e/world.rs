@@ -4,10 +4,11 @@
 //! `guards.json`), and a stand-in for the engine's `engine session …` and `engine log` on `PATH`.
 
 use std::cell::Cell;
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -238,28 +239,28 @@ impl World {
     /// one `preload-dispatch <Event>` process per event.
     pub fn install_product(&mut self) {
         let dispatch = self.sandbox.wiring == Wiring::Dispatch;
-        let out = Command::new(bin("preload"))
+        let mut install = self.user_command(bin("preload"));
+        install
             .arg("install")
-            .args(dispatch.then_some("--dispatch"))
-            .env_clear()
-            .env("HOME", &self.sandbox.home)
-            .env("PATH", "/usr/bin:/bin")
-            .current_dir(&self.sandbox.project)
-            .output()
-            .expect("run `preload install`");
-        assert!(
-            out.status.success(),
-            "`preload install` failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .args(dispatch.then_some("--dispatch"));
+        succeeded(install, "preload install");
         self.wiring = format!(
             "`preload install{}` (binaries in {})",
             if dispatch { " --dispatch" } else { "" },
             self.prefix().display()
         );
         self.check_install();
+    }
+
+    /// `program` as the user runs it in the project: with the world's `HOME` and a plain
+    /// `PATH`, nothing else of this process's environment.
+    pub fn user_command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear()
+            .env("HOME", &self.sandbox.home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.sandbox.project);
+        cmd
     }
 
     fn check_install(&self) {
@@ -487,6 +488,12 @@ impl World {
     pub fn session_state(&self) -> Option<Value> {
         self.state_of(SESSION)
     }
+
+    /// The session was activated and its owner PID is `pid` (`whose` says whose it should be).
+    pub fn assert_session_owner(&self, pid: u32, whose: &str) {
+        let state = self.session_state().expect("the session was activated");
+        assert_eq!(state["pid"], json!(pid), "{whose}");
+    }
 }
 
 /// The (command, arguments) of every handler of `event` in a settings document.
@@ -562,4 +569,18 @@ esac
 "#,
         preload = preload.display()
     )
+}
+
+/// Runs `cmd` (`what` names it in the failure), which must succeed: fails with its status and
+/// output. Its output.
+pub fn succeeded(mut cmd: Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run `{what}`: {e}"));
+    assert!(
+        out.status.success(),
+        "`{what}` failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }

@@ -158,16 +158,6 @@ fn codex_fork_starts_as_its_parents_window() {
     );
     let (requests, saved) = s.requests();
     let got = last_turn(&requests).expect("the fork's conversation");
-    let due = crate::branches::due_in_the_branch(&s.paths());
-    let why = "became due in the fork and arrives there";
-    crate::branches::assert_branch(s.name, &got, &due, why, &saved);
-    let receipt =
-        crate::branches::transcript_agrees(s.name, &s.world, &rollout_of(&s, &fork), &got);
-    assert_eq!(
-        receipt["duplicates"],
-        json!([]),
-        "{}: the fork receives nothing twice ({})",
-        s.name,
-        saved.display()
-    );
+    let rollout = rollout_of(&s, &fork);
+    crate::branches::assert_fork_audited(s.name, &s.world, &rollout, &got, &saved);
 }

@@ -57,13 +57,7 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
         .collect();
     assert_clean(s.name, "sub-agent start", &late, &sub_got, &saved);
     s.assert_phase_files("sub-agent", &sub_got, "2: Planning", &planning, &saved);
-    let phase1 = p.phase_one();
-    let mut main_expected = p.core_standards();
-    main_expected.extend(phase1.clone());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &main_got, &union(&main_expected, &logged), &saved);
-    s.assert_skill_once("main", &main_got, &saved);
-    s.assert_phase_files("main", &main_got, "1: Interrogation", &phase1, &saved);
+    s.assert_main_in_phase_one(&main_got, &saved);
     let leaked: Vec<String> = planning
         .iter()
         .chain(std::iter::once(&at_start[1]))
