@@ -19,6 +19,20 @@ fn explain(sb: &Sandbox, input: impl Into<Vec<u8>>) -> Answer {
     )
 }
 
+/// The indented lines under the first heading `title` of explain's output ("" without one).
+fn section(text: &str, title: &str) -> String {
+    text.split(&format!("\n{title}"))
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn explain_says_what_a_read_would_do_and_changes_nothing() {
     let sb = Sandbox::new();
@@ -32,18 +46,6 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_untouched(&before, &snapshot(sb.root()));
     let text = &out.stdout;
-    let section = |title: &str| -> String {
-        text.split(&format!("\n{title}"))
-            .nth(1)
-            .map(|rest| {
-                rest.lines()
-                    .skip(1)
-                    .take_while(|l| l.starts_with("  "))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
-    };
     assert_says(
         text,
         &[
@@ -76,7 +78,7 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         ("  pendingPreloads, taken out", known.clone()),
     ] {
         assert!(
-            section(title).contains(&names),
+            section(text, title).contains(&names),
             "{title:?} names {names}: {text}"
         );
     }
@@ -132,15 +134,9 @@ fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
         "{}#project-basics  (",
         sb.project.join(".claude/context-packs.json").display()
     );
-    let delivered = out
-        .stdout
-        .split("delivered in these answers:\n")
-        .nth(1)
-        .unwrap_or("");
     assert!(
-        delivered
+        section(&out.stdout, "delivered in these answers")
             .lines()
-            .take_while(|l| l.starts_with("  "))
             .any(|l| l.trim_start().starts_with(&pack)),
         "{}",
         out.stdout
