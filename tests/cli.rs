@@ -7,3 +7,11 @@ mod explain;
 mod install;
 mod plugin;
 mod session;
+
+/// Fails unless `text` (what a command printed) holds each of `wanted`, naming the one missing
+/// and showing the whole text.
+fn assert_says(text: &str, wanted: &[&str]) {
+    for part in wanted {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+}

@@ -129,22 +129,21 @@ impl Run {
 
 /// A hook process with the sandbox's environment.
 fn command(sb: &Sandbox, name: &str, args: &[&str], extra: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(bin(name));
-    cmd.args(args)
-        .env_clear()
-        .env(env::HOME, &sb.home)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
-        .env(env::PRELOAD_TEST_LOG, &sb.log)
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sb.root())
-        .env(env::TMPDIR, sb.root())
-        .current_dir(&sb.project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = sandboxed_command(sb, &bin(name));
+    cmd.args(args);
     for (k, v) in extra {
         cmd.env(k, v);
     }
+    cmd
+}
+
+/// `program` with the sandbox's environment (as `Sandbox::command` sets it, without the hooks'
+/// budget), its three streams piped.
+fn sandboxed_command(sb: &Sandbox, program: &Path) -> Command {
+    let mut cmd = sb.std_command_at(&[], program, false);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     cmd
 }
 

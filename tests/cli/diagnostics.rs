@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use preload_cli::install::wiring::{BINARIES, WIRING};
 use serde_json::json;
 
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 pub(crate) fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
@@ -103,11 +104,7 @@ fn a_whole_answer_over_the_budget_is_logged_by_the_runner() {
         .unwrap_or_else(|| panic!("no over-budget line: {:?}", sb.events()));
     assert_eq!(line["dedupResult"], format!("output {size}/200"));
     let report = preload(&sb, &["report", sb.log.to_str().unwrap()]);
-    assert!(
-        report.stdout.contains("--- Output budget ---"),
-        "{}",
-        report.stdout
-    );
+    assert_says(&report.stdout, &["--- Output budget ---"]);
 }
 
 #[test]
@@ -130,7 +127,7 @@ fn doctor_lists_the_largest_files_against_the_cap() {
         line.contains("30,000 chars") && line.contains("(4 parts of at most 8,500)"),
         "{line}"
     );
-    assert!(out.stdout.contains("INVARIANTS.md"), "{}", out.stdout);
+    assert_says(&out.stdout, &["INVARIANTS.md"]);
 
     // Past the byte limit a file goes out as a pointer: a warning.
     sb.extra_env
@@ -142,7 +139,7 @@ fn doctor_lists_the_largest_files_against_the_cap() {
         .find(|l| l.contains("SIGILS.md"))
         .unwrap();
     assert!(line.contains("a pointer, not its content"), "{line}");
-    assert!(out.stdout.contains("warn  sizes:"), "{}", out.stdout);
+    assert_says(&out.stdout, &["warn  sizes:"]);
     assert_eq!(fs::read_to_string(&big).unwrap().len(), 30_000);
 }
 
@@ -315,9 +312,10 @@ fn the_canary_passes_with_the_built_binaries_and_catches_a_broken_one() {
         &["doctor", "--canary", "--prefix", broken.to_str().unwrap()],
     );
     assert_eq!(bad.code, 1, "{}", bad.stdout);
-    assert!(
-        bad.stdout.contains("FAIL  canary: the Read round trips put the marker of src/.directives/AGENTS.md in their answers 0 and 0 times"),
-        "{}",
-        bad.stdout
+    assert_says(
+        &bad.stdout,
+        &[
+            "FAIL  canary: the Read round trips put the marker of src/.directives/AGENTS.md in their answers 0 and 0 times",
+        ],
     );
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::install::{bash_entry, built, engine_settings, preload};
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Sandbox, read_json};
 
 fn dead_pid() -> u32 {
@@ -97,17 +98,14 @@ fn doctor_reports_missing_binaries_and_bad_rules() {
         ],
     );
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("preload-overflow missing"),
-        "{}",
-        out.stdout
+    assert_says(
+        &out.stdout,
+        &[
+            "preload-overflow missing",
+            "is JSON but not an array",
+            "is not wired",
+        ],
     );
-    assert!(
-        out.stdout.contains("is JSON but not an array"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("is not wired"), "{}", out.stdout);
 }
 
 #[test]
@@ -146,17 +144,14 @@ fn status_shows_the_session_files_and_cost() {
     assert_eq!(v["contextChars"], chars);
     assert_eq!(v["estimatedTokens"], chars / 4);
     let human = preload(&sb, &["status"]);
-    assert!(
-        human.stdout.contains("phase:     1: Interrogation"),
-        "{}",
-        human.stdout
+    assert_says(
+        &human.stdout,
+        &[
+            "phase:     1: Interrogation",
+            "counters:  since last log 4, by transcript t1 3",
+            "partly delivered: /e/long.md (2 parts out)",
+        ],
     );
-    for line in [
-        "counters:  since last log 4, by transcript t1 3",
-        "partly delivered: /e/long.md (2 parts out)",
-    ] {
-        assert!(human.stdout.contains(line), "{line}: {}", human.stdout);
-    }
 }
 
 #[test]

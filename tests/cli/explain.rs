@@ -7,6 +7,7 @@ use std::fs;
 use serde_json::json;
 
 use super::diagnostics::{assert_untouched, built, preload, session_with_a_queue, snapshot};
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Answer, Sandbox};
 
 /// `preload explain` of `input` against the built binaries.
@@ -16,6 +17,20 @@ fn explain(sb: &Sandbox, input: impl Into<Vec<u8>>) -> Answer {
         &["explain", "--prefix", built().to_str().unwrap()],
         input,
     )
+}
+
+/// The indented lines under the first heading `title` of explain's output ("" without one).
+fn section(text: &str, title: &str) -> String {
+    text.split(&format!("\n{title}"))
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -31,34 +46,21 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_untouched(&before, &snapshot(sb.root()));
     let text = &out.stdout;
-    let section = |title: &str| -> String {
-        text.split(&format!("\n{title}"))
-            .nth(1)
-            .map(|rest| {
-                rest.lines()
-                    .skip(1)
-                    .take_while(|l| l.starts_with("  "))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
-    };
-    assert!(
-        text.contains(&format!(
-            "owner: Claude process {} (from CLAUDE_SUPERVISOR_PID)",
-            sb.pid
-        )),
-        "{text}"
+    assert_says(
+        text,
+        &[
+            &format!(
+                "owner: Claude process {} (from CLAUDE_SUPERVISOR_PID)",
+                sb.pid
+            ),
+            &format!(
+                "state: session {}: skill implement, phase 1: Interrogation",
+                sb.sessions.join("s/.state.json").display()
+            ),
+            "  match  preload (allow, preload",
+            "verdict: allow; speaking: preload",
+        ],
     );
-    assert!(
-        text.contains(&format!(
-            "state: session {}: skill implement, phase 1: Interrogation",
-            sb.sessions.join("s/.state.json").display()
-        )),
-        "{text}"
-    );
-    assert!(text.contains("  match  preload (allow, preload"), "{text}");
-    assert!(text.contains("verdict: allow; speaking: preload"), "{text}");
     // The discovered directives go first, with this call's own answer; the queued command
     // waits for PostToolUse.
     let discovered = sb
@@ -66,22 +68,20 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         .join("packages/estimate/.directives/INVARIANTS.md")
         .display()
         .to_string();
-    assert!(
-        section("delivered in these answers").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("queued for the next calls").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("over the output budget").contains(&format!("{fresh}  (carried-over)")),
-        "{text}"
-    );
-    assert!(
-        section("skipped, already delivered").contains(&known),
-        "{text}"
-    );
+    for (title, names) in [
+        ("delivered in these answers", discovered.clone()),
+        ("queued for the next calls", discovered.clone()),
+        ("over the output budget", format!("{fresh}  (carried-over)")),
+        ("skipped, already delivered", known.clone()),
+        // What the call would change in the state.
+        ("  preloadedFiles, added", discovered.clone()),
+        ("  pendingPreloads, taken out", known.clone()),
+    ] {
+        assert!(
+            section(text, title).contains(&names),
+            "{title:?} names {names}: {text}"
+        );
+    }
     // The largest answer is the guard's, which carries the discovered directives.
     let largest: usize = text
         .split("output size: the largest answer is ")
@@ -94,14 +94,6 @@ fn explain_says_what_a_read_would_do_and_changes_nothing() {
         text.contains(&format!(
             "output size: the largest answer is {largest} characters; budget 9500, Claude Code's cap 10000"
         )),
-        "{text}"
-    );
-    assert!(
-        section("  preloadedFiles, added").contains(&discovered),
-        "{text}"
-    );
-    assert!(
-        section("  pendingPreloads, taken out").contains(&known),
         "{text}"
     );
 }
@@ -130,30 +122,21 @@ fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
         ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout.contains("preload-session-start --chunk 0/32: "),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("over the output budget:"),
-        "{}",
-        out.stdout
+    assert_says(
+        &out.stdout,
+        &[
+            "preload-session-start --chunk 0/32: ",
+            "over the output budget:",
+        ],
     );
     // The project's context pack is read in the sandbox's copy, and named as the project's.
     let pack = format!(
         "{}#project-basics  (",
         sb.project.join(".claude/context-packs.json").display()
     );
-    let delivered = out
-        .stdout
-        .split("delivered in these answers:\n")
-        .nth(1)
-        .unwrap_or("");
     assert!(
-        delivered
+        section(&out.stdout, "delivered in these answers")
             .lines()
-            .take_while(|l| l.starts_with("  "))
             .any(|l| l.trim_start().starts_with(&pack)),
         "{}",
         out.stdout
@@ -188,11 +171,9 @@ fn explain_reads_a_file_and_refuses_what_is_not_a_hook_input() {
             Some(text) => fs::write(&guards, text).unwrap(),
         }
         let out = explain(&sb, bash.clone());
-        assert!(
-            out.stdout
-                .contains(&format!("rules: 0 in {} {said}", guards.display())),
-            "{}",
-            out.stdout
+        assert_says(
+            &out.stdout,
+            &[&format!("rules: 0 in {} {said}", guards.display())],
         );
     }
 }
@@ -229,20 +210,13 @@ fn explain_shows_a_paste_rule_without_typing_into_the_terminal() {
     let before = snapshot(sb.root());
     let out = explain(&sb, input.to_string());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("  match  nudge (block, paste"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("verdict: deny by nudge"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("preload-overflow: deny, "),
-        "{}",
-        out.stdout
+    assert_says(
+        &out.stdout,
+        &[
+            "  match  nudge (block, paste",
+            "verdict: deny by nudge",
+            "preload-overflow: deny, ",
+        ],
     );
     // The paste runs in the background: give it the time it takes the hooks' own suite.
     std::thread::sleep(std::time::Duration::from_millis(500));

@@ -14,6 +14,7 @@ use preload_cli::install::wiring::{
 };
 use serde_json::{Value, json};
 
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json, repo};
 
 mod codex;
@@ -82,6 +83,31 @@ pub(crate) fn engine_settings() -> String {
 
 pub(crate) fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
     sb.run_raw("preload", args, "")
+}
+
+/// `preload install` run in `dir`, which must succeed: its stdout.
+pub(crate) fn install_in(sb: &Sandbox, dir: &Path) -> String {
+    preload_in(sb, dir, &["install", "--prefix", built().to_str().unwrap()])
+}
+
+/// `preload uninstall` run in `dir`, which must succeed: its stdout.
+pub(crate) fn uninstall_in(sb: &Sandbox, dir: &Path) -> String {
+    preload_in(sb, dir, &["uninstall"])
+}
+
+fn preload_in(sb: &Sandbox, dir: &Path, args: &[&str]) -> String {
+    let out = sb
+        .command("preload")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "preload {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn commands(settings: &Value, event: &str) -> Vec<String> {
@@ -291,19 +317,8 @@ fn install_into_a_project_without_settings_and_back() {
     let settings = sb.project.join(".claude/settings.local.json");
     let sub = sb.project.join("packages/x");
     fs::create_dir_all(&sub).unwrap();
-    let out = sb
-        .command("preload")
-        .args(["install", "--prefix", built().to_str().unwrap()])
-        .current_dir(&sub)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = install_in(&sb, &sub);
     assert_contract_wiring(&read_json(&settings), "fresh project");
-    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("wired (a new file: uninstall removes it)") && !said.contains("backup"),
         "a first install into no file keeps no backup and says so: {said}"
@@ -314,12 +329,7 @@ fn install_into_a_project_without_settings_and_back() {
     );
     let out = preload(&sb, &["uninstall"]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout
-            .contains("removed (there was none before install)"),
-        "{}",
-        out.stdout
-    );
+    assert_says(&out.stdout, &["removed (there was none before install)"]);
     assert!(!settings.exists(), "the file did not exist before");
 }
 
@@ -332,21 +342,15 @@ fn uninstall_removes_the_default_rules_install_wrote_and_keeps_edited_ones() {
     assert!(install(&sb).stdout.contains("the default rules written to"));
     assert!(guards.exists());
     let out = preload(&sb, &["uninstall"]);
-    assert!(
-        out.stdout
-            .contains(&format!("rules: {} removed", guards.display())),
-        "{}",
-        out.stdout
+    assert_says(
+        &out.stdout,
+        &[&format!("rules: {} removed", guards.display())],
     );
     assert!(!guards.exists(), "unchanged since install: removed");
     assert_eq!(install(&sb).code, 0);
     fs::write(&guards, "[]\n").unwrap();
     let out = preload(&sb, &["uninstall"]);
-    assert!(
-        out.stdout.contains("kept: it changed since install"),
-        "{}",
-        out.stdout
-    );
+    assert_says(&out.stdout, &["kept: it changed since install"]);
     assert_eq!(fs::read_to_string(&guards).unwrap(), "[]\n");
     // The engine's own rules, never written by install, stay.
     assert_eq!(install(&sb).code, 0);
@@ -368,11 +372,7 @@ fn an_empty_settings_file_comes_back_empty() {
     assert_eq!(fs::read(backup_of(&settings)).unwrap(), b"");
     let out = preload(&sb, &["uninstall"]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout.contains("restored from the backup"),
-        "{}",
-        out.stdout
-    );
+    assert_says(&out.stdout, &["restored from the backup"]);
     assert_eq!(
         fs::read(&settings).unwrap(),
         b"",
@@ -418,7 +418,7 @@ fn install_refuses_a_corrupt_settings_file() {
     fs::write(&settings, "{\"hooks\": ").unwrap();
     let out = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
+    assert_says(&out.stderr, &["is not valid JSON"]);
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
     assert!(!backup_of(&settings).exists());
 }

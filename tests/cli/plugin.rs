@@ -16,6 +16,7 @@ use preload_cli::plugin::{
 };
 use serde_json::{Value, json};
 
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Answer, Sandbox, read_json};
 
 fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
@@ -78,8 +79,19 @@ fn fake_uname(dir: &Path, says: &str) {
 
 /// Runs `program` with `args` and `stdin` as Claude Code runs a plugin's hook: the sandbox's
 /// environment with `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set, and `PATH` led by
-/// `path_first` when given, else by [`emulated_uname`] of the platform the plugin carries.
+/// [`emulated_uname`] of the platform the plugin carries.
 fn run_as_plugin(
+    sb: &Sandbox,
+    plugin: (&Path, &Path),
+    program: &Path,
+    args: &[&str],
+    stdin: &str,
+) -> Answer {
+    run_as_plugin_on_path(sb, plugin, program, args, stdin, None)
+}
+
+/// [`run_as_plugin`] with `PATH` led by `path_first` when given.
+fn run_as_plugin_on_path(
     sb: &Sandbox,
     (root, data): (&Path, &Path),
     program: &Path,
@@ -192,7 +204,6 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
             &dir.join("bin").join(name),
             &["--version"],
             "",
-            None,
         );
         assert_eq!(
             out.stdout.trim(),
@@ -236,7 +247,7 @@ fn plugin_writes_a_complete_plugin_wired_like_install() {
     fs::write(other.join("notes.md"), "mine").unwrap();
     let refused = preload(&sb, &["plugin", other.to_str().unwrap()]);
     assert_eq!(refused.code, 1);
-    assert!(refused.stderr.contains("not empty"), "{}", refused.stderr);
+    assert_says(&refused.stderr, &["not empty"]);
     assert_eq!(fs::read_dir(&other).unwrap().count(), 1);
 }
 
@@ -279,13 +290,12 @@ fn doctor_sees_an_enabled_plugin_and_flags_it_beside_settings_wiring() {
         "{}",
         twice.stdout
     );
-    assert!(
-        twice.stdout.contains(&format!(
+    assert_says(
+        &twice.stdout,
+        &[&format!(
             "warn  settings: the hooks are wired twice: in {} and by the enabled plugin preload-hooks@preload-hooks",
             sb.project.join(".claude/settings.local.json").display()
-        )),
-        "{}",
-        twice.stdout
+        )],
     );
 
     // Disabled for this project: the settings' wiring alone runs again.
@@ -309,14 +319,7 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
 
     // One chunk alone on a fresh data directory: its own link, no stamp yet.
     let launcher = dir.join("bin/preload-session-start");
-    let alone = run_as_plugin(
-        &sb,
-        (&dir, &data),
-        &launcher,
-        &["--chunk", "7/32"],
-        &input,
-        None,
-    );
+    let alone = run_as_plugin(&sb, (&dir, &data), &launcher, &["--chunk", "7/32"], &input);
     alone.assert_contract();
     assert_eq!(
         link_targets(&links),
@@ -333,7 +336,7 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
                 let (dir, data, launcher, input, sb) = (&dir, &data, &launcher, &input, &sb);
                 scope.spawn(move || {
                     let chunk = format!("{i}/{SESSION_START_CHUNKS}");
-                    run_as_plugin(sb, (dir, data), launcher, &["--chunk", &chunk], input, None)
+                    run_as_plugin(sb, (dir, data), launcher, &["--chunk", &chunk], input)
                 })
             })
             .collect();
@@ -377,7 +380,6 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
         &links.join("preload-overflow"),
         &[],
         &read.to_string(),
-        None,
     );
     call.assert_contract();
 
@@ -387,15 +389,7 @@ fn the_launcher_links_every_hook_once_while_all_of_session_start_runs_at_once() 
     let launcher = moved.join("bin/preload-prompt-submit");
     let prompt = json!({"hook_event_name": "UserPromptSubmit", "prompt": "hello",
         "cwd": sb.project, "session_id": sb.conversation, "transcript_path": "/tmp/x/test.jsonl"});
-    run_as_plugin(
-        &sb,
-        (&moved, &data),
-        &launcher,
-        &[],
-        &prompt.to_string(),
-        None,
-    )
-    .assert_contract();
+    run_as_plugin(&sb, (&moved, &data), &launcher, &[], &prompt.to_string()).assert_contract();
     let binary = platform_binary(&moved, carried(&moved));
     assert!(
         link_targets(&links).iter().all(|(_, to)| *to == binary),
@@ -424,7 +418,7 @@ fn the_launcher_picks_each_platform_by_what_uname_says() {
             fs::copy(preload_test_support::sandbox::bin("preload"), &stand_in).unwrap();
             fake_uname(&fake, uname);
             let data = sb.root().join(format!("data-{}", platform.name));
-            let out = run_as_plugin(
+            let out = run_as_plugin_on_path(
                 &sb,
                 (&dir, &data),
                 &dir.join("bin/preload-session-end"),
@@ -451,14 +445,7 @@ fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says
     let input = session_start_input(&sb);
     let launcher = dir.join("bin/preload-session-start");
 
-    let first = run_as_plugin(
-        &sb,
-        (&dir, &data),
-        &launcher,
-        &["--chunk", "1/32"],
-        &input,
-        None,
-    );
+    let first = run_as_plugin(&sb, (&dir, &data), &launcher, &["--chunk", "1/32"], &input);
     assert_eq!(first.code, 1, "{}", first.stderr);
     assert!(
         first.stderr.contains("carries no binary for")
@@ -467,14 +454,7 @@ fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says
         first.stderr
     );
     assert!(first.stdout.is_empty());
-    let other = run_as_plugin(
-        &sb,
-        (&dir, &data),
-        &launcher,
-        &["--chunk", "2/32"],
-        &input,
-        None,
-    );
+    let other = run_as_plugin(&sb, (&dir, &data), &launcher, &["--chunk", "2/32"], &input);
     assert_eq!(
         (other.code, other.stdout.as_str(), other.stderr.as_str()),
         (0, "", "")
@@ -487,7 +467,6 @@ fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says
         &data.join("bin/preload-overflow"),
         &[],
         "{}",
-        None,
     );
     assert_eq!((call.code, call.stdout.as_str()), (0, ""));
     assert!(
@@ -499,12 +478,11 @@ fn on_a_machine_it_has_no_binary_for_the_hooks_stay_quiet_and_session_start_says
     install_and_enable(&sb, &dir);
     let doctor = preload(&sb, &["doctor"]);
     assert_eq!(doctor.code, 1, "{}", doctor.stdout);
-    assert!(
-        doctor.stdout.contains(&format!(
+    assert_says(
+        &doctor.stdout,
+        &[&format!(
             "binaries: the plugin preload-hooks@preload-hooks in {} carries no binary for this machine (it carries: none)",
             dir.display()
-        )),
-        "{}",
-        doctor.stdout
+        )],
     );
 }

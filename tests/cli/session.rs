@@ -23,6 +23,17 @@ fn run(sb: &Sandbox, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
+/// `preload <args>` with `stdin` is refused as `session.sh` refuses it: exit 1, and exactly
+/// `message` on stderr.
+fn assert_refused(sb: &Sandbox, args: &[&str], stdin: &str, message: impl AsRef<str>) {
+    let (code, _, err) = run(sb, args, stdin);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, message.as_ref()),
+        "preload {args:?}"
+    );
+}
+
 /// The bundled `/implement` activated as session `t`.
 fn implement() -> Sandbox {
     let sb = Sandbox::new();
@@ -74,33 +85,25 @@ fn a_skipped_phase_is_refused_and_nothing_changes() {
 fn leaving_a_phase_needs_its_proof() {
     let sb = implement();
     let d = dir(&sb);
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", "1: Interrogation"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
+    assert_refused(
+        &sb,
+        &["phase", "sessions/t", "1: Interrogation"],
+        "",
         format!(
             "§CMD_UPDATE_PHASE: Proof required to leave phase '0: Setup' but no STDIN provided.\n  Required proof fields: mode, sessionDir, parametersParsed, contextIngested\n\n  Usage: echo 'field: value' | session.sh phase {d} \"1: Interrogation\"\n"
-        )
+        ),
     );
-    let (code, _, err) = run(
+    assert_refused(
         &sb,
         &["phase", "sessions/t", "1: Interrogation"],
         r#"{"mode": "quick", "parametersParsed": "", "zeta": 1}"#,
+        "§CMD_UPDATE_PHASE: Missing proof to leave phase '0: Setup': sessionDir, parametersParsed, contextIngested\n  Required: mode, sessionDir, parametersParsed, contextIngested\n  Provided: mode, parametersParsed, zeta\n",
     );
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "§CMD_UPDATE_PHASE: Missing proof to leave phase '0: Setup': sessionDir, parametersParsed, contextIngested\n  Required: mode, sessionDir, parametersParsed, contextIngested\n  Provided: mode, parametersParsed, zeta\n"
-    );
-    let (code, _, err) = run(
+    assert_refused(
         &sb,
         &["phase", "sessions/t", "1: Interrogation"],
         r#"{"mode": "quick", "sessionDir": "________", "parametersParsed": "yes"}"#,
-    );
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "§CMD_UPDATE_PHASE: Proof field 'sessionDir' has unfilled blank (________). Complete the work before transitioning.\n"
+        "§CMD_UPDATE_PHASE: Proof field 'sessionDir' has unfilled blank (________). Complete the work before transitioning.\n",
     );
     assert_eq!(sb.state("t")["currentPhase"], "0: Setup");
 }
@@ -116,13 +119,13 @@ fn proof_is_checked_against_the_phase_command_schemas() {
     assert_eq!(code, 0, "{err}");
     let given =
         r#"{"depthChosen": "standard (user)", "roundsCompleted": 3, "questionsAsked": "4"}"#;
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", "2: Planning"], given);
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
+    assert_refused(
+        &sb,
+        &["phase", "sessions/t", "2: Planning"],
+        given,
         format!(
             "§CMD_UPDATE_PHASE: Proof validation failed against CMD schemas:\n/answersLogged: missing required property 'answersLogged' [required]\n/interactionsLogged: missing required property 'interactionsLogged' [required]\n/roundsCompleted: expected type string but got number [type]\n\n  Schema required: answersLogged, depthChosen, interactionsLogged, questionsAsked, roundsCompleted\n  Proof provided: {given}\n"
-        )
+        ),
     );
     assert_eq!(sb.state("t")["currentPhase"], "1: Interrogation");
 }
@@ -264,13 +267,13 @@ fn switching_branches_and_going_back_are_refused() {
             {"label": "4.1", "name": "One"}, {"label": "4.2", "name": "Two"}]}),
     );
     let d = dir(&sb);
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", "3.B: Beta"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
+    assert_refused(
+        &sb,
+        &["phase", "sessions/t", "3.B: Beta"],
+        "",
         format!(
             "§CMD_UPDATE_PHASE: Branch switch rejected (3.A → 3.B).\n  Letter-labeled phases (N.A, N.B, N.C) are alternative branches, not sequential steps.\n  You are in branch 3.A — switching to 3.B requires explicit approval.\n  To exit this branch: preload phase {d} \"4: [NextPhase]\"\n\n  To proceed: preload phase {d} \"3.B: Beta\" --user-approved \"Reason: ...\"\n"
-        )
+        ),
     );
     let (code, _, _) = run(&sb, &["phase", "sessions/t", "4.2: Two"], "");
     assert_eq!(code, 0, "from a branch to the next major");
@@ -302,31 +305,27 @@ fn switching_branches_and_going_back_are_refused() {
 #[test]
 fn bad_labels_missing_sessions_and_unknown_flags() {
     let sb = implement();
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", "1/x"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "ERROR: validate_phase: invalid characters in phase label '1/x' (no /, &, \\, or newlines)\n"
-    );
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", ""], "");
-    assert_eq!(
-        (code, err.as_str()),
-        (1, "ERROR: validate_phase: empty phase label\n")
-    );
-    let (code, _, err) = run(&sb, &["phase", "sessions/t", "Setup"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "§CMD_UPDATE_PHASE: Invalid phase label format: 'Setup'. Valid formats: N, N.M, N.A, N.MA (single uppercase). Got: 'Setup'\n"
-    );
-    let (code, _, err) = run(&sb, &["phase", "sessions/none", "1: X"], "");
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
+    for (label, message) in [
+        (
+            "1/x",
+            "ERROR: validate_phase: invalid characters in phase label '1/x' (no /, &, \\, or newlines)\n",
+        ),
+        ("", "ERROR: validate_phase: empty phase label\n"),
+        (
+            "Setup",
+            "§CMD_UPDATE_PHASE: Invalid phase label format: 'Setup'. Valid formats: N, N.M, N.A, N.MA (single uppercase). Got: 'Setup'\n",
+        ),
+    ] {
+        assert_refused(&sb, &["phase", "sessions/t", label], "", message);
+    }
+    assert_refused(
+        &sb,
+        &["phase", "sessions/none", "1: X"],
+        "",
         format!(
             "§CMD_REQUIRE_ACTIVE_SESSION: No .state.json in {} — is the session active?\n",
             sb.sessions.join("none").display()
-        )
+        ),
     );
     // An unknown flag is a usage error of the command line (exit 2), and nothing changes.
     let before = sb.state("t");
@@ -408,21 +407,18 @@ const PARAMETERS_SCHEMA: &str = "# ¶CMD_PARSE_PARAMETERS\n\n**Schema**:\n```jso
 fn session_parameters_are_validated_then_merged() {
     let sb = Sandbox::new();
     sb.directive("commands/CMD_PARSE_PARAMETERS.md", PARAMETERS_SCHEMA);
-    let (code, _, err) = run(&sb, &["activate", "sessions/t", "implement"], "{not json");
-    assert_eq!(
-        (code, err.as_str()),
-        (1, "§CMD_PARSE_PARAMETERS: Invalid JSON on stdin\n")
+    assert_refused(
+        &sb,
+        &["activate", "sessions/t", "implement"],
+        "{not json",
+        "§CMD_PARSE_PARAMETERS: Invalid JSON on stdin\n",
     );
     assert!(!sb.sessions.join("t").exists(), "nothing created");
-    let (code, _, err) = run(
+    assert_refused(
         &sb,
         &["activate", "sessions/t", "implement"],
         r#"{"taskSummary": "add a total", "contextPaths": ["a", 2]}"#,
-    );
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n/scope: missing required property 'scope' [required]\n/contextPaths/1: expected type string but got number [type]\n"
+        "§CMD_PARSE_PARAMETERS: Session parameters validation failed:\n/scope: missing required property 'scope' [required]\n/contextPaths/1: expected type string but got number [type]\n",
     );
     let (code, _, err) = run(
         &sb,
@@ -443,15 +439,11 @@ fn session_parameters_are_validated_then_merged() {
             .join(".claude/engine/.directives/commands/CMD_PARSE_PARAMETERS.md"),
     )
     .unwrap();
-    let (code, _, err) = run(
+    assert_refused(
         &sb,
         &["activate", "sessions/v", "implement"],
         r#"{"scope": "x"}"#,
-    );
-    assert_eq!(code, 1);
-    assert_eq!(
-        err,
-        "§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: taskSummary, directoriesOfInterest, contextPaths, requestFiles, extraInfo\n  See §CMD_PARSE_PARAMETERS schema for required fields.\n"
+        "§CMD_PARSE_PARAMETERS: Missing required field(s) in JSON: taskSummary, directoriesOfInterest, contextPaths, requestFiles, extraInfo\n  See §CMD_PARSE_PARAMETERS schema for required fields.\n",
     );
 }
 

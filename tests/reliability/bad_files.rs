@@ -42,6 +42,18 @@ fn bad_files(valid: &str) -> Vec<(&'static str, Bad)> {
     ]
 }
 
+/// `check` on each of [`bad_files`] (their truncation cut from `valid`), each in a sandbox of
+/// its own, all on threads at once.
+fn each_bad_file_at_once(valid: &Value, check: impl Fn(Sandbox, &'static str, Bad) + Sync) {
+    let valid = serde_json::to_string_pretty(valid).unwrap();
+    std::thread::scope(|scope| {
+        for (label, bad) in bad_files(&valid) {
+            let check = &check;
+            scope.spawn(move || check(Sandbox::new(), label, bad));
+        }
+    });
+}
+
 fn plant(path: &Path, bad: &Bad) {
     match bad {
         Bad::Text(bytes) => fs::write(path, bytes).unwrap(),
@@ -69,55 +81,43 @@ fn assert_untouched(path: &Path, bad: &Bad, what: &str) {
 /// fails open, never hangs, and never rewrites or replaces the file.
 #[test]
 fn broken_session_states_are_never_overwritten() {
-    let valid = serde_json::to_string_pretty(&json!({"pid": std::process::id(),
+    let valid = json!({"pid": std::process::id(),
         "skill": "implement", "lifecycle": "active", "currentPhase": "1: Interrogation",
-        "preloadedFiles": [], "pendingPreloads": []}))
-    .unwrap();
-    std::thread::scope(|scope| {
-        for (label, bad) in bad_files(&valid) {
-            scope.spawn(move || {
-                let sb = Sandbox::new();
-                let dir = sb.sessions.join("broken");
-                fs::create_dir_all(&dir).unwrap();
-                let state = dir.join(".state.json");
-                plant(&state, &bad);
-                // The PID cache points the hooks straight at it.
-                fs::write(
-                    sb.root().join(format!("claude-session-cache-{}", sb.pid)),
-                    format!("{}\n", dir.display()),
-                )
-                .unwrap();
-                run_every_hook(&sb, label);
-                assert_untouched(&state, &bad, label);
-                assert!(litter(&dir).is_empty(), "{label}: {:?}", litter(&dir));
-            });
-        }
+        "preloadedFiles": [], "pendingPreloads": []});
+    each_bad_file_at_once(&valid, |sb, label, bad| {
+        let dir = sb.sessions.join("broken");
+        fs::create_dir_all(&dir).unwrap();
+        let state = dir.join(".state.json");
+        plant(&state, &bad);
+        // The PID cache points the hooks straight at it.
+        fs::write(
+            sb.root().join(format!("claude-session-cache-{}", sb.pid)),
+            format!("{}\n", dir.display()),
+        )
+        .unwrap();
+        run_every_hook(&sb, label);
+        assert_untouched(&state, &bad, label);
+        assert!(litter(&dir).is_empty(), "{label}: {:?}", litter(&dir));
     });
 }
 
 /// The same for the owner's seed file and for `guards.json`.
 #[test]
 fn broken_seeds_and_guards_are_never_overwritten() {
-    let valid = serde_json::to_string_pretty(&json!({"pid": std::process::id(),
-        "lifecycle": "seeding", "preloadedFiles": [], "pendingPreloads": []}))
-    .unwrap();
-    std::thread::scope(|scope| {
-        for (label, bad) in bad_files(&valid) {
-            scope.spawn(move || {
-                let sb = Sandbox::new();
-                let seeds = sb.sessions.join(".seeds");
-                fs::create_dir_all(&seeds).unwrap();
-                let seed = sb.seed_path();
-                plant(&seed, &bad);
-                let guards = sb.home.join(".claude/engine/guards.json");
-                let _ = fs::remove_file(&guards);
-                plant(&guards, &bad);
-                run_every_hook(&sb, label);
-                assert_untouched(&seed, &bad, &format!("seed {label}"));
-                assert_untouched(&guards, &bad, &format!("guards {label}"));
-                assert!(litter(&seeds).is_empty(), "{label}: {:?}", litter(&seeds));
-            });
-        }
+    let valid = json!({"pid": std::process::id(),
+        "lifecycle": "seeding", "preloadedFiles": [], "pendingPreloads": []});
+    each_bad_file_at_once(&valid, |sb, label, bad| {
+        let seeds = sb.sessions.join(".seeds");
+        fs::create_dir_all(&seeds).unwrap();
+        let seed = sb.seed_path();
+        plant(&seed, &bad);
+        let guards = sb.home.join(".claude/engine/guards.json");
+        let _ = fs::remove_file(&guards);
+        plant(&guards, &bad);
+        run_every_hook(&sb, label);
+        assert_untouched(&seed, &bad, &format!("seed {label}"));
+        assert_untouched(&guards, &bad, &format!("guards {label}"));
+        assert!(litter(&seeds).is_empty(), "{label}: {:?}", litter(&seeds));
     });
 }
 

@@ -55,6 +55,20 @@ fn hammer_input(sb: &Sandbox, kind: usize, n: usize) -> (&'static str, Value) {
     (name, v)
 }
 
+/// The engine's bash writer (tests/support/bash-counter-writer.sh): `times` locked increments
+/// of `bashCounter` in the state at `state_path`; what it printed ("<increments done> <lock
+/// timeouts> <locks reclaimed from a dead holder>").
+fn bash_counter_writer(state_path: &Path, times: usize) -> String {
+    let out = Command::new("bash")
+        .arg(preload_test_support::sandbox::repo().join("tests/support/bash-counter-writer.sh"))
+        .arg(state_path)
+        .arg("bashCounter")
+        .arg(times.to_string())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// 15 hook processes of four kinds and one bash writer using the engine's lock hammer one
 /// session, while this process stashes entries through the core: afterwards every queued file
 /// was delivered exactly once, every stash entry reached stdout exactly once, every bash
@@ -100,19 +114,7 @@ fn sixteen_writers_on_one_session_lose_nothing() {
             });
         }
         // The engine's bash, on the same file.
-        let bash = scope.spawn(|| {
-            let out = Command::new("bash")
-                .arg(
-                    preload_test_support::sandbox::repo()
-                        .join("tests/support/bash-counter-writer.sh"),
-                )
-                .arg(&state_path)
-                .arg("bashCounter")
-                .arg(BASH_ITERATIONS.to_string())
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        });
+        let bash = scope.spawn(|| bash_counter_writer(&state_path, BASH_ITERATIONS));
         // Stash producer: the guard engine's write, through the core's locked update.
         let mut i = 0;
         while !bash.is_finished() || started.elapsed() < Duration::from_secs(2) {
@@ -291,19 +293,7 @@ fn counts_from_24_contending_hooks_and_a_bash_writer_are_all_kept() {
     let done = std::sync::atomic::AtomicBool::new(false);
     let started = Instant::now();
     let (runs, bash) = std::thread::scope(|scope| {
-        let bash = scope.spawn(|| {
-            let out = Command::new("bash")
-                .arg(
-                    preload_test_support::sandbox::repo()
-                        .join("tests/support/bash-counter-writer.sh"),
-                )
-                .arg(&state_path)
-                .arg("bashCounter")
-                .arg(BASH_WRITES.to_string())
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        });
+        let bash = scope.spawn(|| bash_counter_writer(&state_path, BASH_WRITES));
         let watcher = scope.spawn(|| {
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 let pending = preload_core::primitives::journal::read(&journal).len();

@@ -108,32 +108,25 @@ fn preloads_come_only_from_regular_files_within_the_size_cap() {
         "{state}"
     );
     // The symlink to an already delivered file is the same file: skipped by inode.
-    let ctx = core_context(&sb, &[]);
-    let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
-    let again = preload::ensure(
-        &ctx,
-        &target,
-        &[Request::new(link.to_string_lossy(), "t")],
-        Mode::Direct,
-        &mut packer,
-    )
-    .unwrap();
-    assert!(again.text().is_empty());
+    // What one file delivered directly (as a hook's own answer carries it) puts out.
+    let direct = |ctx: &preload_core::Context, file: &Path| {
+        let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
+        preload::ensure(
+            ctx,
+            &target,
+            &[Request::new(file.to_string_lossy(), "t")],
+            Mode::Direct,
+            &mut packer,
+        )
+        .unwrap()
+        .text()
+    };
+    assert!(direct(&core_context(&sb, &[]), &link).is_empty());
     // A cap of 10 bytes turns the small file into a pointer too.
     let small_cap = core_context(&sb, &[(env::PRELOAD_MAX_FILE_BYTES, "10".to_owned())]);
     let other = sb.project_file("other.md", "OTHER-CONTENT-MARKER, longer than ten bytes\n");
-    let mut packer = preload_core::primitives::delivery::Packer::new(9_500);
-    let capped = preload::ensure(
-        &small_cap,
-        &target,
-        &[Request::new(other.to_string_lossy(), "t")],
-        Mode::Direct,
-        &mut packer,
-    )
-    .unwrap();
-    assert!(
-        !capped.text().contains("OTHER-CONTENT-MARKER") && capped.text().contains("[Preloaded: ")
-    );
+    let capped = direct(&small_cap, &other);
+    assert!(!capped.contains("OTHER-CONTENT-MARKER") && capped.contains("[Preloaded: "));
     let log = fs::read_to_string(&sb.log).unwrap();
     assert!(log.contains("fits.md"), "deliveries are logged");
     for marker in [

@@ -17,6 +17,19 @@ fn crash_session(sb: &Sandbox) -> (PathBuf, Vec<u8>) {
     (path.clone(), fs::read(&path).unwrap())
 }
 
+/// Hook `name` started with `stdin` and killed `offset` after its start (spinning up to that
+/// instant), then reaped: what it had written by then.
+fn killed_at(sb: &Sandbox, name: &str, stdin: &[u8], offset: Duration) -> Run {
+    let started = Instant::now();
+    let mut child = command(sb, name, &[], &[]).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    while started.elapsed() < offset {
+        std::hint::spin_loop();
+    }
+    let _ = child.kill();
+    finish(&mut child, Vec::new(), started)
+}
+
 /// Kill `preload-injections` with SIGKILL at random instants of its run, 200 times. After each
 /// kill the state is the old or the new version, never partial; the next hook reclaims the
 /// dead holder's lock at once and delivers what is left; no lock or temporary survives; the
@@ -49,22 +62,8 @@ fn hooks_killed_at_random_instants_leave_old_or_new_state_and_no_litter() {
     let no_wait = [(env::PRELOAD_LOCK_TIMEOUT_MS, "0")];
     for trial in 0..TRIALS {
         fs::write(&path, &old_bytes).unwrap();
-        let started = Instant::now();
-        let mut child = command(&sb, "preload-injections", &[], &[])
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
         let offset = Duration::from_micros(rng.below(span_us * 12 / 10) as u64);
-        while started.elapsed() < offset {
-            std::hint::spin_loop();
-        }
-        let _ = child.kill();
-        let killed = finish(&mut child, Vec::new(), started);
+        let killed = killed_at(&sb, "preload-injections", input.as_bytes(), offset);
         let what = format!("trial {trial} (seed {seed}, kill at {offset:?})");
         let after = read_json(&path);
         let committed = if after == old {
@@ -250,20 +249,8 @@ fn the_guard_engine_killed_mid_discovery_loses_no_directive() {
     const TRIALS: usize = 80;
     for trial in 0..TRIALS {
         let dir = sb.active_session("killed", &fresh);
-        let started = Instant::now();
-        let mut child = command(&sb, "preload-overflow", &[], &[]).spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(read.to_string().as_bytes())
-            .unwrap();
         let offset = Duration::from_micros(rng.below(span_us * 3 / 2) as u64);
-        while started.elapsed() < offset {
-            std::hint::spin_loop();
-        }
-        let _ = child.kill();
-        let killed = finish(&mut child, Vec::new(), started);
+        let killed = killed_at(&sb, "preload-overflow", read.to_string().as_bytes(), offset);
         let what = format!("trial {trial} (seed {seed}, kill at {offset:?})");
         let mid = read_json(&dir.join(".state.json"));
         assert!(mid.is_object(), "{what}");

@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime};
 
 use preload_core::primitives::env;
@@ -50,6 +50,58 @@ fn assert_each_once_over(sb: &Sandbox, read: &Value, calls: usize, what: &str) {
         1,
         "{what}: the queued file once"
     );
+}
+
+/// The hooks that write state, in the order a conversation calls them, each with an input
+/// that makes it write: the guard engine on `read`, stash delivery, the templates of `skill`
+/// (when given), the prompt `prompt`, a session's end and a start-up chunk.
+fn writing_calls(
+    read: &Value,
+    skill: Option<&str>,
+    prompt: &str,
+) -> Vec<(&'static str, &'static [&'static str], Value)> {
+    let mut calls: Vec<(&str, &[&str], Value)> = vec![
+        ("preload-overflow", &[], read.clone()),
+        ("preload-injections", &[], post_tool_use()),
+    ];
+    if let Some(skill) = skill {
+        calls.push((
+            "preload-templates",
+            &[],
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": skill}}),
+        ));
+    }
+    calls.extend([
+        (
+            "preload-prompt-submit",
+            &[][..],
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": prompt}),
+        ),
+        (
+            "preload-session-end",
+            &[],
+            json!({"hook_event_name": "SessionEnd", "reason": "other"}),
+        ),
+        (
+            "preload-session-start",
+            &["--chunk", "0/1"],
+            json!({"hook_event_name": "SessionStart", "source": "startup"}),
+        ),
+    ]);
+    calls
+}
+
+/// The answer of hook `name` where it cannot record anything: it printed nothing it could not
+/// record (the stashed entry stays stashed), and the guard engine fails open (`what` names the
+/// case in a failure).
+fn assert_failed_open(name: &str, answer: &Answer, what: &str) {
+    assert!(
+        !answer.context().contains(STASHED),
+        "{what}: printed what it cannot record"
+    );
+    if name == "preload-overflow" {
+        assert_eq!(answer.decision(), "allow", "{what}: fails open");
+    }
 }
 
 /// A session whose state is large enough (about 60 KB) that a write takes several blocks, with
@@ -106,46 +158,30 @@ fn leave_aftermath(step: &str, state: &Path, old: &[u8], new: &[u8], pid: u32) -
         fs::create_dir(dir).unwrap();
         fs::write(dir.join("pid"), format!("{pid}\n")).unwrap();
     };
+    // The state is the new version once the rename is done.
+    let committed = matches!(
+        step,
+        "renamed, lock not released" | "lock renamed away, not deleted"
+    );
+    fs::write(state, if committed { new } else { old }).unwrap();
     match step {
-        "lock being staged, pid not yet written" => {
-            fs::write(state, old).unwrap();
-            fs::create_dir(&staged).unwrap();
-            false
-        }
-        "lock staged, not yet in place" => {
-            fs::write(state, old).unwrap();
-            holder(&staged);
-            false
-        }
-        "lock held, nothing written" => {
-            fs::write(state, old).unwrap();
-            holder(&lock);
-            false
-        }
+        "lock being staged, pid not yet written" => fs::create_dir(&staged).unwrap(),
+        "lock staged, not yet in place" => holder(&staged),
+        "lock held, nothing written" | "renamed, lock not released" => holder(&lock),
         "temporary half-written" => {
-            fs::write(state, old).unwrap();
             holder(&lock);
             fs::write(&temp, &new[..new.len() / 2]).unwrap();
-            false
         }
         "temporary synced, not renamed" => {
-            fs::write(state, old).unwrap();
             holder(&lock);
             fs::write(&temp, new).unwrap();
-            false
-        }
-        "renamed, lock not released" => {
-            fs::write(state, new).unwrap();
-            holder(&lock);
-            true
         }
         "lock renamed away, not deleted" => {
-            fs::write(state, new).unwrap();
             holder(&PathBuf::from(format!("{}.tmp.{pid}.2", lock.display())));
-            true
         }
         other => unreachable!("unknown step {other}"),
     }
+    committed
 }
 
 /// `preload-injections` killed at each step of its one write: the next call (given no time to
@@ -215,18 +251,7 @@ fn sandboxed(sb: &Sandbox, program: &Path, input: &Value) -> (Command, Vec<u8>) 
         obj.entry("session_id")
             .or_insert_with(|| json!(sb.conversation));
     }
-    let mut cmd = Command::new(program);
-    cmd.env_clear()
-        .env(env::HOME, &sb.home)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env(env::CLAUDE_SUPERVISOR_PID, sb.pid.to_string())
-        .env(env::PRELOAD_TEST_LOG, &sb.log)
-        .env(env::CLAUDE_SESSION_CACHE_DIR, sb.root())
-        .env(env::TMPDIR, sb.root())
-        .current_dir(&sb.project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let cmd = super::sandboxed_command(sb, program);
     (cmd, input.to_string().into_bytes())
 }
 
@@ -260,37 +285,13 @@ fn a_full_disk_changes_nothing_and_loses_nothing() {
     let before = snapshot(&sb.sessions);
     let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
         "tool_input": {"file_path": sb.project.join("README.md")}});
-    let calls: [(&str, &[&str], Value); 5] = [
-        ("preload-overflow", &[], read.clone()),
-        ("preload-injections", &[], post_tool_use()),
-        (
-            "preload-prompt-submit",
-            &[],
-            json!({"hook_event_name": "UserPromptSubmit", "prompt": "/do x"}),
-        ),
-        (
-            "preload-session-end",
-            &[],
-            json!({"hook_event_name": "SessionEnd", "reason": "other"}),
-        ),
-        (
-            "preload-session-start",
-            &["--chunk", "0/1"],
-            json!({"hook_event_name": "SessionStart", "source": "startup"}),
-        ),
-    ];
+    let calls = writing_calls(&read, None, "/do x");
     let mut runs = 0;
     for kib in [0, 4] {
         for (name, args, input) in &calls {
             let answer = run_with_file_limit(&sb, kib, name, args, input);
             runs += 1;
-            assert!(
-                !answer.context().contains(STASHED),
-                "{name} ({kib} KiB): nothing printed it cannot record"
-            );
-            if *name == "preload-overflow" {
-                assert_eq!(answer.decision(), "allow", "{name}: fails open");
-            }
+            assert_failed_open(name, &answer, &format!("{name} ({kib} KiB)"));
             if *name == "preload-session-start" {
                 // What it made is out, and what is recorded as in context was shown.
                 let shown = preload_test_support::sandbox::shown_parts(&answer.context());
@@ -413,39 +414,10 @@ fn a_read_only_sessions_directory_changes_nothing_and_loses_nothing() {
     let mut slowest = Duration::ZERO;
     {
         let guard = ReadOnly::new(&sb);
-        for (name, args, input) in [
-            ("preload-overflow", &[][..], read.clone()),
-            ("preload-injections", &[], post_tool_use()),
-            (
-                "preload-templates",
-                &[],
-                json!({"hook_event_name": "PostToolUse", "tool_name": "Skill", "tool_input": {"skill": "implement"}}),
-            ),
-            (
-                "preload-prompt-submit",
-                &[],
-                json!({"hook_event_name": "UserPromptSubmit", "prompt": "/implement x"}),
-            ),
-            (
-                "preload-session-end",
-                &[],
-                json!({"hook_event_name": "SessionEnd", "reason": "other"}),
-            ),
-            (
-                "preload-session-start",
-                &["--chunk", "0/1"],
-                json!({"hook_event_name": "SessionStart", "source": "startup"}),
-            ),
-        ] {
+        for (name, args, input) in writing_calls(&read, Some("implement"), "/implement x") {
             let (answer, took) = guard.run(name, args, &input);
             slowest = slowest.max(took);
-            assert!(
-                !answer.context().contains(STASHED),
-                "{name}: printed what it cannot record"
-            );
-            if name == "preload-overflow" {
-                assert_eq!(answer.decision(), "allow", "{name}: fails open");
-            }
+            assert_failed_open(name, &answer, name);
         }
         assert_eq!(
             snapshot(&sb.sessions),

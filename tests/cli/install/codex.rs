@@ -9,6 +9,7 @@ use preload_cli::install::trust::{CodexConfig, PROJECT_MARK, hook_hash, registra
 use preload_cli::install::wiring::{all_handlers, our_binary};
 use serde_json::Value;
 
+use crate::cli::assert_says;
 use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json};
 
 fn built() -> PathBuf {
@@ -65,7 +66,7 @@ fn install_wires_the_projects_codex_hooks_and_uninstall_takes_them_out() {
     let file = sb.project.join(".codex/hooks.json");
     let out = install(&sb, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("trust"), "{}", out.stdout);
+    assert_says(&out.stdout, &["trust"]);
     let doc = read_json(&file);
     let wired = handlers(&doc);
     let prefix = built().display().to_string();
@@ -104,11 +105,7 @@ fn install_wires_the_projects_codex_hooks_and_uninstall_takes_them_out() {
     // A second install changes nothing; uninstall leaves no file where there was none.
     let before = fs::read_to_string(&file).unwrap();
     let again = install(&sb, &[]);
-    assert!(
-        again.stdout.contains("already wired, nothing changed"),
-        "{}",
-        again.stdout
-    );
+    assert_says(&again.stdout, &["already wired, nothing changed"]);
     assert_eq!(fs::read_to_string(&file).unwrap(), before);
     let out = preload(&sb, &["uninstall", "--agent", "codex"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -119,12 +116,8 @@ fn install_wires_the_projects_codex_hooks_and_uninstall_takes_them_out() {
 
 #[test]
 fn install_keeps_foreign_codex_hooks_and_the_global_file_is_codex_home() {
-    let mut sb = Sandbox::bare();
-    let codex_home = sb.root().join("codex-home");
-    sb.extra_env
-        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
+    let (sb, codex_home) = with_codex_home();
     let file = codex_home.join("hooks.json");
-    fs::create_dir_all(&codex_home).unwrap();
     let foreign = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}, "x": 1}"#;
     fs::write(&file, foreign).unwrap();
     assert_eq!(install(&sb, &["--global"]).code, 0);
@@ -157,7 +150,7 @@ fn print_changes_nothing_and_a_broken_file_is_refused() {
     fs::write(&file, "{\"hooks\": ").unwrap();
     let out = install(&sb, &[]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
+    assert_says(&out.stderr, &["is not valid JSON"]);
     assert_eq!(fs::read_to_string(&file).unwrap(), "{\"hooks\": ");
     assert!(!backup_of(&file).exists());
     let shims = install(&sb, &["--shims"]);
@@ -166,15 +159,9 @@ fn print_changes_nothing_and_a_broken_file_is_refused() {
 
 #[test]
 fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
-    let mut sb = Sandbox::bare();
-    let codex_home = sb.root().join("codex-home");
-    sb.extra_env
-        .push(("CODEX_HOME".into(), codex_home.display().to_string()));
-    fs::create_dir_all(&codex_home).unwrap();
-    let config = codex_home.join("config.toml");
-    fs::write(&config, "model = \"m\"\n\n[features]\nhooks = false\n").unwrap();
+    let (sb, config) = with_codex_config("model = \"m\"\n\n[features]\nhooks = false\n");
     let out = install(&sb, &[]);
-    assert!(out.stdout.contains("turns hooks off"), "{}", out.stdout);
+    assert_says(&out.stdout, &["turns hooks off"]);
     let doctor = doctor(&sb);
     assert!(
         doctor.stdout.contains("FAIL  codex:") && doctor.stdout.contains("turns hooks off"),
@@ -182,7 +169,7 @@ fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
         doctor.stdout
     );
     let out = install(&sb, &["--enable"]);
-    assert!(out.stdout.contains("hooks turned on"), "{}", out.stdout);
+    assert_says(&out.stdout, &["hooks turned on"]);
     assert_eq!(
         fs::read_to_string(&config).unwrap(),
         "model = \"m\"\n\n[features]\nhooks = true\n"
@@ -198,20 +185,14 @@ fn install_says_when_codex_turns_hooks_off_and_enable_turns_them_on() {
 fn doctor_checks_the_codex_wiring_registration_by_registration() {
     let sb = Sandbox::bare();
     let none = doctor(&sb);
-    assert!(
-        none.stdout
-            .contains("FAIL  codex: no hooks.json wires the preload hooks"),
-        "{}",
-        none.stdout
+    assert_says(
+        &none.stdout,
+        &["FAIL  codex: no hooks.json wires the preload hooks"],
     );
     let out = install(&sb, &["--trust-project"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let ok = doctor(&sb);
-    assert!(
-        ok.stdout.contains("wires every registration once"),
-        "{}",
-        ok.stdout
-    );
+    assert_says(&ok.stdout, &["wires every registration once"]);
     assert!(!ok.stdout.contains("FAIL  codex"), "{}", ok.stdout);
     let file = sb.project.join(".codex/hooks.json");
     let mut doc = read_json(&file);
@@ -231,13 +212,19 @@ fn doctor_checks_the_codex_wiring_registration_by_registration() {
     assert_eq!(missing.code, 1);
 }
 
-/// `$CODEX_HOME/config.toml` of the sandbox, given `text` first, and the sandbox.
-fn with_codex_config(text: &str) -> (Sandbox, PathBuf) {
+/// A sandbox whose `$CODEX_HOME` is a directory of its own, and that directory.
+fn with_codex_home() -> (Sandbox, PathBuf) {
     let mut sb = Sandbox::bare();
     let codex_home = sb.root().join("codex-home");
     sb.extra_env
         .push(("CODEX_HOME".into(), codex_home.display().to_string()));
     fs::create_dir_all(&codex_home).unwrap();
+    (sb, codex_home)
+}
+
+/// `$CODEX_HOME/config.toml` of the sandbox, given `text` first, and the sandbox.
+fn with_codex_config(text: &str) -> (Sandbox, PathBuf) {
+    let (sb, codex_home) = with_codex_home();
     let config = codex_home.join("config.toml");
     fs::write(&config, text).unwrap();
     (sb, config)
@@ -270,7 +257,7 @@ fn trust_writes_an_entry_per_registration_and_a_reinstall_keeps_the_trust() {
 
     let out = install(&sb, &["--trust-project"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("45 hooks trusted"), "{}", out.stdout);
+    assert_says(&out.stdout, &["45 hooks trusted"]);
     let text = fs::read_to_string(&config).unwrap();
     assert!(
         text.starts_with(USER_CONFIG),
@@ -310,11 +297,7 @@ fn trust_writes_an_entry_per_registration_and_a_reinstall_keeps_the_trust() {
         "{text}"
     );
     let trusted = doctor(&sb);
-    assert!(
-        trusted.stdout.contains("45 registrations trusted"),
-        "{}",
-        trusted.stdout
-    );
+    assert_says(&trusted.stdout, &["45 registrations trusted"]);
     assert!(
         !trusted.stdout.contains("FAIL  codex"),
         "{}",
@@ -338,11 +321,9 @@ fn trust_writes_an_entry_per_registration_and_a_reinstall_keeps_the_trust() {
     // Uninstall takes out what install trusted, and nothing else.
     let out = preload(&sb, &["uninstall", "--agent", "codex"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout
-            .contains("45 hook trust entries and the trust of project"),
-        "{}",
-        out.stdout
+    assert_says(
+        &out.stdout,
+        &["45 hook trust entries and the trust of project"],
     );
     assert_eq!(fs::read_to_string(&config).unwrap(), USER_CONFIG);
 }
@@ -378,7 +359,7 @@ fn trust_is_refused_where_it_does_not_apply_and_with_a_broken_config() {
     let (sb, config) = with_codex_config("model = \n");
     let out = install(&sb, &["--trust"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stderr.contains("is not valid TOML"), "{}", out.stderr);
+    assert_says(&out.stderr, &["is not valid TOML"]);
     assert_eq!(fs::read_to_string(&config).unwrap(), "model = \n");
     assert!(
         !sb.project.join(".codex/hooks.json").exists(),

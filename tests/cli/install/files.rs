@@ -8,19 +8,20 @@ use std::path::{Path, PathBuf};
 use preload_cli::install::{backup_of, previous_of};
 use serde_json::{Value, json};
 
-use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json};
-
-/// The directory of the built binaries: `--prefix` there installs without copying.
-fn built() -> PathBuf {
-    bin("preload").parent().unwrap().to_path_buf()
-}
-
-fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
-    sb.run_raw("preload", args, "")
-}
+use super::{built, install_in, preload, uninstall_in};
+use crate::cli::assert_says;
+use preload_test_support::sandbox::{Answer, Sandbox, read_json};
 
 fn settings_of(sb: &Sandbox) -> PathBuf {
     sb.project.join(".claude/settings.local.json")
+}
+
+/// A project whose settings file holds `bytes`, and that file.
+fn with_settings(bytes: impl AsRef<[u8]>) -> (Sandbox, PathBuf) {
+    let sb = Sandbox::bare();
+    let settings = settings_of(&sb);
+    fs::write(&settings, bytes).unwrap();
+    (sb, settings)
 }
 
 /// Settings files that cannot be wired, each with the words its refusal must say.
@@ -70,9 +71,7 @@ fn assert_refused(answer: &Answer, settings: &Path, bytes: &[u8], case: &str, sa
 #[test]
 fn install_and_uninstall_refuse_settings_that_are_not_one_json_object() {
     for (case, bytes, says) in bad_settings() {
-        let sb = Sandbox::bare();
-        let settings = settings_of(&sb);
-        fs::write(&settings, &bytes).unwrap();
+        let (sb, settings) = with_settings(&bytes);
         let prefix = sb.root().join("bin");
         let install = preload(&sb, &["install", "--prefix", prefix.to_str().unwrap()]);
         assert_refused(&install, &settings, &bytes, case, says);
@@ -87,9 +86,7 @@ fn install_and_uninstall_refuse_settings_that_are_not_one_json_object() {
 
 #[test]
 fn uninstall_refuses_a_settings_file_broken_after_install() {
-    let sb = Sandbox::bare();
-    let settings = settings_of(&sb);
-    fs::write(&settings, "{\"permissions\": {}}\n").unwrap();
+    let (sb, settings) = with_settings("{\"permissions\": {}}\n");
     assert_eq!(
         preload(&sb, &["install", "--prefix", built().to_str().unwrap()]).code,
         0
@@ -101,7 +98,7 @@ fn uninstall_refuses_a_settings_file_broken_after_install() {
     let previous = fs::read(previous_of(&settings)).unwrap();
     let out = preload(&sb, &["uninstall"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
+    assert_says(&out.stderr, &["is not valid JSON"]);
     assert_eq!(fs::read_to_string(&settings).unwrap(), broken);
     assert_eq!(
         fs::read(backup_of(&settings)).unwrap(),
@@ -113,18 +110,12 @@ fn uninstall_refuses_a_settings_file_broken_after_install() {
 
 #[test]
 fn every_write_of_the_settings_keeps_the_file_as_it_was() {
-    let sb = Sandbox::bare();
-    let settings = settings_of(&sb);
     let original = "{\n    \"permissions\": {\"allow\": [\"Bash(git *)\"]}\n}\n";
-    fs::write(&settings, original).unwrap();
+    let (sb, settings) = with_settings(original);
 
     let first = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(
-        first.stdout.contains(".preload-previous"),
-        "{}",
-        first.stdout
-    );
+    assert_says(&first.stdout, &[".preload-previous"]);
     assert_eq!(fs::read_to_string(backup_of(&settings)).unwrap(), original);
     assert_eq!(
         fs::read_to_string(previous_of(&settings)).unwrap(),
@@ -184,10 +175,8 @@ fn a_restoring_uninstall_keeps_the_installed_file() {
 
 #[test]
 fn settings_are_not_written_when_the_copy_cannot_be_kept() {
-    let sb = Sandbox::bare();
-    let settings = settings_of(&sb);
     let original = "{\"permissions\": {}}\n";
-    fs::write(&settings, original).unwrap();
+    let (sb, settings) = with_settings(original);
     // A directory where the copy goes: it cannot be written.
     fs::create_dir(previous_of(&settings)).unwrap();
     let out = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
@@ -214,22 +203,6 @@ fn git_repository(top: &Path) -> PathBuf {
     exclude
 }
 
-fn install_in(sb: &Sandbox, dir: &Path) -> std::process::Output {
-    sb.command("preload")
-        .args(["install", "--prefix", built().to_str().unwrap()])
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn uninstall_in(sb: &Sandbox, dir: &Path) -> std::process::Output {
-    sb.command("preload")
-        .args(["uninstall"])
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn install_keeps_seeds_out_of_git_and_uninstall_takes_only_its_own_rule_out() {
     let sb = Sandbox::bare();
@@ -237,12 +210,7 @@ fn install_keeps_seeds_out_of_git_and_uninstall_takes_only_its_own_rule_out() {
     let before = fs::read_to_string(&exclude).unwrap();
 
     let out = install_in(&sb, &sb.project);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ignore: sessions/.seeds/ added"));
+    assert!(out.contains("ignore: sessions/.seeds/ added"));
     let added = fs::read_to_string(&exclude).unwrap();
     assert_eq!(
         added,
@@ -258,18 +226,13 @@ fn install_keeps_seeds_out_of_git_and_uninstall_takes_only_its_own_rule_out() {
     );
 
     // Idempotent.
-    assert!(install_in(&sb, &sb.project).status.success());
+    install_in(&sb, &sb.project);
     assert_eq!(fs::read_to_string(&exclude).unwrap(), added);
 
     // The user adds a rule of their own after ours; uninstall keeps it and removes ours.
     let user = format!("{added}*.log\n");
     fs::write(&exclude, &user).unwrap();
-    let out = uninstall_in(&sb, &sb.project);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    uninstall_in(&sb, &sb.project);
     assert_eq!(
         fs::read_to_string(&exclude).unwrap(),
         format!("{before}*.log\n")
@@ -282,9 +245,9 @@ fn a_rule_the_user_already_has_is_neither_added_again_nor_removed() {
     let exclude = git_repository(&sb.project);
     fs::write(&exclude, "/sessions/.seeds\n").unwrap();
     let out = install_in(&sb, &sb.project);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("already in"));
+    assert!(out.contains("already in"));
     assert_eq!(fs::read_to_string(&exclude).unwrap(), "/sessions/.seeds\n");
-    assert!(uninstall_in(&sb, &sb.project).status.success());
+    uninstall_in(&sb, &sb.project);
     assert_eq!(fs::read_to_string(&exclude).unwrap(), "/sessions/.seeds\n");
 }
 
@@ -292,12 +255,7 @@ fn a_rule_the_user_already_has_is_neither_added_again_nor_removed() {
 fn outside_a_git_repository_no_rule_is_written() {
     let sb = Sandbox::bare();
     let out = install_in(&sb, &sb.project);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("ignore:"));
+    assert!(!out.contains("ignore:"));
     let mut dir = Some(sb.project.as_path());
     while let Some(d) = dir.filter(|d| d.starts_with(sb.root())) {
         assert!(
@@ -317,12 +275,7 @@ fn a_project_below_the_top_or_in_a_worktree_gets_the_rule_where_git_reads_it() {
     let exclude = git_repository(&top);
     let project = top.join("apps/web app");
     fs::create_dir_all(project.join(".claude")).unwrap();
-    let out = install_in(&sb, &project);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_in(&sb, &project);
     assert!(
         fs::read_to_string(&exclude)
             .unwrap()
@@ -341,12 +294,7 @@ fn a_project_below_the_top_or_in_a_worktree_gets_the_rule_where_git_reads_it() {
         format!("gitdir: {}\n", git_dir.display()),
     )
     .unwrap();
-    let out = install_in(&sb, &worktree);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_in(&sb, &worktree);
     assert!(
         fs::read_to_string(&exclude)
             .unwrap()

@@ -311,15 +311,8 @@ fn a_rewind_of_a_files_later_parts_goes_on_from_the_first_it_dropped() {
 /// the generated cases once a rewind of parts was taken back.
 #[test]
 fn a_skill_expanded_again_after_a_rewind_is_carried_by_the_new_prompt() {
-    let ops = vec![
-        SlashSkill(0, Implement),
-        Activate(0, Test),
-        Grow(crate::ops::Big::Toc, 1),
-        Phase(0, 0),
-        Rewind(0, 0),
-        SlashSkill(0, Implement),
-        SkillCall(0, Implement),
-    ];
+    let mut ops = rewound_to_before_a_skill_prompt();
+    ops.extend([SlashSkill(0, Implement), SkillCall(0, Implement)]);
     crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
 }
 
@@ -331,14 +324,19 @@ fn a_skill_expanded_again_after_a_rewind_is_carried_by_the_new_prompt() {
 /// `updated`, and go out again marked. Found by the generated cases.
 #[test]
 fn a_skill_call_after_a_rewind_expands_its_skill_once() {
-    let ops = vec![
+    let mut ops = rewound_to_before_a_skill_prompt();
+    ops.extend([SkillCall(0, Implement), SkillCall(0, Implement)]);
+    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+}
+
+/// A `/implement` prompt, `/test` activated, `docs/TOC.md` rewritten, a phase, then the
+/// conversation rewound to before its first prompt (an edited message in its place).
+fn rewound_to_before_a_skill_prompt() -> Vec<Op> {
+    vec![
         SlashSkill(0, Implement),
         Activate(0, Test),
         Grow(crate::ops::Big::Toc, 1),
         Phase(0, 0),
         Rewind(0, 0),
-        SkillCall(0, Implement),
-        SkillCall(0, Implement),
-    ];
-    crate::run::play(&ops).unwrap_or_else(|r| panic!("{r}"));
+    ]
 }

@@ -80,24 +80,8 @@ impl World {
         if agent.is_none() {
             self.respond(&[&id]);
         }
-        let ran = self.call_in(slot, agent, exchange, tool, tool_input, &id, kill, expand);
-        (exchange, ran)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn call_in(
-        &mut self,
-        slot: usize,
-        agent: Option<&str>,
-        exchange: usize,
-        tool: &str,
-        tool_input: &Value,
-        id: &str,
-        kill: Option<(usize, Duration)>,
-        expand: bool,
-    ) -> bool {
-        let (pre, post) = run_call(&self.sb, agent, tool, tool_input, id, kill, None);
-        self.finish_call(
+        let (pre, post) = run_call(&self.sb, agent, tool, tool_input, &id, kill, None);
+        let ran = self.finish_call(
             slot,
             agent,
             exchange,
@@ -106,7 +90,8 @@ impl World {
             &pre,
             post.as_deref(),
             expand,
-        )
+        );
+        (exchange, ran)
     }
 
     #[allow(clippy::too_many_arguments)]
