@@ -27,46 +27,37 @@ const NOISE: Duration = Duration::from_micros(300);
 fn cases(sb: &Sandbox) -> Vec<Case> {
     let base = &sb.base_state;
     let no_cache = sb.root.join("no-such-directory/cache");
+    let ls = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls -la"}});
     let mut all = vec![
+        Case::new(
+            "preload-overflow",
+            "PreToolUse Bash ls (PID cache)",
+            ls.clone(),
+            base.clone(),
+        ),
         Case {
-            bin: "preload-overflow",
-            label: "PreToolUse Bash ls (PID cache)".to_owned(),
-            args: Vec::new(),
-            input: json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                "tool_input": {"command": "ls -la"}}),
-            env: Vec::new(),
-            state: base.clone(),
-            fresh_session: false,
-            after_start: false,
-        },
-        Case {
-            bin: "preload-overflow",
-            label: "PreToolUse Bash ls, no PID cache (index)".to_owned(),
-            args: Vec::new(),
-            input: json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                "tool_input": {"command": "ls -la"}}),
             env: vec![(
                 env::CLAUDE_SESSION_CACHE_DIR.into(),
                 no_cache.to_string_lossy().into_owned(),
             )],
-            state: base.clone(),
-            fresh_session: false,
-            after_start: false,
+            ..Case::new(
+                "preload-overflow",
+                "PreToolUse Bash ls, no PID cache (index)",
+                ls,
+                base.clone(),
+            )
         },
-        Case {
-            bin: "preload-session-start",
-            label: "SessionStart resume (conversation)".to_owned(),
-            args: Vec::new(),
-            input: json!({"hook_event_name": "SessionStart", "source": "resume",
+        Case::new(
+            "preload-session-start",
+            "SessionStart resume (conversation)",
+            json!({"hook_event_name": "SessionStart", "source": "resume",
                 "session_id": "bench-resumed"}),
-            env: Vec::new(),
-            state: with(
+            with(
                 base,
                 &json!({"sessionId": "bench-resumed", "preloadConversation": "bench-resumed"}),
             ),
-            fresh_session: false,
-            after_start: false,
-        },
+        ),
     ];
     with_call_fields(sb, &mut all);
     all

@@ -136,6 +136,23 @@ struct Case {
     after_start: bool,
 }
 
+impl Case {
+    /// A call of `bin` with `input` on `state`, in the conversation of the sandbox, without
+    /// arguments or environment of its own.
+    fn new(bin: &'static str, label: &str, input: Value, state: Value) -> Self {
+        Self {
+            bin,
+            label: label.to_owned(),
+            args: Vec::new(),
+            input,
+            env: Vec::new(),
+            state,
+            fresh_session: false,
+            after_start: false,
+        }
+    }
+}
+
 fn with(base: &Value, fields: &Value) -> Value {
     let mut out = base.clone();
     if let (Some(o), Some(f)) = (out.as_object_mut(), fields.as_object()) {
@@ -149,23 +166,30 @@ fn with(base: &Value, fields: &Value) -> Value {
 /// The cases every scenario runs.
 fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
     let base = &sb.base_state;
-    let case = |bin, label: &str, input: Value, state: Value| Case {
-        bin,
-        label: label.to_owned(),
-        args: Vec::new(),
-        input,
-        env: Vec::new(),
-        state,
-        fresh_session: false,
-        after_start: false,
-    };
+    let case = Case::new;
     let pre = |tool: &str, input: Value| json!({"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input});
     let post = |tool: &str, input: Value, response: Value| {
         json!({"hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": input,
                "tool_response": response})
     };
+    let ls = || pre("Bash", json!({"command": "ls -la"}));
+    let ls_post = || {
+        post(
+            "Bash",
+            json!({"command": "ls"}),
+            json!({"stdout": "a\nb\n"}),
+        )
+    };
+    let after_start = |c: Case| Case {
+        after_start: true,
+        ..c
+    };
     // A live process that owns no session (its hooks work on a seed): the benchmark's parent.
     let other_owner = std::os::unix::process::parent_id().to_string();
+    let ownerless = |c: Case| Case {
+        env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
+        ..c
+    };
     let queued: Vec<String> = ["CMD_ASK_ROUND", "CMD_LOG_INTERACTION", "CMD_INTERROGATE"]
         .iter()
         .map(|c| sb.command(c))
@@ -176,43 +200,29 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
         "Append a log entry with the template's fields.\n".repeat(40)
     );
     let mut all = vec![
-        case(
+        case("preload-overflow", "PreToolUse Bash ls", ls(), base.clone()),
+        after_start(case(
             "preload-overflow",
-            "PreToolUse Bash ls",
-            pre("Bash", json!({"command": "ls -la"})),
+            "PreToolUse Bash ls, first after SessionStart",
+            ls(),
             base.clone(),
-        ),
-        Case {
-            after_start: true,
-            ..case(
-                "preload-overflow",
-                "PreToolUse Bash ls, first after SessionStart",
-                pre("Bash", json!({"command": "ls -la"})),
-                base.clone(),
-            )
-        },
-        Case {
-            after_start: true,
-            ..case(
-                "preload-injections",
-                "PostToolUse Bash ls, first after SessionStart",
-                post(
-                    "Bash",
-                    json!({"command": "ls -la"}),
-                    json!({"stdout": "a\n"}),
-                ),
-                base.clone(),
-            )
-        },
-        Case {
-            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
-            ..case(
-                "preload-overflow",
-                "PreToolUse Bash ls, owner has no session",
-                pre("Bash", json!({"command": "ls -la"})),
-                base.clone(),
-            )
-        },
+        )),
+        after_start(case(
+            "preload-injections",
+            "PostToolUse Bash ls, first after SessionStart",
+            post(
+                "Bash",
+                json!({"command": "ls -la"}),
+                json!({"stdout": "a\n"}),
+            ),
+            base.clone(),
+        )),
+        ownerless(case(
+            "preload-overflow",
+            "PreToolUse Bash ls, owner has no session",
+            ls(),
+            base.clone(),
+        )),
         case(
             "preload-overflow",
             "PreToolUse Read, new dir (discovery)",
@@ -237,11 +247,7 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
         case(
             "preload-injections",
             "PostToolUse, 2 stashed",
-            post(
-                "Bash",
-                json!({"command": "ls"}),
-                json!({"stdout": "a\nb\n"}),
-            ),
+            ls_post(),
             with(
                 base,
                 &json!({"pendingAllowInjections": [
@@ -252,26 +258,15 @@ fn cases(sb: &Sandbox, chunks: usize) -> Vec<Case> {
         case(
             "preload-injections",
             "PostToolUse, nothing stashed",
-            post(
-                "Bash",
-                json!({"command": "ls"}),
-                json!({"stdout": "a\nb\n"}),
-            ),
+            ls_post(),
             base.clone(),
         ),
-        Case {
-            env: vec![(env::CLAUDE_SUPERVISOR_PID.into(), other_owner.clone())],
-            ..case(
-                "preload-injections",
-                "PostToolUse, owner has no session",
-                post(
-                    "Bash",
-                    json!({"command": "ls"}),
-                    json!({"stdout": "a\nb\n"}),
-                ),
-                base.clone(),
-            )
-        },
+        ownerless(case(
+            "preload-injections",
+            "PostToolUse, owner has no session",
+            ls_post(),
+            base.clone(),
+        )),
         case(
             "preload-templates",
             "PostToolUse Skill implement",
@@ -439,15 +434,14 @@ fn prepare(
     sb.restore_with(&case.state, counters)?;
     if case.after_start {
         let start = Case {
-            bin: "preload-session-start",
-            label: String::new(),
-            args: Vec::new(),
-            input: json!({"hook_event_name": "SessionStart", "source": "startup",
-                          "cwd": sb.project, "transcript_path": sb.transcript}),
-            env: Vec::new(),
-            state: case.state.clone(),
             fresh_session: true,
-            after_start: false,
+            ..Case::new(
+                "preload-session-start",
+                "",
+                json!({"hook_event_name": "SessionStart", "source": "startup",
+                       "cwd": sb.project, "transcript_path": sb.transcript}),
+                case.state.clone(),
+            )
         };
         let call = call_for(sb, &start, &binary(start.bin), *counter);
         *counter += 1;
@@ -993,15 +987,14 @@ fn scenario_chunks(
     let sb = Sandbox::generate(sizes, std::process::id())?;
     let rounds = iterations().div_ceil(2).max(3);
     let case = Case {
-        bin: name,
-        label: String::new(),
-        args: Vec::new(),
-        input: json!({"hook_event_name": "SessionStart", "source": "startup",
-                      "cwd": sb.project, "transcript_path": sb.transcript}),
-        env: Vec::new(),
-        state: sb.base_state.clone(),
         fresh_session: true,
-        after_start: false,
+        ..Case::new(
+            name,
+            "",
+            json!({"hook_event_name": "SessionStart", "source": "startup",
+                   "cwd": sb.project, "transcript_path": sb.transcript}),
+            sb.base_state.clone(),
+        )
     };
     let mut seq_totals = Vec::new();
     let mut par_walls = Vec::new();

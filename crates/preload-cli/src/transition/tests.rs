@@ -228,6 +228,14 @@ impl World {
         change_phase(&self.ctx, &self.dir, &request)
     }
 
+    /// [`World::phase`], accepted.
+    #[track_caller]
+    fn accepted(&self, phase: &str, proof: Option<&str>, approval: Option<&str>) -> Outcome {
+        let out = self.phase(phase, proof, approval);
+        assert!(!out.refused, "{}", out.stderr);
+        out
+    }
+
     fn state(&self) -> Value {
         serde_json::from_str(&fs::read_to_string(self.dir.join(STATE_FILE)).unwrap()).unwrap()
     }
@@ -293,12 +301,11 @@ fn a_refused_transition_changes_nothing() {
 #[test]
 fn an_accepted_transition_records_the_proof_and_queues_the_phase_commands() {
     let w = implement_world();
-    let out = w.phase(
+    let out = w.accepted(
         "1: Interrogation",
         Some("{\"mode\": \"quick\", \"intentDone\": true}\n"),
         None,
     );
-    assert!(!out.refused, "{}", out.stderr);
     assert_eq!(out.stderr, "");
     assert_eq!(
         out.stdout,
@@ -342,8 +349,7 @@ fn files_already_in_context_are_not_queued_and_staying_needs_no_proof() {
     let mut s = w.state();
     s["preloadedFiles"] = json!([intent]);
     fs::write(w.dir.join(STATE_FILE), s.to_string()).unwrap();
-    let out = w.phase("1: Interrogation", None, None);
-    assert!(!out.refused, "{}", out.stderr);
+    w.accepted("1: Interrogation", None, None);
     let s = w.state();
     let pending = state::strings_of(s.get("pendingPreloads"));
     assert_eq!(pending.len(), 1, "{pending:?}");
@@ -354,12 +360,11 @@ fn files_already_in_context_are_not_queued_and_staying_needs_no_proof() {
 #[test]
 fn approval_lets_an_out_of_sequence_move_through_with_its_proof() {
     let w = implement_world();
-    let out = w.phase(
+    let out = w.accepted(
         "3: Execution",
         Some("mode: quick\nintentDone: yes\n"),
         Some("Reason: the user skipped planning"),
     );
-    assert!(!out.refused, "{}", out.stderr);
     assert!(out.stdout.starts_with(
         "Phase transition approved (non-sequential): 0: Setup -> 3: Execution\n  Approval: Reason: the user skipped planning\nPhase: 3: Execution\n"
     ));
@@ -399,8 +404,7 @@ fn an_undeclared_sub_phase_is_added_to_the_phases() {
     let mut state = implement_like();
     state["currentPhase"] = json!("2: Planning");
     let w = World::new(&state);
-    let out = w.phase("2.5: Review", Some("{}"), None);
-    assert!(!out.refused, "{}", out.stderr);
+    let out = w.accepted("2.5: Review", Some("{}"), None);
     let s = w.state();
     let labels: Vec<&str> = s["phases"]
         .as_array()

@@ -24,6 +24,16 @@ const REAL_SHAPED: &str = r#"{
 }
 "#;
 
+fn inode_of(path: &std::path::Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap())
+}
+
+/// The file at `path` is the one it was (`inode`), its text `text`: nothing was written.
+fn assert_untouched(path: &std::path::Path, text: &str, inode: u64) {
+    assert_eq!(fs::read_to_string(path).unwrap(), text);
+    assert_eq!(inode_of(path), inode);
+}
+
 fn soon() -> Instant {
     Instant::now() + Duration::from_secs(2)
 }
@@ -192,7 +202,7 @@ fn unchanged_state_is_not_rewritten() {
     .unwrap();
     let ours = fs::read_to_string(&path).unwrap();
     assert_eq!(ours, "{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n");
-    let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
+    let inode = inode_of(&path);
     update(&path, Write::per_call(soon()), |s| {
         s.set("b", Value::from("x"));
     })
@@ -204,11 +214,7 @@ fn unchanged_state_is_not_rewritten() {
         assert!(s.changed());
     })
     .unwrap();
-    assert_eq!(fs::read_to_string(&path).unwrap(), ours);
-    assert_eq!(
-        std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
-        inode
-    );
+    assert_untouched(&path, &ours, inode);
 }
 
 #[test]
@@ -337,7 +343,7 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
     assert_eq!((now.number("n"), now.flag("other")), (Some(6.0), true));
     // A known outcome that renders as the file reads is no write.
     let read = load_read(&path).unwrap();
-    let inode = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap());
+    let inode = inode_of(&path);
     let same = read.state.clone();
     update(
         &path,
@@ -345,11 +351,7 @@ fn a_known_outcome_stands_only_while_the_file_is_what_was_read() {
         |_| (),
     )
     .unwrap();
-    assert_eq!(fs::read_to_string(&path).unwrap(), read.text);
-    assert_eq!(
-        std::os::unix::fs::MetadataExt::ino(&fs::metadata(&path).unwrap()),
-        inode
-    );
+    assert_untouched(&path, &read.text, inode);
 }
 
 #[test]

@@ -17,10 +17,26 @@ fn count(key: &str, tool: &str) -> Delta {
     }
 }
 
-#[test]
-fn counts_survive_a_stale_write_of_the_state() {
+/// The main agent's edit of `/a.rs`.
+fn main_edit() -> Delta {
+    Delta::Count {
+        key: "main.jsonl".to_owned(),
+        main: true,
+        tool: "Edit".to_owned(),
+        edited: Some("/a.rs".to_owned()),
+    }
+}
+
+/// A state file's path in a directory of its own (kept while the first value lives).
+fn state_file() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join(".state.json");
+    (tmp, file)
+}
+
+#[test]
+fn counts_survive_a_stale_write_of_the_state() {
+    let (_tmp, file) = state_file();
     let mut s = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": ["0: Setup"]}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
     for i in 0..3 {
@@ -51,8 +67,7 @@ fn counts_survive_a_stale_write_of_the_state() {
 
 #[test]
 fn a_value_someone_else_sets_stands() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let s = state(r#"{"pid": 5}"#);
     let c = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
@@ -73,8 +88,7 @@ fn a_value_someone_else_sets_stands() {
 
 #[test]
 fn a_phase_change_by_the_engine_starts_over_from_its_reset() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let before = state(r#"{"pid": 5, "currentPhase": "1: A", "phaseHistory": []}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
     update(&file, &before, far, far, &count("main.jsonl", "Read")).unwrap();
@@ -115,8 +129,7 @@ fn hold_latch(file: &Path) -> nix::fcntl::Flock<std::fs::File> {
 
 #[test]
 fn a_count_that_cannot_take_the_latch_goes_to_the_journal_and_is_folded_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let s = state(r#"{"pid": 5}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let held = hold_latch(&file);
@@ -146,8 +159,7 @@ fn a_count_that_cannot_take_the_latch_goes_to_the_journal_and_is_folded_once() {
 
 #[test]
 fn a_holder_killed_before_emptying_the_journal_counts_nothing_twice() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let journal = journal_of(&file);
     let s = state(r#"{"pid": 5}"#);
     let far = Instant::now() + std::time::Duration::from_secs(2);
@@ -176,8 +188,7 @@ fn a_holder_killed_before_emptying_the_journal_counts_nothing_twice() {
 
 #[test]
 fn a_mirror_says_whether_it_changed_the_state() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let s = state(r#"{"pid": 5, "lastEditFile_old.jsonl": "/a"}"#);
     let c = update(&file, &s, far, far, &count("main.jsonl", "Read")).unwrap();
@@ -197,8 +208,7 @@ fn a_mirror_says_whether_it_changed_the_state() {
 
 #[test]
 fn the_latest_counts_are_mirrored_never_an_older_view() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let s = state(r#"{"pid": 5, "currentPhase": "1: A"}"#);
     // Two hooks count one after the other; the second's mirror write found the lock busy.
@@ -244,8 +254,7 @@ fn the_latest_counts_are_mirrored_never_an_older_view() {
 
 #[test]
 fn a_counters_file_read_torn_is_not_taken_for_counts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let far = Instant::now() + std::time::Duration::from_secs(2);
     let s = state(r#"{"pid": 5}"#);
     for _ in 0..3 {
@@ -282,8 +291,7 @@ fn far() -> Instant {
 
 #[test]
 fn the_counters_file_keeps_its_text() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let s = state(
         r#"{"pid": 5, "startedAt": "2026-01-01T00:00:00Z", "currentPhase": "1: A",
             "phaseHistory": ["0: Setup"], "toolCallsByTranscript": {"sub:z": 4, "main.jsonl": 2},
@@ -297,12 +305,7 @@ fn the_counters_file_keeps_its_text() {
          \"edited\":null}\n",
     )
     .unwrap();
-    let edit = Delta::Count {
-        key: "main.jsonl".to_owned(),
-        main: true,
-        tool: "Edit".to_owned(),
-        edited: Some("/a.rs".to_owned()),
-    };
+    let edit = main_edit();
     update(&file, &s, far(), far(), &edit).unwrap();
     assert_eq!(
         fs_text(&file_of(&file)),
@@ -329,8 +332,7 @@ fn the_counters_file_keeps_its_text() {
         )
     );
     // No main agent yet: no primary key, nothing edited, nothing folded.
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     update(&file, &state("{}"), far(), far(), &count("sub:a", "Read")).unwrap();
     assert_eq!(
         fs_text(&file_of(&file)),
@@ -353,16 +355,10 @@ fn the_counters_file_keeps_its_text() {
 
 #[test]
 fn a_journal_record_keeps_its_text() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let s = state(r#"{"pid": 5}"#);
     let _held = hold_latch(&file);
-    let edit = Delta::Count {
-        key: "main.jsonl".to_owned(),
-        main: true,
-        tool: "Edit".to_owned(),
-        edited: Some("/a.rs".to_owned()),
-    };
+    let edit = main_edit();
     let reset = Delta::Reset {
         key: "sub:a".to_owned(),
         main: false,
@@ -391,16 +387,10 @@ fn a_journal_record_keeps_its_text() {
 
 #[test]
 fn a_mirror_keeps_the_state_text_around_the_counters() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let s =
         state(r#"{"pid": 5, "toolCallsByTranscript": {"sub:z": 4}, "lastEditFile_gone": "/g"}"#);
-    let edit = Delta::Count {
-        key: "main.jsonl".to_owned(),
-        main: true,
-        tool: "Edit".to_owned(),
-        edited: Some("/a.rs".to_owned()),
-    };
+    let edit = main_edit();
     let c = update(&file, &s, far(), far(), &edit).unwrap();
     let mut other = state(
         r#"{"pid": 5, "lastEditFile_x": "/x", "toolCallsByTranscript": {"main.jsonl": 0, "b": 1},
@@ -430,8 +420,7 @@ fn a_mirror_keeps_the_state_text_around_the_counters() {
 
 #[test]
 fn a_member_of_the_counters_file_in_another_shape_reads_as_absent() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join(".state.json");
+    let (_tmp, file) = state_file();
     let s = state(r#"{"pid": 5, "toolCallsByTranscript": {}}"#);
     let epoch = epoch_of(&s);
     // A file without a check (an earlier release's), its members in shapes they do not take.

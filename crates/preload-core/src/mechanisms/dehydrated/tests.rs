@@ -51,8 +51,18 @@ impl Project {
         path
     }
 
+    /// The session whose hand-over a scan finds.
+    fn found(&self) -> Option<String> {
+        find(&self.ctx()).map(|r| r.session)
+    }
+
+    /// The list of the states known to hold no hand-over.
+    fn list(&self) -> PathBuf {
+        self.sessions.join(session::INDEX_DIR).join(PLAIN_FILE)
+    }
+
     fn plain(&self) -> Vec<String> {
-        fs::read_to_string(self.sessions.join(session::INDEX_DIR).join(PLAIN_FILE))
+        fs::read_to_string(self.list())
             .unwrap_or_default()
             .lines()
             .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
@@ -65,13 +75,22 @@ fn dehydrated(pid: u32) -> Value {
            "dehydratedContext": {"summary": "where we were"}})
 }
 
+/// Sessions A and B of other agents, without a hand-over, after a scan that found none.
+fn two_sessions_scanned() -> Project {
+    let p = Project::new();
+    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
+    p.state("2026_01_02_B", &json!({"pid": 4_000_003}));
+    assert!(p.found().is_none());
+    p
+}
+
 #[test]
 fn the_states_without_a_context_are_remembered_and_a_new_context_is_still_found() {
     let p = Project::new();
     p.state("2026_01_01_A", &json!({"pid": 4_000_002, "skill": "do"}));
     p.state("2026_01_02_B", &json!({"pid": 4_000_003, "skill": "do"}));
     p.state("2026_01_03_C", &json!({"pid": 4_000_004, "skill": "do"}));
-    assert!(find(&p.ctx()).is_none());
+    assert!(p.found().is_none());
     assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_02_B", "2026_01_03_C"]);
     // The engine writes a hand-over into B: the changed file is read again and restored.
     p.state("2026_01_02_B", &dehydrated(4_000_003));
@@ -94,16 +113,16 @@ fn the_owners_own_session_is_read_every_time_and_never_remembered() {
         format!("{}\n", dir.display()),
     )
     .unwrap();
-    assert!(find(&p.ctx()).is_none());
+    assert!(p.found().is_none());
     assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_03_C"]);
     // SessionStart rewrites the owner's state on every start: the list stays as it is.
-    let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
+    let list = p.list();
     let written = fs::metadata(&list).unwrap().ino();
     p.state(
         "2026_01_02_MINE",
         &json!({"pid": 4_000_001, "skill": "implement"}),
     );
-    assert!(find(&p.ctx()).is_none());
+    assert!(p.found().is_none());
     assert_eq!(
         fs::metadata(&list).unwrap().ino(),
         written,
@@ -111,30 +130,21 @@ fn the_owners_own_session_is_read_every_time_and_never_remembered() {
     );
     // A hand-over in the owner's session is found all the same.
     p.state("2026_01_02_MINE", &dehydrated(4_000_001));
-    assert_eq!(
-        find(&p.ctx()).map(|r| r.session),
-        Some("2026_01_02_MINE".into())
-    );
+    assert_eq!(p.found().as_deref(), Some("2026_01_02_MINE"));
 }
 
 #[test]
 fn a_list_out_of_name_order_costs_reads_but_never_hides_a_context() {
-    let p = Project::new();
-    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
-    p.state("2026_01_02_B", &json!({"pid": 4_000_003}));
-    assert!(find(&p.ctx()).is_none());
-    let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
+    let p = two_sessions_scanned();
+    let list = p.list();
     let text = fs::read_to_string(&list).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     fs::write(&list, format!("{}\n{}\n", lines[1], lines[0])).unwrap();
     p.state("2026_01_01_A", &dehydrated(4_000_002));
-    assert_eq!(
-        find(&p.ctx()).map(|r| r.session),
-        Some("2026_01_01_A".into())
-    );
+    assert_eq!(p.found().as_deref(), Some("2026_01_01_A"));
     // A scan that finds none puts the list back in order.
     p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
-    assert!(find(&p.ctx()).is_none());
+    assert!(p.found().is_none());
     assert_eq!(p.plain(), ["2026_01_01_A", "2026_01_02_B"]);
 }
 
@@ -145,16 +155,13 @@ fn a_remembered_state_is_not_read_again_while_its_file_is_unchanged() {
     // The list says the file, as it is now, holds nothing: the scan believes it without reading.
     let listed = fs::File::open(&p.sessions).unwrap();
     let print = Print::of(&listed, b"2026_01_01_A/.state.json").unwrap();
-    let list = p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE);
+    let list = p.list();
     fs::write(&list, format!("2026_01_01_A\t{print}\n")).unwrap();
-    assert!(find(&p.ctx()).is_none(), "an unchanged file is not read");
+    assert!(p.found().is_none(), "an unchanged file is not read");
     // Any write to the file changes its print: it is read, and its hand-over found.
     let text = fs::read_to_string(&path).unwrap();
     fs::write(&path, format!("{text}\n")).unwrap();
-    assert_eq!(
-        find(&p.ctx()).map(|r| r.session),
-        Some("2026_01_01_A".into())
-    );
+    assert_eq!(p.found().as_deref(), Some("2026_01_01_A"));
     assert!(p.plain().is_empty());
 }
 
@@ -166,38 +173,29 @@ fn a_context_another_live_agent_owns_is_skipped_and_not_remembered() {
         .spawn()
         .unwrap();
     p.state("2026_01_01_A", &dehydrated(child.id()));
-    assert!(find(&p.ctx()).is_none(), "its owner is alive");
+    assert!(p.found().is_none(), "its owner is alive");
     assert!(
         p.plain().is_empty(),
         "its answer changes when the owner dies"
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(
-        find(&p.ctx()).map(|r| r.session),
-        Some("2026_01_01_A".into())
-    );
+    assert_eq!(p.found().as_deref(), Some("2026_01_01_A"));
 }
 
 #[test]
 fn gone_sessions_and_a_damaged_list_are_forgotten() {
-    let p = Project::new();
-    p.state("2026_01_01_A", &json!({"pid": 4_000_002}));
-    p.state("2026_01_02_B", &json!({"pid": 4_000_003}));
-    assert!(find(&p.ctx()).is_none());
+    let p = two_sessions_scanned();
     fs::remove_dir_all(p.sessions.join("2026_01_02_B")).unwrap();
-    assert!(find(&p.ctx()).is_none());
+    assert!(p.found().is_none());
     assert_eq!(p.plain(), ["2026_01_01_A"]);
     fs::write(
-        p.sessions.join(session::INDEX_DIR).join(PLAIN_FILE),
+        p.list(),
         "garbage\nwithout tabs\n2026_01_01_A\tnot-the-print\n",
     )
     .unwrap();
     p.state("2026_01_01_A", &dehydrated(4_000_002));
-    assert_eq!(
-        find(&p.ctx()).map(|r| r.session),
-        Some("2026_01_01_A".into())
-    );
+    assert_eq!(p.found().as_deref(), Some("2026_01_01_A"));
 }
 
 #[test]

@@ -68,6 +68,16 @@ fn names(found: &Found) -> Vec<String> {
         .collect()
 }
 
+/// What a read of `path` discovers: the core names only.
+fn read(s: &mut State, t: &Tree, path: &str) -> Option<Found> {
+    discover(s, &t.scope, path, &Accept::default())
+}
+
+/// The names the first read of `path` in a new state discovers.
+fn first_read_names(t: &Tree, path: &str) -> Vec<String> {
+    names(&read(&mut State::default(), t, path).unwrap())
+}
+
 fn edit() -> Accept {
     Accept {
         declared: vec!["TESTING.md".into(), "PITFALLS.md".into()],
@@ -97,17 +107,8 @@ fn walk_up_finds_every_level_under_a_tmp_sandbox() {
 
 #[test]
 fn read_accepts_only_core_names() {
-    let t = tree();
-    let mut s = State::default();
-    let found = discover(
-        &mut s,
-        &t.scope,
-        "packages/estimate/src/x.ts",
-        &Accept::default(),
-    )
-    .unwrap();
     assert_eq!(
-        names(&found),
+        first_read_names(&tree(), "packages/estimate/src/x.ts"),
         vec![
             "project/AGENTS.md",
             "project/INVARIANTS.md",
@@ -120,35 +121,15 @@ fn read_accepts_only_core_names() {
 fn same_directory_and_siblings_are_not_walked_again() {
     let t = tree();
     let mut s = State::default();
-    discover(
-        &mut s,
-        &t.scope,
-        "packages/estimate/src/x.ts",
-        &Accept::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        discover(
-            &mut s,
-            &t.scope,
-            "packages/estimate/src/other.ts",
-            &Accept::default()
-        ),
-        None
-    );
+    read(&mut s, &t, "packages/estimate/src/x.ts").unwrap();
+    assert_eq!(read(&mut s, &t, "packages/estimate/src/other.ts"), None);
     let before = s
         .get(fields::TOUCHED_DIRS)
         .unwrap()
         .as_object()
         .unwrap()
         .len();
-    let sibling = discover(
-        &mut s,
-        &t.scope,
-        "packages/estimate/tests/y.ts",
-        &Accept::default(),
-    )
-    .unwrap();
+    let sibling = read(&mut s, &t, "packages/estimate/tests/y.ts").unwrap();
     assert!(sibling.files.is_empty());
     assert_eq!(
         s.get(fields::TOUCHED_DIRS)
@@ -170,21 +151,12 @@ fn same_directory_and_siblings_are_not_walked_again() {
 #[test]
 fn excluded_components_inside_the_project_are_skipped() {
     let t = tree();
-    let mut s = State::default();
-    let found = discover(
-        &mut s,
-        &t.scope,
-        "node_modules/pkg/index.ts",
-        &Accept::default(),
-    )
-    .unwrap();
     assert_eq!(
-        names(&found),
+        first_read_names(&t, "node_modules/pkg/index.ts"),
         vec!["project/AGENTS.md", "project/INVARIANTS.md"]
     );
-    let mut s = State::default();
-    let found = discover(&mut s, &t.scope, "tmp/out/f.ts", &Accept::default()).unwrap();
-    assert!(!names(&found).iter().any(|n| n.starts_with("out/")));
+    let found = first_read_names(&t, "tmp/out/f.ts");
+    assert!(!found.iter().any(|n| n.starts_with("out/")));
     assert!(
         t.root.join("tmp/project").starts_with(&t.root),
         "sandbox under a tmp dir"
@@ -196,13 +168,7 @@ fn the_claude_dir_caps_the_walk() {
     let t = tree();
     let mut s = State::default();
     let skill = t.scope.claude_dir.join("skills/s/SKILL.md");
-    let found = discover(
-        &mut s,
-        &t.scope,
-        &skill.to_string_lossy(),
-        &Accept::default(),
-    )
-    .unwrap();
+    let found = read(&mut s, &t, &skill.to_string_lossy()).unwrap();
     assert_eq!(found.files.len(), 1);
     assert!(found.files[0].ends_with(".claude/.directives/INVARIANTS.md"));
     assert!(!found.files.iter().any(|f| f.ends_with("home/AGENTS.md")));
@@ -213,16 +179,8 @@ fn outside_both_roots_nothing_happens() {
     let t = tree();
     let mut s = State::default();
     let outside = t.root.join("elsewhere/file.ts");
-    assert_eq!(
-        discover(
-            &mut s,
-            &t.scope,
-            &outside.to_string_lossy(),
-            &Accept::default()
-        ),
-        None
-    );
-    assert_eq!(discover(&mut s, &t.scope, "", &Accept::default()), None);
+    assert_eq!(read(&mut s, &t, &outside.to_string_lossy()), None);
+    assert_eq!(read(&mut s, &t, ""), None);
     assert!(s.map().is_empty(), "state untouched");
 }
 

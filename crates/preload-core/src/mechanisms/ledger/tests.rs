@@ -171,6 +171,11 @@ fn a_seed_file_that_would_not_change_is_not_written_again() {
     lock.release();
 }
 
+/// The call `call` carried the one file `file`, in `text`.
+fn delivered(s: &mut State, call: &str, file: &str, text: &str) {
+    note_call_deliveries(s, Some(call), &[file.to_owned()], text);
+}
+
 /// The calls a compaction keeps, by what the client's transcript says.
 #[test]
 fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_behind() {
@@ -179,24 +184,9 @@ fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_
         seen: seen.iter().map(|c| (*c).to_owned()).collect(),
     };
     let mut s = State::default();
-    note_call_deliveries(
-        &mut s,
-        Some("A"),
-        &["/a".to_owned()],
-        "[Preloaded: /a]\nx\n",
-    );
-    note_call_deliveries(
-        &mut s,
-        Some("B"),
-        &["/b".to_owned()],
-        "[Preloaded: /b]\ny\n",
-    );
-    note_call_deliveries(
-        &mut s,
-        Some("C"),
-        &["/c".to_owned()],
-        "[Preloaded: /c]\nz\n",
-    );
+    delivered(&mut s, "A", "/a", "[Preloaded: /a]\nx\n");
+    delivered(&mut s, "B", "/b", "[Preloaded: /b]\ny\n");
+    delivered(&mut s, "C", "/c", "[Preloaded: /c]\nz\n");
     let kept = |s: &State, c: Option<&crate::primitives::transcript::Calls>| {
         KeptCall::of(s, c, crate::primitives::env::Agent::ClaudeCode).files
     };
@@ -223,12 +213,7 @@ fn a_compaction_keeps_the_latest_responses_calls_even_from_a_transcript_written_
 fn a_codex_compaction_keeps_no_call() {
     use crate::primitives::env::Agent;
     let mut s = State::default();
-    note_call_deliveries(
-        &mut s,
-        Some("call_1"),
-        &["/a".to_owned()],
-        "[Preloaded: /a]\nx\n",
-    );
+    delivered(&mut s, "call_1", "/a", "[Preloaded: /a]\nx\n");
     assert_eq!(KeptCall::of(&s, None, Agent::ClaudeCode).files, ["/a"]);
     assert!(KeptCall::of(&s, None, Agent::Codex).files.is_empty());
 }
@@ -256,12 +241,7 @@ fn a_kept_calls_first_parts_come_back_with_their_cut() {
     }
     // A call that carries part 1 of 2 while the window's progress says so records both.
     let mut s = state(json!({"preloadParts": {"/a": 1}}));
-    note_call_deliveries(
-        &mut s,
-        Some("call_2"),
-        &["/a".to_owned()],
-        "[Preloaded: /a (part 1/2)]\nx\n",
-    );
+    delivered(&mut s, "call_2", "/a", "[Preloaded: /a (part 1/2)]\nx\n");
     let record = &s.get(fields::CALL_DELIVERIES).unwrap()[0];
     assert_eq!(record.get(fields::CALL_PARTS), Some(&json!({"/a": [1, 2]})));
 }

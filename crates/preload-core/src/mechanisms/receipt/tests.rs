@@ -42,6 +42,23 @@ fn user(uuid: &str, parent: &str, text: &str, meta: bool) -> String {
     )
 }
 
+/// `/b.md` in two parts, each a block of its own.
+const PART_1: &str = "[Preloaded: /b.md (part 1/2)]\nB1\n";
+const PART_2: &str = "[Preloaded: /b.md (part 2/2)]\nB2\n";
+
+/// One branch: a hook context each (`s1`, `s2`, … each on the one before), then the user's `go`.
+fn one_branch(texts: &[&str]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut parent = None;
+    for (i, text) in texts.iter().enumerate() {
+        let uuid = format!("s{}", i + 1);
+        lines.extend(context(&uuid, parent.as_deref(), text));
+        parent = Some(uuid);
+    }
+    lines.push(user("u1", parent.as_deref().unwrap(), "go", false));
+    lines
+}
+
 fn receipt(lines: &[String]) -> Receipt {
     Receipt::of_text(&(lines.join("\n") + "\n"), Path::new("/home")).unwrap()
 }
@@ -52,18 +69,10 @@ fn counts(r: &Receipt) -> Vec<(&str, usize)> {
 
 #[test]
 fn each_block_of_the_branch_is_counted_once_and_hook_success_not_at_all() {
-    let mut lines = context(
-        "s1",
-        None,
+    let r = receipt(&one_branch(&[
         "[Preloaded: /a.md]\nA\n\n[Preloaded: /b.md (part 1/2)]\nB1\n",
-    );
-    lines.extend(context(
-        "s2",
-        Some("s1"),
-        "[Preloaded: /b.md (part 2/2)]\nB2\n",
-    ));
-    lines.push(user("u1", "s2", "go", false));
-    let r = receipt(&lines);
+        PART_2,
+    ]));
     assert_eq!(r.client, Client::ClaudeCode);
     assert_eq!(r.conversation.as_deref(), Some("c1"));
     assert_eq!(r.contexts, 2);
@@ -74,19 +83,11 @@ fn each_block_of_the_branch_is_counted_once_and_hook_success_not_at_all() {
 
 #[test]
 fn a_block_that_arrives_twice_is_a_duplicate_and_a_renewal_is_not() {
-    let mut lines = context(
-        "s1",
-        None,
+    let r = receipt(&one_branch(&[
         "[Preloaded: /a.md]\nA\n\n[Preloaded: /c.md]\nC\n",
-    );
-    lines.extend(context("s2", Some("s1"), "[Preloaded: /a.md]\nA\n"));
-    lines.extend(context(
-        "s3",
-        Some("s2"),
+        "[Preloaded: /a.md]\nA\n",
         "[Preloaded: /c.md (updated)]\nC2\n",
-    ));
-    lines.push(user("u1", "s3", "go", false));
-    let r = receipt(&lines);
+    ]));
     assert_eq!(counts(&r), vec![("/a.md", 2), ("/c.md", 1)]);
     assert_eq!(r.files[1].renewed, 1);
     let dups: Vec<&str> = r.duplicates().iter().map(|f| f.path.as_str()).collect();
@@ -95,31 +96,13 @@ fn a_block_that_arrives_twice_is_a_duplicate_and_a_renewal_is_not() {
 
 #[test]
 fn a_file_received_whole_and_in_parts_is_a_duplicate() {
-    let mut lines = context("s1", None, "[Preloaded: /b.md (part 1/2)]\nB1\n");
-    lines.extend(context(
-        "s2",
-        Some("s1"),
-        "[Preloaded: /b.md (part 2/2)]\nB2\n",
-    ));
-    lines.extend(context("s3", Some("s2"), "[Preloaded: /b.md]\nB1B2\n"));
-    lines.push(user("u1", "s3", "go", false));
+    let lines = one_branch(&[PART_1, PART_2, "[Preloaded: /b.md]\nB1B2\n"]);
     assert_eq!(counts(&receipt(&lines)), vec![("/b.md", 2)]);
 }
 
 #[test]
 fn a_part_that_arrives_twice_counts_twice() {
-    let mut lines = context("s1", None, "[Preloaded: /b.md (part 1/2)]\nB1\n");
-    lines.extend(context(
-        "s2",
-        Some("s1"),
-        "[Preloaded: /b.md (part 2/2)]\nB2\n",
-    ));
-    lines.extend(context(
-        "s3",
-        Some("s2"),
-        "[Preloaded: /b.md (part 1/2)]\nB1\n",
-    ));
-    lines.push(user("u1", "s3", "go", false));
+    let lines = one_branch(&[PART_1, PART_2, PART_1]);
     assert_eq!(counts(&receipt(&lines)), vec![("/b.md", 2)]);
 }
 
@@ -152,8 +135,7 @@ fn a_skill_the_client_expanded_is_an_arrival_and_with_our_block_a_duplicate() {
 
 #[test]
 fn what_the_record_lists_and_the_branch_never_shows_is_missing() {
-    let mut lines = context("s1", None, "[Preloaded: ~/a.md]\nA\n");
-    lines.push(user("u1", "s1", "go", false));
+    let lines = one_branch(&["[Preloaded: ~/a.md]\nA\n"]);
     let r = receipt(&lines);
     assert_eq!(counts(&r), vec![("/home/a.md", 1)]);
     assert_eq!(
@@ -164,8 +146,7 @@ fn what_the_record_lists_and_the_branch_never_shows_is_missing() {
 
 #[test]
 fn counts_start_again_after_a_compaction() {
-    let mut lines = context("s1", None, "[Preloaded: /a.md]\nA\n");
-    lines.push(user("u1", "s1", "go", false));
+    let mut lines = one_branch(&["[Preloaded: /a.md]\nA\n"]);
     lines.push(line(
         "system",
         "b1",

@@ -31,17 +31,20 @@ fn project() -> (tempfile::TempDir, PathBuf, PathBuf) {
     (tmp, project, home)
 }
 
+/// The session `name` of `project`, its state `body`; its directory.
+fn write_state(project: &Path, name: &str, body: &str) -> PathBuf {
+    let dir = project.join("sessions").join(name);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(STATE_FILE), body).unwrap();
+    dir
+}
+
 #[test]
 fn finds_the_owners_session_and_caches_it() {
     let (tmp, project, home) = project();
     for (name, pid) in [("a", 11), ("b", 22)] {
-        let dir = project.join("sessions").join(name);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(
-            dir.join(STATE_FILE),
-            format!("{{\"pid\": {pid}, \"lifecycle\": \"active\"}}"),
-        )
-        .unwrap();
+        let body = format!("{{\"pid\": {pid}, \"lifecycle\": \"active\"}}");
+        write_state(&project, name, &body);
     }
     let ctx = ctx_in(&project, &home, 22, tmp.path());
     assert_eq!(find_session(&ctx), Some(project.join("sessions/b")));
@@ -55,11 +58,7 @@ fn finds_the_owners_session_and_caches_it() {
 fn pid_beats_last_known_pid_and_a_live_owner_keeps_its_session() {
     let (tmp, project, home) = project();
     let live = std::os::unix::process::parent_id();
-    let write = |name: &str, body: String| {
-        let dir = project.join("sessions").join(name);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(STATE_FILE), body).unwrap();
-    };
+    let write = |name: &str, body: String| write_state(&project, name, &body);
     write("a", format!("{{\"pid\": {live}, \"lastKnownPid\": 55}}"));
     write("b", "{\"pid\": 4000000, \"lastKnownPid\": 55}".into());
     write("c", "{\"pid\": 4000001, \"lastKnownPid\": 55}".into());
@@ -90,11 +89,7 @@ fn fleet_script(home: &Path, pane: &str) {
 #[test]
 fn the_fleet_panes_session_wins_among_the_owners() {
     let (tmp, project, home) = project();
-    let write = |name: &str, body: &str| {
-        let dir = project.join("sessions").join(name);
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(STATE_FILE), body).unwrap();
-    };
+    let write = |name: &str, body: &str| write_state(&project, name, body);
     write(
         "a_implement",
         "{\"pid\": 66, \"fleetPaneId\": \"fleet:w:other\"}",
@@ -120,13 +115,11 @@ fn the_fleet_panes_session_wins_among_the_owners() {
 #[test]
 fn a_conversation_back_in_a_new_process_takes_its_session_over() {
     let (tmp, project, home) = project();
-    let dir = project.join("sessions/s");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join(STATE_FILE),
+    let dir = write_state(
+        &project,
+        "s",
         "{\"pid\": 4000000, \"skill\": \"implement\", \"sessionId\": \"conv-1\"}",
-    )
-    .unwrap();
+    );
     let env = Env::from_pairs([
         (env::HOME, home.to_string_lossy().into_owned()),
         (env::CLAUDE_SUPERVISOR_PID, "77".to_owned()),
@@ -151,13 +144,18 @@ fn a_conversation_back_in_a_new_process_takes_its_session_over() {
     );
 }
 
+/// Process 44 in a project whose one session, `a`, process 99 owns: the project, the
+/// session's directory and the call's context.
+fn in_anothers_session() -> (tempfile::TempDir, PathBuf, PathBuf, Context) {
+    let (tmp, project, home) = project();
+    let dir = write_state(&project, "a", "{\"pid\": 99}");
+    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    (tmp, project, dir, ctx)
+}
+
 #[test]
 fn a_remembered_no_session_answer_does_not_outlive_a_session_the_owner_held() {
-    let (tmp, project, home) = project();
-    let dir = project.join("sessions/a");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
-    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    let (_tmp, _, dir, ctx) = in_anothers_session();
     assert_eq!(find_session(&ctx), None);
     // The engine's activate of the existing directory: the PID cache, the owner's PID.
     fs::write(
@@ -181,11 +179,7 @@ fn a_remembered_no_session_answer_does_not_outlive_a_session_the_owner_held() {
 
 #[test]
 fn no_session_is_remembered_until_an_activation() {
-    let (tmp, project, home) = project();
-    let dir = project.join("sessions/a");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
-    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    let (_tmp, project, dir, ctx) = in_anothers_session();
     assert_eq!(find_session(&ctx), None);
     assert!(no_session_file(&ctx).is_file());
     // The remembered answer stands without reading the states: an edit that no activation
@@ -199,19 +193,13 @@ fn no_session_is_remembered_until_an_activation() {
     fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
     fs::remove_file(cache_file(&ctx)).unwrap();
     assert_eq!(find_session(&ctx), None);
-    let fresh = project.join("sessions/b");
-    fs::create_dir_all(&fresh).unwrap();
-    fs::write(fresh.join(STATE_FILE), "{\"pid\": 44}").unwrap();
+    let fresh = write_state(&project, "b", "{\"pid\": 44}");
     assert_eq!(find_session(&ctx), Some(fresh));
 }
 
 #[test]
 fn a_stale_cache_entry_is_not_trusted() {
-    let (tmp, project, home) = project();
-    let dir = project.join("sessions/a");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join(STATE_FILE), "{\"pid\": 99}").unwrap();
-    let ctx = ctx_in(&project, &home, 44, tmp.path());
+    let (_tmp, _, dir, ctx) = in_anothers_session();
     fs::write(cache_file(&ctx), format!("{}\n", dir.display())).unwrap();
     assert_eq!(find_session(&ctx), None);
 }
@@ -241,13 +229,6 @@ fn no_sessions_dir_means_no_state() {
     fs::create_dir_all(project.join(".claude")).unwrap();
     let ctx = ctx_in(&project, tmp.path(), 7, tmp.path());
     assert_eq!(find_preload_state(&ctx).unwrap(), None);
-}
-
-fn write_state(project: &Path, name: &str, body: &str) -> PathBuf {
-    let dir = project.join("sessions").join(name);
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join(STATE_FILE), body).unwrap();
-    dir
 }
 
 #[test]

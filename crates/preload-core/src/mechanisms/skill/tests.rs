@@ -49,13 +49,22 @@ fn letter_branch_phases_resolve() {
     assert!(phases.find("9").is_none());
 }
 
+/// An engine in `root` with a command file `CMD_<name>.md` of `text` for each of `commands`;
+/// its paths and its commands' directory.
+fn engine_with_commands(root: &Path, commands: &[(&str, &str)]) -> (EnginePaths, PathBuf) {
+    let paths = EnginePaths::new(root);
+    let cmds = paths.engine_directives.join("commands");
+    std::fs::create_dir_all(&cmds).unwrap();
+    for (name, text) in commands {
+        std::fs::write(cmds.join(format!("CMD_{name}.md")), text).unwrap();
+    }
+    (paths, cmds)
+}
+
 #[test]
 fn resolver_keeps_existing_files_and_templates() {
     let tmp = tempfile::tempdir().unwrap();
-    let paths = EnginePaths::new(tmp.path());
-    let cmds = paths.engine_directives.join("commands");
-    std::fs::create_dir_all(&cmds).unwrap();
-    std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+    let (paths, cmds) = engine_with_commands(tmp.path(), &[("REPORT_INTENT", "r")]);
     let skill_dir = paths.skills.join("implement");
     std::fs::create_dir_all(skill_dir.join("assets")).unwrap();
     std::fs::write(skill_dir.join("assets/TEMPLATE_IMPLEMENTATION_LOG.md"), "t").unwrap();
@@ -72,43 +81,35 @@ fn resolver_keeps_existing_files_and_templates() {
     );
 }
 
+/// The command files of phase `0` for a session whose state is `state`.
+fn session_phase_cmds_of(paths: &EnginePaths, state: &serde_json::Value) -> Vec<PathBuf> {
+    session_phase_cmds(
+        paths,
+        &Skills::default(),
+        &State::from_map(state.as_object().unwrap().clone()),
+        "0",
+    )
+}
+
 #[test]
 fn session_phases_win_over_the_skill_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let paths = EnginePaths::new(tmp.path());
-    let cmds = paths.engine_directives.join("commands");
-    std::fs::create_dir_all(&cmds).unwrap();
-    std::fs::write(cmds.join("CMD_FROM_STATE.md"), "s").unwrap();
-    std::fs::write(cmds.join("CMD_REPORT_INTENT.md"), "r").unwrap();
+    let (paths, cmds) =
+        engine_with_commands(tmp.path(), &[("FROM_STATE", "s"), ("REPORT_INTENT", "r")]);
     std::fs::create_dir_all(paths.skills.join("implement")).unwrap();
     std::fs::write(paths.skill_file("implement"), SKILL).unwrap();
-    let state =
-        json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]});
-    let got = session_phase_cmds(
-        &paths,
-        &Skills::default(),
-        &State::from_map(state.as_object().unwrap().clone()),
-        "0",
+    let phase_cmds = |state| session_phase_cmds_of(&paths, &state);
+    assert_eq!(
+        phase_cmds(
+            json!({"skill": "implement", "phases": [{"label": "0", "steps": ["§CMD_FROM_STATE"]}]})
+        ),
+        vec![cmds.join("CMD_FROM_STATE.md")]
     );
-    assert_eq!(got, vec![cmds.join("CMD_FROM_STATE.md")]);
-    let state = json!({"skill": "implement"});
-    let got = session_phase_cmds(
-        &paths,
-        &Skills::default(),
-        &State::from_map(state.as_object().unwrap().clone()),
-        "0",
+    assert_eq!(
+        phase_cmds(json!({"skill": "implement"})),
+        vec![cmds.join("CMD_REPORT_INTENT.md")]
     );
-    assert_eq!(got, vec![cmds.join("CMD_REPORT_INTENT.md")]);
-    let state = json!({"skill": "../etc"});
-    assert!(
-        session_phase_cmds(
-            &paths,
-            &Skills::default(),
-            &State::from_map(state.as_object().unwrap().clone()),
-            "0"
-        )
-        .is_empty()
-    );
+    assert!(phase_cmds(json!({"skill": "../etc"})).is_empty());
 }
 
 #[test]
@@ -219,14 +220,7 @@ fn a_skill_without_its_state_brings_its_own_templates_and_mode_files() {
     let skill = Skill::load(&paths, "odd").unwrap();
     assert!(skill.phases().is_empty(), "phases that are not an array");
     assert_eq!(skill.templates(), [dir.join("log.md"), abs.clone()]);
-    let cmds = |state: Value| {
-        session_phase_cmds(
-            &paths,
-            &Skills::default(),
-            &State::from_map(state.as_object().unwrap().clone()),
-            "0",
-        )
-    };
+    let cmds = |state| session_phase_cmds_of(&paths, &state);
     assert_eq!(
         cmds(json!({"skill": "odd", "mode": "BEE"})),
         [dir.join("log.md"), abs.clone(), dir.join("m/b.md")]

@@ -60,23 +60,38 @@ fn reslicing_keeps_every_block_or_points_at_the_rest() {
     }
 }
 
+/// The directory `cache` in `tmp`, and the environment that names it as the cache.
+fn cache_in(tmp: &tempfile::TempDir) -> (PathBuf, Env) {
+    let dir = tmp.path().join("cache");
+    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
+    (dir, env)
+}
+
+/// The cache of the event `input` names.
+fn open(env: &Env, input: serde_json::Value) -> StartText {
+    StartText::open(env, &HookInput::from_value(input), owner()).unwrap()
+}
+
+/// The first registration on an empty cache: it finds nothing and writes `slots`.
+fn write_first(cache: &StartText, chunk: Chunk, slots: &Slots) {
+    match cache.lookup(chunk, 100).unwrap() {
+        Lookup::Missing(writer) => writer.write(slots).unwrap(),
+        Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
+    }
+}
+
 #[test]
 fn one_registration_writes_and_the_others_read() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cache");
-    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
-    let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartText::open(&env, &input, owner()).unwrap();
+    let (dir, env) = cache_in(&tmp);
+    let cache = open(&env, json!({"session_id": "s1", "source": "startup"}));
     assert!(cache.path().starts_with(&dir));
     let slots = vec![
         vec!["a\n".to_owned()],
         vec!["b".to_owned(), "é 😀".to_owned()],
     ];
     let chunk = |index, total| Chunk { index, total };
-    match cache.lookup(chunk(0, 2), 100).unwrap() {
-        Lookup::Missing(writer) => writer.write(&slots).unwrap(),
-        Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
-    }
+    write_first(&cache, chunk(0, 2), &slots);
     for (index, slot) in slots.iter().enumerate() {
         match cache.lookup(chunk(index, 2), 100).unwrap() {
             Lookup::Found(found) => assert_eq!(&found, slot),
@@ -201,22 +216,16 @@ fn a_linked_cache_directory_is_refused_with_its_path() {
 #[test]
 fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cache");
-    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
-    let slots = vec![vec!["a".to_owned()]];
-    let compact = HookInput::from_value(json!({"session_id": "s1", "source": "compact"}));
-    let cache = StartText::open(&env, &compact, owner()).unwrap();
+    let (_, env) = cache_in(&tmp);
+    let cache = open(&env, json!({"session_id": "s1", "source": "compact"}));
     let only = Chunk { index: 0, total: 1 };
-    match cache.lookup(only, 100).unwrap() {
-        Lookup::Missing(writer) => writer.write(&slots).unwrap(),
-        Lookup::Found(found) => panic!("nothing was cached yet: {found:?}"),
-    }
+    write_first(&cache, only, &vec![vec!["a".to_owned()]]);
     // Another source or another conversation: another event, another cache.
     for other in [
         json!({"session_id": "s1", "source": "resume"}),
         json!({"session_id": "s2", "source": "compact"}),
     ] {
-        let other = StartText::open(&env, &HookInput::from_value(other), owner()).unwrap();
+        let other = open(&env, other);
         assert_ne!(other.path(), cache.path());
         assert!(matches!(
             other.lookup(only, 100).unwrap(),
@@ -237,10 +246,8 @@ fn a_cache_past_its_freshness_or_of_another_event_is_made_again() {
 #[test]
 fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("cache");
-    let env = Env::from_pairs([(env::PRELOAD_CACHE_DIR, dir.to_string_lossy().into_owned())]);
-    let input = HookInput::from_value(json!({"session_id": "s1", "source": "startup"}));
-    let cache = StartText::open(&env, &input, owner()).unwrap();
+    let (dir, env) = cache_in(&tmp);
+    let cache = open(&env, json!({"session_id": "s1", "source": "startup"}));
     let aged = |name: &str, age: Duration| {
         let path = dir.join(name);
         fs::write(&path, "x").unwrap();
@@ -279,12 +286,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
     assert!(cache.path().exists());
     // Alone, the one registration sweeps.
     let stale = aged("old_startup_1-2.slots", FRESH + second);
-    let again = StartText::open(
-        &env,
-        &HookInput::from_value(json!({"session_id": "s2"})),
-        owner(),
-    )
-    .unwrap();
+    let again = open(&env, json!({"session_id": "s2"}));
     assert!(matches!(
         again.lookup(Chunk { index: 0, total: 1 }, 100).unwrap(),
         Lookup::Missing(_)
@@ -295,10 +297,7 @@ fn the_last_registration_sweeps_what_is_stale_and_nothing_fresh() {
 #[test]
 fn the_writer_letting_go_wakes_the_waiting_registrations_written_or_not() {
     let tmp = tempfile::tempdir().unwrap();
-    let env = Env::from_pairs([(
-        env::PRELOAD_CACHE_DIR,
-        tmp.path().join("cache").to_string_lossy().into_owned(),
-    )]);
+    let (_, env) = cache_in(&tmp);
     for written in [true, false] {
         let input = HookInput::from_value(json!({"session_id": format!("s-{written}")}));
         let cache = StartText::open(&env, &input, owner()).unwrap();

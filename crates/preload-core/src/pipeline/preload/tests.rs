@@ -60,6 +60,25 @@ impl Fixture {
         let input = HookInput::from_value(json!({"cwd": self.project}));
         Context::new(env, "test", &input, Duration::from_secs(5))
     }
+    /// A call's context whose outputs hold `budget` characters.
+    fn ctx_with_output_budget(&self, budget: usize) -> Context {
+        let env = Env::from_pairs([
+            (env::HOME, self.home.to_string_lossy().into_owned()),
+            (env::PRELOAD_OUTPUT_BUDGET, budget.to_string()),
+        ]);
+        let input = HookInput::from_value(json!({"cwd": self.project}));
+        Context::new(env, "test", &input, Duration::from_secs(5))
+    }
+    /// [`ensure`] on the fixture's session.
+    fn ensure(
+        &self,
+        ctx: &Context,
+        requests: &[Request],
+        mode: Mode,
+        packer: &mut Packer,
+    ) -> Batch {
+        ensure(ctx, &self.target(), requests, mode, packer).unwrap()
+    }
     fn target(&self) -> PreloadState {
         PreloadState {
             path: self.state.clone(),
@@ -69,6 +88,22 @@ impl Fixture {
     fn load(&self) -> State {
         state::load(&self.state).unwrap()
     }
+}
+
+/// The text of a command file of `n` lines.
+fn long_command(n: usize) -> String {
+    (0..n).fold(String::new(), |mut acc, i| {
+        let _ = writeln!(acc, "line {i} of a long command file");
+        acc
+    })
+}
+
+/// The first line of each block of `batch`: its `[Preloaded: …]` banner.
+fn headers(batch: &Batch) -> impl Iterator<Item = String> + '_ {
+    batch
+        .blocks
+        .iter()
+        .map(|b| b.lines().next().unwrap().to_owned())
 }
 
 #[test]
@@ -136,14 +171,7 @@ fn direct_delivery_tracks_and_queues_references() {
     let b = f.cmd("B", "# B\n");
     let ctx = f.ctx();
     let mut packer = Packer::new(9_500);
-    let batch = ensure(
-        &ctx,
-        &f.target(),
-        &[Request::new(&a, "t")],
-        Mode::Direct,
-        &mut packer,
-    )
-    .unwrap();
+    let batch = f.ensure(&ctx, &[Request::new(&a, "t")], Mode::Direct, &mut packer);
     assert_eq!(
         batch.text(),
         format!("[Preloaded: {a}]\n# A\nUses §CMD_B.\n## PROOF FOR §CMD_A\n")
@@ -157,14 +185,12 @@ fn direct_delivery_tracks_and_queues_references() {
     );
     // Second pass: A skipped, B claimed from the queue.
     let mut packer = Packer::new(9_500);
-    let again = ensure(
+    let again = f.ensure(
         &ctx,
-        &f.target(),
         &pending_requests(&ctx, &f.load(), "rule"),
         Mode::Claim,
         &mut packer,
-    )
-    .unwrap();
+    );
     assert_eq!(again.delivered().collect::<Vec<_>>(), vec![b.as_str()]);
     assert!(f.load().path_list(QUEUED).is_empty());
 }
@@ -238,7 +264,7 @@ fn a_cycle_terminates_with_each_file_queued_once() {
     let mut requests = vec![Request::new(&a, "start")];
     for _ in 0..10 {
         let mut packer = Packer::new(9_500);
-        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        let batch = f.ensure(&ctx, &requests, Mode::Claim, &mut packer);
         queued += batch
             .events
             .iter()
@@ -262,25 +288,16 @@ fn queue_mode_skips_files_in_context_and_duplicates() {
     let ctx = f.ctx();
     let mut packer = Packer::new(9_500);
     let reqs = [Request::new(&a, "p1"), Request::new(&a, "p1")];
-    let batch = ensure(&ctx, &f.target(), &reqs, Mode::Queue, &mut packer).unwrap();
+    let batch = f.ensure(&ctx, &reqs, Mode::Queue, &mut packer);
     assert_eq!(batch.outcomes[0].1, Outcome::Queued);
     assert_eq!(batch.outcomes[1].1, Outcome::AlreadyQueued);
-    ensure(
+    f.ensure(
         &ctx,
-        &f.target(),
         &pending_requests(&ctx, &f.load(), "r"),
         Mode::Claim,
         &mut packer,
-    )
-    .unwrap();
-    let batch = ensure(
-        &ctx,
-        &f.target(),
-        &[Request::new(&a, "p2")],
-        Mode::Queue,
-        &mut packer,
-    )
-    .unwrap();
+    );
+    let batch = f.ensure(&ctx, &[Request::new(&a, "p2")], Mode::Queue, &mut packer);
     assert_eq!(batch.outcomes[0].1, Outcome::InContext(Hit::Path));
     assert!(f.load().path_list(QUEUED).is_empty());
 }
@@ -288,33 +305,20 @@ fn queue_mode_skips_files_in_context_and_duplicates() {
 #[test]
 fn budget_carries_over_and_large_files_go_in_parts() {
     let f = fixture();
-    let big = (0..300).fold(String::new(), |mut acc, i| {
-        let _ = writeln!(acc, "line {i} of a long command file");
-        acc
-    });
+    let big = long_command(300);
     let a = f.cmd("BIG", &big);
     let small = f.cmd("SMALL", "small");
     // Outputs of 2,000 characters: parts of 1,000 (room for a banner or a rule beside one).
-    let env = Env::from_pairs([
-        (env::HOME, f.home.to_string_lossy().into_owned()),
-        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
-    ]);
-    let input = HookInput::from_value(json!({"cwd": f.project}));
-    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let ctx = f.ctx_with_output_budget(2_000);
     let mut calls = 0;
     let mut parts_seen = Vec::new();
     let mut requests = vec![Request::new(&a, "t"), Request::new(&small, "t")];
     while !requests.is_empty() && calls < 20 {
         calls += 1;
         let mut packer = Packer::new(2_000);
-        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
+        let batch = f.ensure(&ctx, &requests, Mode::Claim, &mut packer);
         assert!(delivery::chars(&batch.text()) <= 2_000);
-        parts_seen.extend(
-            batch
-                .blocks
-                .iter()
-                .map(|b| b.lines().next().unwrap().to_owned()),
-        );
+        parts_seen.extend(headers(&batch));
         requests = pending_requests(&ctx, &f.load(), "rule");
     }
     let s = f.load();
@@ -348,25 +352,16 @@ fn missing_files_leave_the_queue_and_oversized_go_as_pointer() {
     )
     .unwrap();
     let mut packer = Packer::new(9_500);
-    ensure(
+    f.ensure(
         &ctx,
-        &f.target(),
         &pending_requests(&ctx, &f.load(), "r"),
         Mode::Claim,
         &mut packer,
-    )
-    .unwrap();
+    );
     assert!(f.load().path_list(QUEUED).is_empty());
     assert!(f.load().path_list(IN_CONTEXT).is_empty());
     let huge = f.cmd("HUGE", &"x".repeat(300 * 1024));
-    let batch = ensure(
-        &ctx,
-        &f.target(),
-        &[Request::new(&huge, "t")],
-        Mode::Direct,
-        &mut packer,
-    )
-    .unwrap();
+    let batch = f.ensure(&ctx, &[Request::new(&huge, "t")], Mode::Direct, &mut packer);
     assert!(batch.text().contains("not inlined"));
     assert!(batch.text().len() < 1_000);
 }
@@ -381,14 +376,12 @@ fn local_command_shadowing_a_global_one_is_labelled() {
     let local = ctx_norm(&f, &local_dir.join("CMD_X.md"));
     fs::write(&f.state, format!("{{\"preloadedFiles\": [\"{global}\"]}}")).unwrap();
     let mut packer = Packer::new(9_500);
-    let batch = ensure(
+    let batch = f.ensure(
         &f.ctx(),
-        &f.target(),
         &[Request::new(&local, "t")],
         Mode::Direct,
         &mut packer,
-    )
-    .unwrap();
+    );
     assert!(batch.text().starts_with(&format!(
         "[Override: shadows {global}]\n[Preloaded: {local}]\nlocal"
     )));
@@ -401,17 +394,9 @@ fn ctx_norm(f: &Fixture, p: &Path) -> String {
 #[test]
 fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_the_others() {
     let f = fixture();
-    let big = (0..300).fold(String::new(), |mut acc, i| {
-        let _ = writeln!(acc, "line {i} of a long command file");
-        acc
-    });
+    let big = long_command(300);
     let a = f.cmd("BIG", &big);
-    let env = Env::from_pairs([
-        (env::HOME, f.home.to_string_lossy().into_owned()),
-        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
-    ]);
-    let input = HookInput::from_value(json!({"cwd": f.project}));
-    let ctx = Context::new(env, "test", &input, Duration::from_secs(5));
+    let ctx = f.ctx_with_output_budget(2_000);
     let total = delivery::file_parts(&a, &big, delivery::part_size(ctx.part_budget)).len();
     assert!(total > 4, "{total} parts");
     // A compaction kept parts 2 and 3: the window needs part 1 and parts 4 on.
@@ -426,13 +411,8 @@ fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_th
             break;
         }
         let mut packer = Packer::new(2_000);
-        let batch = ensure(&ctx, &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
-        seen.extend(
-            batch
-                .blocks
-                .iter()
-                .map(|b| b.lines().next().unwrap().to_owned()),
-        );
+        let batch = f.ensure(&ctx, &requests, Mode::Claim, &mut packer);
+        seen.extend(headers(&batch));
         requests = pending_requests(&ctx, &f.load(), "rule");
     }
     let expected: Vec<String> = (1..=total)
@@ -451,29 +431,14 @@ fn parts_the_window_already_holds_are_passed_over_and_the_file_is_whole_after_th
 #[test]
 fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
     let f = fixture();
-    let lines = |n: usize| {
-        (0..n).fold(String::new(), |mut acc, i| {
-            let _ = writeln!(acc, "line {i} of a long command file");
-            acc
-        })
-    };
-    let a = f.cmd("BIG", &lines(150));
-    let env = Env::from_pairs([
-        (env::HOME, f.home.to_string_lossy().into_owned()),
-        (env::PRELOAD_OUTPUT_BUDGET, "2000".to_owned()),
-    ]);
-    let input = HookInput::from_value(json!({"cwd": f.project}));
+    let a = f.cmd("BIG", &long_command(150));
     // Each call its own context, as each hook process has.
-    let ctx = || Context::new(env.clone(), "test", &input, Duration::from_secs(5));
+    let ctx = || f.ctx_with_output_budget(2_000);
     let one_call = || {
         let mut packer = Packer::new(2_000);
         let requests = vec![Request::new(&a, "t")];
-        let batch = ensure(&ctx(), &f.target(), &requests, Mode::Claim, &mut packer).unwrap();
-        batch
-            .blocks
-            .iter()
-            .map(|b| b.lines().next().unwrap().to_owned())
-            .collect::<Vec<_>>()
+        let batch = f.ensure(&ctx(), &requests, Mode::Claim, &mut packer);
+        headers(&batch).collect::<Vec<_>>()
     };
     let total = |h: &str| -> usize {
         h.rsplit('/')
@@ -491,16 +456,9 @@ fn a_file_that_changes_while_its_parts_go_out_starts_again_marked_updated() {
     );
     // The file grows before its next part: cut another way, it starts again, even when the
     // first call after has no room for it.
-    fs::write(&a, lines(400)).unwrap();
+    fs::write(&a, long_command(400)).unwrap();
     let mut full = Packer::new(10);
-    let none = ensure(
-        &ctx(),
-        &f.target(),
-        &[Request::new(&a, "t")],
-        Mode::Claim,
-        &mut full,
-    )
-    .unwrap();
+    let none = f.ensure(&ctx(), &[Request::new(&a, "t")], Mode::Claim, &mut full);
     assert!(none.blocks.is_empty());
     let again = one_call();
     assert!(again[0].contains(" (updated) (part 1/"), "{again:?}");
@@ -525,22 +483,18 @@ fn a_tool_calls_writes_skip_the_sync_an_activation_makes() {
     f.cmd("B", "# B\n");
     let ctx = f.ctx();
     let before = crate::primitives::file::syncs_on_this_thread();
-    let first = ensure(
+    let first = f.ensure(
         &ctx,
-        &f.target(),
         &[Request::new(&a, "t")],
         Mode::Direct,
         &mut Packer::new(9_500),
-    )
-    .unwrap();
-    let claimed = ensure(
+    );
+    let claimed = f.ensure(
         &ctx,
-        &f.target(),
         &pending_requests(&ctx, &f.load(), "rule"),
         Mode::Claim,
         &mut Packer::new(9_500),
-    )
-    .unwrap();
+    );
     assert_eq!(first.delivered().count() + claimed.delivered().count(), 2);
     assert_eq!(f.load().path_list(IN_CONTEXT).len(), 2);
     assert_eq!(

@@ -54,28 +54,17 @@ fn context_is_compact_with_event_name() {
     );
 }
 
+/// The answer Claude Code reads for `output` to `event`.
+fn answer_of(event: HookEvent, output: &HookOutput) -> Value {
+    serde_json::from_str(&render(event, output, Agent::ClaudeCode).unwrap()).unwrap()
+}
+
 #[test]
 fn deny_and_block_shapes() {
-    let v: Value = serde_json::from_str(
-        &render(
-            HookEvent::PreToolUse,
-            &HookOutput::Deny("r".into()),
-            Agent::ClaudeCode,
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let v = answer_of(HookEvent::PreToolUse, &HookOutput::Deny("r".into()));
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(v["hookSpecificOutput"]["permissionDecisionReason"], "r");
-    let v: Value = serde_json::from_str(
-        &render(
-            HookEvent::Stop,
-            &HookOutput::Block("r".into()),
-            Agent::ClaudeCode,
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let v = answer_of(HookEvent::Stop, &HookOutput::Block("r".into()));
     assert_eq!(v, json!({"decision": "block", "reason": "r"}));
 }
 
@@ -160,25 +149,34 @@ fn child_run(name: &str, close_stdin: bool) -> (String, Option<i32>, Duration) {
     (out, status.code(), started.elapsed())
 }
 
-#[test]
-fn a_handler_past_its_budget_is_answered_for_without_a_thread() {
-    let (out, code, took) = watchdog_child(true);
+/// The child printed one hook answer (the test harness prints its own lines around it).
+fn assert_one_answer(out: &str) {
+    assert_eq!(
+        out.matches("hookSpecificOutput").count(),
+        1,
+        "one answer: {out:?}"
+    );
+}
+
+/// The child printed one answer, the fail-open allow of a PreToolUse call.
+fn assert_one_fail_open_answer(out: &str) {
+    assert_one_answer(out);
     let allow = render(
         HookEvent::PreToolUse,
         &HookOutput::Allow(None),
         Agent::ClaudeCode,
     )
     .unwrap();
-    // The test harness prints its own lines around the child's answer.
-    assert_eq!(
-        out.matches("hookSpecificOutput").count(),
-        1,
-        "one answer: {out:?}"
-    );
     assert!(
         out.contains(&format!("{allow}\n")),
         "the fail-open answer: {out:?}"
     );
+}
+
+#[test]
+fn a_handler_past_its_budget_is_answered_for_without_a_thread() {
+    let (out, code, took) = watchdog_child(true);
+    assert_one_fail_open_answer(&out);
     assert!(!out.contains("LATE"));
     assert_eq!(code, Some(0));
     assert!(
@@ -196,11 +194,7 @@ fn an_answer_committed_in_time_goes_out_however_late_it_is_printed() {
         "pipeline::runner::tests::watchdog_child_commits_then_is_held_back",
         true,
     );
-    assert_eq!(
-        out.matches("hookSpecificOutput").count(),
-        1,
-        "one answer: {out:?}"
-    );
+    assert_one_answer(&out);
     assert!(out.contains("COMMITTED"), "the committed answer: {out:?}");
     assert_eq!(code, Some(0));
 }
@@ -208,21 +202,7 @@ fn an_answer_committed_in_time_goes_out_however_late_it_is_printed() {
 #[test]
 fn a_stdin_that_never_closes_is_answered_for() {
     let (out, code, took) = watchdog_child(false);
-    let allow = render(
-        HookEvent::PreToolUse,
-        &HookOutput::Allow(None),
-        Agent::ClaudeCode,
-    )
-    .unwrap();
-    assert_eq!(
-        out.matches("hookSpecificOutput").count(),
-        1,
-        "one answer: {out:?}"
-    );
-    assert!(
-        out.contains(&format!("{allow}\n")),
-        "the fail-open answer: {out:?}"
-    );
+    assert_one_fail_open_answer(&out);
     assert_eq!(code, Some(0));
     assert!(took >= STDIN_TIMEOUT && took < STDIN_TIMEOUT + Duration::from_secs(5));
 }

@@ -21,6 +21,11 @@ const fn route(
     }
 }
 
+/// A row of a PostToolUse policy without arguments, on the calls of `matcher`.
+const fn post_tool(binary: &'static str, matcher: Option<&'static str>) -> Wiring {
+    route(binary, &[], HookEvent::PostToolUse, matcher, false)
+}
+
 const ROUTES: &[Wiring] = &[
     route(
         "preload-session-start",
@@ -50,35 +55,11 @@ const ROUTES: &[Wiring] = &[
         Some("*"),
         false,
     ),
-    route(
-        "preload-injections",
-        &[],
-        HookEvent::PostToolUse,
-        Some("*"),
-        false,
-    ),
-    route(
-        "preload-templates",
-        &[],
-        HookEvent::PostToolUse,
-        Some("Skill"),
-        false,
-    ),
-    route(
-        "preload-templates",
-        &[],
-        HookEvent::PostToolUse,
-        Some("Bash"),
-        false,
-    ),
-    route(
-        "preload-phase-commands",
-        &[],
-        HookEvent::PostToolUse,
-        Some("Bash"),
-        false,
-    ),
-    route("preload-unknown", &[], HookEvent::PostToolUse, None, false),
+    post_tool("preload-injections", Some("*")),
+    post_tool("preload-templates", Some("Skill")),
+    post_tool("preload-templates", Some("Bash")),
+    post_tool("preload-phase-commands", Some("Bash")),
+    post_tool("preload-unknown", None),
 ];
 
 fn names(policies: &[Policy]) -> Vec<&'static str> {
@@ -101,27 +82,9 @@ fn an_event_runs_its_rows_in_the_wirings_order_each_once() {
 #[test]
 fn a_row_matching_everything_opens_the_policy_to_every_call() {
     let routes = [
-        route(
-            "preload-templates",
-            &[],
-            HookEvent::PostToolUse,
-            Some("Skill"),
-            false,
-        ),
-        route(
-            "preload-templates",
-            &[],
-            HookEvent::PostToolUse,
-            None,
-            false,
-        ),
-        route(
-            "preload-templates",
-            &[],
-            HookEvent::PostToolUse,
-            Some("Bash"),
-            false,
-        ),
+        post_tool("preload-templates", Some("Skill")),
+        post_tool("preload-templates", None),
+        post_tool("preload-templates", Some("Bash")),
     ];
     let post = plan(&routes, HookEvent::PostToolUse, None);
     assert_eq!(post.len(), 1);

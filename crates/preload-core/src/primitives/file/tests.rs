@@ -170,24 +170,26 @@ fn a_temporary_left_under_the_same_name_is_skipped() {
     assert_eq!(fs::read(&path).unwrap(), b"{}");
 }
 
+/// A cache write through the one temporary the file keeps beside it.
+const HELD: WriteOptions = WriteOptions {
+    held_temp: true,
+    ..WriteOptions::CACHE
+};
+
 #[test]
 fn a_held_temporary_left_by_a_killed_writer_is_the_next_writers() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("counters.json");
-    let held = WriteOptions {
-        held_temp: true,
-        ..WriteOptions::CACHE
-    };
     let leftover = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
     // What a writer killed before its rename leaves, or a link planted there.
     fs::write(&leftover, "{\"half").unwrap();
-    assert!(write_atomic_with(&path, b"one", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"one", HELD, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"one");
     assert!(!leftover.exists());
     let victim = tmp.path().join("victim");
     fs::write(&victim, "keep").unwrap();
     std::os::unix::fs::symlink(&victim, &leftover).unwrap();
-    assert!(write_atomic_with(&path, b"two", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"two", HELD, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"two");
     assert_eq!(fs::read(&victim).unwrap(), b"keep", "never written through");
     if crate::primitives::system::rename::HAS_RENAMEAT2 {
@@ -205,25 +207,21 @@ fn a_held_write_swaps_the_file_with_its_previous_version() {
     use std::os::unix::fs::MetadataExt;
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("counters.json");
-    let held = WriteOptions {
-        held_temp: true,
-        ..WriteOptions::CACHE
-    };
     let inode = |p: &Path| fs::metadata(p).unwrap().ino();
-    assert!(write_atomic_with(&path, b"first, long", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"first, long", HELD, || true).unwrap());
     let first = inode(&path);
-    assert!(write_atomic_with(&path, b"second", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"second", HELD, || true).unwrap());
     let second = inode(&path);
     assert_ne!(first, second);
     // The third goes over the first's file in place, cut to its length.
-    assert!(write_atomic_with(&path, b"third", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"third", HELD, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"third");
     assert_eq!(inode(&path), first, "no file created");
     let previous = tmp.path().join(format!("counters.json{HELD_TEMP_SUFFIX}"));
     assert_eq!(fs::read(&previous).unwrap(), b"second");
     // A write refused before it is published leaves the file as it was.
-    assert!(!write_atomic_with(&path, b"fourth", held, || false).unwrap());
+    assert!(!write_atomic_with(&path, b"fourth", HELD, || false).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"third");
-    assert!(write_atomic_with(&path, b"fifth", held, || true).unwrap());
+    assert!(write_atomic_with(&path, b"fifth", HELD, || true).unwrap());
     assert_eq!(fs::read(&path).unwrap(), b"fifth");
 }

@@ -8,6 +8,18 @@ fn soon(ms: u64) -> Instant {
     Instant::now() + Duration::from_millis(ms)
 }
 
+/// A process that is gone.
+const DEAD: u32 = 4_000_000;
+
+/// Take the lock directory `dir` the way the engine's bash takes it: mkdir, then the holder's
+/// PID (none: a holder stopped between the two).
+fn take_as_bash(dir: &Path, holder: Option<u32>) {
+    fs::create_dir(dir).unwrap();
+    if let Some(pid) = holder {
+        fs::write(dir.join("pid"), format!("{pid}\n")).unwrap();
+    }
+}
+
 #[test]
 fn acquire_writes_pid_and_release_cleans_up() {
     let tmp = tempfile::tempdir().unwrap();
@@ -25,12 +37,7 @@ fn a_live_bash_holder_excludes_us_until_timeout() {
     let file = tmp.path().join("s.json");
     let dir = lock_dir_for(&file);
     // The way the engine's bash takes it: mkdir, then its own PID (alive: this process's parent).
-    fs::create_dir(&dir).unwrap();
-    fs::write(
-        dir.join("pid"),
-        format!("{}\n", std::os::unix::process::parent_id()),
-    )
-    .unwrap();
+    take_as_bash(&dir, Some(std::os::unix::process::parent_id()));
     let err = StateLock::acquire(&file, soon(60)).unwrap_err();
     assert!(matches!(err, LockError::Timeout { .. }), "{err}");
     assert!(
@@ -44,8 +51,7 @@ fn a_dead_holder_is_reclaimed_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("s.json");
     let dir = lock_dir_for(&file);
-    fs::create_dir(&dir).unwrap();
-    fs::write(dir.join("pid"), "4000000\n").unwrap();
+    take_as_bash(&dir, Some(DEAD));
     let started = Instant::now();
     let lock = StateLock::acquire(&file, soon(2000)).unwrap();
     assert!(started.elapsed() < Duration::from_millis(500));
@@ -57,7 +63,7 @@ fn a_pidless_lock_is_reclaimed_only_when_old() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("s.json");
     let dir = lock_dir_for(&file);
-    fs::create_dir(&dir).unwrap();
+    take_as_bash(&dir, None);
     assert_eq!(inspect(&dir), LockHealth::Fresh);
     assert!(StateLock::acquire(&file, soon(40)).is_err());
     let old = SystemTime::now() - Duration::from_secs(30);
@@ -72,7 +78,7 @@ fn a_pidless_lock_dated_ahead_ages_like_one_dated_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("s.json");
     let dir = lock_dir_for(&file);
-    fs::create_dir(&dir).unwrap();
+    take_as_bash(&dir, None);
     let ahead = SystemTime::now() + Duration::from_secs(2);
     fs::File::open(&dir).unwrap().set_modified(ahead).unwrap();
     assert_eq!(
@@ -116,8 +122,7 @@ fn a_dead_holders_lock_and_temporaries_are_gone_after_the_next_write() {
     let file = tmp.path().join(".state.json");
     fs::write(&file, "{}").unwrap();
     let dir = lock_dir_for(&file);
-    fs::create_dir(&dir).unwrap();
-    fs::write(dir.join("pid"), "4000000\n").unwrap();
+    take_as_bash(&dir, Some(DEAD));
     let litter = tmp.path().join(".state.json.tmp.4000000.3");
     fs::write(&litter, "{\"partial\": ").unwrap();
     let lock = StateLock::acquire(&file, soon(500)).unwrap();
@@ -155,8 +160,7 @@ fn a_release_sweeps_only_when_its_acquisition_met_leftovers() {
     assert!(!staged.exists() && !stray.exists(), "a staged lock is met");
     // A dead holder's lock, taken over: its temporary goes with the release.
     fs::write(&stray, "{").unwrap();
-    fs::create_dir(lock_dir_for(&file)).unwrap();
-    fs::write(lock_dir_for(&file).join("pid"), "4000000\n").unwrap();
+    take_as_bash(&lock_dir_for(&file), Some(DEAD));
     StateLock::acquire(&file, soon(500)).unwrap().release();
     assert!(!stray.exists(), "the dead holder's temporary is swept");
 }
@@ -266,12 +270,7 @@ fn a_racy_reclaim_of_a_live_lock_is_noticed_before_the_write() {
     fs::remove_file(dir.join("pid")).unwrap();
     fs::remove_dir(&dir).unwrap();
     assert!(!lock.still_held());
-    fs::create_dir(&dir).unwrap();
-    fs::write(
-        dir.join("pid"),
-        format!("{}\n", std::os::unix::process::parent_id()),
-    )
-    .unwrap();
+    take_as_bash(&dir, Some(std::os::unix::process::parent_id()));
     assert!(!lock.still_held());
     lock.release();
     assert!(dir.join("pid").exists(), "the new holder's lock stays");

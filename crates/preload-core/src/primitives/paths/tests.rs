@@ -10,14 +10,28 @@ fn tilde_expands_only_at_the_start() {
     assert_eq!(expand_tilde("/x/~/y", home), PathBuf::from("/x/~/y"));
 }
 
+/// The directory `real` under `home` with a file `<name>.md` for each of `names`, and the link
+/// `link` to it; the directory's path.
+fn linked_dir(home: &Path, real: &str, link: &str, names: &[&str]) -> PathBuf {
+    let real = home.join(real);
+    std::fs::create_dir_all(&real).unwrap();
+    for name in names {
+        std::fs::write(real.join(format!("{name}.md")), name.to_lowercase()).unwrap();
+    }
+    std::os::unix::fs::symlink(&real, home.join(link)).unwrap();
+    real
+}
+
 #[test]
 fn normalisation_meets_through_a_directory_symlink() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let real = home.join(".claude/engine/.directives");
-    std::fs::create_dir_all(&real).unwrap();
-    std::fs::write(real.join("X.md"), "x").unwrap();
-    std::os::unix::fs::symlink(&real, home.join(".claude/.directives")).unwrap();
+    let real = linked_dir(
+        home,
+        ".claude/engine/.directives",
+        ".claude/.directives",
+        &["X"],
+    );
     let a = normalize("~/.claude/.directives/X.md", home);
     let b = normalize(&real.join("X.md").to_string_lossy(), home);
     assert_eq!(a, b);
@@ -28,11 +42,7 @@ fn normalisation_meets_through_a_directory_symlink() {
 fn a_call_resolves_each_directory_once_and_clones_share_it() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let real = home.join("real");
-    std::fs::create_dir_all(&real).unwrap();
-    std::fs::write(real.join("X.md"), "x").unwrap();
-    std::fs::write(real.join("Y.md"), "y").unwrap();
-    std::os::unix::fs::symlink(&real, home.join("link")).unwrap();
+    let real = linked_dir(home, "real", "link", &["X", "Y"]);
     let dirs = PhysicalDirs::default();
     let shared = dirs.clone();
     let x = normalize_with("~/link/X.md", home, &dirs);

@@ -35,6 +35,23 @@ fn unmatched_backtick_keeps_the_rest() {
     assert_eq!(names("a ` b §CMD_KEPT"), ["CMD_KEPT"]);
 }
 
+fn reference(kind: Kind, name: &str) -> Reference {
+    Reference {
+        kind,
+        name: name.into(),
+    }
+}
+
+/// A resolver of a call in `project_root`, with the user's `claude_dir` and engine `engine`.
+fn resolver(project_root: Option<PathBuf>, claude_dir: PathBuf, engine: &Path) -> Resolver {
+    Resolver {
+        project_root,
+        claude_dir,
+        engine_directives: engine.to_path_buf(),
+        seen: crate::primitives::paths::PhysicalDirs::default(),
+    }
+}
+
 fn touch(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, "x").unwrap();
@@ -50,16 +67,8 @@ fn walk_up_prefers_the_nearest_directives() {
     touch(&engine.join("commands/CMD_ONLY_GLOBAL.md"));
     touch(&root.join(".directives/commands/CMD_A.md"));
     touch(&root.join("pkg/.directives/commands/CMD_A.md"));
-    let resolver = Resolver {
-        project_root: Some(root.clone()),
-        claude_dir: home_claude.clone(),
-        engine_directives: engine.clone(),
-        seen: crate::primitives::paths::PhysicalDirs::default(),
-    };
-    let a = Reference {
-        kind: Kind::Cmd,
-        name: "A".into(),
-    };
+    let resolver = resolver(Some(root.clone()), home_claude, &engine);
+    let a = reference(Kind::Cmd, "A");
     assert_eq!(
         resolver.resolve(&a, &root.join("pkg/src")),
         Some(root.join("pkg/.directives/commands/CMD_A.md"))
@@ -68,18 +77,12 @@ fn walk_up_prefers_the_nearest_directives() {
         resolver.resolve(&a, &root.join("other")),
         Some(root.join(".directives/commands/CMD_A.md"))
     );
-    let g = Reference {
-        kind: Kind::Cmd,
-        name: "ONLY_GLOBAL".into(),
-    };
+    let g = reference(Kind::Cmd, "ONLY_GLOBAL");
     assert_eq!(
         resolver.resolve(&g, &root.join("pkg")),
         Some(engine.join("commands/CMD_ONLY_GLOBAL.md"))
     );
-    let missing = Reference {
-        kind: Kind::Fmt,
-        name: "NOPE".into(),
-    };
+    let missing = reference(Kind::Fmt, "NOPE");
     assert_eq!(resolver.resolve(&missing, &root), None);
     // Outside both caps: the file's own directory, then the engine.
     assert_eq!(
@@ -94,12 +97,7 @@ fn skill_files_contribute_no_command_references() {
     let engine = tmp.path().join("e");
     touch(&engine.join("commands/CMD_A.md"));
     touch(&engine.join("formats/FMT_B.md"));
-    let resolver = Resolver {
-        project_root: None,
-        claude_dir: tmp.path().join("c"),
-        engine_directives: engine.clone(),
-        seen: crate::primitives::paths::PhysicalDirs::default(),
-    };
+    let resolver = resolver(None, tmp.path().join("c"), &engine);
     let text = "§CMD_A and §FMT_B";
     assert_eq!(
         resolver.references_of(&tmp.path().join("s/SKILL.md"), text),

@@ -57,23 +57,22 @@ fn silent_policies_add_nothing() {
     }
 }
 
-fn parsed(line: Option<String>) -> Value {
+/// The answer `outputs` merge into for `event`, read back.
+fn merged(event: HookEvent, outputs: &[HookOutput]) -> Value {
+    let line = merge(event, outputs).render(event, Agent::ClaudeCode);
     serde_json::from_str(&line.expect("an answer")).unwrap()
 }
 
 #[test]
 fn deny_wins_and_keeps_every_reason_and_context_in_order() {
-    let v = parsed(
-        merge(
-            HookEvent::PreToolUse,
-            &[
-                HookOutput::Allow(Some("first".into())),
-                HookOutput::Deny("held once".into()),
-                HookOutput::Deny("and again".into()),
-                HookOutput::Allow(None),
-            ],
-        )
-        .render(HookEvent::PreToolUse, Agent::ClaudeCode),
+    let v = merged(
+        HookEvent::PreToolUse,
+        &[
+            HookOutput::Allow(Some("first".into())),
+            HookOutput::Deny("held once".into()),
+            HookOutput::Deny("and again".into()),
+            HookOutput::Allow(None),
+        ],
     );
     assert_eq!(
         v,
@@ -86,16 +85,13 @@ fn deny_wins_and_keeps_every_reason_and_context_in_order() {
 
 #[test]
 fn contexts_join_in_order_with_a_blank_line() {
-    let v = parsed(
-        merge(
-            HookEvent::PostToolUse,
-            &[
-                HookOutput::Context("[Preloaded: /a]\nA\n".into()),
-                HookOutput::Silent,
-                HookOutput::Context("[Preloaded: /b]\nB\n".into()),
-            ],
-        )
-        .render(HookEvent::PostToolUse, Agent::ClaudeCode),
+    let v = merged(
+        HookEvent::PostToolUse,
+        &[
+            HookOutput::Context("[Preloaded: /a]\nA\n".into()),
+            HookOutput::Silent,
+            HookOutput::Context("[Preloaded: /b]\nB\n".into()),
+        ],
     );
     assert_eq!(
         v["hookSpecificOutput"]["additionalContext"],
@@ -106,16 +102,13 @@ fn contexts_join_in_order_with_a_blank_line() {
 
 #[test]
 fn blocks_join_and_sit_beside_context() {
-    let v = parsed(
-        merge(
-            HookEvent::PostToolUse,
-            &[
-                HookOutput::Block("one".into()),
-                HookOutput::Context("ctx".into()),
-                HookOutput::Block("two".into()),
-            ],
-        )
-        .render(HookEvent::PostToolUse, Agent::ClaudeCode),
+    let v = merged(
+        HookEvent::PostToolUse,
+        &[
+            HookOutput::Block("one".into()),
+            HookOutput::Context("ctx".into()),
+            HookOutput::Block("two".into()),
+        ],
     );
     assert_eq!(v["decision"], "block");
     assert_eq!(v["reason"], "one\n\ntwo");
@@ -205,9 +198,7 @@ fn later_policies_share_what_is_left_of_the_budget() {
         HookOutput::Context("de".into()),
     ];
     let total = outputs.iter().fold(0, used_after);
-    let v = parsed(
-        merge(HookEvent::PostToolUse, &outputs).render(HookEvent::PostToolUse, Agent::ClaudeCode),
-    );
+    let v = merged(HookEvent::PostToolUse, &outputs);
     let text = v["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap();

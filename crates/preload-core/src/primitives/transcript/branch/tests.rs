@@ -102,10 +102,16 @@ fn one_call(lines: &mut Lines) {
         );
 }
 
-#[test]
-fn the_pretooluse_context_beside_a_result_is_on_the_branch_and_hook_success_is_no_context() {
+/// Conversation `c1` after [`one_call`].
+fn one_call_in_c1() -> Lines {
     let mut lines = Lines::new("c1");
     one_call(&mut lines);
+    lines
+}
+
+#[test]
+fn the_pretooluse_context_beside_a_result_is_on_the_branch_and_hook_success_is_no_context() {
+    let mut lines = one_call_in_c1();
     lines
         .call("a2", "post1", "toolu_2")
         .result("r2", "a2", "toolu_2");
@@ -127,8 +133,7 @@ fn the_pretooluse_context_beside_a_result_is_on_the_branch_and_hook_success_is_n
 
 #[test]
 fn a_rewind_leaves_the_abandoned_turns_off_the_branch() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     // The resumed run: a prompt, a call with context.
     lines
         .user("u2", Some("post1"), "carry on")
@@ -166,8 +171,7 @@ fn a_rewind_leaves_the_abandoned_turns_off_the_branch() {
 
 #[test]
 fn hook_context_that_leads_to_an_abandoned_turn_is_not_beside_the_branch() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     // A resume's start context, then its prompt; then a rewind to the first result.
     lines
         .context(
@@ -186,8 +190,7 @@ fn hook_context_that_leads_to_an_abandoned_turn_is_not_beside_the_branch() {
 
 #[test]
 fn the_branch_starts_at_the_newest_compaction_boundary() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     lines
         .push(
             json!({"type": "system", "subtype": "compact_boundary", "uuid": "b1",
@@ -215,8 +218,7 @@ fn a_fork_names_the_conversation_its_rows_were_copied_from() {
 
 #[test]
 fn sub_agents_lines_and_cut_lines_are_not_the_conversation() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     lines.lines.push(
         json!({"type": "attachment", "uuid": "side", "parentUuid": "r1", "isSidechain": true,
         "attachment": {"type": "hook_additional_context", "content": ["[Preloaded: /sub]"]}})
@@ -239,6 +241,17 @@ fn text_that_is_no_transcript_has_no_branch() {
     }
 }
 
+/// The turn of prompt `prompt`, the calls and prompts it abandons, and no start.
+fn turn(prompt: &str, abandoned: &[&str], abandoned_prompts: &[&str]) -> Turn {
+    let owned = |ids: &[&str]| -> Vec<String> { ids.iter().map(|&id| id.to_owned()).collect() };
+    Turn {
+        prompt: prompt.into(),
+        abandoned: owned(abandoned),
+        abandoned_prompts: owned(abandoned_prompts),
+        abandoned_starts: Vec::new(),
+    }
+}
+
 fn turn_of(lines: &Lines) -> Option<Turn> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
@@ -248,27 +261,17 @@ fn turn_of(lines: &Lines) -> Option<Turn> {
 
 #[test]
 fn a_prompt_that_follows_on_abandons_nothing() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     lines
         .context("s2", "post1", "SessionStart", "start2", "[Preloaded: /r]\n")
         .user("u2", Some("s2"), "carry on")
         .call("a2", "u2", "toolu_2");
-    assert_eq!(
-        turn_of(&lines),
-        Some(Turn {
-            prompt: "u2".into(),
-            abandoned: Vec::new(),
-            abandoned_prompts: Vec::new(),
-            abandoned_starts: Vec::new()
-        })
-    );
+    assert_eq!(turn_of(&lines), Some(turn("u2", &[], &[])));
 }
 
 #[test]
 fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     lines.user("u2", Some("post1"), "carry on");
     let last = lines.lines.len() - 1;
     lines.lines[last] =
@@ -283,12 +286,7 @@ fn a_prompt_hung_off_an_earlier_entry_abandons_the_calls_written_since() {
         .call("a4", "u4", "toolu_4");
     assert_eq!(
         turn_of(&lines),
-        Some(Turn {
-            prompt: "u4".into(),
-            abandoned: vec!["toolu_2".into(), "toolu_3".into()],
-            abandoned_prompts: vec!["p-2".into()],
-            abandoned_starts: Vec::new()
-        })
+        Some(turn("u4", &["toolu_2", "toolu_3"], &["p-2"]))
     );
 }
 
@@ -302,8 +300,7 @@ fn no_turn_without_a_prompt_in_the_tail_or_a_file() {
 
 #[test]
 fn a_rewind_before_a_prompt_that_follows_on_is_still_seen() {
-    let mut lines = Lines::new("c1");
-    one_call(&mut lines);
+    let mut lines = one_call_in_c1();
     lines
         .call("a2", "post1", "toolu_2")
         .result("r2", "a2", "toolu_2")
@@ -311,13 +308,5 @@ fn a_rewind_before_a_prompt_that_follows_on_is_still_seen() {
         .user("u3", Some("post1"), "another way")
         .user("u4", Some("u3"), "carry on")
         .call("a4", "u4", "toolu_4");
-    assert_eq!(
-        turn_of(&lines),
-        Some(Turn {
-            prompt: "u4".into(),
-            abandoned: vec!["toolu_2".into()],
-            abandoned_prompts: Vec::new(),
-            abandoned_starts: Vec::new()
-        })
-    );
+    assert_eq!(turn_of(&lines), Some(turn("u4", &["toolu_2"], &[])));
 }
