@@ -34,6 +34,7 @@ pub mod phase;
 pub mod phases;
 mod pretty;
 pub mod refs;
+mod split;
 pub mod stamps;
 mod stash;
 mod store;
@@ -369,12 +370,6 @@ impl State {
         for key in keys {
             self.remove(&key);
         }
-    }
-
-    /// Make an untyped field the first one.
-    pub fn insert_first(&mut self, key: &str, value: Value) {
-        self.changed = true;
-        self.map.shift_insert(0, untyped(key).to_owned(), value);
     }
 
     /// Merge `from` into the document as jq's `*` does ([`deep_merge`]).

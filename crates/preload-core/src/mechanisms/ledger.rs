@@ -21,8 +21,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 use crate::mechanisms::context::Context;
 use crate::mechanisms::session::{self, PreloadState};
 use crate::primitives::lock::StateLock;
@@ -181,11 +179,7 @@ fn joined(seed: &State, carry: Option<&State>) -> State {
 /// Split a seed view into the seed the engine reads and the carry (`None` when it would hold
 /// nothing but the owner's PID).
 fn split(view: &State) -> (State, Option<State>) {
-    let (seed, carry): (Map<String, Value>, _) = view
-        .to_map()
-        .into_iter()
-        .partition(|(key, _)| SEED_FIELDS.contains(&key.as_str()));
-    let (seed, mut carry) = (State::from_map(seed), State::from_map(carry));
+    let (seed, mut carry) = view.partition(|key| SEED_FIELDS.contains(&key));
     let owed = owed_of(view);
     if !owed.is_empty() {
         carry.set_strings(fields::OWED, &owed);
@@ -194,9 +188,7 @@ fn split(view: &State) -> (State, Option<State>) {
         return (seed, None);
     }
     for key in [fields::PID, fields::PID_START_TIME] {
-        if let Some(value) = view.get(key) {
-            carry.insert_first(key, value.clone());
-        }
+        carry.copy_first(view, key);
     }
     (seed, Some(carry))
 }

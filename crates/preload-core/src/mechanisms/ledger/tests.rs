@@ -2,7 +2,7 @@
 
 use super::window::new_context_window;
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn state(v: Value) -> State {
     match v {
