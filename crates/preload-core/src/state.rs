@@ -38,6 +38,8 @@ mod split;
 pub mod stamps;
 mod stash;
 mod store;
+#[cfg(test)]
+pub(crate) mod testing;
 mod touched;
 mod typed;
 pub use calls::{CallRecord, Records};

@@ -71,15 +71,8 @@ impl State {
 mod tests {
     use serde_json::json;
 
-    use super::*;
     use crate::state::fields;
-
-    fn state(value: Value) -> State {
-        match value {
-            Value::Object(map) => State::from_map(map),
-            _ => unreachable!("a test state is an object"),
-        }
-    }
+    use crate::state::testing::state;
 
     #[test]
     fn a_windows_members_are_merged_as_written() {

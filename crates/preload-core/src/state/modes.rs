@@ -66,14 +66,7 @@ impl State {
 mod tests {
     use serde_json::json;
 
-    use super::*;
-
-    fn state(value: Value) -> State {
-        let Value::Object(map) = value else {
-            panic!("a state is an object")
-        };
-        State::from_map(map)
-    }
+    use crate::state::testing::state;
 
     #[test]
     fn the_chosen_mode_is_the_latest_proven_else_the_states() {

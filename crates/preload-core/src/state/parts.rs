@@ -108,13 +108,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn state(value: Value) -> State {
-        match value {
-            Value::Object(map) => State::from_map(map),
-            _ => unreachable!("a test state is an object"),
-        }
-    }
+    use crate::state::testing::state;
 
     const SUB: Audience<'static> = Audience::SubAgent("a1");
 

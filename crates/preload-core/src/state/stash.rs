@@ -203,13 +203,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn state(value: Value) -> State {
-        match value {
-            Value::Object(map) => State::from_map(map),
-            _ => unreachable!("a test state is an object"),
-        }
-    }
+    use crate::state::testing::state;
 
     #[test]
     fn an_entry_is_written_under_its_members_in_order() {

@@ -67,13 +67,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn state(value: Value) -> State {
-        match value {
-            Value::Object(map) => State::from_map(map),
-            _ => unreachable!("a test state is an object"),
-        }
-    }
+    use crate::state::testing::state;
 
     #[test]
     fn a_searched_directory_is_written_as_the_format_says() {

@@ -2,14 +2,8 @@
 
 use super::window::new_context_window;
 use super::*;
+use crate::state::testing::state;
 use serde_json::{Value, json};
-
-fn state(v: Value) -> State {
-    match v {
-        Value::Object(map) => State::from_map(map),
-        other => panic!("not an object: {other}"),
-    }
-}
 
 #[test]
 fn a_seed_keeps_only_what_the_engine_reads() {

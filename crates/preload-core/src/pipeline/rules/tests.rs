@@ -4,14 +4,8 @@
 
 use super::*;
 use crate::state::State;
+use crate::state::testing::state;
 use serde_json::{Value, json};
-
-fn state(v: Value) -> State {
-    match v {
-        Value::Object(map) => State::from_map(map),
-        other => panic!("not an object: {other}"),
-    }
-}
 
 fn rule(v: &Value) -> Rule {
     parse(&json!([v]).to_string()).unwrap().pop().unwrap()
