@@ -7,11 +7,11 @@ use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
+use preload_test_support::files::set_mtime;
 use preload_test_support::sandbox::{Answer, Sandbox, bin};
 use preload_test_support::session_openings::keep_legacy_markers;
 
@@ -256,13 +256,7 @@ fn loop_docs(sb: &Sandbox) -> PathBuf {
             &format!("docs/loops/{name}"),
             &format!("# {name}\n- [DONE] a\n- [CURRENT] b\n"),
         );
-        let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
-        fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        set_mtime(&p, secs);
         p
     };
     set("older.loop.md", 1_700_000_000);
