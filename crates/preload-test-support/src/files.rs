@@ -48,3 +48,9 @@ pub fn set_mtime(path: &Path, secs: u64) {
         .set_modified(UNIX_EPOCH + Duration::from_secs(secs))
         .unwrap();
 }
+
+/// The file at `path` reads exactly `expected`; `what` says why it should.
+#[track_caller]
+pub fn assert_contents(path: &Path, expected: &str, what: &str) {
+    assert_eq!(fs::read_to_string(path).unwrap(), expected, "{what}");
+}
