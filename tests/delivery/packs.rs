@@ -51,14 +51,16 @@ fn assert_pack_once(sb: &Sandbox, text: &str, name: &str) {
     assert_eq!(sb.delivery_count(&format!("#{name}")), 1);
 }
 
-/// The pack `impl` for `/implement`, of `docs/CONVENTIONS.md`.
-fn configure_implement_pack(sb: &Sandbox) {
-    configure_pack(
-        sb,
+/// A started session whose project's only pack is `impl` for `/implement`, of
+/// `docs/CONVENTIONS.md`.
+fn started_with_implement_pack() -> Sandbox {
+    let sb = sandbox_with_pack(
         "impl",
         "skill:implement",
         &json!([{"path": "docs/CONVENTIONS.md"}]),
     );
+    session_start(&sb, "startup");
+    sb
 }
 
 #[test]
@@ -103,9 +105,7 @@ fn the_example_pack_goes_out_at_session_start_once_per_context_window() {
 
 #[test]
 fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
-    let sb = Sandbox::new();
-    configure_implement_pack(&sb);
-    session_start(&sb, "startup");
+    let sb = started_with_implement_pack();
     let asked = prompt(&sb, "/implement add a total");
     asked.assert_contract();
     assert!(
@@ -126,9 +126,7 @@ fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
 
 #[test]
 fn a_skill_pack_comes_with_the_skill_call_when_no_prompt_named_it() {
-    let sb = Sandbox::new();
-    configure_implement_pack(&sb);
-    session_start(&sb, "startup");
+    let sb = started_with_implement_pack();
     let call = skill_call(&sb, "implement");
     assert_pack_once(&sb, &seen(&call), "impl");
 }
