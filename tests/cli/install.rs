@@ -237,11 +237,8 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
         "not even rewritten"
     );
     assert_contents(&backup, &original, "backup still the pre-install file");
-    assert!(
-        second.stdout.contains("all up to date"),
-        "binaries not copied again: {}",
-        second.stdout
-    );
+    // The binaries are not copied again.
+    assert_says(&second.stdout, &["all up to date"]);
 }
 
 #[test]
