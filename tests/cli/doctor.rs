@@ -7,8 +7,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::install::{bash_entry, built, engine_settings, preload};
+use super::install::{bare_with_settings, bash_entry, built, engine_settings, preload};
 use crate::cli::assert_says;
+use preload_test_support::files::assert_contents;
 use preload_test_support::sandbox::{Sandbox, read_json};
 
 fn dead_pid() -> u32 {
@@ -73,10 +74,10 @@ fn doctor_flags_double_wiring_stale_locks_and_corrupt_state() {
         text.matches("hint:").count() >= 4,
         "a hint for each finding: {text}"
     );
-    assert_eq!(
-        fs::read_to_string(&corrupt).unwrap(),
+    assert_contents(
+        &corrupt,
         "{\"pid\": 1, \"preloadedFiles\": [",
-        "left untouched"
+        "left untouched",
     );
     assert!(lock.join("pid").exists(), "doctor changes nothing");
 }
@@ -258,8 +259,7 @@ fn doctor_after_uninstall_names_each_missing_registration_once() {
 
 #[test]
 fn doctor_names_a_broken_settings_file_once_with_what_is_wrong_and_nothing_after_it() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     let prefix = built();
     let prefix_s = prefix.to_str().unwrap();
     assert_eq!(preload(&sb, &["install", "--prefix", prefix_s]).code, 0);
@@ -291,11 +291,7 @@ fn doctor_names_a_broken_settings_file_once_with_what_is_wrong_and_nothing_after
         "{}",
         out.stdout
     );
-    assert_eq!(
-        fs::read_to_string(&settings).unwrap(),
-        broken,
-        "doctor changes nothing"
-    );
+    assert_contents(&settings, &broken, "doctor changes nothing");
 }
 
 #[test]

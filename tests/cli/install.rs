@@ -15,6 +15,7 @@ use preload_cli::install::wiring::{
 use serde_json::{Value, json};
 
 use crate::cli::assert_says;
+use preload_test_support::files::assert_contents;
 use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json, repo};
 
 mod codex;
@@ -41,6 +42,13 @@ const CONTRACT_EVENTS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// A sandbox without the bundled wiring, and where its project's Claude Code settings go.
+pub(crate) fn bare_with_settings() -> (Sandbox, PathBuf) {
+    let sb = Sandbox::bare();
+    let settings = sb.project.join(".claude/settings.local.json");
+    (sb, settings)
+}
 
 /// The directory of the built binaries: `--prefix` there installs without copying.
 pub(crate) fn built() -> PathBuf {
@@ -156,8 +164,7 @@ fn assert_contract_wiring(settings: &Value, what: &str) {
 
 #[test]
 fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     let original = engine_settings();
     fs::write(&settings, &original).unwrap();
     let prefix = sb.root().join("bin");
@@ -173,11 +180,7 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
         );
     }
     let backup = backup_of(&settings);
-    assert_eq!(
-        fs::read_to_string(&backup).unwrap(),
-        original,
-        "backup is the file before install"
-    );
+    assert_contents(&backup, &original, "backup is the file before install");
     let after = fs::read_to_string(&settings).unwrap();
     let doc: Value = serde_json::from_str(&after).unwrap();
 
@@ -227,32 +230,20 @@ fn install_twice_is_idempotent_keeps_backup_and_foreign_hooks() {
     let mtime = fs::metadata(&settings).unwrap().modified().unwrap();
     let second = preload(&sb, &["install", "--prefix", prefix_s]);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert_eq!(
-        fs::read_to_string(&settings).unwrap(),
-        after,
-        "second run is byte-identical"
-    );
+    assert_contents(&settings, &after, "second run is byte-identical");
     assert_eq!(
         fs::metadata(&settings).unwrap().modified().unwrap(),
         mtime,
         "not even rewritten"
     );
-    assert_eq!(
-        fs::read_to_string(&backup).unwrap(),
-        original,
-        "backup still the pre-install file"
-    );
-    assert!(
-        second.stdout.contains("all up to date"),
-        "binaries not copied again: {}",
-        second.stdout
-    );
+    assert_contents(&backup, &original, "backup still the pre-install file");
+    // The binaries are not copied again.
+    assert_says(&second.stdout, &["all up to date"]);
 }
 
 #[test]
 fn uninstall_restores_the_backup_when_nothing_else_changed() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     let original = engine_settings().replace("  ", "    ");
     fs::write(&settings, &original).unwrap();
     let prefix = built();
@@ -271,8 +262,7 @@ fn uninstall_restores_the_backup_when_nothing_else_changed() {
 
 #[test]
 fn uninstall_after_other_edits_removes_only_ours_and_puts_bash_back() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     fs::write(&settings, engine_settings()).unwrap();
     let prefix = built();
     assert_eq!(
@@ -313,8 +303,7 @@ fn uninstall_after_other_edits_removes_only_ours_and_puts_bash_back() {
 
 #[test]
 fn install_into_a_project_without_settings_and_back() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     let sub = sb.project.join("packages/x");
     fs::create_dir_all(&sub).unwrap();
     let said = install_in(&sb, &sub);
@@ -361,8 +350,7 @@ fn uninstall_removes_the_default_rules_install_wrote_and_keeps_edited_ones() {
 
 #[test]
 fn an_empty_settings_file_comes_back_empty() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     fs::write(&settings, "").unwrap();
     assert_eq!(
         preload(&sb, &["install", "--prefix", built().to_str().unwrap()]).code,
@@ -413,8 +401,7 @@ fn install_names_doctor_by_its_full_path_when_the_prefix_is_not_on_path() {
 
 #[test]
 fn install_refuses_a_corrupt_settings_file() {
-    let sb = Sandbox::bare();
-    let settings = sb.project.join(".claude/settings.local.json");
+    let (sb, settings) = bare_with_settings();
     fs::write(&settings, "{\"hooks\": ").unwrap();
     let out = preload(&sb, &["install", "--prefix", built().to_str().unwrap()]);
     assert_eq!(out.code, 1);
@@ -500,10 +487,10 @@ fn shims_replace_the_engine_scripts_and_come_back_out() {
             .file_type()
             .is_symlink()
     );
-    assert_eq!(
-        fs::read_to_string(&settings).unwrap(),
-        engine_settings(),
-        "with shims the bash wiring stays as it is"
+    assert_contents(
+        &settings,
+        &engine_settings(),
+        "with shims the bash wiring stays as it is",
     );
     // The shim runs the binary: `--chunk 0/48`.
     let run = std::process::Command::new("bash")

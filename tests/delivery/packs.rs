@@ -34,14 +34,33 @@ fn configure_pack(sb: &Sandbox, name: &str, on: &str, files: &Value) {
     configure(sb, &packs.to_string());
 }
 
-/// The pack `impl` for `/implement`, of `docs/CONVENTIONS.md`.
-fn configure_implement_pack(sb: &Sandbox) {
-    configure_pack(
-        sb,
+/// A sandbox whose project's only pack is `name`, delivered `on` its trigger, of `files`.
+fn sandbox_with_pack(name: &str, on: &str, files: &Value) -> Sandbox {
+    let sb = Sandbox::new();
+    configure_pack(&sb, name, on, files);
+    sb
+}
+
+/// `text` carries pack `name`'s block, and the log has the pack delivered once.
+#[track_caller]
+fn assert_pack_once(sb: &Sandbox, text: &str, name: &str) {
+    assert!(
+        text.contains(&format!("#{name}]\nPROJECT CONTEXT: {name}")),
+        "{text}"
+    );
+    assert_eq!(sb.delivery_count(&format!("#{name}")), 1);
+}
+
+/// A started session whose project's only pack is `impl` for `/implement`, of
+/// `docs/CONVENTIONS.md`.
+fn started_with_implement_pack() -> Sandbox {
+    let sb = sandbox_with_pack(
         "impl",
         "skill:implement",
         &json!([{"path": "docs/CONVENTIONS.md"}]),
     );
+    session_start(&sb, "startup");
+    sb
 }
 
 #[test]
@@ -86,9 +105,7 @@ fn the_example_pack_goes_out_at_session_start_once_per_context_window() {
 
 #[test]
 fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
-    let sb = Sandbox::new();
-    configure_implement_pack(&sb);
-    session_start(&sb, "startup");
+    let sb = started_with_implement_pack();
     let asked = prompt(&sb, "/implement add a total");
     asked.assert_contract();
     assert!(
@@ -109,19 +126,14 @@ fn a_skill_pack_comes_with_the_prompt_that_invokes_the_skill() {
 
 #[test]
 fn a_skill_pack_comes_with_the_skill_call_when_no_prompt_named_it() {
-    let sb = Sandbox::new();
-    configure_implement_pack(&sb);
-    session_start(&sb, "startup");
+    let sb = started_with_implement_pack();
     let call = skill_call(&sb, "implement");
-    assert!(seen(&call).contains("#impl]\nPROJECT CONTEXT: impl"));
-    assert_eq!(sb.delivery_count("#impl"), 1);
+    assert_pack_once(&sb, &seen(&call), "impl");
 }
 
 #[test]
 fn a_phase_pack_arrives_on_the_call_after_the_transition() {
-    let sb = Sandbox::new();
-    configure_pack(
-        &sb,
+    let sb = sandbox_with_pack(
         "planning",
         "phase:2",
         &json!([{"path": "docs/DECISIONS.md", "strategy": "index"}]),
@@ -138,15 +150,12 @@ fn a_phase_pack_arrives_on_the_call_after_the_transition() {
             break;
         }
     }
-    assert!(got.contains("#planning]\nPROJECT CONTEXT: planning"));
-    assert_eq!(sb.delivery_count("#planning"), 1);
+    assert_pack_once(&sb, &got, "planning");
 }
 
 #[test]
 fn a_path_pack_rides_on_the_call_that_touches_its_files_once() {
-    let sb = Sandbox::new();
-    configure_pack(
-        &sb,
+    let sb = sandbox_with_pack(
         "estimate",
         "path:packages/estimate/**",
         &json!([{"path": "docs/CONVENTIONS.md"}]),

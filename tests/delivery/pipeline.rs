@@ -43,14 +43,18 @@ fn skill_md(sb: &Sandbox, skill: &str) -> String {
         .into_owned()
 }
 
-/// The hooks that delivered a skill's SKILL.md (`prompt-submit` logs Claude Code's expansion).
-fn skill_deliverers(sb: &Sandbox, skill: &str) -> Vec<String> {
-    let suffix = format!("/{skill}/SKILL.md");
+/// The hooks that delivered a file whose path ends with `suffix`, in the log's order.
+fn deliverers(sb: &Sandbox, suffix: &str) -> Vec<String> {
     sb.deliveries()
         .into_iter()
-        .filter(|(_, f)| f.ends_with(&suffix))
+        .filter(|(_, f)| f.ends_with(suffix))
         .map(|(h, _)| h)
         .collect()
+}
+
+/// The hooks that delivered a skill's SKILL.md (`prompt-submit` logs Claude Code's expansion).
+fn skill_deliverers(sb: &Sandbox, skill: &str) -> Vec<String> {
+    deliverers(sb, &format!("/{skill}/SKILL.md"))
 }
 
 /// SessionStart → /implement → Skill → activate, with every answer checked against the contract.
@@ -512,16 +516,12 @@ fn each_phase_comes_with_its_transition() {
     let sb = Sandbox::new();
     start_interrogation(&sb);
     tool_call(&sb, "Read", json!({"file_path": "x"}));
-    let by = |name: &str| {
-        sb.deliveries()
-            .into_iter()
-            .filter(|(_, f)| f.ends_with(name))
-            .map(|(h, _)| h)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(by("CMD_SELECT_MODE.md"), vec!["templates"]);
+    assert_eq!(deliverers(&sb, "CMD_SELECT_MODE.md"), vec!["templates"]);
     // Out with the transition's own result, not one call later.
-    assert_eq!(by("CMD_INTERROGATE.md"), vec!["phase-commands"]);
+    assert_eq!(
+        deliverers(&sb, "CMD_INTERROGATE.md"),
+        vec!["phase-commands"]
+    );
     // Queued by the transition itself (as `session.sh phase` queues the new phase's commands),
     // once: the phase-commands hook finds it queued already and delivers it from the queue.
     let queued = events_for(&sb, "queue-pending", "CMD_INTERROGATE.md");
@@ -559,13 +559,14 @@ fn rapid_phase_transitions_deliver_each_phase_once() {
     for _ in 0..4 {
         tool_call(&sb, "Read", json!({"file_path": "src/foo.ts"}));
     }
-    for name in [
-        "CMD_INTERROGATE.md",
-        "CMD_GENERATE_PLAN.md",
-        "CMD_SELECT_EXECUTION_PATH.md",
-    ] {
-        assert_eq!(sb.delivery_count(name), 1, "{name}");
-    }
+    assert_once(
+        &sb,
+        &[
+            "CMD_INTERROGATE.md",
+            "CMD_GENERATE_PLAN.md",
+            "CMD_SELECT_EXECUTION_PATH.md",
+        ],
+    );
     sb.assert_no_duplicates();
 }
 

@@ -7,11 +7,11 @@ use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
+use preload_test_support::files::set_mtime;
 use preload_test_support::sandbox::{Answer, Sandbox, bin};
 use preload_test_support::session_openings::keep_legacy_markers;
 
@@ -92,6 +92,14 @@ fn read_marker(sb: &Sandbox, sid: &str) -> Value {
     serde_json::from_str(&fs::read_to_string(marker(sb, sid)).unwrap()).unwrap()
 }
 
+/// Session `sid`'s compaction marker is a `kind` one naming `path` under `key`.
+#[track_caller]
+fn assert_marker(sb: &Sandbox, sid: &str, kind: &str, key: &str, path: &Path) {
+    let m = read_marker(sb, sid);
+    assert_eq!(m["type"], kind, "{m}");
+    assert_eq!(m[key], json!(path), "{m}");
+}
+
 /// A handler's docs: `handler-state.md`, one active and one completed dispatch.
 fn handler_docs(sb: &Sandbox) -> (PathBuf, PathBuf, PathBuf) {
     let state = sb.project_file(
@@ -137,9 +145,13 @@ fn handler_chain_blocks_once_on_each_path() {
         .stdout,
         ""
     );
-    let m = read_marker(&sb, "test1");
-    assert_eq!(m["type"], "handler");
-    assert_eq!(m["handler_dir"], json!(sb.project.join("docs")));
+    assert_marker(
+        &sb,
+        "test1",
+        "handler",
+        "handler_dir",
+        &sb.project.join("docs"),
+    );
 
     let first = call(
         &sb,
@@ -219,9 +231,7 @@ fn worker_chain_names_only_the_dispatch_file() {
         call_with_home(&sb, &worker_home, "precompact", &input).stdout,
         ""
     );
-    let m = read_marker(&sb, "test2");
-    assert_eq!(m["type"], "worker");
-    assert_eq!(m["dispatch_file"], json!(dispatch));
+    assert_marker(&sb, "test2", "worker", "dispatch_file", &dispatch);
 
     let stop = call(
         &sb,
@@ -256,13 +266,7 @@ fn loop_docs(sb: &Sandbox) -> PathBuf {
             &format!("docs/loops/{name}"),
             &format!("# {name}\n- [DONE] a\n- [CURRENT] b\n"),
         );
-        let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
-        fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        set_mtime(&p, secs);
         p
     };
     set("older.loop.md", 1_700_000_000);
@@ -291,9 +295,7 @@ fn loop_chain_names_the_active_loop_document() {
         "precompact",
         json!({"session_id": "test3", "cwd": sb.root()}),
     );
-    let m = read_marker(&sb, "test3");
-    assert_eq!(m["type"], "loop");
-    assert_eq!(m["loop_file"], json!(active));
+    assert_marker(&sb, "test3", "loop", "loop_file", &active);
 
     let first = call(
         &sb,

@@ -56,6 +56,24 @@ pub fn denied(a: &Answer) -> bool {
     a.decision() == "deny"
 }
 
+/// `a` denies the call with a reason that begins with `head`; the reason, for further checks.
+#[track_caller]
+pub fn denial_starting(a: &Answer, head: &str) -> String {
+    assert!(denied(a), "not denied: {}", a.decision());
+    let reason = a.reason();
+    assert!(reason.starts_with(head), "{reason}");
+    reason
+}
+
+/// The guard rules in `~/.claude/engine/guards.json`, replaced by `rules`.
+pub fn guards(sb: &Sandbox, rules: &Value) {
+    fs::write(
+        sb.home.join(".claude/engine/guards.json"),
+        rules.to_string(),
+    )
+    .unwrap();
+}
+
 /// A sandbox with the shipped guards.json and an active `implement` session `s`.
 pub fn session_with(extra: &Value) -> Sandbox {
     let sb = Sandbox::new();
@@ -178,12 +196,9 @@ fn heartbeat_warn_at_three_is_stashed_not_denied() {
 #[test]
 fn overflow_denies_and_is_tracked() {
     let sb = session_with(&json!({"contextUsage": 0.80}));
-    let a = read(&sb, "docs/TOC.md");
-    assert!(denied(&a));
-    let reason = a.reason();
-    assert!(
-        reason.starts_with("[block: overflow-dehydration]\n[block: overflow] §CMD_DEHYDRATE"),
-        "{reason}"
+    let reason = denial_starting(
+        &read(&sb, "docs/TOC.md"),
+        "[block: overflow-dehydration]\n[block: overflow] §CMD_DEHYDRATE",
     );
     assert!(
         reason.contains("\n\nThis is your LAST action before restart."),
@@ -203,17 +218,15 @@ fn overflow_denies_and_is_tracked() {
 #[test]
 fn custom_read_and_paste_rules_deny_with_their_text() {
     let sb = session_with(&json!({"currentPhase": "2: Review"}));
-    fs::write(
-        sb.home.join(".claude/engine/guards.json"),
-        json!([
+    guards(
+        &sb,
+        &json!([
             {"id": "must-read", "trigger": {"type": "phase", "condition": {"matches": "Review"}},
              "payload": {"files": ["docs/A.md", "docs/B.md"]}, "mode": "read", "urgency": "block", "priority": 1},
             {"id": "paste-it", "trigger": {"type": "phase", "condition": {"matches": "Review"}},
              "payload": {"command": "/session dehydrate"}, "mode": "paste", "urgency": "block", "priority": 2}
-        ])
-        .to_string(),
-    )
-    .unwrap();
+        ]),
+    );
     let a = grep(&sb);
     assert_eq!(
         a.reason(),
@@ -342,8 +355,10 @@ fn corrupt_seed_fails_open_and_is_left_untouched() {
 fn no_session_gates_with_lifecycle_none_and_writes_nothing() {
     let sb = Sandbox::new();
     let a = read(&sb, "docs/TOC.md");
-    assert!(denied(&a));
-    assert!(a.reason().starts_with("[block: session-gate]\n[block: session] §CMD_REQUIRE_ACTIVE_SESSION — no active session (lifecycle: none)."), "{}", a.reason());
+    denial_starting(
+        &a,
+        "[block: session-gate]\n[block: session] §CMD_REQUIRE_ACTIVE_SESSION — no active session (lifecycle: none).",
+    );
     assert!(allowed(&call(
         &sb,
         "AskUserQuestion",
@@ -455,12 +470,9 @@ fn task_tools_pass_and_do_not_count() {
 fn at_ten_the_parent_is_blocked_except_whitelisted_calls() {
     let sb = session_with(&json!({"contextUsage": 0.2}));
     set_counter(&sb, 9);
-    let a = grep(&sb);
-    assert!(denied(&a));
-    let reason = a.reason();
-    assert!(
-        reason.starts_with("[block: heartbeat-block]\n[warn: heartbeat] §CMD_APPEND_LOG (10/10) ["),
-        "{reason}"
+    let reason = denial_starting(
+        &grep(&sb),
+        "[block: heartbeat-block]\n[warn: heartbeat] §CMD_APPEND_LOG (10/10) [",
     );
     assert!(
         reason.ends_with("| Context: 20%]\n    $ engine log sessions/s/IMPLEMENT_LOG.md"),

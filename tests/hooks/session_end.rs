@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use preload_test_support::files::{self, Dirs};
 use preload_test_support::pipeline_steps::session_start;
 use preload_test_support::sandbox::{Answer, Sandbox, read_json, strings};
 
@@ -31,26 +32,10 @@ fn ended(sb: &Sandbox) -> PathBuf {
         .with_file_name(format!("{}.{}.ended.json", sb.pid, sb.conversation))
 }
 
-/// Every file under `dir` with its bytes, for "untouched" checks.
+/// Every file under `dir` with its bytes, for "untouched" checks. The released lock a directory
+/// keeps for its next one holds no one's data.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            // The released lock a directory keeps for its next one holds no one's data.
-            if path.ends_with(preload_core::primitives::lock::SPARE) {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push((path.clone(), fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    files::snapshot(dir, Dirs::Omitted, &[preload_core::primitives::lock::SPARE])
 }
 
 /// A worker session for the sandbox's conversation: `precompact` leaves its compaction marker.

@@ -200,17 +200,10 @@ fn hostile_stdin_never_breaks_any_hook() {
                 .spawn()
                 .unwrap();
             let held = child.stdin.take();
-            let mut out = String::new();
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            let status = child.wait().unwrap();
+            let out = child.wait_with_output().unwrap();
             drop(held);
-            assert_eq!(status.code(), Some(0));
-            assert!(out.is_empty());
+            assert_eq!(out.status.code(), Some(0));
+            assert!(out.stdout.is_empty());
             assert!(started.elapsed() < HANG);
         });
     });

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use preload_core::primitives::env;
 use serde_json::{Value, json};
 
+use preload_test_support::files::{self, Dirs};
 use preload_test_support::sandbox::{Answer, Sandbox, bin, litter, read_json, strings};
 
 const STASHED: &str = "STASHED-ONCE";
@@ -121,21 +122,7 @@ fn busy_session(sb: &Sandbox) -> PathBuf {
 
 /// Every entry of a directory tree with its bytes (directories as empty), sorted.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                out.push((path.clone(), Vec::new()));
-                stack.push(path);
-            } else {
-                out.push((path.clone(), fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    files::snapshot(dir, Dirs::Listed, &[])
 }
 
 fn answer(out: &Output) -> Answer {

@@ -13,6 +13,7 @@
 
 pub mod engine_model;
 pub mod example;
+pub mod files;
 pub mod pipeline_steps;
 pub mod sandbox;
 pub mod session_openings;

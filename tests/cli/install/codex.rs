@@ -10,6 +10,7 @@ use preload_cli::install::wiring::{all_handlers, our_binary};
 use serde_json::Value;
 
 use crate::cli::assert_says;
+use preload_test_support::files::assert_contents;
 use preload_test_support::sandbox::{Answer, Sandbox, bin, read_json};
 
 fn built() -> PathBuf {
@@ -130,11 +131,7 @@ fn install_keeps_foreign_codex_hooks_and_the_global_file_is_codex_home() {
         preload(&sb, &["uninstall", "--agent", "codex", "--global"]).code,
         0
     );
-    assert_eq!(
-        fs::read_to_string(&file).unwrap(),
-        foreign,
-        "restored byte for byte"
-    );
+    assert_contents(&file, foreign, "restored byte for byte");
 }
 
 #[test]

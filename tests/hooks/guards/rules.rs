@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{allowed, bash, call, counter, denied, grep, p, session_with, stash, sub_call};
+use super::{
+    allowed, bash, call, counter, denial_starting, denied, grep, guards, p, session_with, stash,
+    sub_call,
+};
 use preload_test_support::sandbox::{Sandbox, strings};
 
-fn guards(sb: &Sandbox, rules: &Value) {
-    fs::write(
-        sb.home.join(".claude/engine/guards.json"),
-        rules.to_string(),
-    )
-    .unwrap();
+/// `~/.claude/engine/config.sh` with `body`.
+fn engine_config(sb: &Sandbox, body: &str) {
+    fs::write(sb.home.join(".claude/engine/config.sh"), body).unwrap();
 }
 
 /// The only rule: `id`, a preload rule of `docs/TOC.md` for phases matching `X`, injected once,
@@ -33,6 +33,13 @@ fn preload_toc_rule(sb: &Sandbox, id: &str, urgency: &str) -> PathBuf {
 
 fn write_state(sb: &Sandbox, state: &Value) {
     fs::write(sb.sessions.join("s/.state.json"), state.to_string()).unwrap();
+}
+
+/// Session `s` as having counted `n` tool calls of the test transcript.
+fn set_transcript_calls(sb: &Sandbox, n: i64) {
+    let mut state = sb.state("s");
+    state["toolCallsByTranscript"] = json!({"test.jsonl": n});
+    write_state(sb, &state);
 }
 
 #[test]
@@ -58,22 +65,14 @@ fn whitelist_passes_blocks_and_unions() {
 #[test]
 fn the_gate_text_names_the_lifecycle_and_active_sessions_pass() {
     let sb = session_with(&json!({"lifecycle": "completed"}));
-    let a = grep(&sb);
-    assert!(
-        a.reason()
-            .contains("no active session (lifecycle: completed)"),
-        "{}",
-        a.reason()
+    denial_starting(
+        &grep(&sb),
+        "[block: session-gate]\n[block: session] §CMD_REQUIRE_ACTIVE_SESSION — no active session (lifecycle: completed).",
     );
     let sb = session_with(&json!({}));
     assert!(allowed(&grep(&sb)));
     let sb = session_with(&json!({"lifecycle": "idle"}));
-    let a = grep(&sb);
-    assert!(
-        a.reason().starts_with("[block: idle-gate]\n[block: idle]"),
-        "{}",
-        a.reason()
-    );
+    denial_starting(&grep(&sb), "[block: idle-gate]\n[block: idle]");
     assert!(allowed(&bash(&sb, "engine session idle")));
 }
 
@@ -105,9 +104,7 @@ fn counters_are_per_transcript_and_eq_fires_only_at_three() {
 #[test]
 fn block_beats_allow_but_the_allow_rule_is_still_delivered() {
     let sb = session_with(&json!({"currentPhase": "4: Synthesis"}));
-    let mut state = sb.state("s");
-    state["toolCallsByTranscript"] = json!({"test.jsonl": 9});
-    write_state(&sb, &state);
+    set_transcript_calls(&sb, 9);
     let a = grep(&sb);
     assert!(denied(&a));
     let state = sb.state("s");
@@ -124,9 +121,7 @@ fn block_beats_allow_but_the_allow_rule_is_still_delivered() {
 #[test]
 fn a_whitelisted_call_still_gets_the_allow_stash() {
     let sb = session_with(&json!({"currentPhase": "4: Synthesis"}));
-    let mut state = sb.state("s");
-    state["toolCallsByTranscript"] = json!({"test.jsonl": 12});
-    write_state(&sb, &state);
+    set_transcript_calls(&sb, 12);
     assert!(allowed(&call(&sb, "Task", json!({}))));
     assert_eq!(stash(&sb.state("s"))[0]["ruleId"], "synthesis-commands");
 }
@@ -136,18 +131,10 @@ fn union_of_blocking_whitelists_prevents_a_deadlock() {
     // Gate (completed) and heartbeat-block both fire: Skill is only in the gate's whitelist,
     // Task only in the heartbeat's; either passes both.
     let sb = session_with(&json!({"lifecycle": "completed"}));
-    let mut state = sb.state("s");
-    state["toolCallsByTranscript"] = json!({"test.jsonl": 15});
-    write_state(&sb, &state);
+    set_transcript_calls(&sb, 15);
     assert!(allowed(&call(&sb, "Skill", json!({"skill": "do"}))));
     assert!(allowed(&call(&sb, "Task", json!({}))));
-    let a = grep(&sb);
-    assert!(
-        a.reason()
-            .starts_with("[block: session-gate, heartbeat-block]\n"),
-        "{}",
-        a.reason()
-    );
+    denial_starting(&grep(&sb), "[block: session-gate, heartbeat-block]\n");
 }
 
 #[test]
@@ -252,11 +239,7 @@ fn a_blocking_preload_rule_puts_the_files_in_the_reason() {
 fn overflow_threshold_follows_config_and_disable_auto_compact() {
     let sb = session_with(&json!({"contextUsage": 0.6}));
     assert!(allowed(&grep(&sb)));
-    fs::write(
-        sb.home.join(".claude/engine/config.sh"),
-        "OVERFLOW_THRESHOLD=0.5\n",
-    )
-    .unwrap();
+    engine_config(&sb, "OVERFLOW_THRESHOLD=0.5\n");
     assert!(denied(&grep(&sb)));
     let mut sb2 = session_with(&json!({"contextUsage": 0.80}));
     sb2.extra_env
@@ -269,11 +252,7 @@ fn overflow_threshold_follows_config_and_disable_auto_compact() {
 #[test]
 fn read_throttle_blocks_only_read() {
     let sb = session_with(&json!({"contextUsage": 0.91}));
-    fs::write(
-        sb.home.join(".claude/engine/config.sh"),
-        "OVERFLOW_THRESHOLD=0.99\n",
-    )
-    .unwrap();
+    engine_config(&sb, "OVERFLOW_THRESHOLD=0.99\n");
     let a = call(
         &sb,
         "Read",
