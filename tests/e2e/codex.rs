@@ -23,6 +23,7 @@ use crate::support::{
     request_summary, resume_point, union,
 };
 use crate::world::{SESSION_START_CHUNKS, World, succeeded};
+use preload_core::HookEvent;
 use preload_test_support::sandbox::{Wiring, bin, repo};
 
 mod resume;
@@ -35,18 +36,6 @@ const PROMPT: &str = "Add a total to the estimate.";
 const CARRY_ON: &str = "Carry on.";
 /// What the session gate says when it denies a call before any session.
 const GATE: &str = "§CMD_REQUIRE_ACTIVE_SESSION";
-/// The events `preload install --agent codex` wires.
-const EVENTS: [&str; 8] = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PreCompact",
-    "Stop",
-    "SessionEnd",
-    "SubagentStart",
-];
-
 /// A Codex scenario: the client, a world with the product installed for Codex, the scripted
 /// model and the client's private `CODEX_HOME`.
 pub struct CodexScenario {
@@ -84,6 +73,14 @@ impl CodexScenario {
     /// it. A failing install fails the scenario.
     pub fn new(name: &'static str, world: World) -> Option<Self> {
         Self::with_trust(name, world, Trust::Bypass)
+    }
+
+    /// [`Self::new`] in a world with a directive beside `docs/GLOSSARY.md` (the example has
+    /// none there), and that directive's path as the hooks name it.
+    pub fn with_docs_directive(name: &'static str) -> Option<(Self, String)> {
+        let world = World::new();
+        let docs_directive = docs_directive(&world);
+        Self::new(name, world).map(|s| (s, docs_directive))
     }
 
     /// [`Self::new`], the hooks coming to run as `trust` says.
@@ -248,6 +245,27 @@ impl CodexScenario {
         (got, saved)
     }
 
+    /// Check [`Self::assert_context`] of a conversation that read a file under
+    /// `packages/estimate/src` in phase 1 and patched one under `docs/`: the standards, phase
+    /// 1's files, the project's and the package's directives and `docs_directive`, each once
+    /// (and whatever else the log says was delivered).
+    #[track_caller]
+    pub fn assert_discovered(
+        &self,
+        what: &str,
+        got: &Received,
+        docs_directive: &str,
+        saved: &Path,
+    ) {
+        let p = self.paths();
+        let mut expected = at_start(&p);
+        expected.extend(p.phase_one());
+        expected.extend(p.core_directives());
+        expected.push(docs_directive.to_owned());
+        let logged = delivered_to_main(self.log(), 0, usize::MAX);
+        self.assert_context(what, got, &union(&expected, &logged), saved);
+    }
+
     /// The checks every context gets ([`support::assert_context`]), after at least one hook
     /// context reached the model, and nothing came with a denied call.
     pub fn assert_context(&self, what: &str, got: &Received, files: &[String], saved: &Path) {
@@ -359,7 +377,8 @@ fn install(world: &mut World, codex_home: &Path, trust: Trust) {
     let prefix = format!("{}/preload", world.prefix().display());
     let mut problems = Vec::new();
     let mut chunks = 0;
-    for event in EVENTS {
+    // `preload install --agent codex` wires every event the hooks serve.
+    for event in HookEvent::ALL.map(HookEvent::name) {
         let commands: Vec<&str> = doc["hooks"][event]
             .as_array()
             .into_iter()
@@ -554,9 +573,7 @@ fn codex_activation_and_phase_deliver_each_file_once() {
 /// it (or the next); the directive `/implement` does not declare never comes.
 #[test]
 fn codex_shell_reads_and_patches_discover_directives_once() {
-    let world = World::new();
-    let docs_directive = docs_directive(&world);
-    let Some(s) = CodexScenario::new("codex_discovery", world) else {
+    let Some((s, docs_directive)) = CodexScenario::with_docs_directive("codex_discovery") else {
         return;
     };
     let steps = vec![
@@ -572,12 +589,7 @@ fn codex_shell_reads_and_patches_discover_directives_once() {
     let (requests, saved) = s.requests();
     let got = last_turn(&requests).expect("the conversation");
     let p = s.paths();
-    let mut expected = at_start(&p);
-    expected.extend(p.phase_one());
-    expected.extend(p.core_directives());
-    expected.push(docs_directive.clone());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("main", &got, &union(&expected, &logged), &saved);
+    s.assert_discovered("main", &got, &docs_directive, &saved);
     s.assert_within_calls(
         "the shell read",
         &got,

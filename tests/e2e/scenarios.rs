@@ -10,8 +10,7 @@ use crate::client::Options;
 use crate::model::{Request, Script, Step, bash, heavy, tool};
 use crate::received::{EXPANSION, Received};
 use crate::scenario::{
-    IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, agent, edit_total, log, phase, read,
-    write_plan,
+    IMPLEMENT_PROMPT, PHASE_CALLS, Scenario, activate, edit_total, log, phase, read, write_plan,
 };
 use crate::support::{
     Paths, assert_clean, compaction_point, delivered_to_main, delivered_to_sub, notice,

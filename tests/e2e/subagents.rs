@@ -2,11 +2,11 @@
 //! its phase 0 commands and its templates reach the sub-agent's conversation once, even the
 //! commands the main agent already holds, and the main conversation gets none of them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::model::{Script, bash, tool};
+use crate::model::{Script, Step, bash, tool};
 use crate::received::Received;
 use crate::scenario::{
     IMPLEMENT_PROMPT, Scenario, activate, agent, assert_within_phase_calls, phase,
@@ -22,29 +22,23 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     let Some(s) = Scenario::new("subagent_skill", World::new()) else {
         return;
     };
-    let main = vec![
-        activate(),
-        phase("1: Interrogation"),
-        agent(
-            "Pin the parser with tests",
-            MARKER,
-            "run /test on the estimate package.",
-        ),
-        bash("ls packages"),
-    ];
     let sub = vec![
         tool("Skill", json!({"skill": "test"})),
         bash("ls packages/estimate"),
         bash("ls packages/estimate/tests"),
     ];
-    s.run(
-        Script::main(main).agent("sub", MARKER, sub),
-        IMPLEMENT_PROMPT,
+    let SubAgentRun {
+        sub_got,
+        main_got,
+        saved,
+    } = run_with_a_sub_agent(
+        &s,
+        ("Pin the parser with tests", MARKER),
+        "run /test on the estimate package.",
+        vec![bash("ls packages")],
+        sub,
     );
-    let (requests, saved) = s.requests();
     let p = s.paths();
-    let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
-    let main_got = Received::last_of(&requests, "main").expect("the main conversation");
     let test_dir = p.test_skill_dir();
 
     // The sub-agent: /test's protocol once (the client's expansion of its Skill call), and its
@@ -80,6 +74,44 @@ fn a_sub_agents_skill_reaches_its_own_conversation_once_and_not_the_main_one() {
     );
 
     main_is_untouched(&s, &main_got, &test_dir, &saved);
+}
+
+/// What the model received in a run of `/implement` whose main agent activates the session,
+/// enters phase 1, starts a sub-agent (its description and marker, and `task`) and goes on with
+/// `main_after`, while the sub-agent makes the calls `sub`.
+pub struct SubAgentRun {
+    /// The sub-agent's conversation.
+    pub sub_got: Received,
+    /// The main conversation.
+    pub main_got: Received,
+    /// Where the requests were saved.
+    pub saved: PathBuf,
+}
+
+/// Runs that conversation (see [`SubAgentRun`]) in `s`.
+pub fn run_with_a_sub_agent(
+    s: &Scenario,
+    (description, marker): (&str, &str),
+    task: &str,
+    main_after: Vec<Step>,
+    sub: Vec<Step>,
+) -> SubAgentRun {
+    let mut main = vec![
+        activate(),
+        phase("1: Interrogation"),
+        agent(description, marker, task),
+    ];
+    main.extend(main_after);
+    s.run(
+        Script::main(main).agent("sub", marker, sub),
+        IMPLEMENT_PROMPT,
+    );
+    let (requests, saved) = s.requests();
+    SubAgentRun {
+        sub_got: Received::last_of(&requests, "sub").expect("the sub-agent's conversation"),
+        main_got: Received::last_of(&requests, "main").expect("the main conversation"),
+        saved,
+    }
 }
 
 /// The main agent: its own skill once, phase 1's commands, and nothing of the sub-agent's

@@ -10,9 +10,7 @@ use super::*;
 /// resuming codex process owns the session.
 #[test]
 fn codex_resume_does_not_resend_what_the_conversation_holds() {
-    let world = World::new();
-    let docs_directive = docs_directive(&world);
-    let Some(s) = CodexScenario::new("codex_resume", world) else {
+    let Some((s, docs_directive)) = CodexScenario::with_docs_directive("codex_resume") else {
         return;
     };
     let first = vec![
@@ -38,18 +36,12 @@ fn codex_resume_does_not_resend_what_the_conversation_holds() {
     );
     let (requests, saved) = s.requests();
     let got = last_turn(&requests).expect("the resumed conversation");
-    let p = s.paths();
     assert!(
         got.bash_call("session activate").is_some() && got.text_position(CARRY_ON).is_some(),
         "{}: the last conversation is the resumed one, holding the first run",
         s.name
     );
-    let mut expected = at_start(&p);
-    expected.extend(p.phase_one());
-    expected.extend(p.core_directives());
-    expected.push(docs_directive.clone());
-    let logged = delivered_to_main(s.log(), 0, usize::MAX);
-    s.assert_context("resumed", &got, &union(&expected, &logged), &saved);
+    s.assert_discovered("resumed", &got, &docs_directive, &saved);
     // The first run ends with the model's final answer; everything after it is the resume's.
     let resumed_at = got
         .messages

@@ -2,6 +2,7 @@
 //! fails, judged by what the model received.
 
 use super::*;
+use crate::subagents::{SubAgentRun, run_with_a_sub_agent};
 
 /// A sub-agent starts (SubagentStart gives it the log template, `CMD_APPEND_LOG.md` and the
 /// project's pack), moves the session to phase 2 and makes an ordinary tool call: the phase's
@@ -13,24 +14,18 @@ fn subagent_calls_get_their_blocks_in_their_own_conversation() {
     let Some(s) = Scenario::new("subagent", World::new()) else {
         return;
     };
-    let main = vec![
-        activate(),
-        phase("1: Interrogation"),
-        agent(
-            "Plan the estimate change",
-            MARKER,
-            "move to planning and survey the package.",
-        ),
-    ];
-    let sub = vec![phase("2: Planning"), bash("ls packages/estimate")];
-    s.run(
-        Script::main(main).agent("sub", MARKER, sub),
-        IMPLEMENT_PROMPT,
+    let SubAgentRun {
+        sub_got,
+        main_got,
+        saved,
+    } = run_with_a_sub_agent(
+        &s,
+        ("Plan the estimate change", MARKER),
+        "move to planning and survey the package.",
+        Vec::new(),
+        vec![phase("2: Planning"), bash("ls packages/estimate")],
     );
-    let (requests, saved) = s.requests();
     let p = s.paths();
-    let sub_got = Received::last_of(&requests, "sub").expect("the sub-agent's conversation");
-    let main_got = Received::last_of(&requests, "main").expect("the main conversation");
     // SubagentStart gives the sub-agent how to log and the project's pack before its first
     // request; phase 2's other commands come with its own calls.
     let at_start = vec![
