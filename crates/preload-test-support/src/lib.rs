@@ -1,8 +1,9 @@
 //! What the suites (`tests/`), `make demo` and `make bench` share, in one crate rather than
 //! files included by path: the bundled example laid out as a user's machine ([`example`]), the
 //! test sandbox that runs the real binaries in it ([`sandbox`]), a model of the engine's own
-//! `session.sh` writers ([`engine_model`]) and the steps of a simulated Claude Code session
-//! ([`pipeline_steps`]).
+//! `session.sh` writers ([`engine_model`]), the steps of a simulated Claude Code session
+//! ([`pipeline_steps`]), where the hook scenarios start from ([`session_openings`]) and files on
+//! disk as the suites compare them ([`files`]).
 
 #![allow(
     clippy::unwrap_used,
