@@ -690,32 +690,39 @@ fn print_table(state: &str, res: &Results, limit: Option<f64>, strace: bool, v: 
     }
 }
 
-fn scenario_typical(
-    avail: &Availability,
-    noop: &Path,
+/// What every state scenario measures with: the hooks found, the no-op floor, whether strace
+/// counts system calls, and the chunks a `SessionStart` row is cut into.
+struct Setup<'a> {
+    avail: &'a Availability,
+    noop: &'a Path,
     strace: bool,
     chunks: usize,
-    v: &mut Verdicts,
-) -> Result<(), Error> {
+}
+
+impl Setup<'_> {
+    /// Every case in the state of `sb`, printed as the table rows of `state` against `limit`
+    /// (times the floor).
+    fn measure(
+        &self,
+        sb: &Sandbox,
+        state: &str,
+        limit: f64,
+        v: &mut Verdicts,
+    ) -> Result<Results, Error> {
+        let cases = cases(sb, self.chunks);
+        let res = run_cases(sb, &cases, self.avail, self.noop, self.strace)?;
+        print_table(state, &res, Some(limit), self.strace, v);
+        Ok(res)
+    }
+}
+
+fn scenario_typical(setup: &Setup, v: &mut Verdicts) -> Result<(), Error> {
     let sb = Sandbox::generate(Sizes::TYPICAL, std::process::id())?;
-    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
-    print_table(
-        "typical (1 session, 50)",
-        &res,
-        Some(TYPICAL_RATIO),
-        strace,
-        v,
-    );
+    setup.measure(&sb, "typical (1 session, 50)", TYPICAL_RATIO, v)?;
     Ok(())
 }
 
-fn scenario_large(
-    avail: &Availability,
-    noop: &Path,
-    strace: bool,
-    chunks: usize,
-    v: &mut Verdicts,
-) -> Result<(), Error> {
+fn scenario_large(setup: &Setup, v: &mut Verdicts) -> Result<(), Error> {
     let sb = Sandbox::generate(Sizes::large(1), std::process::id())?;
     if let Ok(mut notes) = NOTES.lock() {
         notes.push(format!(
@@ -725,20 +732,13 @@ fn scenario_large(
             sb.sessions.display()
         ));
     }
-    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
-    print_table("large (1,000 s, 5,000)", &res, Some(LARGE_RATIO), strace, v);
+    setup.measure(&sb, "large (1,000 s, 5,000)", LARGE_RATIO, v)?;
     Ok(())
 }
 
 /// The typical state with a long conversation's transcript (20 MB): the first call of a prompt
 /// reads the end of it to check its branch, a compaction the calls of its latest response.
-fn scenario_transcript(
-    avail: &Availability,
-    noop: &Path,
-    strace: bool,
-    chunks: usize,
-    v: &mut Verdicts,
-) -> Result<(), Error> {
+fn scenario_transcript(setup: &Setup, v: &mut Verdicts) -> Result<(), Error> {
     let sizes = Sizes {
         transcript_bytes: TRANSCRIPT_BYTES,
         ..Sizes::TYPICAL
@@ -748,26 +748,18 @@ fn scenario_transcript(
     sb.base_state[fields::CARRIERS] = json!([{fields::CALL_ID: "toolu_call-00000002",
         fields::CALL_FILES: [sb.base_state["preloadedFiles"][0].clone()]}]);
     sb.restore(&sb.base_state)?;
-    let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
-    print_table(
+    setup.measure(
+        &sb,
         "transcript (1 session, 50; 20 MB transcript)",
-        &res,
-        Some(TYPICAL_RATIO),
-        strace,
+        TYPICAL_RATIO,
         v,
-    );
+    )?;
     Ok(())
 }
 
 /// 10 and 10,000 session directories beside the active session (typical state otherwise): what
 /// a project's history costs a call.
-fn scenario_sessions(
-    avail: &Availability,
-    noop: &Path,
-    strace: bool,
-    chunks: usize,
-    v: &mut Verdicts,
-) -> Result<(), Error> {
+fn scenario_sessions(setup: &Setup, v: &mut Verdicts) -> Result<(), Error> {
     let mut startup = Vec::new();
     for (sessions, state, limit) in [
         (10, "10 sessions", TYPICAL_RATIO),
@@ -779,8 +771,7 @@ fn scenario_sessions(
             ..Sizes::TYPICAL
         };
         let sb = Sandbox::generate(sizes, std::process::id())?;
-        let res = run_cases(&sb, &cases(&sb, chunks), avail, noop, strace)?;
-        print_table(state, &res, Some(limit), strace, v);
+        let res = setup.measure(&sb, state, limit, v)?;
         let row = res
             .rows
             .iter()
@@ -1326,17 +1317,23 @@ fn run() -> Result<(), Error> {
     );
     avail.print_skips();
     let mut verdicts = Verdicts::default();
+    let setup = Setup {
+        avail: &avail,
+        noop: &noop,
+        strace,
+        chunks,
+    };
     if wants("typical") {
-        scenario_typical(&avail, &noop, strace, chunks, &mut verdicts)?;
+        scenario_typical(&setup, &mut verdicts)?;
     }
     if wants("large") {
-        scenario_large(&avail, &noop, strace, chunks, &mut verdicts)?;
+        scenario_large(&setup, &mut verdicts)?;
     }
     if wants("sessions") {
-        scenario_sessions(&avail, &noop, strace, chunks, &mut verdicts)?;
+        scenario_sessions(&setup, &mut verdicts)?;
     }
     if wants("transcript") {
-        scenario_transcript(&avail, &noop, strace, chunks, &mut verdicts)?;
+        scenario_transcript(&setup, &mut verdicts)?;
     }
     if wants("events") {
         events::scenario_events(&noop, &mut verdicts)?;

@@ -162,6 +162,15 @@ fn write(path: &Path, body: &str, bytes: &mut u64) -> io::Result<()> {
     Ok(())
 }
 
+/// `value` as pretty-printed JSON at `path`, as [`write`] writes text.
+fn write_json(path: &Path, value: &Value, bytes: &mut u64) -> io::Result<()> {
+    write(
+        path,
+        &serde_json::to_string_pretty(value).unwrap_or_default(),
+        bytes,
+    )
+}
+
 /// A Claude Code transcript of about `bytes` bytes, in the shape the pinned client writes it:
 /// turns of a prompt and tool calls, each call with its hooks' answers (`hook_success`) and
 /// contexts (`hook_additional_context`) hung off it, linked by `uuid` / `parentUuid`; it ends
@@ -412,11 +421,7 @@ impl Sandbox {
         preload_test_support::example::lay_out(&home, &project)?;
         fs::create_dir_all(root.join("tmp"))?;
         let engine = claude.join("engine");
-        write(
-            &engine.join("guards.json"),
-            &serde_json::to_string_pretty(&guards()).unwrap_or_default(),
-            &mut bytes,
-        )?;
+        write_json(&engine.join("guards.json"), &guards(), &mut bytes)?;
         write(
             &engine.join("config.sh"),
             "# engine settings\nOVERFLOW_THRESHOLD=0.76\n",
@@ -518,11 +523,7 @@ impl Sandbox {
                 "contextUsage": 0.5, "toolCallsByTranscript": {format!("t{i}.jsonl"): 12},
                 "preloadedFiles": files, "pendingPreloads": [], "touchedDirs": {},
             });
-            write(
-                &dir.join(".state.json"),
-                &serde_json::to_string_pretty(&state).unwrap_or_default(),
-                &mut bytes,
-            )?;
+            write_json(&dir.join(".state.json"), &state, &mut bytes)?;
             write(
                 &dir.join("IMPLEMENTATION_LOG.md"),
                 "## Log\n\n- done\n",
@@ -532,11 +533,7 @@ impl Sandbox {
         let active = sessions.join("2026_12_31_BENCH_ACTIVE");
         let base_state = active_state(pid, &home, &preloaded, &active);
         let state_file = active.join(".state.json");
-        write(
-            &state_file,
-            &serde_json::to_string_pretty(&base_state).unwrap_or_default(),
-            &mut bytes,
-        )?;
+        write_json(&state_file, &base_state, &mut bytes)?;
         write(
             &active.join("IMPLEMENTATION_LOG.md"),
             &prose("Implementation log", 4_000, &["CMD_APPEND_LOG"]),

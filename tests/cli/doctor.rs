@@ -57,19 +57,14 @@ fn doctor_flags_double_wiring_stale_locks_and_corrupt_state() {
     let out = preload(&sb, &["doctor", "--prefix", prefix_s]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let text = out.stdout;
-    assert!(text.contains("preload-overflow (PreToolUse, matcher *) is wired natively and through the bash hook pre-tool-use-overflow-v2.sh"), "{text}");
-    assert!(
-        text.contains("preload-injections (PostToolUse, matcher *) is wired twice"),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!("lock: {} is stale", lock.display())),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!("state: {} is corrupt", corrupt.display())),
-        "{text}"
-    );
+    for finding in [
+        "preload-overflow (PreToolUse, matcher *) is wired natively and through the bash hook pre-tool-use-overflow-v2.sh".to_owned(),
+        "preload-injections (PostToolUse, matcher *) is wired twice".to_owned(),
+        format!("lock: {} is stale", lock.display()),
+        format!("state: {} is corrupt", corrupt.display()),
+    ] {
+        assert!(text.contains(&finding), "{finding:?} missing from:\n{text}");
+    }
     assert!(
         text.matches("hint:").count() >= 4,
         "a hint for each finding: {text}"

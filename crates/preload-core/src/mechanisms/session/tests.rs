@@ -8,7 +8,9 @@ use crate::primitives::input::HookInput;
 use crate::state::Lifecycle;
 use std::time::Duration;
 
-fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
+/// A call with the input `input` of a process under supervisor `pid`, with `home` and the
+/// session cache in `cache`.
+fn ctx_of(home: &Path, pid: u32, cache: &Path, input: serde_json::Value) -> Context {
     let env = Env::from_pairs([
         (env::HOME, home.to_string_lossy().into_owned()),
         (env::CLAUDE_SUPERVISOR_PID, pid.to_string()),
@@ -17,8 +19,22 @@ fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
             cache.to_string_lossy().into_owned(),
         ),
     ]);
-    let input = HookInput::from_value(json!({"cwd": project}));
-    Context::new(env, "test", &input, Duration::from_secs(2))
+    Context::new(
+        env,
+        "test",
+        &HookInput::from_value(input),
+        Duration::from_secs(2),
+    )
+}
+
+/// [`ctx_of`] for a call in `project`.
+fn ctx_in(project: &Path, home: &Path, pid: u32, cache: &Path) -> Context {
+    ctx_of(home, pid, cache, json!({"cwd": project}))
+}
+
+/// [`ctx_in`] for a call of the conversation `id`.
+fn ctx_in_conversation(project: &Path, home: &Path, pid: u32, cache: &Path, id: &str) -> Context {
+    ctx_of(home, pid, cache, json!({"cwd": project, "session_id": id}))
 }
 
 fn project() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -120,19 +136,9 @@ fn a_conversation_back_in_a_new_process_takes_its_session_over() {
         "s",
         "{\"pid\": 4000000, \"skill\": \"implement\", \"sessionId\": \"conv-1\"}",
     );
-    let env = Env::from_pairs([
-        (env::HOME, home.to_string_lossy().into_owned()),
-        (env::CLAUDE_SUPERVISOR_PID, "77".to_owned()),
-        (
-            env::CLAUDE_SESSION_CACHE_DIR,
-            tmp.path().to_string_lossy().into_owned(),
-        ),
-    ]);
-    let other = HookInput::from_value(json!({"cwd": project, "session_id": "conv-2"}));
-    let ctx = Context::new(env.clone(), "test", &other, Duration::from_secs(2));
+    let ctx = ctx_in_conversation(&project, &home, 77, tmp.path(), "conv-2");
     assert_eq!(find_session(&ctx), None, "another conversation");
-    let same = HookInput::from_value(json!({"cwd": project, "session_id": "conv-1"}));
-    let ctx = Context::new(env, "test", &same, Duration::from_secs(2));
+    let ctx = ctx_in_conversation(&project, &home, 77, tmp.path(), "conv-1");
     assert_eq!(find_session(&ctx), Some(dir.clone()));
     let taken = state::load(&dir.join(STATE_FILE)).unwrap();
     assert_eq!(taken.pid("pid"), Some(77));
@@ -351,16 +357,7 @@ fn a_pid_the_engine_moved_is_not_taken_from_the_index() {
     fs::write(first.join(STATE_FILE), "{\"sessionId\": \"conv\"}").unwrap();
     fs::write(second.join(STATE_FILE), "{\"pid\": 92}").unwrap();
     fs::remove_file(cache_file(&ctx)).unwrap();
-    let input = HookInput::from_value(json!({"cwd": project, "session_id": "conv"}));
-    let env = Env::from_pairs([
-        (env::HOME, home.to_string_lossy().into_owned()),
-        (env::CLAUDE_SUPERVISOR_PID, "92".to_owned()),
-        (
-            env::CLAUDE_SESSION_CACHE_DIR,
-            tmp.path().to_string_lossy().into_owned(),
-        ),
-    ]);
-    let ctx = Context::new(env, "test", &input, Duration::from_secs(2));
+    let ctx = ctx_in_conversation(&project, &home, 92, tmp.path(), "conv");
     assert_eq!(
         find_session(&ctx),
         Some(second),
@@ -379,20 +376,7 @@ fn a_pid_the_engine_moved_is_not_taken_from_the_index() {
 fn the_remembered_no_session_answer_is_not_given_to_another_conversation() {
     let (tmp, project, home) = project();
     let dir = write_state(&project, "2026_c", "{\"sessionId\": \"c2\"}");
-    let env = |pid: &str| {
-        Env::from_pairs([
-            (env::HOME, home.to_string_lossy().into_owned()),
-            (env::CLAUDE_SUPERVISOR_PID, pid.to_owned()),
-            (
-                env::CLAUDE_SESSION_CACHE_DIR,
-                tmp.path().to_string_lossy().into_owned(),
-            ),
-        ])
-    };
-    let in_conversation = |id: &str| {
-        let input = HookInput::from_value(json!({"cwd": project, "session_id": id}));
-        Context::new(env("93"), "test", &input, Duration::from_secs(2))
-    };
+    let in_conversation = |id: &str| ctx_in_conversation(&project, &home, 93, tmp.path(), id);
     assert_eq!(find_session(&in_conversation("c1")), None);
     assert!(no_session_file(&in_conversation("c1")).is_file());
     // The same process in the conversation the session ran: its answer is its own.

@@ -62,19 +62,14 @@ fn injection_parts_and_names_what_does_not_fit() {
     };
     let text = injection(&ctx, &reread, &[a.clone(), b.clone(), missing.clone()]);
     assert!(chars(&text) <= 2000, "{} chars", chars(&text));
-    assert!(
-        text.contains(&format!("[Preloaded: {} (part 1/", a.display())),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!("{} (from part 2/", a.display())),
-        "{text}"
-    );
-    assert!(text.contains(&b.display().to_string()));
-    assert!(text.contains(&format!(
-        "Could not be read by the hook: {}",
-        missing.display()
-    )));
+    for piece in [
+        format!("[Preloaded: {} (part 1/", a.display()),
+        format!("{} (from part 2/", a.display()),
+        b.display().to_string(),
+        format!("Could not be read by the hook: {}", missing.display()),
+    ] {
+        assert!(text.contains(&piece), "{piece:?} missing from:\n{text}");
+    }
 }
 
 #[test]

@@ -20,6 +20,16 @@ fn take_as_bash(dir: &Path, holder: Option<u32>) {
     }
 }
 
+/// A state file `s.json` in a new directory whose lock bash has taken for `holder`: the
+/// directory, the file, the lock directory.
+fn taken_by_bash(holder: Option<u32>) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.json");
+    let dir = lock_dir_for(&file);
+    take_as_bash(&dir, holder);
+    (tmp, file, dir)
+}
+
 #[test]
 fn acquire_writes_pid_and_release_cleans_up() {
     let tmp = tempfile::tempdir().unwrap();
@@ -33,11 +43,8 @@ fn acquire_writes_pid_and_release_cleans_up() {
 
 #[test]
 fn a_live_bash_holder_excludes_us_until_timeout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("s.json");
-    let dir = lock_dir_for(&file);
-    // The way the engine's bash takes it: mkdir, then its own PID (alive: this process's parent).
-    take_as_bash(&dir, Some(std::os::unix::process::parent_id()));
+    // Its holder alive: this process's parent.
+    let (_tmp, file, dir) = taken_by_bash(Some(std::os::unix::process::parent_id()));
     let err = StateLock::acquire(&file, soon(60)).unwrap_err();
     assert!(matches!(err, LockError::Timeout { .. }), "{err}");
     assert!(
@@ -48,10 +55,7 @@ fn a_live_bash_holder_excludes_us_until_timeout() {
 
 #[test]
 fn a_dead_holder_is_reclaimed_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("s.json");
-    let dir = lock_dir_for(&file);
-    take_as_bash(&dir, Some(DEAD));
+    let (_tmp, file, _) = taken_by_bash(Some(DEAD));
     let started = Instant::now();
     let lock = StateLock::acquire(&file, soon(2000)).unwrap();
     assert!(started.elapsed() < Duration::from_millis(500));
@@ -60,10 +64,7 @@ fn a_dead_holder_is_reclaimed_at_once() {
 
 #[test]
 fn a_pidless_lock_is_reclaimed_only_when_old() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("s.json");
-    let dir = lock_dir_for(&file);
-    take_as_bash(&dir, None);
+    let (_tmp, file, dir) = taken_by_bash(None);
     assert_eq!(inspect(&dir), LockHealth::Fresh);
     assert!(StateLock::acquire(&file, soon(40)).is_err());
     let old = SystemTime::now() - Duration::from_secs(30);
@@ -75,10 +76,7 @@ fn a_pidless_lock_is_reclaimed_only_when_old() {
 #[test]
 fn a_pidless_lock_dated_ahead_ages_like_one_dated_behind() {
     // The clock was set back after the lock was made: its time is in the future.
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("s.json");
-    let dir = lock_dir_for(&file);
-    take_as_bash(&dir, None);
+    let (_tmp, file, dir) = taken_by_bash(None);
     let ahead = SystemTime::now() + Duration::from_secs(2);
     fs::File::open(&dir).unwrap().set_modified(ahead).unwrap();
     assert_eq!(
