@@ -292,10 +292,11 @@ pub fn session_phase_cmds(
         resolve_phase_cmds(paths, phases, label, template, &skill_dir)
     };
     if let Some(chosen) = state.chosen_mode() {
-        let modes = match state.modes() {
-            Some(modes) => Some(Cow::Owned(modes)),
-            None => skill().and_then(|s| s.definition.modes.as_deref().map(Cow::Borrowed)),
-        };
+        // The state's own modes, else (none written there) the skill's.
+        let modes = state
+            .modes()
+            .map(Cow::Owned)
+            .or_else(|| skill().and_then(|s| s.definition.modes.as_deref().map(Cow::Borrowed)));
         if let Some(modes) = modes {
             for file in mode_files(&modes, chosen, &skill_dir) {
                 if !out.contains(&file) {
