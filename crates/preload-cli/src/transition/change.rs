@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::proof::{self, Leaving, Proof, ProofError, ProofSchema};
 use super::{
@@ -18,7 +18,6 @@ use preload_core::mechanisms::session::STATE_FILE;
 use preload_core::pipeline::preload::{self, Batch, Mode, Request};
 use preload_core::primitives::clock;
 use preload_core::primitives::delivery::Packer;
-use preload_core::state::fields;
 use preload_core::state::{self, Phase, Phases, State};
 
 /// A `phase` call.
@@ -113,16 +112,8 @@ fn transition(
         s.set_phases(list);
     }
     let now = clock::iso_utc(ctx.now);
-    s.set_current_phase(phase);
-    s.set(fields::LAST_HEARTBEAT, json!(now));
-    s.remove(fields::LOADING);
-    s.set(fields::TOOL_CALLS_BY_TRANSCRIPT, json!({}));
-    s.remove(fields::PRIMARY_TRANSCRIPT_KEY);
-    let entry = match proof.filter(|p| p.is_recorded()) {
-        Some(p) => json!({"phase": phase, "ts": now, "proof": p.value}),
-        None => json!(phase),
-    };
-    s.array_mut(fields::PHASE_HISTORY).push(entry);
+    let recorded = proof.filter(|p| p.is_recorded()).map(|p| &p.value);
+    s.enter_phase(phase, &now, recorded);
 
     if !has_phases {
         return Ok((Batch::default(), format!("Phase: {phase}\n")));

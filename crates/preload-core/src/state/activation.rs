@@ -1,8 +1,9 @@
 //! The session's own fields an activation writes, typed: its owner, its skill, the flags it
 //! clears, the defaults of the engine's counters and thresholds, its start and its heartbeat,
-//! in the order the engine's `session.sh activate` writes them.
+//! in the order the engine's `session.sh activate` writes them; and what a phase transition
+//! writes, as `session.sh phase` does.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Lifecycle, State, fields};
 
@@ -54,6 +55,28 @@ impl State {
         self.set(fields::PHASE_HISTORY, Value::Array(Vec::new()));
     }
 
+    /// The session enters `phase` at `now` (ISO 8601, UTC): the current phase, the heartbeat,
+    /// no longer loading, the tool calls counted from none again (without a primary key), and
+    /// the phase appended to `phaseHistory`, as an object with its `proof` when one is recorded.
+    pub fn enter_phase(&mut self, phase: &str, now: &str, proof: Option<&Value>) {
+        self.set_current_phase(phase);
+        self.set_heartbeat(now);
+        self.remove(fields::LOADING);
+        self.set(fields::TOOL_CALLS_BY_TRANSCRIPT, Value::Object(Map::new()));
+        self.remove(fields::PRIMARY_TRANSCRIPT_KEY);
+        let entry = match proof {
+            Some(proof) => {
+                let mut entry = Map::new();
+                entry.insert("phase".to_owned(), Value::from(phase));
+                entry.insert("ts".to_owned(), Value::from(now));
+                entry.insert(fields::PROOF.to_owned(), proof.clone());
+                Value::Object(entry)
+            }
+            None => Value::from(phase),
+        };
+        self.array_mut(fields::PHASE_HISTORY).push(entry);
+    }
+
     /// `--fast-track`: no completed-skill check.
     pub fn set_fast_track(&mut self) {
         self.set(fields::FAST_TRACK, Value::Bool(true));
@@ -88,5 +111,18 @@ mod tests {
         assert_eq!(s.str(fields::STARTED_AT), Some("S"));
         assert_eq!(s.number(fields::WARN_AFTER), Some(5.0));
         assert_eq!(s.str(fields::LAST_HEARTBEAT), Some("U"));
+    }
+
+    #[test]
+    fn a_phase_is_entered_as_the_engine_writes_it() {
+        let text = r#"{"loading": true, "currentPhase": "0: Setup", "phaseHistory": ["0: Setup"],
+            "toolCallsByTranscript": {"t": 4}, "primaryTranscriptKey": "t", "pid": 7}"#;
+        let mut s = State::parse(text).unwrap();
+        s.enter_phase("1: Interrogation", "T1", None);
+        s.enter_phase("2: Plan", "T2", Some(&Value::from("done")));
+        assert_eq!(
+            s.to_pretty(),
+            "{\n  \"currentPhase\": \"2: Plan\",\n  \"phaseHistory\": [\n    \"0: Setup\",\n    \"1: Interrogation\",\n    {\n      \"phase\": \"2: Plan\",\n      \"ts\": \"T2\",\n      \"proof\": \"done\"\n    }\n  ],\n  \"toolCallsByTranscript\": {},\n  \"pid\": 7,\n  \"lastHeartbeat\": \"T2\"\n}\n"
+        );
     }
 }
