@@ -11,6 +11,7 @@ use preload_cli::install::wiring::{BINARIES, WIRING};
 use serde_json::json;
 
 use crate::cli::assert_says;
+use preload_test_support::files::{self, Dirs};
 use preload_test_support::sandbox::{Answer, Sandbox, strings};
 
 pub(crate) fn preload(sb: &Sandbox, args: &[&str]) -> Answer {
@@ -143,24 +144,11 @@ fn doctor_lists_the_largest_files_against_the_cap() {
     assert_eq!(fs::read_to_string(&big).unwrap().len(), 30_000);
 }
 
-/// Every file under `dir` and its bytes.
+/// Every file under `dir` and its bytes (a link, where it points).
 pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
-            let path = entry.path();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() {
-                out.insert(path.clone(), fs::read(&path).unwrap());
-            } else {
-                out.insert(path.clone(), b"(link)".to_vec());
-            }
-        }
-    }
-    out
+    files::snapshot(dir, Dirs::Omitted, &[])
+        .into_iter()
+        .collect()
 }
 
 /// Fails with the paths that differ between two snapshots.
